@@ -1,0 +1,554 @@
+// Segment<Alloc>: attaches, creates and validates a shmc segment; every
+// container is built on it. The protocol (docs/design.md, "Segment format"):
+//
+//  * The creator is whoever wins the exclusive create. It writes the whole
+//    header and lets the container initialize its area, then publishes
+//    `state = kStateReady` with a release store, last.
+//  * Attachers load `state` with acquire and wait (bounded) for ready. A
+//    creator that died before publishing leaves an abandoned segment: readers
+//    get kNotReady at once; a writer allowed to create replaces it.
+//  * Then each field is checked in turn and the first that differs is named in
+//    the error: magic, format version, checksum, kind, layout version, header
+//    size, each parameter, fingerprint, size.
+//
+// Segment contents are untrusted input: nothing read from the header is used
+// before it has been bounds-checked against the mapped size.
+#pragma once
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "shmc/detail/alloc_base.h"
+#include "shmc/detail/hash.h"
+#include "shmc/detail/process.h"
+#include "shmc/detail/segment_header.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+
+namespace shmc {
+namespace detail {
+
+// How long an attacher waits for a live creator to publish a segment.
+constexpr uint64_t kReadyWaitNs = 1000ULL * 1000 * 1000;
+// Exclusive-create races retried before giving up.
+constexpr int kMaxCreateRounds = 8;
+
+enum class ParamRole {
+  kLayout,    // must equal this build's value (node size, alignment, hash id)
+  kGeometry,  // chosen at creation (node count); read back by readers
+};
+
+struct ParamSpec {
+  const char* name;
+  uint64_t value;
+  ParamRole role;
+};
+
+struct SegmentSpec {
+  ContainerKind kind = ContainerKind::kArray;
+  uint32_t layout_version = 1;
+  uint32_t header_size = sizeof(SegmentHeader);  // where the data starts
+  uint64_t total_size = 0;                       // whole segment, for create
+  std::vector<ParamSpec> params;
+};
+
+// ABI facts folded into every fingerprint: segments are shared only between
+// builds that agree on byte order, pointer width and the cache-line constant.
+inline uint64_t AbiFingerprintSeed() {
+  uint64_t h = kFnvOffset;
+  const uint32_t endian_probe = 0x01020304;
+  h = Fnv1a64(&endian_probe, sizeof(endian_probe), h);
+  h = Fnv1a64U64(sizeof(void*), h);
+  h = Fnv1a64U64(kCacheLine, h);
+  return h;
+}
+
+inline uint64_t SpecFingerprint(const SegmentSpec& spec) {
+  uint64_t h = AbiFingerprintSeed();
+  h = Fnv1a64U64(static_cast<uint32_t>(spec.kind), h);
+  h = Fnv1a64U64(spec.layout_version, h);
+  for (const ParamSpec& p : spec.params) {
+    if (p.role != ParamRole::kLayout) continue;
+    h = Fnv1a64(p.name, std::strlen(p.name), h);
+    h = Fnv1a64U64(p.value, h);
+  }
+  return h;
+}
+
+inline uint64_t HeaderChecksum(const SegmentHeader* h) {
+  uint64_t sum = Fnv1a64(h, kChecksumIdentityBytes);
+  return Fnv1a64(h->params, sizeof(h->params), sum);
+}
+
+constexpr uint64_t RoundUp(uint64_t n, uint64_t align) {
+  return (n + align - 1) / align * align;
+}
+
+// Plain header fields are written by the creator before the release store of
+// `state`; an attacher that wants the creator pid before `state` is ready must
+// read it atomically (it may be in the middle of being written).
+inline uint64_t LoadRelaxed(const uint64_t* p) {
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+inline std::string PrintableBytes(const void* data, size_t n) {
+  std::string out;
+  const unsigned char* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\') {
+      out += static_cast<char>(p[i]);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", p[i]);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+inline std::string FieldString(const char* field, size_t max) {
+  return std::string(field, strnlen(field, max));
+}
+
+// Maps an allocator failure to an ErrorCode.
+inline ErrorCode AllocErrorCode(int alloc_errno) {
+  switch (alloc_errno) {
+    case impl::kErrNotExist: return ErrorCode::kNotFound;
+    case impl::kErrAlreadyExist: return ErrorCode::kAlreadyExists;
+    case impl::kErrBadParam: return ErrorCode::kInvalidArgument;
+    case impl::kErrPermission: return ErrorCode::kPermissionDenied;
+    case impl::kErrBiggerSize: return ErrorCode::kSizeMismatch;
+    case impl::kErrNoSpace: return ErrorCode::kNoSpace;
+    case impl::kErrNoHugePages: return ErrorCode::kNoHugePages;
+    case impl::kErrEmpty: return ErrorCode::kNotReady;
+    case impl::kErrInvalid: return ErrorCode::kInvalidArgument;
+    default: return ErrorCode::kSystem;
+  }
+}
+
+inline const char* AllocErrorText(int alloc_errno) {
+  switch (alloc_errno) {
+    case impl::kErrNotExist: return "no such segment";
+    case impl::kErrAlreadyExist: return "segment already exists";
+    case impl::kErrBadParam: return "invalid key (SysV keys are numbers "
+                                    "1..0xffffffff: decimal, 0octal or 0xhex)";
+    case impl::kErrPermission: return "permission denied";
+    case impl::kErrBiggerSize: return "segment is smaller than requested";
+    case impl::kErrNoSpace: return "no space to reserve the segment's pages "
+                                   "(full /dev/shm, disk or memory limit)";
+    case impl::kErrNoHugePages: return "not enough free hugepages (see "
+                                       "/proc/sys/vm/nr_hugepages)";
+    case impl::kErrEmpty: return "segment exists but has no bytes yet";
+    case impl::kErrInvalid: return "invalid argument";
+    default: return "system error";
+  }
+}
+
+template <class Alloc>
+class Segment {
+ public:
+  Segment() = default;
+  ~Segment() { Reset(); }
+  Segment(const Segment&) = delete;
+  Segment& operator=(const Segment&) = delete;
+
+  bool attached() const { return base_ != nullptr; }
+  bool newly_created() const { return newly_created_; }
+  bool read_only() const { return read_only_; }
+  const std::string& key() const { return key_; }
+  size_t mapped_size() const { return mapped_size_; }
+  char* base() const { return base_; }
+  SegmentHeader* header() const {
+    return reinterpret_cast<SegmentHeader*>(base_);
+  }
+  uint64_t param(size_t i) const { return header()->params[i].value; }
+
+  void Reset() {
+    if (base_ != nullptr) alloc_.Detach(base_, mapped_size_);
+    base_ = nullptr;
+    mapped_size_ = 0;
+    newly_created_ = false;
+    read_only_ = false;
+    key_.clear();
+  }
+
+  // Flushes a file-backed segment to disk (no-op for memory-only ones).
+  bool Sync() { return base_ == nullptr || alloc_.Sync(base_, mapped_size_); }
+
+  // Attaches read-write, creating the segment as `create_flags` allow. On a
+  // fresh segment `init` runs on the whole mapping before it is published.
+  bool OpenForWrite(const std::string& key, const SegmentSpec& spec,
+                    int create_flags, const std::function<void(char*)>& init,
+                    const char* who, Error* err) {
+    if (!CheckSpec(key, spec, true, who, err)) return false;
+    uint64_t wait_deadline = MonotonicNs() + kReadyWaitNs;
+    for (int round = 0; round < kMaxCreateRounds; ++round) {
+      size_t mapped = 0;
+      void* addr = alloc_.Attach(key, 0, 0, &mapped);
+      if (addr != nullptr) {
+        Verdict v = Validate(static_cast<char*>(addr), mapped, spec, true,
+                             key, who, err);
+        if (v == Verdict::kOk) {
+          Adopt(key, addr, mapped, false, false);
+          return true;
+        }
+        const SegmentHeader* h = static_cast<const SegmentHeader*>(addr);
+        uint64_t old_total = mapped >= sizeof(SegmentHeader)
+                                 ? h->total_size : mapped;
+        alloc_.Detach(addr, mapped);
+        if (v == Verdict::kAbandoned && (create_flags & kCreateIfNotExist)) {
+          Log(kWarning, "%s(%s): replacing a segment its creator abandoned "
+              "before publishing it\n", who, key.c_str());
+          if (!Remove(key, who, err)) return false;
+          continue;
+        }
+        if (v == Verdict::kGeometry && (create_flags & kCreateIfExtending) &&
+            old_total < spec.total_size) {
+          Log(kWarning, "%s(%s): recreating the segment larger (%" PRIu64
+              " -> %" PRIu64 " bytes) because of kCreateIfExtending: all of "
+              "its data is lost\n", who, key.c_str(), old_total,
+              spec.total_size);
+          if (!Remove(key, who, err)) return false;
+          continue;
+        }
+        return false;
+      }
+      int ae = alloc_.last_errno();
+      if (ae == impl::kErrEmpty) {
+        // Someone created the name and is sizing it; give it time.
+        if (MonotonicNs() < wait_deadline) {
+          SleepMs(1);
+          --round;
+          continue;
+        }
+        if (!(create_flags & kCreateIfNotExist)) {
+          return FailAlloc(err, ae, key, who);
+        }
+        Log(kWarning, "%s(%s): replacing an empty segment whose creator "
+            "never sized it\n", who, key.c_str());
+        if (!Remove(key, who, err)) return false;
+        continue;
+      }
+      if (ae != impl::kErrNotExist) return FailAlloc(err, ae, key, who);
+      if (!(create_flags & kCreateIfNotExist)) {
+        return Fail(err, ErrorCode::kNotFound, alloc_.sys_errno(), key, who,
+                    "no such segment and creation is not allowed "
+                    "(create flags %d)", create_flags);
+      }
+      if (Create(key, spec, init, who, err)) return true;
+      if (alloc_.last_errno() != impl::kErrAlreadyExist) return false;
+      // Lost a create race: attach the winner's segment next round.
+    }
+    return Fail(err, ErrorCode::kSystem, 0, key, who,
+                "gave up after %d rounds of create/attach races",
+                kMaxCreateRounds);
+  }
+
+  // Attaches an existing segment read-only (or read-write when `writable`,
+  // for roles that must store into the segment, such as a queue consumer).
+  // Geometry params are not compared: the caller reads them back.
+  bool OpenForRead(const std::string& key, const SegmentSpec& spec,
+                   bool writable, const char* who, Error* err) {
+    if (!CheckSpec(key, spec, false, who, err)) return false;
+    uint64_t wait_deadline = MonotonicNs() + kReadyWaitNs;
+    for (;;) {
+      size_t mapped = 0;
+      void* addr = alloc_.Attach(key, 0, writable ? 0 : impl::kReadOnly,
+                                 &mapped);
+      if (addr == nullptr) {
+        int ae = alloc_.last_errno();
+        if (ae == impl::kErrEmpty && MonotonicNs() < wait_deadline) {
+          SleepMs(1);
+          continue;
+        }
+        return FailAlloc(err, ae, key, who);
+      }
+      Verdict v = Validate(static_cast<char*>(addr), mapped, spec, false, key,
+                           who, err);
+      if (v == Verdict::kOk) {
+        Adopt(key, addr, mapped, false, !writable);
+        return true;
+      }
+      alloc_.Detach(addr, mapped);
+      return false;
+    }
+  }
+
+  // For readers: the container derived `expected` from the geometry params;
+  // the header's total_size must agree (else the header lies).
+  bool CheckTotalSize(uint64_t expected, const char* who, Error* err) {
+    uint64_t total = header()->total_size;
+    if (total != expected) {
+      return Fail(err, ErrorCode::kCorrupted, 0, key_, who,
+                  "header says %" PRIu64 " bytes but its geometry needs %"
+                  PRIu64, total, expected);
+    }
+    return true;
+  }
+
+  __attribute__((format(printf, 6, 7))) static bool Fail(
+      Error* err, ErrorCode code, int sys_errno, const std::string& key,
+      const char* who, const char* fmt, ...) {
+    char detail[1024];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(detail, sizeof(detail), fmt, args);
+    va_end(args);
+    err->code = code;
+    err->sys_errno = sys_errno;
+    err->message = std::string(who) + "(" + key + "): " +
+                   ErrorCodeName(code) + ": " + detail;
+    if (sys_errno != 0) {
+      err->message += " (";
+      err->message += std::strerror(sys_errno);
+      err->message += ")";
+    }
+    Log(kError, "%s\n", err->message.c_str());
+    return false;
+  }
+
+ private:
+  enum class Verdict { kOk, kAbandoned, kGeometry, kFatal };
+
+  static void SleepMs(long ms) {
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, nullptr);
+  }
+
+  bool FailAlloc(Error* err, int ae, const std::string& key, const char* who) {
+    return Fail(err, AllocErrorCode(ae), alloc_.sys_errno(), key, who, "%s",
+                AllocErrorText(ae));
+  }
+
+  void Adopt(const std::string& key, void* addr, size_t mapped, bool created,
+             bool read_only) {
+    key_ = key;
+    base_ = static_cast<char*>(addr);
+    mapped_size_ = mapped;
+    newly_created_ = created;
+    read_only_ = read_only;
+  }
+
+  bool Remove(const std::string& key, const char* who, Error* err) {
+    if (alloc_.Unlink(key) || alloc_.last_errno() == impl::kErrNotExist) {
+      return true;
+    }
+    return Fail(err, AllocErrorCode(alloc_.last_errno()), alloc_.sys_errno(),
+                key, who, "cannot remove the old segment");
+  }
+
+  bool CheckSpec(const std::string& key, const SegmentSpec& spec, bool write,
+                 const char* who, Error* err) {
+    if (base_ != nullptr) {
+      return Fail(err, ErrorCode::kAlreadyInitialized, 0, key, who,
+                  "already attached to %s", key_.c_str());
+    }
+    if (spec.params.size() > kMaxParams ||
+        spec.header_size < sizeof(SegmentHeader)) {
+      return Fail(err, ErrorCode::kInvalidArgument, 0, key, who,
+                  "bad segment spec");
+    }
+    if (write && spec.total_size < spec.header_size) {
+      return Fail(err, ErrorCode::kInvalidArgument, 0, key, who,
+                  "size overflows or is smaller than the header");
+    }
+    return true;
+  }
+
+  bool Create(const std::string& key, const SegmentSpec& spec,
+              const std::function<void(char*)>& init, const char* who,
+              Error* err) {
+    size_t mapped = 0;
+    void* addr = alloc_.Attach_ExclCreate(key, spec.total_size, &mapped);
+    if (addr == nullptr) {
+      int ae = alloc_.last_errno();
+      if (ae == impl::kErrAlreadyExist) return false;
+      return FailAlloc(err, ae, key, who);
+    }
+    char* base = static_cast<char*>(addr);
+    SegmentHeader* h = reinterpret_cast<SegmentHeader*>(base);
+    // Fresh pages are zero, but HEAP/ANON callers and recreated files must
+    // not inherit anything: clear the header (state stays initializing).
+    std::memset(static_cast<void*>(base), 0, spec.header_size);
+    std::memcpy(h->magic, kSegmentMagic, sizeof(h->magic));
+    h->format_version = kFormatVersion;
+    h->kind = static_cast<uint32_t>(spec.kind);
+    std::strncpy(h->kind_name, KindName(spec.kind), kKindNameLen - 1);
+    h->layout_version = spec.layout_version;
+    h->header_size = spec.header_size;
+    h->total_size = spec.total_size;
+    h->fingerprint = SpecFingerprint(spec);
+    __atomic_store_n(&h->creator_pid, static_cast<uint64_t>(getpid()),
+                     __ATOMIC_RELAXED);
+    h->create_time_ns = RealtimeNs();
+    h->param_count = static_cast<uint32_t>(spec.params.size());
+    for (size_t i = 0; i < spec.params.size(); ++i) {
+      std::strncpy(h->params[i].name, spec.params[i].name, kParamNameLen - 1);
+      h->params[i].value = spec.params[i].value;
+    }
+    h->header_checksum = HeaderChecksum(h);
+    if (init) init(base);
+    // SYNC POINT (release): publishes every header field and whatever `init`
+    // wrote; paired with the acquire load in WaitReady().
+    h->state.store(kStateReady, std::memory_order_release);
+    Adopt(key, addr, mapped, true, false);
+    return true;
+  }
+
+  // Waits for `state` to become ready. Returns kOk, kAbandoned (not ready and
+  // its creator is gone) or kFatal (timed out, or a garbage state word).
+  Verdict WaitReady(const SegmentHeader* h, const std::string& key,
+                    const char* who, Error* err) {
+    uint64_t deadline = MonotonicNs() + kReadyWaitNs;
+    for (;;) {
+      // SYNC POINT (acquire): pairs with the creator's release in Create().
+      uint32_t state = h->state.load(std::memory_order_acquire);
+      if (state == kStateReady) return Verdict::kOk;
+      if (state != kStateInitializing) {
+        Fail(err, ErrorCode::kCorrupted, 0, key, who,
+             "state word is 0x%08x, neither initializing nor ready", state);
+        return Verdict::kFatal;
+      }
+      uint64_t creator = LoadRelaxed(&h->creator_pid);
+      if (creator != 0 && !ProcessAlive(creator)) {
+        Fail(err, ErrorCode::kNotReady, 0, key, who,
+             "creator pid %" PRIu64 " died before the segment was ready",
+             creator);
+        return Verdict::kAbandoned;
+      }
+      if (MonotonicNs() >= deadline) {
+        Fail(err, ErrorCode::kNotReady, 0, key, who,
+             "not ready after %" PRIu64 " ms (creator pid %" PRIu64
+             " still initializing)", kReadyWaitNs / 1000000, creator);
+        // A creator that never even wrote its pid is as good as gone.
+        return creator == 0 ? Verdict::kAbandoned : Verdict::kFatal;
+      }
+      SleepMs(1);
+    }
+  }
+
+  Verdict Validate(char* base, size_t mapped, const SegmentSpec& spec,
+                   bool write, const std::string& key, const char* who,
+                   Error* err) {
+    const SegmentHeader* h = reinterpret_cast<const SegmentHeader*>(base);
+    if (mapped < sizeof(h->magic) ||
+        std::memcmp(h->magic, kSegmentMagic, sizeof(h->magic)) != 0) {
+      Fail(err, ErrorCode::kBadMagic, 0, key, who,
+           "not a shmc segment (starts with \"%s\", expected \"shmc.seg\")",
+           PrintableBytes(base, std::min<size_t>(mapped, 8)).c_str());
+      return Verdict::kFatal;
+    }
+    if (mapped < sizeof(SegmentHeader)) {
+      Fail(err, ErrorCode::kSizeMismatch, 0, key, who,
+           "truncated: %zu bytes, smaller than the %zu-byte header", mapped,
+           sizeof(SegmentHeader));
+      return Verdict::kFatal;
+    }
+    Verdict ready = WaitReady(h, key, who, err);
+    if (ready != Verdict::kOk) return ready;
+    if (h->format_version != kFormatVersion) {
+      Fail(err, ErrorCode::kVersionMismatch, 0, key, who,
+           "segment format version %u, this build reads %u",
+           h->format_version, kFormatVersion);
+      return Verdict::kFatal;
+    }
+    if (h->header_checksum != HeaderChecksum(h)) {
+      Fail(err, ErrorCode::kCorrupted, 0, key, who,
+           "header checksum mismatch (stored %016" PRIx64 ", computed %016"
+           PRIx64 ")", h->header_checksum, HeaderChecksum(h));
+      return Verdict::kFatal;
+    }
+    if (h->kind != static_cast<uint32_t>(spec.kind)) {
+      Fail(err, ErrorCode::kLayoutMismatch, 0, key, who,
+           "kind: the segment holds a %s (kind %u), not a %s (kind %u)",
+           FieldString(h->kind_name, kKindNameLen).c_str(), h->kind,
+           KindName(spec.kind), static_cast<uint32_t>(spec.kind));
+      return Verdict::kFatal;
+    }
+    if (h->layout_version != spec.layout_version) {
+      Fail(err, ErrorCode::kVersionMismatch, 0, key, who,
+           "%s layout version %u in the segment, this build uses %u",
+           KindName(spec.kind), h->layout_version, spec.layout_version);
+      return Verdict::kFatal;
+    }
+    if (h->header_size != spec.header_size) {
+      Fail(err, ErrorCode::kLayoutMismatch, 0, key, who,
+           "header_size: %u in the segment, %u in this build", h->header_size,
+           spec.header_size);
+      return Verdict::kFatal;
+    }
+    if (h->param_count != spec.params.size()) {
+      Fail(err, ErrorCode::kLayoutMismatch, 0, key, who,
+           "param_count: %u in the segment, %zu in this build",
+           h->param_count, spec.params.size());
+      return Verdict::kFatal;
+    }
+    bool geometry_differs = false;
+    for (size_t i = 0; i < spec.params.size(); ++i) {
+      const ParamSpec& p = spec.params[i];
+      std::string name = FieldString(h->params[i].name, kParamNameLen);
+      if (name != p.name) {
+        Fail(err, ErrorCode::kLayoutMismatch, 0, key, who,
+             "param %zu is '%s' in the segment, '%s' in this build", i,
+             name.c_str(), p.name);
+        return Verdict::kFatal;
+      }
+      uint64_t have = h->params[i].value;
+      if (p.role == ParamRole::kLayout && have != p.value) {
+        Fail(err, ErrorCode::kLayoutMismatch, 0, key, who,
+             "%s: %" PRIu64 " in the segment, %" PRIu64 " in this program",
+             p.name, have, p.value);
+        return Verdict::kFatal;
+      }
+      if (p.role == ParamRole::kGeometry && write && have != p.value &&
+          !geometry_differs) {
+        geometry_differs = true;
+        Fail(err, ErrorCode::kSizeMismatch, 0, key, who,
+             "%s: %" PRIu64 " in the segment, %" PRIu64 " requested", p.name,
+             have, p.value);
+      }
+    }
+    if (h->fingerprint != SpecFingerprint(spec)) {
+      Fail(err, ErrorCode::kLayoutMismatch, 0, key, who,
+           "fingerprint: %016" PRIx64 " in the segment, %016" PRIx64
+           " in this build (another ABI or cache-line constant)",
+           h->fingerprint, SpecFingerprint(spec));
+      return Verdict::kFatal;
+    }
+    if (geometry_differs) return Verdict::kGeometry;
+    if (h->total_size < h->header_size || h->total_size > mapped) {
+      Fail(err, ErrorCode::kSizeMismatch, 0, key, who,
+           "truncated: header says %" PRIu64 " bytes, %zu are mapped",
+           h->total_size, mapped);
+      return Verdict::kFatal;
+    }
+    if (write && h->total_size != spec.total_size) {
+      Fail(err, ErrorCode::kSizeMismatch, 0, key, who,
+           "%" PRIu64 " bytes in the segment, %" PRIu64 " requested",
+           h->total_size, spec.total_size);
+      return Verdict::kGeometry;
+    }
+    return Verdict::kOk;
+  }
+
+  Alloc alloc_;
+  std::string key_;
+  char* base_ = nullptr;
+  size_t mapped_size_ = 0;
+  bool newly_created_ = false;
+  bool read_only_ = false;
+};
+
+}  // namespace detail
+}  // namespace shmc

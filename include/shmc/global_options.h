@@ -1,0 +1,75 @@
+// Process-wide options of the reference API: the log handler and the default
+// create flags. These are the only mutable globals in shmc; both are meant to
+// be set once, before any container is initialized (they are not guarded by a
+// lock, exactly as in the reference).
+#pragma once
+
+#include <cstdarg>
+#include <cstdio>
+#include <functional>
+#include <utility>
+
+namespace shmc {
+
+enum LogLevel {
+  kError = 1,
+  kWarning,
+  kInfo,
+  kDebug,
+};
+
+// Bit flags deciding when InitForWrite may create a segment.
+enum ShmCreateFlag {
+  kNoCreate = 0x0,           // attach an existing segment only
+  kCreateIfNotExist = 0x1,   // create the segment when it does not exist
+  kCreateIfExtending = 0x2,  // recreate (losing its data) a segment that is
+                             // smaller than requested; logged as a warning
+};
+
+namespace detail {
+
+struct GlobalOptions {
+  int log_level = 0;  // nothing is logged until a handler is installed
+  std::function<void(LogLevel, const char*)> log_func;
+  int create_flags = kCreateIfNotExist;
+};
+
+inline GlobalOptions& Options() {
+  static GlobalOptions options;
+  return options;
+}
+
+inline void VLog(LogLevel level, const char* fmt, va_list args) {
+  GlobalOptions& o = Options();
+  if (level > o.log_level || !o.log_func) return;
+  char buf[2048];
+  std::vsnprintf(buf, sizeof(buf), fmt, args);
+  o.log_func(level, buf);
+}
+
+__attribute__((format(printf, 2, 3))) inline void Log(LogLevel level,
+                                                      const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  VLog(level, fmt, args);
+  va_end(args);
+}
+
+}  // namespace detail
+
+// Only messages with a level <= `log_level` reach `log_func`.
+inline void SetLogHandler(LogLevel log_level,
+                          std::function<void(LogLevel, const char*)> log_func) {
+  detail::Options().log_level = log_level;
+  detail::Options().log_func = std::move(log_func);
+}
+
+// Bit-OR of ShmCreateFlag used by every InitForWrite (default
+// kCreateIfNotExist).
+inline void SetDefaultCreateFlags(int create_flags) {
+  detail::Options().create_flags = create_flags;
+}
+
+inline int DefaultCreateFlags() { return detail::Options().create_flags; }
+
+}  // namespace shmc

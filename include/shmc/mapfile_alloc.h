@@ -1,0 +1,35 @@
+// File-backed allocator (shmc addition): the segment is a regular file mapped
+// MAP_SHARED, so its data outlives a reboot. Key: the file's path.
+//
+// Durability: the kernel writes dirty pages back on its own schedule; Detach
+// (and so a container's destruction) flushes them with msync(MS_SYNC), and a
+// container's Sync() does so on request. Without either, a power loss can
+// lose recent writes, but a process crash never does (the page cache holds
+// them).
+#pragma once
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "shmc/detail/fd_alloc.h"
+
+namespace shmc {
+namespace impl {
+
+struct MapFilePolicy {
+  static constexpr bool kSyncOnDetach = true;
+  static int Open(const std::string& key, int oflag, mode_t mode) {
+    return open(key.c_str(), oflag, mode);
+  }
+  static int Remove(const std::string& key) { return unlink(key.c_str()); }
+};
+
+using MapFileAlloc = FdShmAlloc<MapFilePolicy>;
+
+}  // namespace impl
+
+using MAPFILE = impl::MapFileAlloc;
+
+}  // namespace shmc

@@ -1,0 +1,69 @@
+// Anonymous-mapping allocators. Neither can be attached by key: each Attach
+// with kCreate makes a new mapping and the key is ignored.
+//  - ANON: MAP_SHARED, so it is shared with children forked after Init.
+//  - HEAP: MAP_PRIVATE, process-private (copy-on-write across fork).
+#pragma once
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "shmc/detail/alloc_base.h"
+
+namespace shmc {
+namespace impl {
+
+template <bool kShared>
+class MmapAlloc : public ShmAlloc {
+ public:
+  void* Attach(const std::string& /*key*/, size_t size, int flags,
+               size_t* mapped_size = nullptr) override {
+    if (!(flags & kCreate)) {
+      // Nothing to attach: an anonymous mapping has no name.
+      set_last_errno(kErrNotExist, ENOENT);
+      return nullptr;
+    }
+    if (size == 0) {
+      set_last_errno(kErrBadParam, EINVAL);
+      return nullptr;
+    }
+    int prot = (flags & kReadOnly) ? PROT_READ : PROT_READ | PROT_WRITE;
+    int share = kShared ? MAP_SHARED : MAP_PRIVATE;
+    void* addr = mmap(nullptr, size, prot, share | MAP_ANONYMOUS, -1, 0);
+    if (addr == MAP_FAILED) {
+      set_from_errno();
+      return nullptr;
+    }
+    if (kShared && !(flags & kReadOnly) && !Populate(addr, size)) {
+      munmap(addr, size);
+      return nullptr;
+    }
+    if (mapped_size != nullptr) {
+      long page = sysconf(_SC_PAGESIZE);
+      size_t p = page > 0 ? static_cast<size_t>(page) : 4096;
+      *mapped_size = (size + p - 1) / p * p;
+    }
+    set_last_errno(kErrOK);
+    return addr;
+  }
+
+  bool Detach(void* addr, size_t size) override {
+    if (munmap(addr, size) < 0) {
+      set_from_errno();
+      return false;
+    }
+    return true;
+  }
+
+  // The pages go with the last mapping; there is nothing to remove.
+  bool Unlink(const std::string& /*key*/) override { return true; }
+  size_t AlignSize() override { return 1; }
+};
+
+}  // namespace impl
+
+using ANON = impl::MmapAlloc<true>;
+using HEAP = impl::MmapAlloc<false>;
+
+}  // namespace shmc

@@ -1,0 +1,134 @@
+// ShmArray<Node, Alloc>: a fixed-size array of Node in a shmc segment.
+//
+// Layout (docs/layout/array.md): the 512-byte SegmentHeader with params
+// node_size, node_align (layout) and node_num (geometry), then the nodes from
+// offset RoundUp(512, max(64, alignof(Node))).
+//
+// Thread safety: the array gives no synchronisation of its own, as in the
+// reference. Node contents written by one process and read by another need
+// the user's own protocol (e.g. std::atomic members inside Node).
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "shmc/common_utils.h"
+#include "shmc/detail/segment.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+#include "shmc/shm_alloc.h"
+
+namespace shmc {
+
+template <class Node, class Alloc = SVIPC>
+class ShmArray {
+  static_assert(std::is_standard_layout<Node>::value,
+                "Node lives in shared memory: it must be standard-layout");
+  static_assert(std::is_trivially_copyable<Node>::value,
+                "Node lives in shared memory: it must be trivially copyable");
+
+ public:
+  static constexpr uint32_t kLayoutVersion = 1;
+
+  ShmArray() = default;
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmArray);
+
+  // Attaches the array `shm_key` read-write, creating it with `size` nodes
+  // (zero-filled) as the default create flags allow. An existing array must
+  // have the same node type and `size`.
+  bool InitForWrite(const std::string& shm_key, size_t size) {
+    error_.Clear();
+    detail::SegmentSpec spec = Spec(size);
+    if (size == 0 || spec.total_size == 0) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key,
+          "ShmArray::InitForWrite", "size must be 1..%zu nodes", MaxNodes());
+    }
+    if (!seg_.OpenForWrite(shm_key, spec, DefaultCreateFlags(), nullptr,
+                           "ShmArray::InitForWrite", &error_)) {
+      return false;
+    }
+    Bind();
+    return true;
+  }
+
+  // Attaches an existing array read-only.
+  bool InitForRead(const std::string& shm_key) {
+    error_.Clear();
+    const char* who = "ShmArray::InitForRead";
+    if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
+    uint64_t n = seg_.param(kNodeNumParam);
+    if (n == 0 || n > MaxNodes() ||
+        !seg_.CheckTotalSize(Spec(n).total_size, who, &error_)) {
+      if (error_.ok()) {
+        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                     shm_key, who, "node_num %llu is invalid",
+                                     static_cast<unsigned long long>(n));
+      }
+      seg_.Reset();
+      return false;
+    }
+    Bind();
+    return true;
+  }
+
+  const volatile Node& operator[](int index) const {
+    assert(nodes_ != nullptr && index >= 0 &&
+           static_cast<uint64_t>(index) < size_);
+    return nodes_[index];
+  }
+  volatile Node& operator[](int index) {
+    assert(nodes_ != nullptr && index >= 0 &&
+           static_cast<uint64_t>(index) < size_);
+    return nodes_[index];
+  }
+
+  size_t size() const { return size_; }
+
+  // shmc additions
+  const Error& last_error() const { return error_; }
+  bool is_initialized() const { return nodes_ != nullptr; }
+  // For MAPFILE: flush to disk now (also done when the array is destroyed).
+  bool Sync() { return seg_.Sync(); }
+
+ private:
+  static constexpr size_t kNodeNumParam = 2;
+  static constexpr uint64_t kDataOffset = detail::RoundUp(
+      sizeof(detail::SegmentHeader),
+      alignof(Node) > detail::kCacheLine ? alignof(Node) : detail::kCacheLine);
+
+  static size_t MaxNodes() {
+    return (std::numeric_limits<uint64_t>::max() - kDataOffset) / sizeof(Node);
+  }
+
+  static detail::SegmentSpec Spec(uint64_t node_num) {
+    detail::SegmentSpec spec;
+    spec.kind = detail::ContainerKind::kArray;
+    spec.layout_version = kLayoutVersion;
+    spec.header_size = static_cast<uint32_t>(kDataOffset);
+    spec.total_size = node_num <= MaxNodes()
+                          ? kDataOffset + node_num * sizeof(Node) : 0;
+    spec.params = {
+        {"node_size", sizeof(Node), detail::ParamRole::kLayout},
+        {"node_align", alignof(Node), detail::ParamRole::kLayout},
+        {"node_num", node_num, detail::ParamRole::kGeometry},
+    };
+    return spec;
+  }
+
+  void Bind() {
+    size_ = seg_.param(kNodeNumParam);
+    nodes_ = reinterpret_cast<volatile Node*>(seg_.base() + kDataOffset);
+  }
+
+  detail::Segment<Alloc> seg_;
+  Error error_;
+  volatile Node* nodes_ = nullptr;
+  size_t size_ = 0;
+};
+
+}  // namespace shmc

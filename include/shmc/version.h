@@ -1,0 +1,6 @@
+#pragma once
+
+#define SHMC_VERSION_MAJOR 0
+#define SHMC_VERSION_MINOR 1
+#define SHMC_VERSION_PATCH 0
+#define SHMC_VERSION_STRING "0.1.0"
