@@ -1,0 +1,452 @@
+// ShmHashTable<Key, Node, Alloc>: a pre-allocated hash table of fixed-size
+// nodes in shared memory, one writer and any number of readers.
+//
+// Geometry (docs/hash_table.md, detail/table_geometry.h): buckets of
+// `kSlots` consecutive nodes (one 64-byte line for 16-byte nodes); two main
+// rows probed in parallel (a key lives in bucket b0 of row 0 or b1 of row 1,
+// inserted into the less loaded) and four small overflow rows behind them.
+// A hit costs one round trip to memory for ~89% of keys; a miss stops after
+// the two main lines unless both buckets once overflowed, which a bitmap of
+// 2 bits per bucket pair (cache-resident: 1/512 of the table for 16-byte
+// nodes) records.
+//
+//   [SegmentHeader 512][TableHeader 64][bitmap row 0][bitmap row 1]
+//   [row 0 buckets][row 1 buckets][overflow row 0]...[overflow row 3]
+//
+// Node contract (as in the reference): a standard-layout type with
+//   std::pair<bool, Key> Key() const volatile;   (and/or Key(Arg))
+// where the bool says the node is in use. The table never writes nodes: the
+// caller fills the node FindOrAlloc returns, and clears it to erase.
+//
+// Concurrency: one writer process (FindOrAlloc) and any number of readers
+// (Find, FindMany, Travel). The table's own metadata (overflow bitmap and
+// depth) is updated before FindOrAlloc returns, followed by a release fence,
+// so a reader that sees the caller's key (written after FindOrAlloc
+// returns, published with release and read with acquire in Node::Key())
+// also sees the metadata needed to reach it: no false misses. Node contents
+// are the caller's to synchronise (docs/memory-ordering.md).
+//
+// Differences from the reference: a fixed hash (shmc/hash.h) instead of
+// std::hash; no division on the lookup path; misses stop early; FindMany.
+#pragma once
+
+#include <atomic>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "shmc/common_utils.h"
+#include "shmc/detail/node_key.h"
+#include "shmc/detail/segment.h"
+#include "shmc/detail/table_geometry.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+#include "shmc/hash.h"
+#include "shmc/shm_alloc.h"
+
+namespace shmc {
+
+namespace detail {
+
+struct HashTableHeader {
+  // Overflow rows that ever received a node (0..over_rows): lookups probe no
+  // deeper. Written by the writer only; relaxed, ordered by the fence in
+  // FindOrAlloc.
+  std::atomic<uint32_t> overflow_depth;
+  uint32_t reserved0;
+  // Allocations that had to go to an overflow row (statistics).
+  std::atomic<uint64_t> overflow_allocs;
+  uint8_t reserved1[48];
+};
+static_assert(sizeof(HashTableHeader) == kCacheLine, "one line");
+static_assert(offsetof(HashTableHeader, overflow_depth) == 0, "layout");
+static_assert(offsetof(HashTableHeader, overflow_allocs) == 8, "layout");
+
+}  // namespace detail
+
+template <class Key, class Node, class Alloc = SVIPC>
+class ShmHashTable {
+  static_assert(std::is_standard_layout<Node>::value,
+                "Node lives in shared memory: it must be standard-layout");
+
+ public:
+  static constexpr uint32_t kLayoutVersion = 1;
+  // Nodes per bucket: a whole cache line of small nodes, and never fewer
+  // than 4 (with fewer, two-choice buckets cannot reach 90% fill).
+  static constexpr uint32_t kSlots =
+      sizeof(Node) * 4 <= detail::kCacheLine
+          ? static_cast<uint32_t>(detail::kCacheLine / sizeof(Node) > 64
+                                      ? 64
+                                      : detail::kCacheLine / sizeof(Node))
+          : 4;
+  // Largest capacity accepted: keeps every row under 2^32 slots.
+  static constexpr uint64_t kMaxCapacity = 4000000000ULL;
+
+  ShmHashTable() = default;
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmHashTable);
+
+  // Attaches or creates (per the default create flags) a table sized for
+  // `capacity` keys. An existing table must have the same geometry.
+  bool InitForWrite(const std::string& shm_key, size_t capacity) {
+    error_.Clear();
+    const char* who = "ShmHashTable::InitForWrite";
+    if (capacity < 1 || capacity > kMaxCapacity) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+          "capacity must be 1..%llu",
+          static_cast<unsigned long long>(kMaxCapacity));
+    }
+    detail::TableGeometry g =
+        detail::TableGeometry::ForCapacity(capacity, kSlots);
+    detail::SegmentSpec spec = Spec(g);
+    if (!seg_.OpenForWrite(shm_key, spec, DefaultCreateFlags(), nullptr, who,
+                           &error_)) {
+      return false;
+    }
+    Bind(g);
+    return true;
+  }
+
+  // Attaches an existing table read-only.
+  bool InitForRead(const std::string& shm_key) {
+    error_.Clear();
+    const char* who = "ShmHashTable::InitForRead";
+    detail::TableGeometry g;
+    if (!seg_.OpenForRead(shm_key, Spec(g), false, who, &error_)) return false;
+    g.slots = kSlots;
+    g.main_buckets = seg_.param(kMainParam);
+    g.over_buckets = seg_.param(kOverParam);
+    g.over_rows = static_cast<uint32_t>(seg_.param(kOverRowsParam));
+    if (seg_.param(kOverRowsParam) > detail::kMaxOverRows || !g.Derive()) {
+      detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0, shm_key,
+                                   who, "impossible geometry in the header");
+      seg_.Reset();
+      return false;
+    }
+    if (!seg_.CheckTotalSize(Spec(g).total_size, who, &error_)) {
+      seg_.Reset();
+      return false;
+    }
+    Bind(g);
+    return true;
+  }
+
+  const volatile Node* Find(const Key& key) const {
+    return Lookup(key, Hash(key), detail::NodeKey());
+  }
+  volatile Node* Find(const Key& key) {
+    return Lookup(key, Hash(key), detail::NodeKey());
+  }
+  template <class Arg>
+  const volatile Node* Find(const Key& key, Arg&& arg) const {
+    return Lookup(key, Hash(key), detail::NodeKeyWithArg<Arg>{arg});
+  }
+  template <class Arg>
+  volatile Node* Find(const Key& key, Arg&& arg) {
+    return Lookup(key, Hash(key), detail::NodeKeyWithArg<Arg>{arg});
+  }
+
+  // Returns the node holding `key` (*is_found = true), else an empty node
+  // the caller may fill with it (*is_found = false), else nullptr (full).
+  volatile Node* FindOrAlloc(const Key& key, bool* is_found) {
+    return Allocate(key, is_found, detail::NodeKey());
+  }
+  template <class Arg>
+  volatile Node* FindOrAlloc(const Key& key, Arg&& arg, bool* is_found) {
+    return Allocate(key, is_found, detail::NodeKeyWithArg<Arg>{arg});
+  }
+
+  // Batched lookup (shmc addition): out[i] = Find(keys[i]). Hashes and
+  // prefetches both main-row lines of keys up to kBatchAhead positions ahead,
+  // so several cache misses are in flight at once. Returns how many were
+  // found.
+  size_t FindMany(const Key* keys, size_t n, const volatile Node** out) const {
+    constexpr size_t kAhead = kBatchAhead;
+    uint64_t hashes[kAhead];
+    size_t warm = n < kAhead ? n : kAhead;
+    for (size_t i = 0; i < warm; ++i) {
+      hashes[i] = Hash(keys[i]);
+      PrefetchMain(hashes[i]);
+    }
+    size_t found = 0;
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t h = hashes[i % kAhead];
+      if (i + kAhead < n) {
+        uint64_t next = Hash(keys[i + kAhead]);
+        hashes[i % kAhead] = next;
+        PrefetchMain(next);
+      }
+      out[i] = Lookup(keys[i], h, detail::NodeKey());
+      found += out[i] != nullptr;
+    }
+    return found;
+  }
+
+  struct TravelPos {
+    uint32_t row;
+    uint32_t col;
+    TravelPos() : row(0), col(0) {}
+    bool at_origin() { return row == 0 && col == 0; }
+  };
+
+  // Calls `f` for each node in use, resuming from *pos; stops after
+  // visiting `max_travel_nodes` slots (0: all) and saves where it stopped.
+  // At the end *pos is back at the origin. False if not initialized or
+  // *pos is not a position of this table.
+  bool Travel(TravelPos* pos, size_t max_travel_nodes,
+              std::function<void(volatile Node*)> f) {
+    if (nodes_ == nullptr || pos == nullptr) return false;
+    const uint32_t start_row = pos->row;
+    if (start_row >= geo_.rows() || start_row >= 2 + detail::kMaxOverRows) {
+      return false;
+    }
+    if (pos->col >= geo_.row_buckets[start_row] * kSlots) return false;
+    size_t visited = 0;
+    uint64_t col = pos->col;
+    for (uint32_t r = start_row; r < geo_.rows(); ++r, col = 0) {
+      uint64_t row_slots = geo_.row_buckets[r] * kSlots;
+      volatile Node* row = nodes_ + geo_.row_first[r] * kSlots;
+      for (; col < row_slots; ++col) {
+        if (max_travel_nodes > 0 && visited >= max_travel_nodes) {
+          pos->row = r;
+          pos->col = static_cast<uint32_t>(col);
+          return true;
+        }
+        if (row[col].Key().first) f(&row[col]);
+        ++visited;
+      }
+    }
+    pos->row = 0;
+    pos->col = 0;
+    return true;
+  }
+  bool Travel(std::function<void(volatile Node*)> f) {
+    TravelPos pos;
+    return Travel(&pos, 0, std::move(f));
+  }
+
+  // Slots in the table.
+  size_t ideal_capacity() const { return geo_.total_slots(); }
+  // Keys the table is expected to hold for certain (85% of its slots;
+  // measured usable fill is 93-94%).
+  size_t expected_capacity() const { return ideal_capacity() * 85 / 100; }
+
+  // shmc additions
+  const Error& last_error() const { return error_; }
+  bool is_initialized() const { return nodes_ != nullptr; }
+  uint32_t row_count() const { return geo_.rows(); }
+  size_t row_slots(uint32_t row) const {
+    return row < geo_.rows() ? geo_.row_buckets[row] * kSlots : 0;
+  }
+  uint32_t overflow_depth() const {
+    return hdr_ ? hdr_->overflow_depth.load(std::memory_order_relaxed) : 0;
+  }
+  bool Sync() { return seg_.Sync(); }
+
+ private:
+  static constexpr size_t kBatchAhead = 16;
+  static constexpr size_t kMainParam = 4;
+  static constexpr size_t kOverParam = 5;
+  static constexpr size_t kOverRowsParam = 6;
+  static constexpr uint64_t kBitmapOffset =
+      sizeof(detail::SegmentHeader) + sizeof(detail::HashTableHeader);
+  static constexpr uint64_t kNodeAlign =
+      alignof(Node) > detail::kCacheLine ? alignof(Node) : detail::kCacheLine;
+
+  static uint64_t Hash(const Key& key) { return ShmHash<Key>()(key); }
+
+  static uint64_t BitmapBytes(uint64_t buckets) {
+    return detail::RoundUp((buckets + 63) / 64 * 8, detail::kCacheLine);
+  }
+  static uint64_t NodeOffset(const detail::TableGeometry& g) {
+    return detail::RoundUp(kBitmapOffset + 2 * BitmapBytes(g.main_buckets),
+                           kNodeAlign);
+  }
+
+  static detail::SegmentSpec Spec(const detail::TableGeometry& g) {
+    detail::SegmentSpec spec;
+    spec.kind = detail::ContainerKind::kHashTable;
+    spec.layout_version = kLayoutVersion;
+    spec.header_size = static_cast<uint32_t>(kBitmapOffset);
+    spec.total_size = g.slots == 0 ? 0
+                                   : NodeOffset(g) + g.total_slots() *
+                                                         sizeof(Node);
+    using R = detail::ParamRole;
+    spec.params = {
+        {"node_size", sizeof(Node), R::kLayout},
+        {"node_align", alignof(Node), R::kLayout},
+        {"hash_id", ShmHash<Key>::kId, R::kLayout},
+        {"bucket_slots", kSlots, R::kLayout},
+        {"main_buckets", g.main_buckets, R::kGeometry},
+        {"over_buckets", g.over_buckets, R::kGeometry},
+        {"over_rows", g.over_rows, R::kGeometry},
+    };
+    return spec;
+  }
+
+  void Bind(const detail::TableGeometry& g) {
+    geo_ = g;
+    char* base = seg_.base();
+    hdr_ = reinterpret_cast<detail::HashTableHeader*>(
+        base + sizeof(detail::SegmentHeader));
+    bits_[0] = reinterpret_cast<std::atomic<uint64_t>*>(base + kBitmapOffset);
+    bits_[1] = reinterpret_cast<std::atomic<uint64_t>*>(
+        base + kBitmapOffset + BitmapBytes(g.main_buckets));
+    nodes_ = reinterpret_cast<volatile Node*>(base + NodeOffset(g));
+  }
+
+  volatile Node* Bucket(uint32_t row, uint64_t b) const {
+    return nodes_ + (geo_.row_first[row] + b) * kSlots;
+  }
+  uint64_t B0(uint64_t h) const {
+    return detail::ReduceRange(static_cast<uint32_t>(h), geo_.main_buckets);
+  }
+  uint64_t B1(uint64_t h) const {
+    return detail::ReduceRange(static_cast<uint32_t>(h >> 32),
+                               geo_.main_buckets);
+  }
+  volatile Node* OverBucket(uint64_t h, uint32_t r) const {
+    return Bucket(2 + r, detail::ReduceRange(detail::OverflowHash(h, r),
+                                             geo_.row_buckets[2 + r]));
+  }
+
+  static void Prefetch(const volatile Node* bucket) {
+    const char* p = const_cast<const char*>(
+        reinterpret_cast<const volatile char*>(bucket));
+    constexpr size_t kBytes = kSlots * sizeof(Node);
+    for (size_t off = 0; off < kBytes; off += detail::kCacheLine) {
+      __builtin_prefetch(p + off);
+    }
+    if (kBytes % detail::kCacheLine != 0) __builtin_prefetch(p + kBytes - 1);
+  }
+  void PrefetchMain(uint64_t h) const {
+    Prefetch(Bucket(0, B0(h)));
+    Prefetch(Bucket(1, B1(h)));
+  }
+
+  // Compares every slot of a bucket without early exits (a mispredicted
+  // "found it?" branch would serialize the two main-row misses). Returns a
+  // bit mask of slots holding `key`; *used gets the mask of slots in use.
+  template <class Getter>
+  static uint64_t Scan(volatile Node* bucket, const Key& key,
+                       const Getter& get, uint64_t* used) {
+    uint64_t hit = 0;
+    uint64_t in_use = 0;
+    for (uint32_t i = 0; i < kSlots; ++i) {
+      auto kv = get(bucket + i);
+      uint64_t u = static_cast<uint64_t>(static_cast<bool>(kv.first));
+      in_use |= u << i;
+      hit |= (u & static_cast<uint64_t>(kv.second == key)) << i;
+    }
+    if (used != nullptr) *used = in_use;
+    return hit;
+  }
+
+  static bool TestBit(const std::atomic<uint64_t>* bits, uint64_t i) {
+    // Relaxed: the caller's acquire of the node key (or the fence in
+    // FindOrAlloc, for the writer itself) orders this load.
+    return (bits[i / 64].load(std::memory_order_relaxed) >> (i % 64)) & 1;
+  }
+
+  uint32_t Depth() const {
+    uint32_t d = hdr_->overflow_depth.load(std::memory_order_relaxed);
+    return d < geo_.over_rows ? d : geo_.over_rows;  // untrusted bytes
+  }
+
+  template <class Getter>
+  volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get) const {
+    assert(nodes_ != nullptr);
+    uint64_t b0 = B0(h), b1 = B1(h);
+    volatile Node* n0 = Bucket(0, b0);
+    volatile Node* n1 = Bucket(1, b1);
+    Prefetch(n1);
+    uint64_t hit = Scan(n0, key, get, nullptr);
+    if (hit != 0) return n0 + __builtin_ctzll(hit);
+    hit = Scan(n1, key, get, nullptr);
+    if (hit != 0) return n1 + __builtin_ctzll(hit);
+    return LookupOverflow(key, h, b0, b1, get);
+  }
+
+  template <class Getter>
+  volatile Node* LookupOverflow(const Key& key, uint64_t h, uint64_t b0,
+                                uint64_t b1, const Getter& get) const {
+    uint32_t depth = Depth();
+    if (depth == 0 || !TestBit(bits_[0], b0) || !TestBit(bits_[1], b1)) {
+      return nullptr;
+    }
+    for (uint32_t r = 0; r < depth; ++r) {
+      volatile Node* n = OverBucket(h, r);
+      uint64_t hit = Scan(n, key, get, nullptr);
+      if (hit != 0) return n + __builtin_ctzll(hit);
+    }
+    return nullptr;
+  }
+
+  static uint64_t FreeMask(uint64_t used) {
+    uint64_t all = kSlots == 64 ? ~0ULL : ((1ULL << kSlots) - 1);
+    return ~used & all;
+  }
+
+  template <class Getter>
+  volatile Node* Allocate(const Key& key, bool* is_found, const Getter& get) {
+    assert(nodes_ != nullptr && !seg_.read_only());
+    if (is_found != nullptr) *is_found = false;
+    uint64_t h = Hash(key);
+    uint64_t b0 = B0(h), b1 = B1(h);
+    volatile Node* n0 = Bucket(0, b0);
+    volatile Node* n1 = Bucket(1, b1);
+    Prefetch(n1);
+    uint64_t used0 = 0, used1 = 0;
+    uint64_t hit = Scan(n0, key, get, &used0);
+    volatile Node* found = hit ? n0 + __builtin_ctzll(hit) : nullptr;
+    if (found == nullptr) {
+      hit = Scan(n1, key, get, &used1);
+      if (hit) found = n1 + __builtin_ctzll(hit);
+    }
+    if (found == nullptr) found = LookupOverflow(key, h, b0, b1, get);
+    if (found != nullptr) {
+      if (is_found != nullptr) *is_found = true;
+      return found;
+    }
+    // New key: the less loaded main bucket (row 0 on a tie).
+    uint64_t free0 = FreeMask(used0), free1 = FreeMask(used1);
+    if (free0 != 0 || free1 != 0) {
+      bool pick0 = __builtin_popcountll(free0) >= __builtin_popcountll(free1);
+      return pick0 ? n0 + __builtin_ctzll(free0) : n1 + __builtin_ctzll(free1);
+    }
+    // Both main buckets full: mark the pair, then take the first overflow
+    // row with room.
+    for (uint32_t r = 0; r < geo_.over_rows; ++r) {
+      volatile Node* n = OverBucket(h, r);
+      uint64_t used = 0;
+      Scan(n, key, get, &used);
+      uint64_t fr = FreeMask(used);
+      if (fr == 0) continue;
+      bits_[0][b0 / 64].fetch_or(1ULL << (b0 % 64), std::memory_order_relaxed);
+      bits_[1][b1 / 64].fetch_or(1ULL << (b1 % 64), std::memory_order_relaxed);
+      if (r + 1 > Depth()) {
+        hdr_->overflow_depth.store(r + 1, std::memory_order_relaxed);
+      }
+      hdr_->overflow_allocs.fetch_add(1, std::memory_order_relaxed);
+      // SYNC POINT: the bitmap and depth above must be visible before the
+      // caller's store of the key into the node we return (a release store
+      // by the caller, acquired by readers in Node::Key()).
+      std::atomic_thread_fence(std::memory_order_release);
+      return n + __builtin_ctzll(fr);
+    }
+    return nullptr;
+  }
+
+  detail::Segment<Alloc> seg_;
+  Error error_;
+  detail::TableGeometry geo_;
+  detail::HashTableHeader* hdr_ = nullptr;
+  std::atomic<uint64_t>* bits_[2] = {nullptr, nullptr};
+  volatile Node* nodes_ = nullptr;
+};
+
+}  // namespace shmc

@@ -1,0 +1,242 @@
+// ShmHashTableM<Key, Node, Alloc>: the reference's classic hash table, kept
+// for compatibility. `row_num` rows of `col_num` nodes; row r is addressed
+// modulo the r-th largest prime <= col_num, so a key has one candidate node
+// per row. Slower than ShmHashTable (one random line per row probed; a miss
+// probes every row), but reaches >90% fill with ~50 rows.
+//
+//   [SegmentHeader 512][rows * cols nodes, from offset 512 rounded to 64]
+//
+// Node contract and concurrency: as ShmHashTable (see shm_hash_table.h),
+// with the fixed hash of shmc/hash.h. Row primes are recomputed from the
+// geometry; nothing but the header describes the table.
+#pragma once
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "shmc/common_utils.h"
+#include "shmc/detail/node_key.h"
+#include "shmc/detail/segment.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+#include "shmc/hash.h"
+#include "shmc/shm_alloc.h"
+
+namespace shmc {
+
+namespace detail {
+
+inline bool IsPrime(uint64_t n) {
+  if (n < 2) return false;
+  for (uint64_t d = 2; d * d <= n; ++d) {
+    if (n % d == 0) return false;
+  }
+  return true;
+}
+
+// The `count` largest primes <= top, descending; false if there are fewer.
+inline bool LargestPrimes(uint64_t top, size_t count,
+                          std::vector<uint64_t>* out) {
+  out->clear();
+  for (uint64_t n = top; n >= 2 && out->size() < count; --n) {
+    if (IsPrime(n)) out->push_back(n);
+  }
+  return out->size() == count;
+}
+
+}  // namespace detail
+
+template <class Key, class Node, class Alloc = SVIPC>
+class ShmHashTableM {
+  static_assert(std::is_standard_layout<Node>::value,
+                "Node lives in shared memory: it must be standard-layout");
+
+ public:
+  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr size_t kMinRows = 10;
+  static constexpr size_t kMaxRows = 200;
+
+  ShmHashTableM() = default;
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmHashTableM);
+
+  // `col_num` nodes per row (capacity / row_num), `row_num` in 10..200
+  // (50 recommended). `user_arg` is kept for the reference's signature.
+  bool InitForWrite(const std::string& shm_key, size_t col_num,
+                    size_t row_num, void* user_arg = nullptr) {
+    error_.Clear();
+    user_arg_ = user_arg;
+    const char* who = "ShmHashTableM::InitForWrite";
+    if (row_num < kMinRows || row_num > kMaxRows || col_num <= row_num ||
+        col_num > (1ULL << 32)) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+          "need %zu <= row_num <= %zu and row_num < col_num <= 2^32 "
+          "(got rows %zu, cols %zu)", kMinRows, kMaxRows, row_num, col_num);
+    }
+    std::vector<uint64_t> mods;
+    if (!detail::LargestPrimes(col_num, row_num, &mods)) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+          "fewer than %zu primes <= %zu", row_num, col_num);
+    }
+    if (!seg_.OpenForWrite(shm_key, Spec(col_num, row_num),
+                           DefaultCreateFlags(), nullptr, who, &error_)) {
+      return false;
+    }
+    Bind(col_num, std::move(mods));
+    return true;
+  }
+
+  bool InitForRead(const std::string& shm_key, void* user_arg = nullptr) {
+    error_.Clear();
+    user_arg_ = user_arg;
+    const char* who = "ShmHashTableM::InitForRead";
+    if (!seg_.OpenForRead(shm_key, Spec(0, 0), false, who, &error_)) {
+      return false;
+    }
+    uint64_t cols = seg_.param(kColParam);
+    uint64_t rows = seg_.param(kRowParam);
+    std::vector<uint64_t> mods;
+    if (rows < kMinRows || rows > kMaxRows || cols <= rows ||
+        cols > (1ULL << 32) || !detail::LargestPrimes(cols, rows, &mods)) {
+      detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0, shm_key,
+                                   who, "impossible geometry %llu x %llu",
+                                   static_cast<unsigned long long>(rows),
+                                   static_cast<unsigned long long>(cols));
+      seg_.Reset();
+      return false;
+    }
+    if (!seg_.CheckTotalSize(Spec(cols, rows).total_size, who, &error_)) {
+      seg_.Reset();
+      return false;
+    }
+    Bind(cols, std::move(mods));
+    return true;
+  }
+
+  const volatile Node* Find(const Key& key) const { return Lookup(key); }
+  volatile Node* Find(const Key& key) { return Lookup(key); }
+
+  volatile Node* FindOrAlloc(const Key& key, bool* is_found) {
+    assert(nodes_ != nullptr && !seg_.read_only());
+    if (is_found != nullptr) *is_found = false;
+    uint64_t h = ShmHash<Key>()(key);
+    volatile Node* empty = nullptr;
+    for (size_t r = 0; r < mods_.size(); ++r) {
+      volatile Node* n = nodes_ + r * cols_ + h % mods_[r];
+      auto kv = n->Key();
+      if (kv.first) {
+        if (kv.second == key) {
+          if (is_found != nullptr) *is_found = true;
+          return n;
+        }
+      } else if (empty == nullptr) {
+        empty = n;
+      }
+    }
+    return empty;
+  }
+
+  struct TravelPos {
+    uint32_t row;
+    uint32_t col;
+    TravelPos() : row(0), col(0) {}
+    bool at_origin() { return row == 0 && col == 0; }
+  };
+
+  // As ShmHashTable::Travel; visits the first mods[r] nodes of each row
+  // (the ones a key can reach).
+  bool Travel(TravelPos* pos, size_t max_travel_nodes,
+              std::function<void(volatile Node*)> f) {
+    if (nodes_ == nullptr || pos == nullptr || pos->row >= mods_.size() ||
+        pos->col >= mods_[pos->row]) {
+      return false;
+    }
+    size_t visited = 0;
+    uint64_t c = pos->col;
+    for (size_t r = pos->row; r < mods_.size(); ++r, c = 0) {
+      for (; c < mods_[r]; ++c) {
+        if (max_travel_nodes > 0 && visited >= max_travel_nodes) {
+          pos->row = static_cast<uint32_t>(r);
+          pos->col = static_cast<uint32_t>(c);
+          return true;
+        }
+        volatile Node* n = nodes_ + r * cols_ + c;
+        if (n->Key().first) f(n);
+        ++visited;
+      }
+    }
+    pos->row = 0;
+    pos->col = 0;
+    return true;
+  }
+  bool Travel(std::function<void(volatile Node*)> f) {
+    TravelPos pos;
+    return Travel(&pos, 0, std::move(f));
+  }
+
+  size_t ideal_capacity() const { return capacity_; }
+  size_t expected_capacity() const { return ideal_capacity() * 90 / 100; }
+
+  const Error& last_error() const { return error_; }
+  bool is_initialized() const { return nodes_ != nullptr; }
+
+ private:
+  static constexpr size_t kRowParam = 3;
+  static constexpr size_t kColParam = 4;
+  static constexpr uint64_t kNodeOffset = detail::RoundUp(
+      sizeof(detail::SegmentHeader),
+      alignof(Node) > detail::kCacheLine ? alignof(Node) : detail::kCacheLine);
+
+  static detail::SegmentSpec Spec(uint64_t cols, uint64_t rows) {
+    detail::SegmentSpec spec;
+    spec.kind = detail::ContainerKind::kHashTableM;
+    spec.layout_version = kLayoutVersion;
+    spec.header_size = static_cast<uint32_t>(kNodeOffset);
+    spec.total_size = kNodeOffset + cols * rows * sizeof(Node);
+    using R = detail::ParamRole;
+    spec.params = {
+        {"node_size", sizeof(Node), R::kLayout},
+        {"node_align", alignof(Node), R::kLayout},
+        {"hash_id", ShmHash<Key>::kId, R::kLayout},
+        {"row_num", rows, R::kGeometry},
+        {"col_num", cols, R::kGeometry},
+    };
+    return spec;
+  }
+
+  void Bind(uint64_t cols, std::vector<uint64_t> mods) {
+    cols_ = cols;
+    mods_ = std::move(mods);
+    capacity_ = 0;
+    for (uint64_t m : mods_) capacity_ += m;
+    nodes_ = reinterpret_cast<volatile Node*>(seg_.base() + kNodeOffset);
+  }
+
+  volatile Node* Lookup(const Key& key) const {
+    assert(nodes_ != nullptr);
+    uint64_t h = ShmHash<Key>()(key);
+    for (size_t r = 0; r < mods_.size(); ++r) {
+      volatile Node* n = nodes_ + r * cols_ + h % mods_[r];
+      auto kv = n->Key();
+      if (kv.first && kv.second == key) return n;
+    }
+    return nullptr;
+  }
+
+  detail::Segment<Alloc> seg_;
+  Error error_;
+  std::vector<uint64_t> mods_;
+  uint64_t cols_ = 0;
+  size_t capacity_ = 0;
+  void* user_arg_ = nullptr;
+  volatile Node* nodes_ = nullptr;
+};
+
+}  // namespace shmc

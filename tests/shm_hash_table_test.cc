@@ -1,0 +1,333 @@
+// ShmHashTable and ShmHashTableM over every allocator: fill to full, travel,
+// the Arg forms, FindMany, refusal of another node type, and a reader process
+// looking up while the writer inserts.
+#include "shmc/shm_hash_table.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "shmc/shm_array.h"
+#include "shmc/shm_hash_table_m.h"
+#include "tests/support/test_util.h"
+
+namespace {
+
+using shmc_test::AllocTraits;
+using shmc_test::ScopedKey;
+
+// Key published with release after the value, read with acquire: the node
+// protocol the library documents for cross-process readers.
+struct Node {
+  std::atomic<uint64_t> key;
+  uint64_t val;
+  std::pair<bool, uint64_t> Key() const volatile {
+    uint64_t k = key.load(std::memory_order_acquire);
+    return {k != 0, k};
+  }
+  std::pair<bool, uint64_t> Key(int offset) const volatile {
+    uint64_t k = key.load(std::memory_order_acquire);
+    return {k != 0, k + static_cast<uint64_t>(offset)};
+  }
+  void Set(uint64_t k, uint64_t v) volatile {
+    val = v;
+    key.store(k, std::memory_order_release);
+  }
+  void Clear() volatile { key.store(0, std::memory_order_release); }
+};
+
+uint64_t KeyOf(uint64_t i) { return shmc::Mix64(i + 1) | 1; }
+
+template <class Alloc>
+class ShmHashTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SHMC_SKIP_WITHOUT_HUGEPAGES(Alloc, 4); }
+  ScopedKey<Alloc> key_;
+};
+TYPED_TEST_SUITE(ShmHashTableTest, shmc_test::AllAllocs, shmc_test::AllocNames);
+
+// Inserts KeyOf(0), KeyOf(1), ... until FindOrAlloc returns null.
+template <class Table>
+size_t FillToFull(Table* t) {
+  size_t n = 0;
+  for (;; ++n) {
+    bool found = true;
+    volatile Node* node = t->FindOrAlloc(KeyOf(n), &found);
+    if (node == nullptr) return n;
+    EXPECT_FALSE(found);
+    node->Set(KeyOf(n), n);
+  }
+}
+
+TYPED_TEST(ShmHashTableTest, FillsBeyondExpectedCapacity) {
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 50000)) << t.last_error().message;
+  EXPECT_GE(t.ideal_capacity(), 50000u);
+  size_t n = FillToFull(&t);
+  EXPECT_GT(n, t.expected_capacity());
+  EXPECT_GT(n, t.ideal_capacity() * 90 / 100) << "usable fill below 90%";
+  EXPECT_GT(n, 50000u) << "must hold the capacity asked for";
+  for (size_t i = 0; i < n; ++i) {
+    const auto& ct = t;
+    const volatile Node* node = ct.Find(KeyOf(i));
+    ASSERT_NE(node, nullptr) << i;
+    ASSERT_EQ(node->val, i);
+    bool found = false;
+    ASSERT_EQ(t.FindOrAlloc(KeyOf(i), &found), node);
+    ASSERT_TRUE(found);
+  }
+  EXPECT_EQ(t.Find(2), nullptr);  // even keys were never inserted
+}
+
+TYPED_TEST(ShmHashTableTest, SmallCapacities) {
+  for (size_t cap : {1, 7, 100, 999}) {
+    ScopedKey<TypeParam> key("cap" + std::to_string(cap));
+    shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
+    ASSERT_TRUE(t.InitForWrite(key, cap)) << t.last_error().message;
+    size_t n = FillToFull(&t);
+    EXPECT_GE(n, cap);
+    EXPECT_GT(n, t.expected_capacity());
+  }
+}
+
+TYPED_TEST(ShmHashTableTest, EraseAndReinsert) {
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 2000));
+  // At the expected capacity, so that overflow rows are in use but
+  // re-insertion in another order has room (a 100% full table may not).
+  size_t n = t.expected_capacity();
+  for (size_t i = 0; i < n; ++i) {
+    bool found;
+    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
+  }
+  ASSERT_GT(t.overflow_depth(), 0u);
+  // Free every third node, then make sure every remaining key is still found
+  // (including those in overflow rows) and freed room is reused.
+  for (size_t i = 0; i < n; i += 3) t.Find(KeyOf(i))->Clear();
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(t.Find(KeyOf(i)) != nullptr, i % 3 != 0) << i;
+    bool found = false;
+    volatile Node* node = t.FindOrAlloc(KeyOf(i), &found);
+    ASSERT_NE(node, nullptr);
+    ASSERT_EQ(found, i % 3 != 0);
+    if (!found) node->Set(KeyOf(i), i);
+  }
+  size_t count = 0;
+  t.Travel([&](volatile Node*) { ++count; });
+  EXPECT_EQ(count, n);
+}
+
+TYPED_TEST(ShmHashTableTest, TravelVisitsEachNodeOnceAndResumes) {
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 5000));
+  for (size_t i = 0; i < 4000; ++i) {
+    bool found;
+    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
+  }
+  std::multiset<uint64_t> all;
+  ASSERT_TRUE(t.Travel([&](volatile Node* n) { all.insert(+n->val); }));
+  EXPECT_EQ(all.size(), 4000u);
+  EXPECT_EQ(std::set<uint64_t>(all.begin(), all.end()).size(), 4000u);
+  typename decltype(t)::TravelPos pos;
+  EXPECT_TRUE(pos.at_origin());
+  std::vector<uint64_t> seen;
+  size_t calls = 0;
+  do {
+    ASSERT_TRUE(t.Travel(&pos, 333, [&](volatile Node* n) {
+      seen.push_back(+n->val);
+    }));
+    ++calls;
+  } while (!pos.at_origin());
+  EXPECT_EQ(seen.size(), 4000u);
+  EXPECT_EQ(calls, (t.ideal_capacity() + 332) / 333);
+  pos.row = 99;  // not a position of this table
+  EXPECT_FALSE(t.Travel(&pos, 1, [](volatile Node*) {}));
+}
+
+TYPED_TEST(ShmHashTableTest, ArgFormsPassTheArgument) {
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 1000));
+  bool found = true;
+  volatile Node* n = t.FindOrAlloc(KeyOf(1) + 10, 10, &found);
+  ASSERT_NE(n, nullptr);
+  EXPECT_FALSE(found);
+  n->Set(KeyOf(1), 1);  // Key(10) now reports KeyOf(1) + 10
+  EXPECT_EQ(t.Find(KeyOf(1) + 10, 10), n);
+  const auto& ct = t;
+  EXPECT_EQ(ct.Find(KeyOf(1) + 10, 10), n);
+  EXPECT_EQ(t.FindOrAlloc(KeyOf(1) + 10, 10, &found), n);
+  EXPECT_TRUE(found);
+}
+
+TYPED_TEST(ShmHashTableTest, FindManyMatchesFind) {
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 20000));
+  size_t n = FillToFull(&t);
+  std::vector<uint64_t> keys;
+  for (size_t i = 0; i < n + 5000; i += 2) keys.push_back(KeyOf(i));
+  keys.push_back(2);  // never inserted
+  std::vector<const volatile Node*> out(keys.size());
+  size_t found = t.FindMany(keys.data(), keys.size(), out.data());
+  size_t expect = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(out[i], static_cast<const decltype(t)&>(t).Find(keys[i])) << i;
+    expect += out[i] != nullptr;
+  }
+  EXPECT_EQ(found, expect);
+  EXPECT_EQ(found, (n + 1) / 2);
+  EXPECT_EQ(t.FindMany(keys.data(), 3, out.data()), 3u);  // short batches
+  EXPECT_EQ(t.FindMany(keys.data(), 0, out.data()), 0u);
+}
+
+TYPED_TEST(ShmHashTableTest, ReaderSeesWriterData) {
+  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  {
+    shmc::ShmHashTable<uint64_t, Node, TypeParam> w;
+    ASSERT_TRUE(w.InitForWrite(this->key_, 3000));
+    FillToFull(&w);
+  }
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> r;
+  ASSERT_TRUE(r.InitForRead(this->key_)) << r.last_error().message;
+  const auto& cr = r;
+  ASSERT_NE(cr.Find(KeyOf(5)), nullptr);
+  EXPECT_EQ(cr.Find(KeyOf(5))->val, 5u);
+  // Same geometry required of a second writer; another node type refused.
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> w2;
+  EXPECT_FALSE(w2.InitForWrite(this->key_, 6000));
+  EXPECT_EQ(w2.last_error().code, shmc::ErrorCode::kSizeMismatch);
+  struct Big {
+    uint64_t k, v, extra;
+    std::pair<bool, uint64_t> Key() const volatile { return {k != 0, k}; }
+  };
+  shmc::ShmHashTable<uint64_t, Big, TypeParam> wrong;
+  EXPECT_FALSE(wrong.InitForRead(this->key_));
+  EXPECT_EQ(wrong.last_error().code, shmc::ErrorCode::kLayoutMismatch);
+  EXPECT_NE(wrong.last_error().message.find("node_size"), std::string::npos);
+  shmc::ShmHashTableM<uint64_t, Node, TypeParam> other_kind;
+  EXPECT_FALSE(other_kind.InitForRead(this->key_));
+  EXPECT_EQ(other_kind.last_error().code, shmc::ErrorCode::kLayoutMismatch);
+}
+
+struct Progress {
+  std::atomic<uint64_t> inserted;
+};
+
+// A reader process looks up keys while the writer inserts: every key whose
+// insertion finished before the lookup began must be found (no false miss),
+// and a key never inserted is never found.
+TYPED_TEST(ShmHashTableTest, ConcurrentReaderProcessNoFalseMiss) {
+  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  ScopedKey<TypeParam> progress_key("progress");
+  constexpr size_t kCap = 60000;
+  shmc::ShmHashTable<uint64_t, Node, TypeParam> w;
+  ASSERT_TRUE(w.InitForWrite(this->key_, kCap));
+  shmc::ShmArray<Progress, TypeParam> prog;
+  ASSERT_TRUE(prog.InitForWrite(progress_key, 1));
+  std::string tkey = this->key_, pkey = progress_key;
+  pid_t reader = fork();
+  ASSERT_GE(reader, 0);
+  if (reader == 0) {
+    shmc::ShmHashTable<uint64_t, Node, TypeParam> r;
+    shmc::ShmArray<Progress, TypeParam> p;
+    if (!r.InitForRead(tkey) || !p.InitForRead(pkey)) _exit(1);
+    const auto& cr = r;
+    const auto& cp = p;
+    std::mt19937_64 rng(7);
+    uint64_t lookups = 0;
+    for (;;) {
+      uint64_t done = const_cast<const Progress&>(cp[0]).inserted.load(
+          std::memory_order_acquire);
+      if (done > 0) {
+        uint64_t i = rng() % done;
+        const volatile Node* n = cr.Find(KeyOf(i));
+        if (n == nullptr) _exit(2);            // false miss
+        if (n->val != i) _exit(3);             // wrong node
+        if (cr.Find(KeyOf(i) + 1) != nullptr) _exit(4);  // even: never there
+        ++lookups;
+      }
+      if (done >= kCap) break;
+    }
+    _exit(lookups > 1000 ? 0 : 5);
+  }
+  volatile Progress& p = prog[0];
+  for (uint64_t i = 0; i < kCap; ++i) {
+    bool found;
+    volatile Node* n = w.FindOrAlloc(KeyOf(i), &found);
+    ASSERT_NE(n, nullptr);
+    n->Set(KeyOf(i), i);
+    const_cast<Progress&>(p).inserted.store(i + 1, std::memory_order_release);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(reader, &status, 0), reader);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: false miss, 3: wrong node, "
+                                       "4: phantom key, 5: too few lookups";
+  EXPECT_GT(w.overflow_depth(), 0u) << "test should exercise overflow rows";
+}
+
+// Keys that are not integers: a fixed-size string key and a key type known
+// only through std::hash (programs written for the reference).
+struct NameNode {
+  char name[24];
+  uint32_t len;
+  uint32_t val;
+  std::pair<bool, std::string> Key() const volatile {
+    if (len == 0) return {false, std::string()};
+    return {true, std::string(const_cast<const char*>(name), len)};
+  }
+};
+
+TEST(ShmHashTableKeys, StringKeys) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<std::string, NameNode, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 1000));
+  for (int i = 0; i < 500; ++i) {
+    std::string k = "user:" + std::to_string(i);
+    bool found;
+    volatile NameNode* n = t.FindOrAlloc(k, &found);
+    ASSERT_NE(n, nullptr);
+    std::memcpy(const_cast<char*>(n->name), k.data(), k.size());
+    n->val = i;
+    n->len = static_cast<uint32_t>(k.size());
+  }
+  for (int i = 0; i < 500; ++i) {
+    const volatile NameNode* n = t.Find("user:" + std::to_string(i));
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->val, static_cast<uint32_t>(i));
+  }
+  EXPECT_EQ(t.Find("user:500"), nullptr);
+}
+
+TEST(ShmHashTableM, ClassicTableFillsAndFinds) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTableM<uint64_t, Node, shmc::POSIX> t;
+  EXPECT_FALSE(t.InitForWrite(key, 100, 5));
+  EXPECT_EQ(t.last_error().code, shmc::ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(t.InitForWrite(key, 200, 50));  // only 46 primes <= 200
+  EXPECT_EQ(t.last_error().code, shmc::ErrorCode::kInvalidArgument);
+  ASSERT_TRUE(t.InitForWrite(key, 1000, 50)) << t.last_error().message;
+  size_t n = FillToFull(&t);
+  EXPECT_GT(n, t.expected_capacity());
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(t.Find(KeyOf(i))->val, i);
+  size_t travelled = 0;
+  typename decltype(t)::TravelPos pos;
+  do {
+    ASSERT_TRUE(t.Travel(&pos, 1000, [&](volatile Node*) { ++travelled; }));
+  } while (!pos.at_origin());
+  EXPECT_EQ(travelled, n);
+  shmc::ShmHashTableM<uint64_t, Node, shmc::POSIX> r;
+  ASSERT_TRUE(r.InitForRead(key)) << r.last_error().message;
+  EXPECT_EQ(r.ideal_capacity(), t.ideal_capacity());
+  EXPECT_EQ(static_cast<const decltype(r)&>(r).Find(KeyOf(3))->val, 3u);
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> other_kind;
+  EXPECT_FALSE(other_kind.InitForRead(key));
+  EXPECT_EQ(other_kind.last_error().code, shmc::ErrorCode::kLayoutMismatch);
+}
+
+}  // namespace
