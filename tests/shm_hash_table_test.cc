@@ -271,6 +271,55 @@ TYPED_TEST(ShmHashTableTest, ConcurrentReaderProcessNoFalseMiss) {
   EXPECT_GT(w.overflow_depth(), 0u) << "test should exercise overflow rows";
 }
 
+// A node whose in-use flag is separate from its key: clearing it leaves a
+// stale key behind, which the lookup's fast path may match and must reject.
+struct FlagNode {
+  uint64_t key;
+  uint32_t used;
+  uint32_t val;
+  std::pair<bool, uint64_t> Key() const volatile { return {used != 0, key}; }
+};
+
+TEST(ShmHashTableStale, StaleKeyInFreeSlotIsNotAHit) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, FlagNode, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 1000));
+  bool found = true;
+  volatile FlagNode* a = t.FindOrAlloc(77, &found);
+  ASSERT_NE(a, nullptr);
+  a->key = 77;
+  a->val = 1;
+  a->used = 1;
+  ASSERT_EQ(t.Find(77), a);
+  a->used = 0;  // erased; key 77 stays in the slot
+  EXPECT_EQ(t.Find(77), nullptr);
+  // Re-inserted: it may land in the same slot or another; either way the
+  // live one is found, never the stale copy.
+  volatile FlagNode* b = t.FindOrAlloc(77, &found);
+  ASSERT_NE(b, nullptr);
+  EXPECT_FALSE(found);
+  if (b == a) {
+    // Make the stale copy sit in a different slot than the live one.
+    b = nullptr;
+    for (uint64_t k = 1000; b == nullptr && k < 5000000; ++k) {
+      volatile FlagNode* n = t.FindOrAlloc(k, &found);
+      if (n != a) continue;
+      n->key = k;
+      n->used = 1;
+      a = nullptr;  // slot now holds k
+      b = t.FindOrAlloc(77, &found);
+    }
+    ASSERT_NE(b, nullptr) << "no key reused the stale slot";
+  }
+  b->key = 77;
+  b->val = 2;
+  b->used = 1;
+  const volatile FlagNode* got = t.Find(77);
+  ASSERT_NE(got, nullptr);
+  EXPECT_EQ(got->val, 2u);
+  EXPECT_EQ(got, b);
+}
+
 // Keys that are not integers: a fixed-size string key and a key type known
 // only through std::hash (programs written for the reference).
 struct NameNode {

