@@ -1,0 +1,382 @@
+// hash_table_bench: ShmHashTable against absl::flat_hash_map and
+// std::unordered_map (the baselines), ShmHashTableM and a model of the
+// reference's multi-row design, on the same keys in the same run.
+//
+//   hash_table_bench [--keys N] [--capacity C] [--reps R] [--huge]
+//
+// Workload (issue #3): N random 64-bit keys, 16-byte nodes, a table sized for
+// C, lookups in shuffled order. Each figure is the best of R repetitions in
+// ns/op; ratios are baseline_time / shmc_time (higher is better for shmc).
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "shmc/shm_hash_table.h"
+#include "shmc/shm_hash_table_m.h"
+
+namespace {
+
+struct Node {
+  uint64_t key;
+  uint64_t val;
+  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
+};
+static_assert(sizeof(Node) == 16, "the workload asks for 16-byte nodes");
+
+template <class T>
+inline void Keep(const T& v) {
+  asm volatile("" : : "r,m"(v) : "memory");
+}
+
+double NowNs() {
+  return std::chrono::duration<double, std::nano>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Best-of-reps ns per op of `body`, which performs `ops` operations; `setup`
+// runs untimed before each repetition.
+double Measure(int reps, size_t ops, const std::function<void()>& setup,
+               const std::function<void()>& body) {
+  double best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    if (setup) setup();
+    double t0 = NowNs();
+    body();
+    best = std::min(best, (NowNs() - t0) / static_cast<double>(ops));
+  }
+  return best;
+}
+
+// The reference's ShmHashTable design, modelled in process memory: rows of
+// prime sizes shrinking by 0.6, cut to min(x, 3*sqrt(x)) rows, one probe per
+// row at std::hash(key) % prime, first empty node on the way taken on insert.
+class RefDesign {
+ public:
+  explicit RefDesign(size_t capacity) {
+    size_t alloc = capacity < 10000 ? capacity * 3 / 2 : capacity * 5 / 4;
+    size_t first = alloc * 40 / 100;
+    std::vector<size_t> sizes;
+    for (size_t s = first; s >= 2 && sizes.size() < 100; s = s * 60 / 100) {
+      size_t p = s;
+      while (!shmc::detail::IsPrime(p)) --p;
+      sizes.push_back(p);
+    }
+    size_t cut = static_cast<size_t>(std::sqrt(9.0 * sizes.size()));
+    if (cut < sizes.size()) sizes.resize(cut);
+    size_t base = 0;
+    for (size_t s : sizes) {
+      mods_.push_back(s);
+      first_.push_back(base);
+      base += s;
+    }
+    nodes_.assign(base, Node{0, 0});
+  }
+  size_t slots() const { return nodes_.size(); }
+  Node* Find(uint64_t key) {
+    size_t h = std::hash<uint64_t>()(key);
+    for (size_t r = 0; r < mods_.size(); ++r) {
+      Node* n = &nodes_[first_[r] + h % mods_[r]];
+      if (n->key == key) return n;
+    }
+    return nullptr;
+  }
+  Node* FindOrAlloc(uint64_t key) {
+    size_t h = std::hash<uint64_t>()(key);
+    Node* empty = nullptr;
+    for (size_t r = 0; r < mods_.size(); ++r) {
+      Node* n = &nodes_[first_[r] + h % mods_[r]];
+      if (n->key == key) return n;
+      if (n->key == 0 && empty == nullptr) empty = n;
+    }
+    return empty;
+  }
+
+ private:
+  std::vector<size_t> mods_, first_;
+  std::vector<Node> nodes_;
+};
+
+struct Row {
+  std::string name;
+  double insert = 0, hit = 0, miss = 0, many = 0, fill = 0;
+};
+
+template <class Alloc>
+Row RunShmc(const std::string& seg, const std::vector<uint64_t>& keys,
+            const std::vector<uint64_t>& lookups,
+            const std::vector<uint64_t>& absent, size_t capacity, int reps) {
+  Row row;
+  row.name = "ShmHashTable";
+  auto table = std::make_unique<shmc::ShmHashTable<uint64_t, Node, Alloc>>();
+  auto fresh = [&] {
+    table = std::make_unique<shmc::ShmHashTable<uint64_t, Node, Alloc>>();
+    Alloc().Unlink(seg);
+    if (!table->InitForWrite(seg, capacity)) {
+      std::fprintf(stderr, "%s\n", table->last_error().message.c_str());
+      std::exit(1);
+    }
+  };
+  row.insert = Measure(reps, keys.size(), fresh, [&] {
+    bool found;
+    for (uint64_t k : keys) {
+      volatile Node* n = table->FindOrAlloc(k, &found);
+      n->key = k;
+      n->val = k;
+    }
+  });
+  const auto& t = *table;
+  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) sum += t.Find(k)->val;
+    Keep(sum);
+  });
+  row.miss = Measure(reps, absent.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : absent) sum += t.Find(k) != nullptr;
+    Keep(sum);
+  });
+  std::vector<const volatile Node*> out(1024);
+  row.many = Measure(reps, lookups.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < lookups.size(); i += out.size()) {
+      size_t n = std::min(out.size(), lookups.size() - i);
+      t.FindMany(&lookups[i], n, out.data());
+      for (size_t j = 0; j < n; ++j) sum += out[j]->val;
+    }
+    Keep(sum);
+  });
+  // Usable fill: insert more random keys until the first failure.
+  std::mt19937_64 rng(99);
+  size_t n = keys.size();
+  bool found;
+  for (;;) {
+    uint64_t k = rng() | 1;
+    volatile Node* node = table->FindOrAlloc(k, &found);
+    if (node == nullptr) break;
+    if (!found) {
+      node->key = k;
+      ++n;
+    }
+  }
+  row.fill = 100.0 * n / table->ideal_capacity();
+  table.reset();
+  Alloc().Unlink(seg);
+  return row;
+}
+
+template <class Map>
+Row RunStdLike(const char* name, const std::vector<uint64_t>& keys,
+               const std::vector<uint64_t>& lookups,
+               const std::vector<uint64_t>& absent, size_t capacity,
+               int reps) {
+  Row row;
+  row.name = name;
+  auto m = std::make_unique<Map>();
+  row.insert = Measure(
+      reps, keys.size(),
+      [&] {
+        m = std::make_unique<Map>();
+        m->reserve(capacity);
+      },
+      [&] {
+        for (uint64_t k : keys) m->emplace(k, k);
+      });
+  const Map& cm = *m;
+  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) sum += cm.find(k)->second;
+    Keep(sum);
+  });
+  row.miss = Measure(reps, absent.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : absent) sum += cm.find(k) != cm.end();
+    Keep(sum);
+  });
+  return row;
+}
+
+Row RunRefDesign(const std::vector<uint64_t>& keys,
+                 const std::vector<uint64_t>& lookups,
+                 const std::vector<uint64_t>& absent, size_t capacity,
+                 int reps) {
+  Row row;
+  row.name = "reference design (model)";
+  std::unique_ptr<RefDesign> t;
+  size_t placed = 0;
+  row.insert = Measure(
+      reps, keys.size(), [&] { t = std::make_unique<RefDesign>(capacity); },
+      [&] {
+        placed = 0;
+        for (uint64_t k : keys) {
+          Node* n = t->FindOrAlloc(k);
+          if (n == nullptr) continue;
+          n->key = k;
+          n->val = k;
+          ++placed;
+        }
+      });
+  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) {
+      Node* n = t->Find(k);
+      sum += n ? n->val : 0;
+    }
+    Keep(sum);
+  });
+  row.miss = Measure(reps, absent.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : absent) sum += t->Find(k) != nullptr;
+    Keep(sum);
+  });
+  std::mt19937_64 rng(99);
+  for (;;) {
+    uint64_t k = rng() | 1;
+    Node* n = t->FindOrAlloc(k);
+    if (n == nullptr) break;
+    if (n->key == 0) {
+      n->key = k;
+      ++placed;
+    }
+  }
+  row.fill = 100.0 * placed / t->slots();
+  return row;
+}
+
+Row RunTableM(const std::vector<uint64_t>& keys,
+              const std::vector<uint64_t>& lookups,
+              const std::vector<uint64_t>& absent, size_t capacity, int reps) {
+  Row row;
+  row.name = "ShmHashTableM (50 rows)";
+  using TM = shmc::ShmHashTableM<uint64_t, Node, shmc::HEAP>;
+  std::unique_ptr<TM> t;
+  size_t cols = capacity * 5 / 4 / 50;
+  row.insert = Measure(
+      reps, keys.size(),
+      [&] {
+        t = std::make_unique<TM>();
+        t->InitForWrite("", cols, 50);
+      },
+      [&] {
+        bool found;
+        for (uint64_t k : keys) {
+          volatile Node* n = t->FindOrAlloc(k, &found);
+          if (n == nullptr) continue;
+          n->key = k;
+          n->val = k;
+        }
+      });
+  const TM& ct = *t;
+  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) {
+      const volatile Node* n = ct.Find(k);
+      sum += n ? n->val : 0;
+    }
+    Keep(sum);
+  });
+  row.miss = Measure(reps, absent.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : absent) sum += ct.Find(k) != nullptr;
+    Keep(sum);
+  });
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t nkeys = 2100000;
+  size_t capacity = 2500000;
+  int reps = 3;
+  bool huge = false;
+  bool models = true;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--keys" && i + 1 < argc) {
+      nkeys = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--capacity" && i + 1 < argc) {
+      capacity = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--reps" && i + 1 < argc) {
+      reps = std::atoi(argv[++i]);
+    } else if (a == "--huge") {
+      huge = true;
+    } else if (a == "--no-models") {
+      models = false;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--keys N] [--capacity C] [--reps R] [--huge] "
+                   "[--no-models]\n", argv[0]);
+      return 2;
+    }
+  }
+  std::mt19937_64 rng(12345);
+  std::vector<uint64_t> keys(nkeys), absent(nkeys);
+  for (auto& k : keys) k = rng() | 1;   // odd: present
+  for (auto& k : absent) k = rng() & ~1ULL;  // even: never inserted
+  std::vector<uint64_t> lookups = keys;
+  std::shuffle(lookups.begin(), lookups.end(), rng);
+  for (auto& k : absent) k = k ? k : 2;
+
+  std::printf("keys %zu, capacity %zu, best of %d, 16-byte nodes, %s "
+              "segment\n", nkeys, capacity, reps,
+              huge ? "SVIPC_HugeTLB" : "POSIX");
+  std::vector<Row> rows;
+  if (huge) {
+    rows.push_back(RunShmc<shmc::SVIPC_HugeTLB>("0x5cbe0001", keys, lookups,
+                                               absent, capacity, reps));
+  } else {
+    rows.push_back(RunShmc<shmc::POSIX>("/shmc_hash_bench", keys, lookups,
+                                        absent, capacity, reps));
+  }
+  rows.push_back(RunStdLike<absl::flat_hash_map<uint64_t, uint64_t>>(
+      "absl::flat_hash_map", keys, lookups, absent, capacity, reps));
+  rows.push_back(RunStdLike<std::unordered_map<uint64_t, uint64_t>>(
+      "std::unordered_map", keys, lookups, absent, capacity, reps));
+  if (models) {
+    rows.push_back(RunTableM(keys, lookups, absent, capacity, reps));
+    rows.push_back(RunRefDesign(keys, lookups, absent, capacity, reps));
+  }
+
+  std::printf("\n| table | insert ns | hit ns | miss ns | FindMany ns | "
+              "usable fill |\n|---|---:|---:|---:|---:|---:|\n");
+  for (const Row& r : rows) {
+    std::printf("| %s | %.1f | %.1f | %.1f | %s | %s |\n", r.name.c_str(),
+                r.insert, r.hit, r.miss,
+                r.many > 0 ? std::to_string(r.many).substr(0, 5).c_str() : "-",
+                r.fill > 0 ? (std::to_string(r.fill).substr(0, 4) + "%").c_str()
+                           : "-");
+  }
+  const Row& s = rows[0];
+  const Row& absl_row = rows[1];
+  const Row& std_row = rows[2];
+  std::printf("\nratios (baseline time / ShmHashTable time; goal in brackets)\n");
+  std::printf("  find hit  vs absl: %.2fx  [>= 1.2]\n", absl_row.hit / s.hit);
+  std::printf("  find miss vs std:  %.2fx  [>= 1.0]\n", std_row.miss / s.miss);
+  std::printf("  find miss vs absl: %.2fx\n", absl_row.miss / s.miss);
+  std::printf("  insert    vs absl: %.2fx  [>= 0.5]\n",
+              absl_row.insert / s.insert);
+  std::printf("  FindMany  vs absl single find: %.2fx  [>= 2.0]\n",
+              absl_row.hit / s.many);
+  std::printf("  usable fill: %.1f%%  [>= 90]\n", s.fill);
+  if (models) {
+    const Row& ref = rows[4];
+    std::printf("  reference design model: hit %.2fx absl, miss %.2fx std, "
+                "insert %.2fx absl, fill %.1f%%\n", absl_row.hit / ref.hit,
+                std_row.miss / ref.miss, absl_row.insert / ref.insert,
+                ref.fill);
+  }
+  return 0;
+}
