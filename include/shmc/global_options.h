@@ -24,6 +24,10 @@ enum ShmCreateFlag {
   kCreateIfNotExist = 0x1,   // create the segment when it does not exist
   kCreateIfExtending = 0x2,  // recreate (losing its data) a segment that is
                              // smaller than requested; logged as a warning
+  // shmc addition: skip the writer lease, for programs that serialize their
+  // writer processes themselves (the reference's behaviour). Crash recovery
+  // then runs only when the last lease holder is gone.
+  kSharedWriters = 0x100,
 };
 
 namespace detail {

@@ -246,6 +246,15 @@ class ShmHashTable {
     return hdr_ ? hdr_->overflow_depth.load(std::memory_order_relaxed) : 0;
   }
   bool Sync() { return seg_.Sync(); }
+  // Index of a node returned by this table, and the node at an index
+  // (nullptr when out of range): let containers built on the table name a
+  // node in shared memory, e.g. in a crash-recovery record.
+  size_t node_index(const volatile Node* n) const {
+    return static_cast<size_t>(n - nodes_);
+  }
+  volatile Node* node_at(size_t i) const {
+    return nodes_ != nullptr && i < geo_.total_slots() ? nodes_ + i : nullptr;
+  }
 
  private:
   static constexpr size_t kBatchAhead = 16;

@@ -1,0 +1,111 @@
+// Shared-memory layout of ShmLinkTable (docs/layout/link_table.md) and the
+// word-wise copy helpers its readers and writer use.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "shmc/detail/segment_header.h"
+
+namespace shmc {
+namespace detail {
+
+// Header of every node: the chain link, the owner's tag, and (head node
+// only) the value's length. Node data follows as 64-bit words.
+struct LinkNodeHead {
+  std::atomic<uint32_t> next;  // next node of the chain / free list, 0 = end
+  std::atomic<uint32_t> tag;   // 0 free; tag | kLinkHeadFlag on a head node
+  std::atomic<uint32_t> len;   // value length (head node)
+  uint32_t reserved;
+};
+static_assert(sizeof(LinkNodeHead) == 16, "node head is 16 bytes");
+
+constexpr uint32_t kLinkHeadFlag = 0x80000000U;
+
+enum LinkOp : uint32_t {
+  kLinkOpNone = 0,
+  kLinkOpNew = 1,      // standalone New: never committed (rolled back)
+  kLinkOpFree = 2,     // standalone Free: always rolled forward
+  kLinkOpInsert = 3,   // map: new value published into an empty slot
+  kLinkOpReplace = 4,  // map: new value replaces old_lb in the slot
+  kLinkOpErase = 5,    // map: slot cleared, old value freed
+};
+
+enum LinkStep : uint32_t {
+  kLinkStepFill = 1,       // writing the new value into the free-list prefix
+  kLinkStepCut = 2,        // cut_next recorded; detaching the new chain
+  kLinkStepDetached = 3,   // new chain no longer in the free list
+  kLinkStepPublished = 4,  // slot updated (map ops)
+};
+
+// The one in-flight write, recorded before it touches anything, so that the
+// next writer can roll it forward or back in O(value size).
+struct LinkIntent {
+  std::atomic<uint32_t> op;
+  std::atomic<uint32_t> step;
+  std::atomic<uint64_t> slot;    // hash-table node index + 1 (map ops)
+  std::atomic<uint64_t> new_lb;  // packed handle of the value being written
+  std::atomic<uint64_t> old_lb;  // packed handle of the value being freed
+  std::atomic<uint32_t> new_nodes;
+  std::atomic<uint32_t> old_nodes;
+  std::atomic<uint32_t> cut_next;  // free-list successor of the new chain
+  uint32_t reserved0;
+  std::atomic<uint64_t> pre_free, pre_bufs, pre_bytes;
+  std::atomic<uint64_t> post_free, post_bufs, post_bytes;
+  uint8_t reserved1[96];
+};
+static_assert(sizeof(LinkIntent) == 192, "intent is 192 bytes");
+static_assert(offsetof(LinkIntent, new_lb) == 16, "layout");
+static_assert(offsetof(LinkIntent, pre_free) == 48, "layout");
+
+struct LinkTableHeader {
+  std::atomic<uint32_t> free_head;
+  std::atomic<uint32_t> next_tag;
+  std::atomic<uint64_t> free_nodes;
+  std::atomic<uint64_t> bufs;
+  std::atomic<uint64_t> buf_bytes;
+  uint8_t reserved0[32];
+  LinkIntent intent;
+};
+static_assert(sizeof(LinkTableHeader) == 256, "link table header");
+static_assert(offsetof(LinkTableHeader, intent) == 64,
+              "intent on its own lines, away from the hot counters");
+
+inline uint64_t PackLink(uint32_t head, uint32_t tag) {
+  return (static_cast<uint64_t>(tag) << 32) | head;
+}
+
+// Copies `n` bytes out of shared words with relaxed atomic loads: a racing
+// writer makes the copy stale (caught by tag validation), never undefined.
+inline void LoadWords(void* dst, const std::atomic<uint64_t>* src, size_t n) {
+  char* d = static_cast<char*>(dst);
+  size_t i = 0;
+  for (; n >= 8; n -= 8, d += 8, ++i) {
+    uint64_t w = src[i].load(std::memory_order_relaxed);
+    std::memcpy(d, &w, 8);
+  }
+  if (n > 0) {
+    uint64_t w = src[i].load(std::memory_order_relaxed);
+    std::memcpy(d, &w, n);
+  }
+}
+
+inline void StoreWords(std::atomic<uint64_t>* dst, const void* src, size_t n) {
+  const char* s = static_cast<const char*>(src);
+  size_t i = 0;
+  for (; n >= 8; n -= 8, s += 8, ++i) {
+    uint64_t w;
+    std::memcpy(&w, s, 8);
+    dst[i].store(w, std::memory_order_relaxed);
+  }
+  if (n > 0) {
+    uint64_t w = 0;
+    std::memcpy(&w, s, n);
+    dst[i].store(w, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace detail
+}  // namespace shmc

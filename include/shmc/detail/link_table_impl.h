@@ -1,0 +1,266 @@
+// Out-of-line members of ShmLinkTable: init with lease and recovery, the
+// map-facing publish/erase operations, and HealthCheck.
+#pragma once
+
+#include <vector>
+
+#include "shmc/shm_link_table.h"
+
+namespace shmc {
+
+template <class Alloc>
+bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
+                                           size_t node_size, size_t node_num,
+                                           const SlotResolver* resolve) {
+  error_.Clear();
+  const char* who = "ShmLinkTable::InitForWrite";
+  if (node_size == 0 || node_size > (8u << 20) || node_num == 0 ||
+      node_num > kMaxNodes) {
+    return detail::Segment<Alloc>::Fail(
+        &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+        "node_size must be 1..8 MiB and node_num 1..%llu (got %zu, %zu)",
+        static_cast<unsigned long long>(kMaxNodes), node_size, node_num);
+  }
+  uint64_t words = (node_size + 7) / 8;
+  uint64_t stride = 16 + words * 8;
+  auto init = [&](char* base) {
+    auto* h = reinterpret_cast<detail::LinkTableHeader*>(
+        base + sizeof(detail::SegmentHeader));
+    char* nodes = base + kNodesOffset;
+    for (uint64_t i = 1; i <= node_num; ++i) {
+      auto* n = reinterpret_cast<detail::LinkNodeHead*>(nodes + i * stride);
+      n->next.store(i == node_num ? 0 : static_cast<uint32_t>(i + 1),
+                    std::memory_order_relaxed);
+    }
+    h->free_head.store(1, std::memory_order_relaxed);
+    h->next_tag.store(1, std::memory_order_relaxed);
+    h->free_nodes.store(node_num, std::memory_order_relaxed);
+  };
+  int flags = DefaultCreateFlags();
+  if (!seg_.OpenForWrite(shm_key, Spec(words, node_num), flags, init, who,
+                         &error_)) {
+    return false;
+  }
+  Bind(words, node_num);
+  uint64_t holder = 0;
+  bool shared = flags & kSharedWriters;
+  detail::LeaseResult lease = detail::AcquireLease(seg_.header(), shared,
+                                                   &holder);
+  if (lease == detail::LeaseResult::kBusy) {
+    detail::Segment<Alloc>::Fail(
+        &error_, ErrorCode::kWriterBusy, 0, shm_key, who,
+        "writer lease held by live pid %llu (one writer per segment; "
+        "kSharedWriters opts out)", static_cast<unsigned long long>(holder));
+    hdr_ = nullptr;
+    seg_.Reset();
+    return false;
+  }
+  own_lease_ = lease != detail::LeaseResult::kShared;
+  if (hdr_->intent.op.load(std::memory_order_acquire) != detail::kLinkOpNone) {
+    if (lease == detail::LeaseResult::kShared) {
+      detail::Log(kWarning, "%s(%s): an operation is in flight in live pid "
+                  "%llu; not recovering\n", who, shm_key.c_str(),
+                  static_cast<unsigned long long>(holder));
+    } else {
+      Recover(resolve);
+    }
+  }
+  return true;
+}
+
+template <class Alloc>
+bool ShmLinkTable<Alloc>::HeadLength(link_buf_t lb, uint32_t* len) const {
+  if (lb.head == 0 || lb.head > nodes_ || lb.tag == 0 ||
+      (lb.tag & detail::kLinkHeadFlag)) {
+    return false;
+  }
+  uint32_t want = lb.tag | detail::kLinkHeadFlag;
+  detail::LinkNodeHead* h = Head(lb.head);
+  if (h->tag.load(std::memory_order_acquire) != want) return false;
+  uint32_t l = h->len.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (h->tag.load(std::memory_order_relaxed) != want) return false;
+  *len = l;
+  return true;
+}
+
+template <class Alloc>
+bool ShmLinkTable<Alloc>::PublishValue(std::atomic<uint64_t>* slot,
+                                       uint64_t slot_id, link_buf_t old,
+                                       const void* buf, size_t size) {
+  if (!Writable() || size > kMaxValueLen || (size > 0 && buf == nullptr)) {
+    return false;
+  }
+  uint32_t old_len = 0;
+  if (old && !HeadLength(old, &old_len)) return false;
+  uint32_t n_old = old ? NodesFor(old_len) : 0;
+  uint32_t n_new = NodesFor(size);
+  // The new value is complete before the old one goes: room for both.
+  if (n_new > hdr_->free_nodes.load(std::memory_order_relaxed)) return false;
+  uint32_t op = old ? detail::kLinkOpReplace : detail::kLinkOpInsert;
+  link_buf_t lb = BeginNew(op, slot_id, old, n_old, n_new, size, old ? 0 : 1,
+                           old_len);
+  FillAndDetach(buf, size, n_new, lb);
+  // SYNC POINT (release): the commit. Publishes the new value (and, for an
+  // insert, the key written before) to readers acquiring the slot.
+  slot->store(lb.packed(), std::memory_order_release);
+  hdr_->intent.step.store(detail::kLinkStepPublished,
+                          std::memory_order_relaxed);
+  SHMC_CRASH_POINT(10);
+  if (old) FreeChain(old, n_old);
+  Commit();
+  return true;
+}
+
+template <class Alloc>
+bool ShmLinkTable<Alloc>::EraseValue(std::atomic<uint64_t>* slot,
+                                     uint64_t slot_id, link_buf_t old) {
+  uint32_t old_len = 0;
+  if (!Writable() || !HeadLength(old, &old_len)) return false;
+  uint32_t n_old = NodesFor(old_len);
+  BeginNew(detail::kLinkOpErase, slot_id, old, n_old, 0, 0,
+           static_cast<uint64_t>(-1), old_len);
+  slot->store(0, std::memory_order_release);  // the commit
+  SHMC_CRASH_POINT(11);
+  FreeChain(old, n_old);
+  Commit();
+  return true;
+}
+
+template <class Alloc>
+void ShmLinkTable<Alloc>::Recover(const SlotResolver* resolve) {
+  detail::LinkIntent& in = hdr_->intent;
+  auto o = std::memory_order_relaxed;
+  uint32_t op = in.op.load(std::memory_order_acquire);
+  if (op == detail::kLinkOpNone) return;
+  link_buf_t nlb = link_buf_t::Unpack(in.new_lb.load(o));
+  link_buf_t olb = link_buf_t::Unpack(in.old_lb.load(o));
+  uint64_t slot_id = in.slot.load(o);
+  bool map_op = op >= detail::kLinkOpInsert && op <= detail::kLinkOpErase;
+  std::atomic<uint64_t>* slot =
+      map_op && resolve != nullptr ? (*resolve)(slot_id) : nullptr;
+  if (op > detail::kLinkOpErase || (map_op && slot == nullptr)) {
+    detail::Log(kWarning, "ShmLinkTable(%s): pending map operation %u left "
+                "for its ShmHashMap to recover\n", seg_.key().c_str(), op);
+    return;
+  }
+  bool committed = false;
+  switch (op) {
+    case detail::kLinkOpNew: committed = false; break;
+    case detail::kLinkOpFree: committed = true; break;
+    case detail::kLinkOpInsert:
+    case detail::kLinkOpReplace:
+      committed = slot->load(std::memory_order_acquire) == nlb.packed();
+      break;
+    case detail::kLinkOpErase:
+      committed = slot->load(std::memory_order_acquire) != olb.packed();
+      break;
+  }
+  bool has_new = op == detail::kLinkOpNew || op == detail::kLinkOpInsert ||
+                 op == detail::kLinkOpReplace;
+  if (has_new && !committed) {
+    RollbackNew(nlb, in.new_nodes.load(o), in.step.load(o),
+                in.cut_next.load(o));
+  }
+  bool frees_old = op == detail::kLinkOpFree || op == detail::kLinkOpErase ||
+                   op == detail::kLinkOpReplace;
+  if (frees_old && committed) FreeChain(olb, in.old_nodes.load(o));
+  SetCounters(committed);
+  in.op.store(detail::kLinkOpNone, std::memory_order_release);
+  detail::Log(kWarning, "ShmLinkTable(%s): recovered an interrupted "
+              "operation %u (rolled %s)\n", seg_.key().c_str(), op,
+              committed ? "forward" : "back");
+}
+
+template <class Alloc>
+bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
+  if (hdr_ == nullptr || hs == nullptr) return false;
+  if (auto_fix && !Writable()) return false;
+  std::memset(hs, 0, sizeof(*hs));
+  enum : uint8_t { kUnknown, kFree, kUsed };
+  std::vector<uint8_t> state(nodes_ + 1, kUnknown);
+  // Free list: must be acyclic, in range, and made of untagged nodes.
+  uint64_t free_count = 0;
+  for (uint64_t i = hdr_->free_head.load(std::memory_order_acquire); i != 0;
+       i = Head(i)->next.load(std::memory_order_relaxed)) {
+    if (i > nodes_ || state[i] != kUnknown || free_count > nodes_) {
+      hs->bad_free_list = 1;
+      break;
+    }
+    state[i] = kFree;
+    ++free_count;
+  }
+  // Values: every head node's chain must have exactly the nodes its length
+  // needs, all carrying its tag, ending in 0.
+  uint64_t cap = words_ * 8;
+  uint64_t bufs = 0, bytes = 0;
+  for (uint64_t h = 1; h <= nodes_; ++h) {
+    uint32_t t = Head(h)->tag.load(std::memory_order_acquire);
+    if (!(t & detail::kLinkHeadFlag) || state[h] != kUnknown) continue;
+    uint32_t tag = t & ~detail::kLinkHeadFlag;
+    uint32_t len = Head(h)->len.load(std::memory_order_relaxed);
+    uint64_t need = len == 0 ? 1 : (len + cap - 1) / cap;
+    std::vector<uint64_t> chain;
+    bool ok = true;
+    uint64_t i = h;
+    for (uint64_t k = 0; k < need; ++k) {
+      if (i == 0) {
+        ++hs->too_short_link_bufs;
+        ok = false;
+        break;
+      }
+      bool tag_ok = k == 0 || Head(i)->tag.load(std::memory_order_relaxed) == tag;
+      if (i > nodes_ || state[i] != kUnknown || !tag_ok) {
+        ++hs->bad_linked_link_bufs;
+        ok = false;
+        break;
+      }
+      chain.push_back(i);
+      i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    if (ok && i != 0) {
+      ++hs->too_long_link_bufs;
+      ok = false;
+    }
+    if (ok) {
+      for (uint64_t c : chain) state[c] = kUsed;
+      ++bufs;
+      bytes += len;
+    } else if (auto_fix) {
+      Head(h)->tag.store(0, std::memory_order_release);  // drop the value
+      ++hs->cleared_link_bufs;
+    }
+  }
+  for (uint64_t i = 1; i <= nodes_; ++i) {
+    if (state[i] == kUnknown) ++hs->leaked_nodes;
+  }
+  if (auto_fix && (hs->leaked_nodes > 0 || hs->bad_free_list)) {
+    // Rebuild the free list from every node that holds no valid value.
+    uint32_t head = 0;
+    free_count = 0;
+    for (uint64_t i = nodes_; i >= 1; --i) {
+      if (state[i] == kUsed) continue;
+      if (state[i] == kUnknown) ++hs->recycled_leaked_nodes;
+      Head(i)->tag.store(0, std::memory_order_relaxed);
+      Head(i)->next.store(head, std::memory_order_relaxed);
+      head = static_cast<uint32_t>(i);
+      ++free_count;
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    hdr_->free_head.store(head, std::memory_order_release);
+  }
+  if (hdr_->free_nodes.load() != free_count) ++hs->counter_mismatches;
+  if (hdr_->bufs.load() != bufs) ++hs->counter_mismatches;
+  if (hdr_->buf_bytes.load() != bytes) ++hs->counter_mismatches;
+  if (auto_fix) {
+    hdr_->free_nodes.store(free_count, std::memory_order_relaxed);
+    hdr_->bufs.store(bufs, std::memory_order_relaxed);
+    hdr_->buf_bytes.store(bytes, std::memory_order_relaxed);
+  }
+  hs->total_free_nodes = free_count;
+  hs->total_link_bufs = bufs;
+  hs->total_link_buf_bytes = bytes;
+  return true;
+}
+
+}  // namespace shmc

@@ -1,0 +1,311 @@
+// ShmHashMap<Key, Alloc>: keys (standard-layout, trivially copyable, with
+// ==) to variable-length byte-string values, in two segments: the index
+// ShmHashTable "<key>0" and the values ShmLinkTable "<key>1" (the
+// reference's naming). One writer process, any number of readers.
+//
+// Each index node holds the key and the value's handle in one atomic word.
+// Writing the handle is the single commit point of Insert, Replace and
+// Erase; the link table records each write's intent first, so a writer
+// killed at any instruction is recovered by the next InitForWrite in
+// O(value size): nothing leaks and no half-written value is ever visible.
+// Readers never block: they read the handle, copy the value with per-node
+// validation, and check the handle and key again afterwards (retrying a few
+// times if the writer replaced the value meanwhile).
+//
+// Differences from the reference: empty values are allowed; copy-free reads
+// (Find into a caller buffer, Visit in place); a writer lease refuses a
+// second live writer (kSharedWriters opts out); crash recovery.
+// Limits: a value is at most 4 GiB - 1 and must fit in the free nodes
+// (a Replace needs room for the new value before the old one is freed).
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "shmc/common_utils.h"
+#include "shmc/shm_hash_table.h"
+#include "shmc/shm_link_table.h"
+
+namespace shmc {
+
+namespace detail {
+
+template <class K>
+struct MapNode {
+  static constexpr size_t kWords = (sizeof(K) + 7) / 8;
+  std::atomic<uint64_t> key_words[kWords];
+  std::atomic<uint64_t> link;  // packed link_buf_t; low 32 bits 0 = empty
+
+  K LoadKey() const volatile {
+    K k;
+    LoadWords(&k, const_cast<const std::atomic<uint64_t>*>(key_words),
+              sizeof(K));
+    return k;
+  }
+  void StoreKey(const K& k) volatile {
+    StoreWords(const_cast<std::atomic<uint64_t>*>(key_words), &k, sizeof(K));
+  }
+  std::atomic<uint64_t>* link_word() volatile {
+    return const_cast<std::atomic<uint64_t>*>(&link);
+  }
+  uint64_t LoadLink() const volatile {
+    // SYNC POINT (acquire): pairs with the commit in PublishValue; the key
+    // words and value nodes written before it are visible after it.
+    return const_cast<const std::atomic<uint64_t>&>(link).load(
+        std::memory_order_acquire);
+  }
+  std::pair<bool, K> Key() const volatile {
+    uint64_t l = LoadLink();
+    return {static_cast<uint32_t>(l) != 0, LoadKey()};
+  }
+};
+
+}  // namespace detail
+
+template <class KeyType, class Alloc = SVIPC>
+class ShmHashMap {
+  static_assert(std::is_trivially_copyable<KeyType>::value &&
+                    std::is_standard_layout<KeyType>::value,
+                "map keys are stored in shared memory as bytes");
+  using Node = detail::MapNode<KeyType>;
+  using Table = ShmHashTable<KeyType, Node, Alloc>;
+  using Links = ShmLinkTable<Alloc>;
+
+ public:
+  ShmHashMap() = default;
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmHashMap);
+
+  // `key_num` keys; values stored in `val_node_num` nodes of
+  // `val_node_size` bytes.
+  bool InitForWrite(const std::string& shm_key, size_t key_num,
+                    size_t val_node_size, size_t val_node_num) {
+    error_.Clear();
+    if (!table_.InitForWrite(shm_key + "0", key_num)) {
+      error_ = table_.last_error();
+      return false;
+    }
+    typename Links::SlotResolver resolve =
+        [this](uint64_t id) -> std::atomic<uint64_t>* {
+      volatile Node* n = id == 0 ? nullptr : table_.node_at(id - 1);
+      return n == nullptr ? nullptr : n->link_word();
+    };
+    if (!links_.InitForWriteImpl(shm_key + "1", val_node_size, val_node_num,
+                                 &resolve)) {
+      error_ = links_.last_error();
+      return false;
+    }
+    return true;
+  }
+
+  bool InitForRead(const std::string& shm_key) {
+    error_.Clear();
+    if (!table_.InitForRead(shm_key + "0")) {
+      error_ = table_.last_error();
+      return false;
+    }
+    if (!links_.InitForRead(shm_key + "1")) {
+      error_ = links_.last_error();
+      return false;
+    }
+    return true;
+  }
+
+  bool Find(const KeyType& key, std::string* val) const {
+    return Read(key, [&](link_buf_t lb) { return links_.Read(lb, val); });
+  }
+
+  // Copy-free (shmc addition): copies at most *len bytes into buf, sets
+  // *len to the value's full length. No allocation.
+  bool Find(const KeyType& key, void* buf, size_t* len) const {
+    size_t cap = *len;
+    return Read(key, [&](link_buf_t lb) {
+      *len = cap;
+      return links_.Read(lb, buf, len);
+    });
+  }
+
+  enum VisitResult { kVisitFound, kVisitNotFound, kVisitRetry };
+  // In-place read (shmc addition): piece(data, n) sees the value in place,
+  // piece by piece. kVisitRetry: the value changed while being visited;
+  // discard what was seen and call again.
+  VisitResult Visit(const KeyType& key,
+                    const std::function<void(const char*, size_t)>& piece)
+      const {
+    const volatile Node* n = table_.Find(key);
+    if (n == nullptr) return kVisitNotFound;
+    uint64_t l = n->LoadLink();
+    if (static_cast<uint32_t>(l) == 0) return kVisitNotFound;
+    if (!links_.Visit(link_buf_t::Unpack(l), piece)) return kVisitRetry;
+    if (n->LoadLink() != l || !(n->LoadKey() == key)) return kVisitRetry;
+    return kVisitFound;
+  }
+
+  bool Insert(const KeyType& key, const void* val_buf, size_t val_buf_len) {
+    return Write(key, val_buf, val_buf_len, false);
+  }
+  bool Insert(const KeyType& key, const std::string& val) {
+    return Insert(key, val.data(), val.size());
+  }
+  bool Replace(const KeyType& key, const void* val_buf, size_t val_buf_len) {
+    return Write(key, val_buf, val_buf_len, true);
+  }
+  bool Replace(const KeyType& key, const std::string& val) {
+    return Replace(key, val.data(), val.size());
+  }
+
+  bool Erase(const KeyType& key) {
+    volatile Node* n = table_.Find(key);
+    if (n == nullptr) return false;
+    link_buf_t old = link_buf_t::Unpack(n->LoadLink());
+    if (!old) return false;
+    return links_.EraseValue(n->link_word(), table_.node_index(n) + 1, old);
+  }
+
+  bool Dump(const KeyType& key) const {
+    const volatile Node* n = table_.Find(key);
+    if (n == nullptr) {
+      detail::Log(kInfo, "ShmHashMap::Dump: key not found\n");
+      return false;
+    }
+    return links_.Dump(link_buf_t::Unpack(n->LoadLink()));
+  }
+
+  struct TravelPos : public Table::TravelPos {};
+
+  bool Travel(TravelPos* pos, size_t max_travel_nodes,
+              std::function<void(const KeyType&, const std::string&)> f) {
+    std::string val;
+    return table_.Travel(pos, max_travel_nodes, [&](volatile Node* n) {
+      KeyType k = n->LoadKey();
+      if (ReadNode(n, k, [&](link_buf_t lb) { return links_.Read(lb, &val); })) {
+        f(k, val);
+      }
+    });
+  }
+  bool Travel(std::function<void(const KeyType&, const std::string&)> f) {
+    TravelPos pos;
+    return Travel(&pos, 0, std::move(f));
+  }
+
+  struct HealthStat {
+    typename Links::HealthStat lt_stat;
+    size_t total_key_values;
+    size_t bad_key_values;
+    size_t cleared_key_values;
+    size_t leaked_values;
+    size_t recycled_leaked_values;
+  };
+
+  // Full scan of both segments: values every key points to must be live,
+  // and every live value must be pointed to. With auto_fix (writer only),
+  // keys with bad values are dropped and unreferenced values freed.
+  bool HealthCheck(HealthStat* hs, bool auto_fix) {
+    if (hs == nullptr) return false;
+    std::memset(hs, 0, sizeof(*hs));
+    if (!links_.HealthCheck(&hs->lt_stat, auto_fix)) return false;
+    std::vector<uint8_t> referenced(links_.total_nodes() + 1, 0);
+    bool ok = table_.Travel([&](volatile Node* n) {
+      link_buf_t lb = link_buf_t::Unpack(n->LoadLink());
+      uint32_t len = 0;
+      if (links_.HeadLength(lb, &len)) {
+        ++hs->total_key_values;
+        referenced[lb.head] = 1;
+      } else {
+        ++hs->bad_key_values;
+        if (auto_fix) {
+          n->link_word()->store(0, std::memory_order_release);
+          ++hs->cleared_key_values;
+        }
+      }
+    });
+    if (!ok) return false;
+    std::vector<link_buf_t> leaked;
+    links_.Travel([&](link_buf_t lb) {
+      if (!referenced[lb.head]) leaked.push_back(lb);
+    });
+    hs->leaked_values = leaked.size();
+    if (auto_fix) {
+      for (link_buf_t lb : leaked) {
+        if (links_.Free(lb)) ++hs->recycled_leaked_values;
+      }
+    }
+    return true;
+  }
+
+  size_t size() const { return links_.link_bufs(); }
+  size_t hash_table_free_percentage() const {
+    size_t capa = table_.expected_capacity();
+    size_t used = links_.link_bufs();
+    return capa <= used ? 0 : (capa - used) * 100 / capa;
+  }
+  size_t link_table_free_percentage() const {
+    size_t total = links_.total_nodes();
+    return total == 0 ? 0 : links_.free_nodes() * 100 / total;
+  }
+  size_t free_percentage() const {
+    return std::min(hash_table_free_percentage(),
+                    link_table_free_percentage());
+  }
+
+  // shmc additions
+  const Error& last_error() const { return error_; }
+  const Table& hash_table() const { return table_; }
+  const Links& link_table() const { return links_; }
+
+ private:
+  static constexpr int kReadTries = 8;
+
+  bool Write(const KeyType& key, const void* buf, size_t len, bool replace) {
+    bool found = false;
+    volatile Node* n = table_.FindOrAlloc(key, &found);
+    if (n == nullptr || (found && !replace)) return false;
+    link_buf_t old;
+    if (found) {
+      old = link_buf_t::Unpack(n->LoadLink());
+    } else {
+      n->StoreKey(key);  // published by the handle's release store
+    }
+    return links_.PublishValue(n->link_word(), table_.node_index(n) + 1, old,
+                               buf, len);
+  }
+
+  // Reads the value of node n (which held `key`) with `read(lb)`, checking
+  // afterwards that the node still holds this key and this value.
+  template <class ReadFn>
+  bool ReadNode(const volatile Node* n, const KeyType& key,
+                const ReadFn& read) const {
+    for (int attempt = 0; attempt < kReadTries; ++attempt) {
+      uint64_t l = n->LoadLink();
+      if (static_cast<uint32_t>(l) == 0) return false;
+      if (!(n->LoadKey() == key)) return false;
+      if (!read(link_buf_t::Unpack(l))) continue;  // replaced meanwhile
+      if (n->LoadLink() == l) return true;
+    }
+    return false;
+  }
+
+  template <class ReadFn>
+  bool Read(const KeyType& key, const ReadFn& read) const {
+    for (int attempt = 0; attempt < kReadTries; ++attempt) {
+      const volatile Node* n = table_.Find(key);
+      if (n == nullptr) return false;
+      if (ReadNode(n, key, read)) return true;
+      if (static_cast<uint32_t>(n->LoadLink()) != 0 && n->LoadKey() == key) {
+        continue;  // live but kept changing: look again
+      }
+    }
+    return false;
+  }
+
+  Table table_;
+  Links links_;
+  Error error_;
+};
+
+}  // namespace shmc

@@ -1,0 +1,503 @@
+// ShmLinkTable<Alloc>: variable-length values ("link bufs") stored as chains
+// of fixed-size nodes in a shared-memory pool. One writer, any number of
+// readers; the writer may be killed at any instruction.
+//
+// Layout (docs/layout/link_table.md):
+//   [SegmentHeader 512][LinkTableHeader 256: free list, counters, intent]
+//   [node 0 (unused: index 0 means "none")][node 1]...[node N]
+//   node = LinkNodeHead (16 bytes) + data words (node_size rounded up to 8)
+//
+// A value is a chain of nodes, all carrying the value's tag (a 31-bit
+// sequence number), the head node also kLinkHeadFlag and the length. Its
+// handle is link_buf_t {head, tag}. Readers copy the data word by word and
+// check each node's tag before and after copying (a seqlock per node): a
+// node freed or reused meanwhile fails the check, so a read returns the
+// value whole or fails, never torn (docs/memory-ordering.md).
+//
+// Crash safety: a new value is written into the first nodes of the free list
+// (already linked together), then cut off; a freed value's tags are cleared
+// before its nodes are linked back. Each write records its intent in the
+// header first; InitForWrite of the next writer finishes or undoes it in
+// O(value size) (Recover), so nothing leaks and counters stay right.
+#pragma once
+
+#include <atomic>
+#include <cassert>
+#include <cinttypes>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shmc/common_utils.h"
+#include "shmc/detail/link_layout.h"
+#include "shmc/detail/segment.h"
+#include "shmc/detail/writer_lease.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+#include "shmc/shm_alloc.h"
+
+namespace shmc {
+
+// Handle of a link buf: assignable, comparable, false when empty.
+struct link_buf_t {
+  uint32_t head;
+  uint32_t tag;
+
+  link_buf_t() : head(0), tag(0) {}
+  link_buf_t(uint32_t h, uint32_t t) : head(h), tag(t) {}
+  link_buf_t(const link_buf_t&) = default;
+  link_buf_t& operator=(const link_buf_t&) = default;
+  // Copies from volatile storage, as the reference allowed.
+  link_buf_t(const volatile link_buf_t& lb) : head(lb.head), tag(lb.tag) {}
+  link_buf_t& operator=(const volatile link_buf_t& lb) {
+    head = lb.head;
+    tag = lb.tag;
+    return *this;
+  }
+  void operator=(const volatile link_buf_t& lb) volatile {
+    head = lb.head;
+    tag = lb.tag;
+  }
+  bool operator==(const volatile link_buf_t& lb) const volatile {
+    return head == lb.head && tag == lb.tag;
+  }
+  bool operator!=(const volatile link_buf_t& lb) const volatile {
+    return !(*this == lb);
+  }
+  explicit operator bool() const volatile { return head != 0; }
+  uint64_t packed() const { return detail::PackLink(head, tag); }
+  static link_buf_t Unpack(uint64_t v) {
+    return link_buf_t(static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
+  }
+  void clear() { head = tag = 0; }
+};
+
+template <class Alloc = SVIPC>
+class ShmLinkTable {
+ public:
+  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr uint64_t kMaxNodes = 0xfffffffeULL;
+  static constexpr size_t kMaxValueLen = 0xffffffffULL;
+
+  ShmLinkTable() = default;
+  ~ShmLinkTable() {
+    if (hdr_ != nullptr && !seg_.read_only() && own_lease_) {
+      detail::ReleaseLease(seg_.header());
+    }
+  }
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmLinkTable);
+
+  // `node_size` data bytes per node, `node_num` nodes. Takes the writer
+  // lease (kWriterBusy if another live process holds it) and recovers the
+  // operation a crashed writer left half done.
+  bool InitForWrite(const std::string& shm_key, size_t node_size,
+                    size_t node_num) {
+    return InitForWriteImpl(shm_key, node_size, node_num, nullptr);
+  }
+
+  bool InitForRead(const std::string& shm_key) {
+    error_.Clear();
+    const char* who = "ShmLinkTable::InitForRead";
+    if (!seg_.OpenForRead(shm_key, Spec(0, 0), false, who, &error_)) {
+      return false;
+    }
+    uint64_t words = seg_.param(kWordsParam), nodes = seg_.param(kNodesParam);
+    if (words == 0 || words > (1u << 20) || nodes == 0 || nodes > kMaxNodes ||
+        !seg_.CheckTotalSize(Spec(words, nodes).total_size, who, &error_)) {
+      if (error_.ok()) {
+        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                     shm_key, who, "impossible geometry");
+      }
+      seg_.Reset();
+      return false;
+    }
+    Bind(words, nodes);
+    return true;
+  }
+
+  // Stores a copy of buf[0, size) (size may be 0). Empty handle when the
+  // pool lacks nodes or the table is not writable.
+  link_buf_t New(const void* buf, size_t size) {
+    if (!Writable() || size > kMaxValueLen || (size > 0 && buf == nullptr)) {
+      return link_buf_t();
+    }
+    uint32_t n = NodesFor(size);
+    uint64_t free = hdr_->free_nodes.load(std::memory_order_relaxed);
+    if (n > free) return link_buf_t();
+    link_buf_t lb = BeginNew(detail::kLinkOpNew, 0, link_buf_t(), 0, n,
+                             size, 1, 0);
+    FillAndDetach(buf, size, n, lb);
+    Commit();
+    return lb;
+  }
+
+  // Copies the value into buf (at most *size bytes; truncating) and sets
+  // *size to its full length. False if the handle is stale or invalid (or a
+  // concurrent Free of it won).
+  bool Read(link_buf_t lb, void* buf, size_t* size) const {
+    if (hdr_ == nullptr || size == nullptr) return false;
+    size_t cap = buf == nullptr ? 0 : *size;
+    char* out = static_cast<char*>(buf);
+    uint32_t len = 0;
+    bool ok = Walk(lb, &len, [&](const std::atomic<uint64_t>* words,
+                                 size_t offset, size_t n) {
+      if (offset < cap) {
+        detail::LoadWords(out + offset, words, std::min(n, cap - offset));
+      }
+    });
+    if (ok) *size = len;
+    return ok;
+  }
+
+  bool Read(link_buf_t lb, std::string* out) const {
+    if (hdr_ == nullptr || out == nullptr) return false;
+    uint32_t len = 0;
+    if (!HeadLength(lb, &len)) return false;
+    out->resize(len);
+    uint32_t len2 = 0;
+    bool ok = Walk(lb, &len2, [&](const std::atomic<uint64_t>* words,
+                                  size_t offset, size_t n) {
+      if (offset + n <= out->size()) {
+        detail::LoadWords(&(*out)[offset], words, n);
+      }
+    });
+    return ok && len2 == len;
+  }
+
+  // Copy-free read (shmc addition): `visit(data, n)` sees each piece of the
+  // value in place, in order. The bytes may change under the visitor; a
+  // false return means the value was freed meanwhile and what the visitor
+  // saw must be discarded (retry through the owner of the handle).
+  bool Visit(link_buf_t lb,
+             const std::function<void(const char*, size_t)>& visit) const {
+    if (hdr_ == nullptr) return false;
+    uint32_t len = 0;
+    return Walk(lb, &len, [&](const std::atomic<uint64_t>* words, size_t,
+                              size_t n) {
+      visit(reinterpret_cast<const char*>(words), n);
+    });
+  }
+
+  // Returns the value's nodes to the pool.
+  bool Free(link_buf_t lb) {
+    if (!Writable()) return false;
+    uint32_t len = 0;
+    if (!HeadLength(lb, &len)) return false;
+    uint32_t n = NodesFor(len);
+    BeginNew(detail::kLinkOpFree, 0, lb, n, 0, 0, static_cast<uint64_t>(-1),
+             len);
+    FreeChain(lb, n);
+    Commit();
+    return true;
+  }
+
+  bool Dump(link_buf_t lb) const {
+    if (hdr_ == nullptr) return false;
+    uint32_t len = 0;
+    if (!HeadLength(lb, &len)) {
+      detail::Log(kInfo, "ShmLinkTable::Dump: handle {%u, %u} is not live\n",
+                  lb.head, lb.tag);
+      return false;
+    }
+    std::string v;
+    bool ok = Read(lb, &v);
+    detail::Log(kInfo, "ShmLinkTable::Dump: {%u, %u} len %u nodes %u%s\n",
+                lb.head, lb.tag, len, NodesFor(len), ok ? "" : " (changed)");
+    std::string hex;
+    for (size_t i = 0; i < v.size() && i < 256; ++i) {
+      char b[4];
+      std::snprintf(b, sizeof(b), "%02x", static_cast<unsigned char>(v[i]));
+      hex += b;
+    }
+    detail::Log(kInfo, "  %s%s\n", hex.c_str(), v.size() > 256 ? "..." : "");
+    return ok;
+  }
+
+  // Calls f for every live value (found by scanning for head nodes).
+  bool Travel(std::function<void(link_buf_t)> f) const {
+    if (hdr_ == nullptr) return false;
+    for (uint64_t i = 1; i <= nodes_; ++i) {
+      uint32_t t = Head(i)->tag.load(std::memory_order_acquire);
+      if (t & detail::kLinkHeadFlag) {
+        f(link_buf_t(static_cast<uint32_t>(i), t & ~detail::kLinkHeadFlag));
+      }
+    }
+    return true;
+  }
+
+  struct HealthStat {
+    size_t total_free_nodes;
+    size_t total_link_bufs;
+    size_t total_link_buf_bytes;
+    size_t leaked_nodes;
+    size_t recycled_leaked_nodes;
+    size_t bad_linked_link_bufs;
+    size_t too_long_link_bufs;
+    size_t too_short_link_bufs;
+    size_t cleared_link_bufs;
+    // shmc additions
+    size_t bad_free_list;       // 1 if the free list was broken
+    size_t counter_mismatches;  // header counters that disagreed
+  };
+
+  // Full scan: checks every chain and the free list; with auto_fix, clears
+  // broken values, returns leaked nodes to the pool, rebuilds a broken free
+  // list and corrects the counters. Writer only when auto_fix is set.
+  bool HealthCheck(HealthStat* hs, bool auto_fix);
+
+  size_t free_nodes() const {
+    return hdr_ ? hdr_->free_nodes.load(std::memory_order_relaxed) : 0;
+  }
+  size_t total_nodes() const { return nodes_; }
+  size_t link_bufs() const {
+    return hdr_ ? hdr_->bufs.load(std::memory_order_relaxed) : 0;
+  }
+  size_t link_buf_bytes() const {
+    return hdr_ ? hdr_->buf_bytes.load(std::memory_order_relaxed) : 0;
+  }
+  // Data bytes one node holds.
+  size_t node_capacity() const { return words_ * 8; }
+  const Error& last_error() const { return error_; }
+  bool is_initialized() const { return hdr_ != nullptr; }
+  bool Sync() { return seg_.Sync(); }
+
+  // --- used by ShmHashMap (not part of the reference API) -----------------
+  using SlotResolver = std::function<std::atomic<uint64_t>*(uint64_t)>;
+  bool InitForWriteImpl(const std::string& shm_key, size_t node_size,
+                        size_t node_num, const SlotResolver* resolve);
+  bool HeadLength(link_buf_t lb, uint32_t* len) const;
+  uint32_t NodesFor(size_t len) const {
+    uint64_t cap = words_ * 8;
+    uint64_t n = (len + cap - 1) / cap;
+    return static_cast<uint32_t>(n == 0 ? 1 : n);
+  }
+  // Map write: new value `buf` goes to `slot` (index+1 in `slot_id`),
+  // replacing `old` (empty handle: insert). The caller has written the key.
+  bool PublishValue(std::atomic<uint64_t>* slot, uint64_t slot_id,
+                    link_buf_t old, const void* buf, size_t size);
+  // Map erase: clears `slot` (holding `old`), then frees `old`.
+  bool EraseValue(std::atomic<uint64_t>* slot, uint64_t slot_id,
+                  link_buf_t old);
+  // Recovers a half-done operation; map ops need `resolve`.
+  void Recover(const SlotResolver* resolve);
+
+ private:
+  static constexpr size_t kWordsParam = 0;
+  static constexpr size_t kNodesParam = 1;
+  static constexpr uint64_t kNodesOffset =
+      sizeof(detail::SegmentHeader) + sizeof(detail::LinkTableHeader);
+
+  static detail::SegmentSpec Spec(uint64_t words, uint64_t nodes) {
+    detail::SegmentSpec spec;
+    spec.kind = detail::ContainerKind::kLinkTable;
+    spec.layout_version = kLayoutVersion;
+    spec.header_size = static_cast<uint32_t>(kNodesOffset);
+    spec.total_size = kNodesOffset + (nodes + 1) * (16 + words * 8);
+    spec.params = {{"data_words", words, detail::ParamRole::kGeometry},
+                   {"node_num", nodes, detail::ParamRole::kGeometry}};
+    return spec;
+  }
+
+  void Bind(uint64_t words, uint64_t nodes) {
+    words_ = words;
+    nodes_ = nodes;
+    stride_ = 16 + words * 8;
+    hdr_ = reinterpret_cast<detail::LinkTableHeader*>(
+        seg_.base() + sizeof(detail::SegmentHeader));
+    base_ = seg_.base() + kNodesOffset;
+  }
+
+  bool Writable() const { return hdr_ != nullptr && !seg_.read_only(); }
+
+  detail::LinkNodeHead* Head(uint64_t i) const {
+    return reinterpret_cast<detail::LinkNodeHead*>(base_ + i * stride_);
+  }
+  std::atomic<uint64_t>* Data(uint64_t i) const {
+    return reinterpret_cast<std::atomic<uint64_t>*>(base_ + i * stride_ + 16);
+  }
+
+  // Walks a value, calling sink(words, offset, n) per node; validates every
+  // node's tag before and after (seqlock). False on any mismatch.
+  template <class Sink>
+  bool Walk(link_buf_t lb, uint32_t* len_out, const Sink& sink) const {
+    if (lb.head == 0 || lb.head > nodes_ || lb.tag == 0 ||
+        (lb.tag & detail::kLinkHeadFlag)) {
+      return false;
+    }
+    uint64_t cap = words_ * 8;
+    uint64_t i = lb.head;
+    uint32_t want = lb.tag | detail::kLinkHeadFlag;
+    // SYNC POINT (acquire): pairs with the release store of the tag in
+    // FillAndDetach; the data read after it is the value's.
+    if (Head(i)->tag.load(std::memory_order_acquire) != want) return false;
+    uint32_t len = Head(i)->len.load(std::memory_order_relaxed);
+    uint64_t n = len == 0 ? 1 : (len + cap - 1) / cap;
+    if (n > nodes_) return false;
+    uint64_t offset = 0;
+    for (uint64_t k = 0; k < n; ++k) {
+      if (k > 0) {
+        if (i == 0 || i > nodes_ ||
+            Head(i)->tag.load(std::memory_order_acquire) != lb.tag) {
+          return false;
+        }
+        want = lb.tag;
+      }
+      uint64_t piece = std::min<uint64_t>(cap, len - offset);
+      if (len == 0) piece = 0;
+      sink(Data(i), offset, piece);
+      uint32_t next = Head(i)->next.load(std::memory_order_relaxed);
+      // Seqlock check: the tag is unchanged after the copy, so the data,
+      // the length and the link were the value's (pairs with the release
+      // fence in FreeChain).
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (Head(i)->tag.load(std::memory_order_relaxed) != want) return false;
+      offset += piece;
+      i = next;
+    }
+    *len_out = len;
+    return true;
+  }
+
+  uint32_t NextTag() {
+    uint32_t t = hdr_->next_tag.load(std::memory_order_relaxed);
+    uint32_t next = (t + 1) & ~detail::kLinkHeadFlag;
+    if (next == 0) next = 1;
+    hdr_->next_tag.store(next, std::memory_order_relaxed);
+    return t == 0 ? 1 : t;
+  }
+
+  // Records the intent of an operation (everything before `op`, which is
+  // stored last with release). `bufs_delta` is +1/0/-1 (as uint64).
+  link_buf_t BeginNew(uint32_t op, uint64_t slot, link_buf_t old,
+                      uint32_t old_nodes, uint32_t new_nodes, size_t new_len,
+                      uint64_t bufs_delta, size_t old_len) {
+    detail::LinkIntent& in = hdr_->intent;
+    link_buf_t lb;
+    if (new_nodes > 0) {
+      lb = link_buf_t(hdr_->free_head.load(std::memory_order_relaxed),
+                      NextTag());
+    }
+    uint64_t pf = hdr_->free_nodes.load(std::memory_order_relaxed);
+    uint64_t pb = hdr_->bufs.load(std::memory_order_relaxed);
+    uint64_t py = hdr_->buf_bytes.load(std::memory_order_relaxed);
+    in.slot.store(slot, std::memory_order_relaxed);
+    in.new_lb.store(lb.packed(), std::memory_order_relaxed);
+    in.old_lb.store(old.packed(), std::memory_order_relaxed);
+    in.new_nodes.store(new_nodes, std::memory_order_relaxed);
+    in.old_nodes.store(old_nodes, std::memory_order_relaxed);
+    in.cut_next.store(0, std::memory_order_relaxed);
+    in.step.store(detail::kLinkStepFill, std::memory_order_relaxed);
+    in.pre_free.store(pf, std::memory_order_relaxed);
+    in.pre_bufs.store(pb, std::memory_order_relaxed);
+    in.pre_bytes.store(py, std::memory_order_relaxed);
+    in.post_free.store(pf - new_nodes + old_nodes, std::memory_order_relaxed);
+    in.post_bufs.store(pb + bufs_delta, std::memory_order_relaxed);
+    in.post_bytes.store(py + new_len - old_len, std::memory_order_relaxed);
+    in.op.store(op, std::memory_order_release);
+    SHMC_CRASH_POINT(1);
+    return lb;
+  }
+
+  void Commit() {
+    detail::LinkIntent& in = hdr_->intent;
+    SetCounters(true);
+    SHMC_CRASH_POINT(9);
+    in.op.store(detail::kLinkOpNone, std::memory_order_release);
+  }
+
+  void SetCounters(bool post) {
+    detail::LinkIntent& in = hdr_->intent;
+    auto o = std::memory_order_relaxed;
+    hdr_->free_nodes.store(post ? in.post_free.load(o) : in.pre_free.load(o), o);
+    hdr_->bufs.store(post ? in.post_bufs.load(o) : in.pre_bufs.load(o), o);
+    hdr_->buf_bytes.store(post ? in.post_bytes.load(o) : in.pre_bytes.load(o),
+                          o);
+  }
+
+  // Writes the value into the first n free nodes (chain lb.head...), then
+  // cuts them off the free list.
+  void FillAndDetach(const void* buf, size_t size, uint32_t n, link_buf_t lb) {
+    const char* src = static_cast<const char*>(buf);
+    uint64_t cap = words_ * 8;
+    uint64_t i = lb.head, tail = 0;
+    size_t left = size;
+    for (uint32_t k = 0; k < n; ++k) {
+      size_t piece = left < cap ? left : cap;
+      if (piece > 0) detail::StoreWords(Data(i), src, piece);
+      src += piece;
+      left -= piece;
+      Head(i)->len.store(k == 0 ? static_cast<uint32_t>(size) : 0,
+                         std::memory_order_relaxed);
+      // SYNC POINT (release): publishes this node's data and length to a
+      // reader that acquires the tag (Walk).
+      Head(i)->tag.store(k == 0 ? lb.tag | detail::kLinkHeadFlag : lb.tag,
+                         std::memory_order_release);
+      SHMC_CRASH_POINT(2);
+      tail = i;
+      i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    detail::LinkIntent& in = hdr_->intent;
+    in.cut_next.store(static_cast<uint32_t>(i), std::memory_order_relaxed);
+    in.step.store(detail::kLinkStepCut, std::memory_order_release);
+    SHMC_CRASH_POINT(3);
+    hdr_->free_head.store(static_cast<uint32_t>(i), std::memory_order_release);
+    SHMC_CRASH_POINT(4);
+    Head(tail)->next.store(0, std::memory_order_release);
+    in.step.store(detail::kLinkStepDetached, std::memory_order_release);
+    SHMC_CRASH_POINT(5);
+  }
+
+  // Returns a value's n nodes to the free list. Idempotent, so recovery can
+  // run it again over a half-done free.
+  void FreeChain(link_buf_t lb, uint32_t n) {
+    uint64_t i = lb.head, tail = lb.head;
+    for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
+      Head(i)->tag.store(0, std::memory_order_relaxed);
+      tail = i;
+      i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    // SYNC POINT (release fence): the cleared tags are visible before any
+    // later write to these nodes (links now, data on reuse); pairs with the
+    // acquire fence in Walk.
+    std::atomic_thread_fence(std::memory_order_release);
+    SHMC_CRASH_POINT(6);
+    uint32_t free_head = hdr_->free_head.load(std::memory_order_relaxed);
+    if (free_head == lb.head) return;  // already linked back
+    Head(tail)->next.store(free_head, std::memory_order_relaxed);
+    SHMC_CRASH_POINT(7);
+    hdr_->free_head.store(lb.head, std::memory_order_release);
+    SHMC_CRASH_POINT(8);
+  }
+
+  // Undoes a New whose handle was never published.
+  void RollbackNew(link_buf_t lb, uint32_t n, uint32_t step,
+                   uint32_t cut_next) {
+    uint64_t i = lb.head, tail = lb.head;
+    for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
+      Head(i)->tag.store(0, std::memory_order_relaxed);
+      tail = i;
+      if (k + 1 < n) i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_release);
+    if (step >= detail::kLinkStepCut) {
+      Head(tail)->next.store(cut_next, std::memory_order_relaxed);
+      hdr_->free_head.store(lb.head, std::memory_order_release);
+    }
+  }
+
+  detail::Segment<Alloc> seg_;
+  Error error_;
+  detail::LinkTableHeader* hdr_ = nullptr;
+  char* base_ = nullptr;
+  uint64_t words_ = 0;
+  uint64_t nodes_ = 0;
+  uint64_t stride_ = 0;
+  bool own_lease_ = false;
+};
+
+}  // namespace shmc
+
+#include "shmc/detail/link_table_impl.h"

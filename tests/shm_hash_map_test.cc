@@ -1,0 +1,181 @@
+// ShmHashMap over every allocator: the reference behaviour, copy-free reads,
+// travel, health checks, and readers in another process while the writer
+// replaces and erases (no torn or mixed value, ever).
+#include "shmc/shm_hash_map.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+#include "tests/support/test_util.h"
+#include "tests/support/values.h"
+
+namespace {
+
+using shmc_test::AllocTraits;
+using shmc_test::MakeValue;
+
+template <class Alloc>
+class ShmHashMapTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SHMC_SKIP_WITHOUT_HUGEPAGES(Alloc, 8); }
+};
+TYPED_TEST_SUITE(ShmHashMapTest, shmc_test::AllAllocs, shmc_test::AllocNames);
+
+// Keys for maps: a base whose SysV form stays a number when "0"/"1" is
+// appended, and whose POSIX/file form is a name.
+template <class Alloc>
+std::string MapKey() {
+  std::string k = shmc_test::MakeKey<Alloc>("map");
+  if (std::is_same<Alloc, shmc::SVIPC>::value ||
+      std::is_same<Alloc, shmc::SVIPC_HugeTLB>::value) {
+    return k.substr(0, k.size() - 1);  // 0x5cXXXXX + "0"/"1"
+  }
+  return k;
+}
+
+template <class Alloc>
+struct MapKeys {
+  std::string base = MapKey<Alloc>();
+  MapKeys() { Remove(); }
+  ~MapKeys() { Remove(); }
+  void Remove() {
+    Alloc().Unlink(base + "0");
+    Alloc().Unlink(base + "1");
+  }
+};
+
+TYPED_TEST(ShmHashMapTest, InsertFindReplaceErase) {
+  MapKeys<TypeParam> keys;
+  shmc::ShmHashMap<uint64_t, TypeParam> m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 1000, 100, 5000))
+      << m.last_error().message;
+  std::map<uint64_t, std::string> model;
+  std::mt19937_64 rng(3);
+  for (int i = 0; i < 5000; ++i) {
+    uint64_t k = rng() % 600 + 1;
+    int op = static_cast<int>(rng() % 4);
+    std::string v = MakeValue(k, static_cast<uint64_t>(i), rng() % 400);
+    if (op == 0) {
+      EXPECT_EQ(m.Insert(k, v), model.count(k) == 0);
+      model.emplace(k, v);
+    } else if (op == 1) {
+      ASSERT_TRUE(m.Replace(k, v));
+      model[k] = v;
+    } else if (op == 2) {
+      EXPECT_EQ(m.Erase(k), model.erase(k) == 1);
+    } else {
+      std::string out;
+      bool found = m.Find(k, &out);
+      ASSERT_EQ(found, model.count(k) == 1) << k;
+      if (found) {
+        ASSERT_EQ(out, model[k]);
+      }
+    }
+  }
+  EXPECT_EQ(m.size(), model.size());
+  for (const auto& kv : model) {
+    std::string out;
+    ASSERT_TRUE(m.Find(kv.first, &out));
+    ASSERT_EQ(out, kv.second);
+    // Copy-free: into a caller buffer, truncating, with the full length.
+    char buf[64];
+    size_t len = sizeof(buf);
+    ASSERT_TRUE(m.Find(kv.first, buf, &len));
+    ASSERT_EQ(len, kv.second.size());
+    ASSERT_EQ(std::string(buf, std::min(len, sizeof(buf))),
+              kv.second.substr(0, sizeof(buf)));
+    std::string seen;
+    ASSERT_EQ(m.Visit(kv.first, [&](const char* p, size_t n) {
+                seen.append(p, n);
+              }),
+              (shmc::ShmHashMap<uint64_t, TypeParam>::kVisitFound));
+    ASSERT_EQ(seen, kv.second);
+  }
+  size_t travelled = 0;
+  m.Travel([&](const uint64_t& k, const std::string& v) {
+    ++travelled;
+    EXPECT_EQ(model[k], v);
+  });
+  EXPECT_EQ(travelled, model.size());
+  typename shmc::ShmHashMap<uint64_t, TypeParam>::HealthStat hs;
+  ASSERT_TRUE(m.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.total_key_values, model.size());
+  EXPECT_EQ(hs.bad_key_values, 0u);
+  EXPECT_EQ(hs.leaked_values, 0u);
+  EXPECT_EQ(hs.lt_stat.leaked_nodes, 0u);
+  EXPECT_EQ(hs.lt_stat.counter_mismatches, 0u);
+  EXPECT_LE(m.free_percentage(), 100u);
+}
+
+TYPED_TEST(ShmHashMapTest, EmptyValuesAndFullStorage) {
+  MapKeys<TypeParam> keys;
+  shmc::ShmHashMap<uint64_t, TypeParam> m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 100, 32, 10));
+  ASSERT_TRUE(m.Insert(1, "", 0));
+  std::string out = "x";
+  ASSERT_TRUE(m.Find(1, &out));
+  EXPECT_TRUE(out.empty());
+  EXPECT_FALSE(m.Insert(2, std::string(32 * 10, 'z'))) << "needs 10, 9 free";
+  EXPECT_EQ(m.size(), 1u);
+  EXPECT_FALSE(m.Find(2, &out));
+  ASSERT_TRUE(m.Insert(2, std::string(32 * 9, 'z')));
+  EXPECT_FALSE(m.Replace(1, "y", 1)) << "no node left for the new value";
+  ASSERT_TRUE(m.Find(1, &out));
+  EXPECT_TRUE(out.empty()) << "a failed replace keeps the old value";
+}
+
+TYPED_TEST(ShmHashMapTest, ReaderProcessNeverSeesTornValues) {
+  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  MapKeys<TypeParam> keys;
+  shmc::ShmHashMap<uint64_t, TypeParam> m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 200, 48, 20000));
+  for (uint64_t k = 1; k <= 100; ++k) ASSERT_TRUE(m.Replace(k, MakeValue(k, 0, 100)));
+  std::string base = keys.base;
+  pid_t reader = fork();
+  ASSERT_GE(reader, 0);
+  if (reader == 0) {
+    shmc::ShmHashMap<uint64_t, TypeParam> r;
+    if (!r.InitForRead(base)) _exit(10);
+    std::string v;
+    uint64_t reads = 0;
+    for (int i = 0; i < 300000; ++i) {
+      uint64_t k = static_cast<uint64_t>(i % 100) + 1;
+      if (!r.Find(k, &v)) continue;  // erased right now: allowed
+      if (!shmc_test::ValidValue(k, v, nullptr)) _exit(11);
+      ++reads;
+    }
+    _exit(reads > 1000 ? 0 : 12);
+  }
+  std::mt19937_64 rng(9);
+  int status = 0;
+  for (uint64_t ver = 1; waitpid(reader, &status, WNOHANG) == 0; ++ver) {
+    uint64_t k = rng() % 100 + 1;
+    if (rng() % 8 == 0) {
+      m.Erase(k);
+    } else {
+      ASSERT_TRUE(m.Replace(k, MakeValue(k, ver, 16 + rng() % 885)));
+    }
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: torn value, 12: too few reads";
+}
+
+TEST(ShmHashMapKeys, StructKeys) {
+  struct Pair {
+    uint32_t a, b;
+    bool operator==(const Pair& o) const { return a == o.a && b == o.b; }
+  };
+  MapKeys<shmc::POSIX> keys;
+  shmc::ShmHashMap<Pair, shmc::POSIX> m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 100, 32, 100));
+  ASSERT_TRUE(m.Insert(Pair{1, 2}, "one-two"));
+  std::string v;
+  ASSERT_TRUE(m.Find(Pair{1, 2}, &v));
+  EXPECT_EQ(v, "one-two");
+  EXPECT_FALSE(m.Find(Pair{2, 1}, &v));
+}
+
+}  // namespace

@@ -1,0 +1,171 @@
+// ShmLinkTable over the named allocators: values of every size, stale
+// handles, a full pool, travel, health checks, and the writer lease.
+#include "shmc/shm_link_table.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_util.h"
+#include "tests/support/values.h"
+
+namespace {
+
+using shmc_test::ScopedKey;
+
+template <class Alloc>
+class ShmLinkTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SHMC_SKIP_WITHOUT_HUGEPAGES(Alloc, 4); }
+  ScopedKey<Alloc> key_;
+};
+TYPED_TEST_SUITE(ShmLinkTableTest, shmc_test::AllAllocs, shmc_test::AllocNames);
+
+TYPED_TEST(ShmLinkTableTest, ValuesOfEverySizeRoundTrip) {
+  shmc::ShmLinkTable<TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 60, 2000)) << t.last_error().message;
+  EXPECT_EQ(t.node_capacity(), 64u);
+  std::vector<shmc::link_buf_t> lbs;
+  size_t bytes = 0;
+  for (size_t len : {0, 1, 7, 8, 63, 64, 65, 128, 1000, 4096}) {
+    std::string v = shmc_test::MakeValue(len, 1, len);
+    shmc::link_buf_t lb = t.New(v.data(), v.size());
+    ASSERT_TRUE(lb) << len;
+    lbs.push_back(lb);
+    bytes += len;
+    std::string out;
+    ASSERT_TRUE(t.Read(lb, &out));
+    EXPECT_EQ(out, v) << len;
+  }
+  EXPECT_EQ(t.link_bufs(), lbs.size());
+  EXPECT_EQ(t.link_buf_bytes(), bytes);
+  // Truncating read reports the full length.
+  char small[5];
+  size_t n = sizeof(small);
+  ASSERT_TRUE(t.Read(lbs.back(), small, &n));
+  EXPECT_EQ(n, 4096u);
+  EXPECT_EQ(std::string(small, 5), shmc_test::MakeValue(4096, 1, 4096).substr(0, 5));
+  // Visit sees the pieces in order.
+  std::string seen;
+  ASSERT_TRUE(t.Visit(lbs.back(), [&](const char* p, size_t k) {
+    seen.append(p, k);
+  }));
+  EXPECT_EQ(seen, shmc_test::MakeValue(4096, 1, 4096));
+  std::set<uint32_t> heads;
+  t.Travel([&](shmc::link_buf_t lb) { heads.insert(lb.head); });
+  EXPECT_EQ(heads.size(), lbs.size());
+  for (auto lb : lbs) ASSERT_TRUE(t.Free(lb));
+  EXPECT_EQ(t.free_nodes(), 2000u);
+  EXPECT_EQ(t.link_bufs(), 0u);
+  EXPECT_EQ(t.link_buf_bytes(), 0u);
+}
+
+TYPED_TEST(ShmLinkTableTest, StaleHandlesAndFullPoolAreRefused) {
+  shmc::ShmLinkTable<TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 32, 10));
+  shmc::link_buf_t a = t.New("abc", 3);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(t.Free(a));
+  std::string out;
+  EXPECT_FALSE(t.Read(a, &out)) << "freed";
+  EXPECT_FALSE(t.Free(a)) << "double free";
+  EXPECT_FALSE(t.Read(shmc::link_buf_t(99, 1), &out)) << "out of range";
+  EXPECT_FALSE(t.Read(shmc::link_buf_t(0, 0), &out)) << "empty";
+  std::string big(33 * 10, 'x');
+  EXPECT_FALSE(t.New(big.data(), big.size())) << "needs 11 nodes of 10";
+  shmc::link_buf_t b = t.New(big.data(), 320);
+  ASSERT_TRUE(b) << "exactly 10 nodes";
+  EXPECT_EQ(t.free_nodes(), 0u);
+  EXPECT_FALSE(t.New("", 0));
+  // A node reused by a new value invalidates the old handle.
+  ASSERT_TRUE(t.Free(b));
+  shmc::link_buf_t c = t.New("new", 3);
+  EXPECT_EQ(c.head, b.head);
+  EXPECT_FALSE(t.Read(b, &out));
+  ASSERT_TRUE(t.Read(c, &out));
+  EXPECT_EQ(out, "new");
+}
+
+TYPED_TEST(ShmLinkTableTest, HealthCheckFindsAndFixesDamage) {
+  if (!shmc_test::AllocTraits<TypeParam>::kNamed) GTEST_SKIP();
+  shmc::ShmLinkTable<TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 16, 100));
+  std::vector<shmc::link_buf_t> lbs;
+  for (int i = 0; i < 10; ++i) lbs.push_back(t.New("0123456789abcdefXYZ", 19));
+  typename shmc::ShmLinkTable<TypeParam>::HealthStat hs;
+  ASSERT_TRUE(t.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.total_link_bufs, 10u);
+  EXPECT_EQ(hs.total_free_nodes, 80u);
+  EXPECT_EQ(hs.leaked_nodes, 0u);
+  EXPECT_EQ(hs.counter_mismatches, 0u);
+  // Damage: clear a head node's tag behind the library's back (a stray
+  // write from another process): its two nodes leak.
+  shmc::ShmLinkTable<TypeParam> r;
+  ASSERT_TRUE(r.InitForRead(this->key_));
+  // Reach the node through a writable mapping of the same segment.
+  TypeParam alloc;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(alloc.Attach(this->key_, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  uint64_t stride = 16 + 16;
+  auto* head = reinterpret_cast<shmc::detail::LinkNodeHead*>(
+      base + 512 + 256 + lbs[3].head * stride);
+  head->tag.store(0);
+  alloc.Detach(base, mapped);
+  ASSERT_TRUE(t.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.leaked_nodes, 2u);
+  EXPECT_EQ(hs.total_link_bufs, 9u);
+  ASSERT_TRUE(t.HealthCheck(&hs, true));
+  EXPECT_EQ(hs.recycled_leaked_nodes, 2u);
+  ASSERT_TRUE(t.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.leaked_nodes, 0u);
+  EXPECT_EQ(hs.counter_mismatches, 0u);
+  EXPECT_EQ(t.free_nodes(), 82u);
+  EXPECT_EQ(t.link_bufs(), 9u);
+}
+
+TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
+  ScopedKey<shmc::POSIX> key;
+  int ready[2], go[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(go), 0);
+  pid_t writer = fork();
+  if (writer == 0) {
+    shmc::ShmLinkTable<shmc::POSIX> t;
+    char c = t.InitForWrite(key, 32, 100) ? 'y' : 'n';
+    (void)!write(ready[1], &c, 1);
+    (void)!read(go[0], &c, 1);  // hold the lease until told
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  {
+    shmc::ShmLinkTable<shmc::POSIX> t;
+    EXPECT_FALSE(t.InitForWrite(key, 32, 100));
+    EXPECT_EQ(t.last_error().code, shmc::ErrorCode::kWriterBusy);
+    EXPECT_NE(t.last_error().message.find(std::to_string(writer)),
+              std::string::npos);
+    shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kSharedWriters);
+    shmc::ShmLinkTable<shmc::POSIX> shared;
+    bool ok = shared.InitForWrite(key, 32, 100);
+    shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
+    EXPECT_TRUE(ok) << "kSharedWriters opts out of the lease";
+    shmc::ShmLinkTable<shmc::POSIX> reader;
+    EXPECT_TRUE(reader.InitForRead(key)) << "readers need no lease";
+  }
+  kill(writer, SIGKILL);
+  waitpid(writer, nullptr, 0);
+  shmc::ShmLinkTable<shmc::POSIX> t;
+  EXPECT_TRUE(t.InitForWrite(key, 32, 100)) << t.last_error().message;
+  // The same process may init again (a second object).
+  shmc::ShmLinkTable<shmc::POSIX> again;
+  EXPECT_TRUE(again.InitForWrite(key, 32, 100));
+  // A forked child writes through the inherited handle.
+  EXPECT_EQ(shmc_test::RunInChild([&] { return t.New("kid", 3) ? 0 : 1; }), 0);
+  EXPECT_EQ(t.link_bufs(), 1u);
+}
+
+}  // namespace
