@@ -80,16 +80,29 @@ bool AbortCurrent();
 
 // --- PERF_TEST / PERF_TEST_F ----------------------------------------------
 
-#define GTESTX_PERF_TEST_(suite, name, fixture, fixture_id, hz, time_ms)     \
-  class GTESTX_PERF_CLASS_(suite, name) : public fixture,                    \
-                                          public ::gtestx::Perf {            \
-   protected:                                                                \
-    void TestCode() override;                                                \
-    void GtestxRun() { RunLoop(hz, time_ms); }                                   \
-  };                                                                         \
-  GTEST_TEST_(suite, name, GTESTX_PERF_CLASS_(suite, name), fixture_id) {    \
-    GtestxRun();                                                             \
-  }                                                                          \
+// The class between a fixture and gtest's test class: it declares the perf
+// body (TestCode); the test class's TestBody runs the loop.
+#define GTESTX_DEFINE_PERF_CLASS_(suite, name, fixture)      \
+  class GTESTX_PERF_CLASS_(suite, name) : public fixture,   \
+                                          public ::gtestx::Perf { \
+   protected:                                               \
+    void TestCode() override;                               \
+  }
+#define GTESTX_DEFINE_TYPED_PERF_CLASS_(suite, name)                 \
+  template <typename gtestx_T>                                       \
+  class GTESTX_PERF_CLASS_(suite, name) : public suite<gtestx_T>,    \
+                                          public ::gtestx::Perf {    \
+   protected:                                                        \
+    typedef suite<gtestx_T> TestFixture;                             \
+    typedef gtestx_T TypeParam;                                      \
+    void TestCode() override;                                        \
+  }
+
+#define GTESTX_PERF_TEST_(suite, name, fixture, fixture_id, hz, time_ms)  \
+  GTESTX_DEFINE_PERF_CLASS_(suite, name, fixture);                        \
+  GTEST_TEST_(suite, name, GTESTX_PERF_CLASS_(suite, name), fixture_id) { \
+    RunLoop(hz, time_ms);                                                 \
+  }                                                                       \
   void GTESTX_PERF_CLASS_(suite, name)::TestCode()
 
 #define PERF_TEST_OPT(suite, name, hz, time_ms)                      \
@@ -106,11 +119,7 @@ bool AbortCurrent();
 // As TEST_P, registering a test class derived from the perf class.
 
 #define PERF_TEST_P_OPT(suite, name, hz, time_ms)                             \
-  class GTESTX_PERF_CLASS_(suite, name) : public suite,                       \
-                                          public ::gtestx::Perf {             \
-   protected:                                                                 \
-    void TestCode() override;                                                 \
-  };                                                                          \
+  GTESTX_DEFINE_PERF_CLASS_(suite, name, suite);                              \
   class GTEST_TEST_CLASS_NAME_(suite, name)                                   \
       : public GTESTX_PERF_CLASS_(suite, name) {                              \
    public:                                                                    \
@@ -139,14 +148,7 @@ bool AbortCurrent();
 // --- TYPED_PERF_TEST ------------------------------------------------------
 
 #define TYPED_PERF_TEST_OPT(suite, name, hz, time_ms)                         \
-  template <typename gtestx_T>                                                \
-  class GTESTX_PERF_CLASS_(suite, name) : public suite<gtestx_T>,             \
-                                          public ::gtestx::Perf {             \
-   protected:                                                                 \
-    typedef suite<gtestx_T> TestFixture;                                      \
-    typedef gtestx_T TypeParam;                                               \
-    void TestCode() override;                                                 \
-  };                                                                          \
+  GTESTX_DEFINE_TYPED_PERF_CLASS_(suite, name);                               \
   template <typename gtestx_T>                                                \
   class GTEST_TEST_CLASS_NAME_(suite, name)                                   \
       : public GTESTX_PERF_CLASS_(suite, name)<gtestx_T> {                    \
@@ -173,14 +175,7 @@ bool AbortCurrent();
 
 #define TYPED_PERF_TEST_P_OPT(suite, name, hz, time_ms)                  \
   namespace GTEST_SUITE_NAMESPACE_(suite) {                              \
-    template <typename gtestx_T>                                         \
-    class GTESTX_PERF_CLASS_(suite, name) : public suite<gtestx_T>,      \
-                                            public ::gtestx::Perf {      \
-     protected:                                                          \
-      typedef suite<gtestx_T> TestFixture;                               \
-      typedef gtestx_T TypeParam;                                        \
-      void TestCode() override;                                          \
-    };                                                                   \
+    GTESTX_DEFINE_TYPED_PERF_CLASS_(suite, name);                        \
     template <typename gtestx_T>                                         \
     class name : public GTESTX_PERF_CLASS_(suite, name)<gtestx_T> {      \
      private:                                                            \

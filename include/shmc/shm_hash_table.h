@@ -43,6 +43,7 @@
 #include "shmc/detail/node_key.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/table_geometry.h"
+#include "shmc/detail/travel.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/hash.h"
@@ -199,30 +200,17 @@ class ShmHashTable {
   // *pos is not a position of this table.
   bool Travel(TravelPos* pos, size_t max_travel_nodes,
               std::function<void(volatile Node*)> f) {
-    if (nodes_ == nullptr || pos == nullptr) return false;
-    const uint32_t start_row = pos->row;
-    if (start_row >= geo_.rows() || start_row >= 2 + detail::kMaxOverRows) {
-      return false;
-    }
-    if (pos->col >= geo_.row_buckets[start_row] * kSlots) return false;
-    size_t visited = 0;
-    uint64_t col = pos->col;
-    for (uint32_t r = start_row; r < geo_.rows(); ++r, col = 0) {
-      uint64_t row_slots = geo_.row_buckets[r] * kSlots;
-      volatile Node* row = nodes_ + geo_.row_first[r] * kSlots;
-      for (; col < row_slots; ++col) {
-        if (max_travel_nodes > 0 && visited >= max_travel_nodes) {
-          pos->row = r;
-          pos->col = static_cast<uint32_t>(col);
-          return true;
-        }
-        if (row[col].Key().first) f(&row[col]);
-        ++visited;
-      }
-    }
-    pos->row = 0;
-    pos->col = 0;
-    return true;
+    if (nodes_ == nullptr) return false;
+    return detail::TravelRows(
+        pos, geo_.rows(), max_travel_nodes,
+        [this](size_t r) -> uint64_t {
+          return r < 2 + detail::kMaxOverRows ? geo_.row_buckets[r] * kSlots
+                                              : 0;
+        },
+        [this](size_t r, uint64_t c) {
+          return nodes_ + geo_.row_first[r] * kSlots + c;
+        },
+        f);
   }
   bool Travel(std::function<void(volatile Node*)> f) {
     TravelPos pos;

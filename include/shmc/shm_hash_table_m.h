@@ -23,6 +23,7 @@
 #include "shmc/common_utils.h"
 #include "shmc/detail/node_key.h"
 #include "shmc/detail/segment.h"
+#include "shmc/detail/travel.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/hash.h"
@@ -154,27 +155,11 @@ class ShmHashTableM {
   // (the ones a key can reach).
   bool Travel(TravelPos* pos, size_t max_travel_nodes,
               std::function<void(volatile Node*)> f) {
-    if (nodes_ == nullptr || pos == nullptr || pos->row >= mods_.size() ||
-        pos->col >= mods_[pos->row]) {
-      return false;
-    }
-    size_t visited = 0;
-    uint64_t c = pos->col;
-    for (size_t r = pos->row; r < mods_.size(); ++r, c = 0) {
-      for (; c < mods_[r]; ++c) {
-        if (max_travel_nodes > 0 && visited >= max_travel_nodes) {
-          pos->row = static_cast<uint32_t>(r);
-          pos->col = static_cast<uint32_t>(c);
-          return true;
-        }
-        volatile Node* n = nodes_ + r * cols_ + c;
-        if (n->Key().first) f(n);
-        ++visited;
-      }
-    }
-    pos->row = 0;
-    pos->col = 0;
-    return true;
+    if (nodes_ == nullptr) return false;
+    return detail::TravelRows(
+        pos, mods_.size(), max_travel_nodes,
+        [this](size_t r) -> uint64_t { return mods_[r]; },
+        [this](size_t r, uint64_t c) { return nodes_ + r * cols_ + c; }, f);
   }
   bool Travel(std::function<void(volatile Node*)> f) {
     TravelPos pos;
