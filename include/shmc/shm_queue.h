@@ -1,0 +1,400 @@
+// ShmQueue<Alloc>: a single-producer single-consumer FIFO of variable-length
+// records between two processes.
+//
+// Layout (docs/layout/queue.md):
+//   [SegmentHeader 512]
+//   [producer line 64: tail, pushed, full_spins, high_water]
+//   [consumer line 64: head, popped]
+//   [128 reserved]
+//   [ring: capacity bytes, a power of two]
+// tail and head are monotonic byte positions (never wrap: 2^64 bytes), so
+// used = tail - head and a record lives at pos & (capacity - 1). A record is
+// an 8-byte header {uint32 len, uint32 kind} + data padded to 8 bytes; a
+// record that does not fit before the ring's end is preceded by a pad record
+// (kind 2) covering the rest of the ring.
+//
+// Synchronisation: the producer writes a record, then publishes it by
+// storing tail with release; the consumer loads tail with acquire, reads,
+// then frees the space by storing head with release, which the producer
+// acquires before reusing it. Each side keeps the other's position cached
+// and reloads it only when it looks full/empty. tail and head sit on
+// separate cache lines (no false sharing between the two cores).
+//
+// Roles: InitForWrite = producer (takes the writer lease: one live producer;
+// kSharedWriters opts out), InitForRead = consumer. The consumer must store
+// its head, so InitForRead maps the segment read-write (the reference did the
+// same, silently). A producer killed mid-push leaves no partial record: a
+// record exists only once tail covers it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "shmc/common_utils.h"
+#include "shmc/detail/segment.h"
+#include "shmc/detail/writer_lease.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+#include "shmc/shm_alloc.h"
+
+namespace shmc {
+
+// A record's bytes inside the queue, for zero-copy push and pop.
+struct ZeroCopyBuf {
+  void* ptr;
+  size_t len;
+};
+
+namespace detail {
+
+struct QueueHeader {
+  // producer's line
+  std::atomic<uint64_t> tail;
+  std::atomic<uint64_t> pushed;
+  std::atomic<uint64_t> full_spins;  // pushes refused because full
+  std::atomic<uint64_t> high_water;  // most bytes ever in use
+  uint8_t pad0[32];
+  // consumer's line
+  std::atomic<uint64_t> head;
+  std::atomic<uint64_t> popped;
+  uint8_t pad1[48];
+  uint8_t reserved[128];
+};
+static_assert(sizeof(QueueHeader) == 256, "queue header");
+static_assert(offsetof(QueueHeader, head) == 64,
+              "head and tail on separate cache lines: the producer's and "
+              "consumer's stores must not bounce one line between cores");
+
+constexpr uint32_t kQueueData = 1;
+constexpr uint32_t kQueuePad = 2;
+
+inline uint64_t QueueRecordSize(uint64_t len) { return 8 + ((len + 7) & ~7ULL); }
+
+}  // namespace detail
+
+template <class Alloc = SVIPC>
+class ShmQueue {
+ public:
+  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr size_t kMinBytes = 1024;
+  static constexpr size_t kMaxBytes = 1ULL << 40;
+
+  ShmQueue() = default;
+  ~ShmQueue() {
+    if (hdr_ != nullptr && producer_ && own_lease_) {
+      detail::ReleaseLease(seg_.header());
+    }
+  }
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmQueue);
+
+  // Producer. The ring holds buf_size_bytes rounded up to a power of two.
+  bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
+    error_.Clear();
+    const char* who = "ShmQueue::InitForWrite";
+    if (buf_size_bytes < kMinBytes || buf_size_bytes > kMaxBytes) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+          "buf_size_bytes must be %zu..2^40 (got %zu)", kMinBytes,
+          buf_size_bytes);
+    }
+    uint64_t cap = 1;
+    while (cap < buf_size_bytes) cap <<= 1;
+    int flags = DefaultCreateFlags();
+    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, nullptr, who, &error_)) {
+      return false;
+    }
+    uint64_t holder = 0;
+    auto lease = detail::AcquireLease(seg_.header(), flags & kSharedWriters,
+                                      &holder);
+    if (lease == detail::LeaseResult::kBusy) {
+      detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kWriterBusy, 0, shm_key, who,
+          "producer lease held by live pid %llu (one producer per queue)",
+          static_cast<unsigned long long>(holder));
+      seg_.Reset();
+      return false;
+    }
+    own_lease_ = lease != detail::LeaseResult::kShared;
+    producer_ = true;
+    return Bind(cap, who);
+  }
+
+  // Consumer (maps read-write: it stores its head).
+  bool InitForRead(const std::string& shm_key) {
+    error_.Clear();
+    const char* who = "ShmQueue::InitForRead";
+    if (!seg_.OpenForRead(shm_key, Spec(0), true, who, &error_)) return false;
+    uint64_t cap = seg_.param(0);
+    if (cap < kMinBytes || cap > kMaxBytes || (cap & (cap - 1)) != 0 ||
+        !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
+      if (error_.ok()) {
+        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                     shm_key, who, "impossible capacity");
+      }
+      seg_.Reset();
+      return false;
+    }
+    producer_ = false;
+    return Bind(cap, who);
+  }
+
+  bool Push(const void* buf, size_t len) {
+    ZeroCopyBuf zcb;
+    if (!ZeroCopyPushPrepare(len, &zcb)) return false;
+    if (len > 0) std::memcpy(zcb.ptr, buf, len);
+    Publish(prepared_pos_, len);
+    return true;
+  }
+  bool Push(const std::string& data) { return Push(data.data(), data.size()); }
+
+  // Pops the head record into buf. Fails, consuming nothing, when empty or
+  // when *len (buf's size) is smaller than the record. len == nullptr (or
+  // buf == nullptr) drops the head record.
+  bool Pop(void* buf, size_t* len) {
+    ZeroCopyBuf zcb;
+    if (!ZeroCopyPopPrepare(&zcb)) return false;
+    if (len != nullptr && buf != nullptr) {
+      if (*len < zcb.len) return false;
+      if (zcb.len > 0) std::memcpy(buf, zcb.ptr, zcb.len);
+      *len = zcb.len;
+    } else if (len != nullptr) {
+      *len = zcb.len;
+    }
+    Consume();
+    return true;
+  }
+  // Pops into *data; nullptr drops the head record.
+  bool Pop(std::string* data) {
+    ZeroCopyBuf zcb;
+    if (!ZeroCopyPopPrepare(&zcb)) return false;
+    if (data != nullptr) data->assign(static_cast<char*>(zcb.ptr), zcb.len);
+    Consume();
+    return true;
+  }
+
+  // Reserves room for a record of `len` bytes; write it at zcb->ptr, then
+  // ZeroCopyPushCommit (zcb.len may be lowered to commit fewer bytes).
+  bool ZeroCopyPushPrepare(size_t len, ZeroCopyBuf* zcb) {
+    if (!producer_ || len > cap_ / 2) return false;
+    uint64_t off = tail_ & mask_;
+    uint64_t need = detail::QueueRecordSize(len);
+    uint64_t pad = cap_ - off < need ? cap_ - off : 0;
+    if (!Room(pad + need)) return false;
+    prepared_pos_ = tail_ + pad;
+    prepared_len_ = len;
+    prepared_pad_ = pad;
+    if (zcb != nullptr) {
+      zcb->ptr = ring_ + (prepared_pos_ & mask_) + 8;
+      zcb->len = len;
+    }
+    return true;
+  }
+  bool ZeroCopyPushCommit(const ZeroCopyBuf& zcb) {
+    if (!producer_ || prepared_len_ == kNone ||
+        zcb.ptr != ring_ + (prepared_pos_ & mask_) + 8 ||
+        zcb.len > prepared_len_) {
+      detail::Log(kWarning, "ShmQueue::ZeroCopyPushCommit: not the buffer "
+                  "prepared, or longer than prepared\n");
+      return false;
+    }
+    Publish(prepared_pos_, zcb.len);
+    return true;
+  }
+
+  // The head record in place; ZeroCopyPopCommit consumes it.
+  bool ZeroCopyPopPrepare(ZeroCopyBuf* zcb) {
+    if (producer_ || hdr_ == nullptr) return false;
+    for (int pass = 0; pass < 2; ++pass) {
+      if (head_ == cached_tail_) {
+        // SYNC POINT (acquire): pairs with the producer's release of tail;
+        // the records before it are complete.
+        cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
+        if (head_ == cached_tail_) return false;
+      }
+      uint64_t off = head_ & mask_;
+      uint32_t len, kind;
+      std::memcpy(&len, ring_ + off, 4);
+      std::memcpy(&kind, ring_ + off + 4, 4);
+      uint64_t avail = cached_tail_ - head_;
+      if (kind == detail::kQueuePad && cap_ - off <= avail) {
+        head_ += cap_ - off;  // skip to the ring's start
+        continue;
+      }
+      uint64_t size = detail::QueueRecordSize(len);
+      if (kind != detail::kQueueData || size > avail || size > cap_ - off) {
+        detail::Segment<Alloc>::Fail(
+            &error_, ErrorCode::kCorrupted, 0, seg_.key(), "ShmQueue::Pop",
+            "bad record at position %llu (kind %u, len %u)",
+            static_cast<unsigned long long>(head_), kind, len);
+        return false;
+      }
+      popped_size_ = size;
+      if (zcb != nullptr) {
+        zcb->ptr = ring_ + off + 8;
+        zcb->len = len;
+      }
+      return true;
+    }
+    return false;
+  }
+  bool ZeroCopyPopCommit(const ZeroCopyBuf& zcb) {
+    if (producer_ || popped_size_ == 0 ||
+        zcb.ptr != ring_ + (head_ & mask_) + 8) {
+      return false;
+    }
+    Consume();
+    return true;
+  }
+
+  // Batch forms (shmc additions): several records, one publication.
+  // Pushes records[0..n) until one does not fit; returns how many.
+  size_t PushBatch(const std::string* records, size_t n) {
+    size_t done = 0;
+    for (; done < n; ++done) {
+      ZeroCopyBuf zcb;
+      if (!ZeroCopyPushPrepare(records[done].size(), &zcb)) break;
+      if (zcb.len > 0) std::memcpy(zcb.ptr, records[done].data(), zcb.len);
+      Stage(prepared_pos_, zcb.len);
+    }
+    if (done > 0) Release(done);
+    return done;
+  }
+  // Calls f(data, len) for up to max records; returns how many.
+  size_t PopBatch(const std::function<void(const void*, size_t)>& f,
+                  size_t max) {
+    size_t done = 0;
+    ZeroCopyBuf zcb;
+    while (done < max && ZeroCopyPopPrepare(&zcb)) {
+      f(zcb.ptr, zcb.len);
+      head_ += popped_size_;
+      popped_size_ = 0;
+      ++done;
+    }
+    if (done > 0) {
+      hdr_->popped.fetch_add(done, std::memory_order_relaxed);
+      hdr_->head.store(head_, std::memory_order_release);
+    }
+    return done;
+  }
+
+  // Statistics any process can read (shmc additions).
+  uint64_t pushed() const { return Load(&detail::QueueHeader::pushed); }
+  uint64_t popped() const { return Load(&detail::QueueHeader::popped); }
+  uint64_t full_spins() const { return Load(&detail::QueueHeader::full_spins); }
+  uint64_t high_water() const { return Load(&detail::QueueHeader::high_water); }
+  uint64_t used_bytes() const {
+    return hdr_ ? hdr_->tail.load(std::memory_order_acquire) -
+                      hdr_->head.load(std::memory_order_acquire)
+                : 0;
+  }
+  size_t capacity() const { return cap_; }
+  const Error& last_error() const { return error_; }
+
+ private:
+  static constexpr size_t kNone = ~size_t{0};
+  static constexpr uint64_t kRingOffset =
+      sizeof(detail::SegmentHeader) + sizeof(detail::QueueHeader);
+
+  static detail::SegmentSpec Spec(uint64_t cap) {
+    detail::SegmentSpec spec;
+    spec.kind = detail::ContainerKind::kQueue;
+    spec.layout_version = kLayoutVersion;
+    spec.header_size = static_cast<uint32_t>(kRingOffset);
+    spec.total_size = kRingOffset + cap;
+    spec.params = {{"capacity", cap, detail::ParamRole::kGeometry}};
+    return spec;
+  }
+
+  bool Bind(uint64_t cap, const char* who) {
+    cap_ = cap;
+    mask_ = cap - 1;
+    hdr_ = reinterpret_cast<detail::QueueHeader*>(
+        seg_.base() + sizeof(detail::SegmentHeader));
+    ring_ = seg_.base() + kRingOffset;
+    tail_ = hdr_->tail.load(std::memory_order_acquire);
+    head_ = hdr_->head.load(std::memory_order_acquire);
+    cached_head_ = head_;
+    cached_tail_ = tail_;
+    if (tail_ - head_ > cap_ || (tail_ & 7) != 0 || (head_ & 7) != 0) {
+      detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                   seg_.key(), who,
+                                   "head %llu / tail %llu impossible",
+                                   static_cast<unsigned long long>(head_),
+                                   static_cast<unsigned long long>(tail_));
+      hdr_ = nullptr;
+      seg_.Reset();
+      return false;
+    }
+    return true;
+  }
+
+  uint64_t Load(std::atomic<uint64_t> detail::QueueHeader::*field) const {
+    return hdr_ ? (hdr_->*field).load(std::memory_order_relaxed) : 0;
+  }
+
+  bool Room(uint64_t bytes) {
+    if (tail_ + bytes - cached_head_ <= cap_) return true;
+    // SYNC POINT (acquire): pairs with the consumer's release of head; the
+    // space before it is no longer read.
+    cached_head_ = hdr_->head.load(std::memory_order_acquire);
+    if (tail_ + bytes - cached_head_ <= cap_) return true;
+    hdr_->full_spins.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  // Writes the record's header (and the pad before it); tail not yet moved.
+  void Stage(uint64_t pos, size_t len) {
+    if (prepared_pad_ > 0) {
+      uint32_t pad_hdr[2] = {static_cast<uint32_t>(prepared_pad_ - 8),
+                             detail::kQueuePad};
+      std::memcpy(ring_ + (tail_ & mask_), pad_hdr, 8);
+    }
+    uint32_t rec_hdr[2] = {static_cast<uint32_t>(len), detail::kQueueData};
+    std::memcpy(ring_ + (pos & mask_), rec_hdr, 8);
+    tail_ = pos + detail::QueueRecordSize(len);
+    prepared_len_ = kNone;
+  }
+
+  // SYNC POINT (release): publishes every staged record to the consumer.
+  void Release(uint64_t records) {
+    hdr_->tail.store(tail_, std::memory_order_release);
+    hdr_->pushed.fetch_add(records, std::memory_order_relaxed);
+    uint64_t used = tail_ - cached_head_;
+    if (used > hdr_->high_water.load(std::memory_order_relaxed)) {
+      hdr_->high_water.store(used, std::memory_order_relaxed);
+    }
+  }
+
+  void Publish(uint64_t pos, size_t len) {
+    Stage(pos, len);
+    Release(1);
+  }
+
+  void Consume() {
+    head_ += popped_size_;
+    popped_size_ = 0;
+    hdr_->popped.fetch_add(1, std::memory_order_relaxed);
+    // SYNC POINT (release): the record's space may be reused by the producer.
+    hdr_->head.store(head_, std::memory_order_release);
+  }
+
+  detail::Segment<Alloc> seg_;
+  Error error_;
+  detail::QueueHeader* hdr_ = nullptr;
+  char* ring_ = nullptr;
+  uint64_t cap_ = 0, mask_ = 0;
+  bool producer_ = false;
+  bool own_lease_ = false;
+  // producer state
+  uint64_t tail_ = 0, cached_head_ = 0;
+  uint64_t prepared_pos_ = 0, prepared_pad_ = 0;
+  size_t prepared_len_ = kNone;
+  // consumer state
+  uint64_t head_ = 0, cached_tail_ = 0, popped_size_ = 0;
+};
+
+}  // namespace shmc

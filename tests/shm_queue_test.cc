@@ -1,0 +1,150 @@
+// ShmQueue: the reference behaviour, wrap-around at every offset, batches,
+// the producer lease, damage detection, and a producer and a consumer
+// process streaming records with sequence numbers and checksums.
+#include "shmc/shm_queue.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tests/support/queue_stream.h"
+#include "tests/support/test_util.h"
+
+namespace {
+
+using shmc_test::Record;
+using shmc_test::ScopedKey;
+using shmc_test::Stream;
+
+template <class Alloc>
+class ShmQueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SHMC_SKIP_WITHOUT_HUGEPAGES(Alloc, 2); }
+  ScopedKey<Alloc> key_;
+};
+using QueueAllocs = ::testing::Types<shmc::SVIPC, shmc::SVIPC_HugeTLB,
+                                     shmc::POSIX, shmc::MAPFILE>;
+TYPED_TEST_SUITE(ShmQueueTest, QueueAllocs, shmc_test::AllocNames);
+
+TYPED_TEST(ShmQueueTest, PushPopAndZeroCopy) {
+  shmc::ShmQueue<TypeParam> p, c;
+  ASSERT_TRUE(p.InitForWrite(this->key_, 4096)) << p.last_error().message;
+  ASSERT_TRUE(c.InitForRead(this->key_)) << c.last_error().message;
+  std::string out;
+  EXPECT_FALSE(c.Pop(&out)) << "empty";
+  ASSERT_TRUE(p.Push("hello", 5));
+  ASSERT_TRUE(p.Push(std::string()));  // empty records are records
+  char small[3];
+  size_t len = sizeof(small);
+  EXPECT_FALSE(c.Pop(small, &len)) << "buffer too small";
+  EXPECT_EQ(len, sizeof(small)) << "and nothing consumed";
+  char big[16];
+  len = sizeof(big);
+  ASSERT_TRUE(c.Pop(big, &len));
+  EXPECT_EQ(std::string(big, len), "hello");
+  ASSERT_TRUE(c.Pop(&out));
+  EXPECT_TRUE(out.empty());
+  // Zero-copy push committing fewer bytes than prepared.
+  shmc::ZeroCopyBuf zcb;
+  ASSERT_TRUE(p.ZeroCopyPushPrepare(100, &zcb));
+  std::memcpy(zcb.ptr, "abcdef", 6);
+  zcb.len = 6;
+  ASSERT_TRUE(p.ZeroCopyPushCommit(zcb));
+  shmc::ZeroCopyBuf bad = zcb;
+  bad.len = 1000;
+  EXPECT_FALSE(p.ZeroCopyPushCommit(bad)) << "nothing prepared any more";
+  ASSERT_TRUE(c.ZeroCopyPopPrepare(&zcb));
+  EXPECT_EQ(std::string(static_cast<char*>(zcb.ptr), zcb.len), "abcdef");
+  ASSERT_TRUE(c.ZeroCopyPopCommit(zcb));
+  // Dropping the head record.
+  ASSERT_TRUE(p.Push("drop me", 7));
+  ASSERT_TRUE(p.Push("keep", 4));
+  ASSERT_TRUE(c.Pop(static_cast<std::string*>(nullptr)));
+  ASSERT_TRUE(c.Pop(&out));
+  EXPECT_EQ(out, "keep");
+  EXPECT_EQ(p.pushed(), 5u);
+  EXPECT_EQ(c.popped(), 5u);
+  // Full: refused, counted, nothing lost.
+  size_t n = 0;
+  while (p.Push(Record(n, 100))) ++n;
+  EXPECT_GT(p.full_spins(), 0u);
+  EXPECT_GT(p.high_water(), 3000u);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(c.Pop(&out));
+    ASSERT_EQ(out, Record(i, 100));
+  }
+  EXPECT_FALSE(c.Pop(&out));
+}
+
+TYPED_TEST(ShmQueueTest, WrapAroundAtEveryOffset) {
+  shmc::ShmQueue<TypeParam> p, c;
+  ASSERT_TRUE(p.InitForWrite(this->key_, 1024));
+  ASSERT_TRUE(c.InitForRead(this->key_));
+  std::string out;
+  uint64_t seq = 0;
+  // Move the ring position by 8 bytes at a time over a whole lap, and at
+  // each one push records that straddle the end.
+  for (size_t shift = 0; shift < 1024 / 8 + 2; ++shift) {
+    ASSERT_TRUE(p.Push(std::string()));  // an 8-byte record
+    ASSERT_TRUE(c.Pop(&out));
+    for (size_t len : {0, 1, 8, 100, 300, 500}) {
+      ASSERT_TRUE(p.Push(Record(seq, len))) << shift << "/" << len;
+      ASSERT_TRUE(c.Pop(&out));
+      ASSERT_EQ(out, Record(seq, len)) << shift << "/" << len;
+      ++seq;
+    }
+  }
+  EXPECT_EQ(c.used_bytes(), 0u);
+}
+
+TYPED_TEST(ShmQueueTest, BatchesPublishOnce) {
+  shmc::ShmQueue<TypeParam> p, c;
+  ASSERT_TRUE(p.InitForWrite(this->key_, 4096));
+  ASSERT_TRUE(c.InitForRead(this->key_));
+  std::vector<std::string> recs;
+  for (int i = 0; i < 100; ++i) recs.push_back(Record(i, 40));
+  size_t pushed = p.PushBatch(recs.data(), recs.size());
+  EXPECT_GT(pushed, 10u);
+  EXPECT_LT(pushed, 100u) << "stops at the first record that does not fit";
+  std::vector<std::string> got;
+  size_t popped = c.PopBatch([&](const void* d, size_t n) {
+    got.emplace_back(static_cast<const char*>(d), n);
+  }, 1000);
+  EXPECT_EQ(popped, pushed);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], recs[i]);
+}
+
+TEST(ShmQueue, OneProducerAndDamageIsAnError) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmQueue<shmc::POSIX> p;
+  ASSERT_TRUE(p.InitForWrite(key, 4096));
+  int rc = shmc_test::RunInChild([&] {
+    shmc::ShmQueue<shmc::POSIX> p2;
+    if (p2.InitForWrite(key, 4096)) return 1;
+    return p2.last_error().code == shmc::ErrorCode::kWriterBusy ? 0 : 2;
+  });
+  EXPECT_EQ(rc, 0) << "a second live producer is refused";
+  ASSERT_TRUE(p.Push("ok", 2));
+  // Overwrite the record header behind the queue's back.
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  std::memset(base + 512 + 256, 0xff, 8);
+  raw.Detach(base, mapped);
+  shmc::ShmQueue<shmc::POSIX> c;
+  ASSERT_TRUE(c.InitForRead(key));
+  std::string out;
+  EXPECT_FALSE(c.Pop(&out));
+  EXPECT_EQ(c.last_error().code, shmc::ErrorCode::kCorrupted);
+}
+
+// 300K records here; 10M in the stress suite (tests/stress).
+TEST(ShmQueueStream, RecordsAcrossProcesses) { Stream(300000); }
+
+}  // namespace
