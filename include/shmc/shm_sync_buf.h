@@ -1,0 +1,445 @@
+// ShmSyncBuf<Alloc>: a broadcast log. One writer appends records; any number
+// of readers follow at their own pace; the oldest records are recycled to
+// make room. A reader that falls more than the buffer behind is told so
+// (Read returns -1, IsOverrun) and can resync to Head(); it never gets
+// recycled bytes as data.
+//
+// Layout (docs/layout/sync_buf.md):
+//   [SegmentHeader 512][SyncHeader 128][seq index: index_size x uint64]
+//   [ring: capacity bytes, a power of two]
+// head and tail are monotonic byte positions; a record at position p lives
+// at p & (capacity - 1) and never straddles the ring's end: a pad record
+// fills the rest of the ring instead, or, when fewer than 24 bytes remain,
+// those bytes are an implicit pad without a header. Record: {uint32 len; uint32 kind;
+// uint64 seq; uint32 sec; uint32 usec} + data padded to 8 bytes.
+// index[seq & (index_size - 1)] holds the position of record seq; the index
+// has a slot for every record the ring can hold, so FindBySeq is O(1).
+//
+// Synchronisation: the writer advances head (release) before it overwrites
+// anything, writes the record, then publishes it by storing tail (release).
+// A reader loads tail (acquire), copies the record with relaxed word loads,
+// then checks head again after an acquire fence: if head passed the record,
+// the copy is discarded (-1). Readers map the segment read-only.
+#pragma once
+
+#include <sys/time.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "shmc/common_utils.h"
+#include "shmc/detail/link_layout.h"
+#include "shmc/detail/segment.h"
+#include "shmc/detail/writer_lease.h"
+#include "shmc/errors.h"
+#include "shmc/global_options.h"
+#include "shmc/shm_alloc.h"
+
+namespace shmc {
+
+struct SyncMeta {
+  uint64_t seq;
+  timeval time;
+};
+
+struct SyncIter {
+  uint64_t pos;
+};
+
+namespace detail {
+
+struct SyncHeader {
+  std::atomic<uint64_t> head;       // oldest record still readable
+  std::atomic<uint64_t> tail;       // where the next record goes
+  std::atomic<uint64_t> next_seq;   // seq of the next record
+  std::atomic<uint64_t> first_seq;  // seq of the record at head
+  std::atomic<uint64_t> pushed;     // records pushed (statistics)
+  std::atomic<uint64_t> recycled;   // records dropped to make room
+  uint8_t reserved[80];
+};
+static_assert(sizeof(SyncHeader) == 128, "sync header");
+
+struct SyncRecord {
+  uint32_t len;
+  uint32_t kind;  // kSyncData or kSyncPad
+  uint64_t seq;
+  uint32_t sec;
+  uint32_t usec;
+};
+static_assert(sizeof(SyncRecord) == 24, "record header");
+
+constexpr uint32_t kSyncData = 0x53594e44;  // "DNYS"
+constexpr uint32_t kSyncPad = 0x53594e50;
+
+inline uint64_t SyncRecordSize(uint64_t len) {
+  return sizeof(SyncRecord) + ((len + 7) & ~7ULL);
+}
+
+}  // namespace detail
+
+template <class Alloc = SVIPC>
+class ShmSyncBuf {
+ public:
+  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr size_t kMinBytes = 4096;
+  static constexpr size_t kMaxBytes = 1ULL << 40;
+
+  ShmSyncBuf() = default;
+  ~ShmSyncBuf() {
+    if (hdr_ != nullptr && writer_ && own_lease_) {
+      detail::ReleaseLease(seg_.header());
+    }
+  }
+  SHMC_NOT_COPYABLE_AND_MOVABLE(ShmSyncBuf);
+
+  // Writer; the ring holds buf_size_bytes rounded up to a power of two.
+  bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
+    error_.Clear();
+    const char* who = "ShmSyncBuf::InitForWrite";
+    if (buf_size_bytes < kMinBytes || buf_size_bytes > kMaxBytes) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+          "buf_size_bytes must be %zu..2^40 (got %zu)", kMinBytes,
+          buf_size_bytes);
+    }
+    uint64_t cap = 1;
+    while (cap < buf_size_bytes) cap <<= 1;
+    auto init = [](char* base) {
+      auto* h = reinterpret_cast<detail::SyncHeader*>(
+          base + sizeof(detail::SegmentHeader));
+      h->next_seq.store(1, std::memory_order_relaxed);
+      h->first_seq.store(1, std::memory_order_relaxed);
+    };
+    int flags = DefaultCreateFlags();
+    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, init, who, &error_)) {
+      return false;
+    }
+    uint64_t holder = 0;
+    auto lease = detail::AcquireLease(seg_.header(), flags & kSharedWriters,
+                                      &holder);
+    if (lease == detail::LeaseResult::kBusy) {
+      detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kWriterBusy, 0, shm_key, who,
+          "writer lease held by live pid %llu",
+          static_cast<unsigned long long>(holder));
+      seg_.Reset();
+      return false;
+    }
+    own_lease_ = lease != detail::LeaseResult::kShared;
+    writer_ = true;
+    return Bind(cap, who);
+  }
+
+  bool InitForRead(const std::string& shm_key) {
+    error_.Clear();
+    const char* who = "ShmSyncBuf::InitForRead";
+    if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
+    uint64_t cap = seg_.param(0);
+    if (cap < kMinBytes || cap > kMaxBytes || (cap & (cap - 1)) != 0 ||
+        !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
+      if (error_.ok()) {
+        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                     shm_key, who, "impossible capacity");
+      }
+      seg_.Reset();
+      return false;
+    }
+    writer_ = false;
+    return Bind(cap, who);
+  }
+
+  bool Push(const void* buf, size_t len, const timeval& ts) {
+    if (!writer_ || hdr_ == nullptr) return false;
+    uint64_t size = detail::SyncRecordSize(len);
+    if (size > cap_ / 4) return false;  // too big for this buffer
+    uint64_t tail = hdr_->tail.load(std::memory_order_relaxed);
+    uint64_t off = tail & mask_;
+    uint64_t pad = cap_ - off < size ? cap_ - off : 0;
+    Recycle(tail + pad + size);
+    if (pad >= sizeof(detail::SyncRecord)) {  // shorter: an implicit pad
+      detail::SyncRecord p{static_cast<uint32_t>(pad - sizeof(detail::SyncRecord)),
+                           detail::kSyncPad, 0, 0, 0};
+      StoreBytes(off, &p, sizeof(p));
+    }
+    uint64_t pos = tail + pad;
+    uint64_t seq = hdr_->next_seq.load(std::memory_order_relaxed);
+    detail::SyncRecord r{static_cast<uint32_t>(len), detail::kSyncData, seq,
+                         static_cast<uint32_t>(ts.tv_sec),
+                         static_cast<uint32_t>(ts.tv_usec)};
+    StoreBytes(pos & mask_, &r, sizeof(r));
+    if (len > 0) StoreBytes((pos & mask_) + sizeof(r), buf, len);
+    index_[seq & index_mask_].store(pos, std::memory_order_relaxed);
+    hdr_->next_seq.store(seq + 1, std::memory_order_relaxed);
+    // SYNC POINT (release): publishes the record and its index entry to
+    // readers that acquire tail.
+    hdr_->tail.store(pos + size, std::memory_order_release);
+    hdr_->pushed.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  // Timestamped now (gettimeofday; the reference used whole seconds).
+  bool Push(const void* buf, size_t len) { return Push(buf, len, Now()); }
+  bool Push(const std::string& data, const timeval& ts) {
+    return Push(data.data(), data.size(), ts);
+  }
+  bool Push(const std::string& data) { return Push(data.data(), data.size()); }
+
+  SyncIter Head() const {
+    return SyncIter{hdr_ ? hdr_->head.load(std::memory_order_acquire) : 0};
+  }
+  SyncIter Tail() const {
+    return SyncIter{hdr_ ? hdr_->tail.load(std::memory_order_acquire) : 0};
+  }
+
+  // Moves *it to the next record. False at the tail, or when *it was
+  // overrun (see IsOverrun; resync with Head()).
+  bool Next(SyncIter* it) const {
+    detail::SyncRecord r;
+    uint64_t pos = 0;
+    if (Locate(it->pos, &r, &pos) != 1) return false;
+    it->pos = pos + detail::SyncRecordSize(r.len);
+    return true;
+  }
+
+  // True when the record at *it has been recycled by the writer.
+  bool IsOverrun(const SyncIter& it) const {
+    return hdr_ == nullptr || it.pos < hdr_->head.load(std::memory_order_acquire);
+  }
+
+  // O(1) through the seq index.
+  bool FindBySeq(uint64_t seq, SyncIter* it) const {
+    if (hdr_ == nullptr) return false;
+    uint64_t pos = index_[seq & index_mask_].load(std::memory_order_relaxed);
+    detail::SyncRecord r;
+    uint64_t at = 0;
+    if (Locate(pos, &r, &at) != 1 || r.seq != seq || at != pos) return false;
+    it->pos = pos;
+    return true;
+  }
+
+  // The first record whose time is >= ts (records are assumed to be pushed
+  // in time order); O(log n) binary search over seqs.
+  bool FindByTime(const timeval& ts, SyncIter* it) const {
+    if (hdr_ == nullptr) return false;
+    uint64_t lo = hdr_->first_seq.load(std::memory_order_acquire);
+    uint64_t hi = hdr_->next_seq.load(std::memory_order_acquire);
+    auto before = [&](uint64_t seq, bool* ok) {
+      SyncIter x;
+      SyncMeta m;
+      *ok = FindBySeq(seq, &x) && Read(x, &m) == 1;
+      return *ok && (m.time.tv_sec < ts.tv_sec ||
+                     (m.time.tv_sec == ts.tv_sec && m.time.tv_usec < ts.tv_usec));
+    };
+    while (lo < hi) {
+      uint64_t mid = lo + (hi - lo) / 2;
+      bool ok = false;
+      if (before(mid, &ok)) {
+        lo = mid + 1;
+      } else if (!ok) {
+        lo = mid + 1;  // recycled meanwhile: only newer records remain
+      } else {
+        hi = mid;
+      }
+    }
+    return FindBySeq(lo, it);
+  }
+
+  // 1: read (data truncated to *len bytes; *len set to the full length),
+  // 0: at the tail, nothing yet; -1: overrun (recycled) or damaged.
+  int Read(const SyncIter& it, SyncMeta* meta, void* buf, size_t* len) const {
+    detail::SyncRecord r;
+    uint64_t pos = 0;
+    int rc = Locate(it.pos, &r, &pos);
+    if (rc != 1) return rc;
+    size_t cap = (buf == nullptr || len == nullptr) ? 0 : *len;
+    size_t n = r.len < cap ? r.len : cap;
+    if (n > 0) LoadBytes((pos & mask_) + sizeof(r), buf, n);
+    if (!StillThere(pos)) return -1;
+    if (meta != nullptr) {
+      meta->seq = r.seq;
+      meta->time.tv_sec = r.sec;
+      meta->time.tv_usec = r.usec;
+    }
+    if (len != nullptr) *len = r.len;
+    return 1;
+  }
+  int Read(const SyncIter& it, SyncMeta* meta, std::string* out) const {
+    detail::SyncRecord r;
+    uint64_t pos = 0;
+    int rc = Locate(it.pos, &r, &pos);
+    if (rc != 1) return rc;
+    out->resize(r.len);
+    if (r.len > 0) LoadBytes((pos & mask_) + sizeof(r), &(*out)[0], r.len);
+    if (!StillThere(pos)) return -1;
+    if (meta != nullptr) {
+      meta->seq = r.seq;
+      meta->time.tv_sec = r.sec;
+      meta->time.tv_usec = r.usec;
+    }
+    return 1;
+  }
+  int Read(const SyncIter& it, SyncMeta* meta) const {
+    size_t len = 0;
+    return Read(it, meta, nullptr, &len);
+  }
+
+  size_t sync_buf_size() const { return cap_; }
+  size_t used_size() const {
+    return hdr_ ? hdr_->tail.load(std::memory_order_acquire) -
+                      hdr_->head.load(std::memory_order_acquire)
+                : 0;
+  }
+  size_t free_size() const { return cap_ - used_size(); }
+  uint64_t pushed() const {
+    return hdr_ ? hdr_->pushed.load(std::memory_order_relaxed) : 0;
+  }
+  uint64_t recycled() const {
+    return hdr_ ? hdr_->recycled.load(std::memory_order_relaxed) : 0;
+  }
+  const Error& last_error() const { return error_; }
+
+ private:
+  static detail::SegmentSpec Spec(uint64_t cap) {
+    uint64_t index = IndexSize(cap);
+    detail::SegmentSpec spec;
+    spec.kind = detail::ContainerKind::kSyncBuf;
+    spec.layout_version = kLayoutVersion;
+    spec.header_size = static_cast<uint32_t>(kIndexOffset);
+    spec.total_size = kIndexOffset + index * 8 + cap;
+    spec.params = {{"capacity", cap, detail::ParamRole::kGeometry}};
+    return spec;
+  }
+  // A slot for every record the ring can hold (records are >= 24 bytes).
+  static uint64_t IndexSize(uint64_t cap) {
+    uint64_t n = 1;
+    while (n < cap / sizeof(detail::SyncRecord) + 1) n <<= 1;
+    return n;
+  }
+  static constexpr uint64_t kIndexOffset =
+      sizeof(detail::SegmentHeader) + sizeof(detail::SyncHeader);
+
+  static timeval Now() {
+    timeval tv;
+    gettimeofday(&tv, nullptr);
+    return tv;
+  }
+
+  bool Bind(uint64_t cap, const char* who) {
+    cap_ = cap;
+    mask_ = cap - 1;
+    index_mask_ = IndexSize(cap) - 1;
+    hdr_ = reinterpret_cast<detail::SyncHeader*>(
+        seg_.base() + sizeof(detail::SegmentHeader));
+    index_ = reinterpret_cast<std::atomic<uint64_t>*>(seg_.base() +
+                                                      kIndexOffset);
+    ring_ = reinterpret_cast<std::atomic<uint64_t>*>(
+        seg_.base() + kIndexOffset + IndexSize(cap) * 8);
+    uint64_t h = hdr_->head.load(), t = hdr_->tail.load();
+    if (t < h || t - h > cap_ || (t & 7) != 0 || (h & 7) != 0) {
+      detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                   seg_.key(), who, "head/tail impossible");
+      hdr_ = nullptr;
+      seg_.Reset();
+      return false;
+    }
+    return true;
+  }
+
+  // Ring offsets are multiples of 8: copy whole words (TSan-clean).
+  void StoreBytes(uint64_t off, const void* src, size_t n) {
+    detail::StoreWords(ring_ + off / 8, src, n);
+  }
+  void LoadBytes(uint64_t off, void* dst, size_t n) const {
+    detail::LoadWords(dst, ring_ + off / 8, n);
+  }
+
+  // Drops the oldest records until [head, end) fits in the ring. A pad is
+  // only ever dropped together with the record after it: an iterator may
+  // point at a pad (it resolves to that record), and it must read as
+  // overrun exactly when its record is gone.
+  void Recycle(uint64_t end) {
+    uint64_t head = hdr_->head.load(std::memory_order_relaxed);
+    const uint64_t tail = hdr_->tail.load(std::memory_order_relaxed);
+    uint64_t first = hdr_->first_seq.load(std::memory_order_relaxed);
+    uint64_t dropped = 0;
+    bool after_pad = false;
+    while ((end - head > cap_ || after_pad) && head < tail) {
+      uint64_t off = head & mask_;
+      if (cap_ - off < sizeof(detail::SyncRecord)) {
+        head += cap_ - off;  // implicit pad: too short for a header
+        after_pad = true;
+        continue;
+      }
+      detail::SyncRecord r;
+      LoadBytes(off, &r, sizeof(r));
+      if (r.kind == detail::kSyncPad) {
+        head += sizeof(r) + r.len;
+        after_pad = true;
+        continue;
+      }
+      head += detail::SyncRecordSize(r.len);
+      first = r.seq + 1;
+      ++dropped;
+      after_pad = false;
+    }
+    if (dropped > 0 || head != hdr_->head.load(std::memory_order_relaxed)) {
+      hdr_->first_seq.store(first, std::memory_order_relaxed);
+      // SYNC POINT (release fence after the store): head moves before any
+      // byte behind it is overwritten; pairs with the acquire fence in
+      // StillThere.
+      hdr_->head.store(head, std::memory_order_release);
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      hdr_->recycled.fetch_add(dropped, std::memory_order_relaxed);
+    }
+  }
+
+  // Finds the data record at or after p (skipping a pad). 1 found, 0 at the
+  // tail, -1 overrun or damaged. Its header is copied into *r.
+  int Locate(uint64_t p, detail::SyncRecord* r, uint64_t* pos) const {
+    if (hdr_ == nullptr) return -1;
+    for (int hop = 0; hop < 2; ++hop) {
+      uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+      if (p >= tail) return p == tail ? 0 : -1;
+      if ((p & 7) != 0) return -1;
+      uint64_t off = p & mask_;
+      if (cap_ - off < sizeof(*r)) {  // implicit pad at the ring's end
+        p += cap_ - off;
+        continue;
+      }
+      LoadBytes(off, r, sizeof(*r));
+      if (!StillThere(p)) return -1;
+      if (r->kind == detail::kSyncPad && r->len + sizeof(*r) == cap_ - off) {
+        p += cap_ - off;
+        continue;
+      }
+      if (r->kind != detail::kSyncData ||
+          detail::SyncRecordSize(r->len) > cap_ - off ||
+          p + detail::SyncRecordSize(r->len) > tail) {
+        return -1;
+      }
+      *pos = p;
+      return 1;
+    }
+    return -1;
+  }
+
+  // After copying bytes of the record at p: were they still the record's?
+  bool StillThere(uint64_t p) const {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return p >= hdr_->head.load(std::memory_order_relaxed);
+  }
+
+  detail::Segment<Alloc> seg_;
+  Error error_;
+  detail::SyncHeader* hdr_ = nullptr;
+  std::atomic<uint64_t>* index_ = nullptr;
+  std::atomic<uint64_t>* ring_ = nullptr;
+  uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
+  bool writer_ = false;
+  bool own_lease_ = false;
+};
+
+}  // namespace shmc
