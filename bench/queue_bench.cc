@@ -1,0 +1,274 @@
+// queue_bench: ShmQueue and ShmSyncBuf against a minimal single-producer
+// ring of fixed 64-byte slots written here (the baseline), same run.
+//
+//   queue_bench [--messages N]
+//
+// Throughput: a producer process and a consumer process pinned to CPUs 0 and
+// 1 move N 64-byte messages. Both sides spin on full/empty and yield after
+// 64 failed tries (the same policy for every queue). Latency: ping-pong
+// round trips over two queues. SyncBuf: push and read rates in one process.
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shmc/shm_queue.h"
+#include "shmc/shm_sync_buf.h"
+
+namespace {
+
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Pin(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+// Spin, yielding now and then: the same wait for every queue measured.
+template <class F>
+void Retry(F&& f) {
+  for (int tries = 0; !f(); ++tries) {
+    if (tries % 64 == 63) sched_yield();
+  }
+}
+
+// The baseline: fixed 64-byte slots, head/tail on their own lines, each side
+// caching the other's index.
+struct alignas(64) Ring {
+  static constexpr uint64_t kSlots = 1 << 14;
+  alignas(64) std::atomic<uint64_t> tail{0};
+  alignas(64) std::atomic<uint64_t> head{0};
+  alignas(64) char slots[kSlots][64];
+};
+
+struct RingProducer {
+  Ring* r;
+  uint64_t tail = 0, cached_head = 0;
+  bool Push(const void* m) {
+    if (tail - cached_head >= Ring::kSlots) {
+      cached_head = r->head.load(std::memory_order_acquire);
+      if (tail - cached_head >= Ring::kSlots) return false;
+    }
+    std::memcpy(r->slots[tail & (Ring::kSlots - 1)], m, 64);
+    r->tail.store(++tail, std::memory_order_release);
+    return true;
+  }
+};
+struct RingConsumer {
+  Ring* r;
+  uint64_t head = 0, cached_tail = 0;
+  bool Pop(void* m) {
+    if (head == cached_tail) {
+      cached_tail = r->tail.load(std::memory_order_acquire);
+      if (head == cached_tail) return false;
+    }
+    std::memcpy(m, r->slots[head & (Ring::kSlots - 1)], 64);
+    r->head.store(++head, std::memory_order_release);
+    return true;
+  }
+};
+
+// Runs producer(i) in a child pinned to CPU 0 and consumer in this process
+// pinned to CPU 1; returns messages per second.
+double Transfer(uint64_t n, const std::function<void()>& producer,
+                const std::function<void()>& consumer) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    Pin(0);
+    producer();
+    _exit(0);
+  }
+  Pin(1);
+  double t0 = Now();
+  consumer();
+  double dt = Now() - t0;
+  waitpid(pid, nullptr, 0);
+  return static_cast<double>(n) / dt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t n = 5000000;
+  if (argc == 3 && std::string(argv[1]) == "--messages") {
+    n = std::strtoull(argv[2], nullptr, 10);
+  } else if (argc != 1) {
+    std::fprintf(stderr, "usage: %s [--messages N]\n", argv[0]);
+    return 2;
+  }
+  char msg[64] = "shmc-queue-bench";
+  const std::string key = "/shmc_queue_bench";
+  const size_t bytes = 1 << 20;  // the baseline ring holds 16K x 64 = 1 MiB
+
+  // Baseline ring in a shared anonymous mapping.
+  auto* ring = static_cast<Ring*>(mmap(nullptr, sizeof(Ring),
+                                       PROT_READ | PROT_WRITE,
+                                       MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  new (ring) Ring();
+  double ring_rate = Transfer(
+      n,
+      [&] {
+        RingProducer p{ring};
+        for (uint64_t i = 0; i < n; ++i) Retry([&] { return p.Push(msg); });
+      },
+      [&] {
+        RingConsumer c{ring};
+        char out[64];
+        for (uint64_t i = 0; i < n; ++i) Retry([&] { return c.Pop(out); });
+      });
+
+  auto queue_rate = [&](bool batched) {
+    shmc::POSIX().Unlink(key);
+    { shmc::ShmQueue<shmc::POSIX> create; create.InitForWrite(key, bytes); }
+    return Transfer(
+        n,
+        [&] {
+          shmc::ShmQueue<shmc::POSIX> q;
+          if (!q.InitForWrite(key, bytes)) _exit(1);
+          if (!batched) {
+            for (uint64_t i = 0; i < n; ++i) {
+              Retry([&] { return q.Push(msg, sizeof(msg)); });
+            }
+          } else {
+            std::vector<std::string> batch(16, std::string(msg, sizeof(msg)));
+            for (uint64_t i = 0; i < n;) {
+              size_t want = std::min<uint64_t>(16, n - i);
+              size_t done = 0;
+              Retry([&] {
+                done = q.PushBatch(batch.data(), want);
+                return done > 0;
+              });
+              i += done;
+            }
+          }
+        },
+        [&] {
+          shmc::ShmQueue<shmc::POSIX> q;
+          if (!q.InitForRead(key)) std::exit(1);
+          char out[64];
+          if (!batched) {
+            for (uint64_t i = 0; i < n; ++i) {
+              Retry([&] {
+                size_t len = sizeof(out);
+                return q.Pop(out, &len);
+              });
+            }
+          } else {
+            for (uint64_t i = 0; i < n;) {
+              size_t got = 0;
+              Retry([&] {
+                got = q.PopBatch([&](const void* d, size_t l) {
+                  std::memcpy(out, d, l);
+                }, 16);
+                return got > 0;
+              });
+              i += got;
+            }
+          }
+        });
+  };
+  double q_rate = queue_rate(false);
+  double qb_rate = queue_rate(true);
+
+  // Ping-pong: request on one queue, reply on another.
+  const uint64_t trips = 100000;
+  shmc::POSIX().Unlink(key + "_a");
+  shmc::POSIX().Unlink(key + "_b");
+  { shmc::ShmQueue<shmc::POSIX> a, b; a.InitForWrite(key + "_a", 4096); b.InitForWrite(key + "_b", 4096); }
+  pid_t pid = fork();
+  if (pid == 0) {
+    Pin(0);
+    shmc::ShmQueue<shmc::POSIX> in, out;
+    in.InitForRead(key + "_a");
+    out.InitForWrite(key + "_b", 4096);
+    char buf[64];
+    for (uint64_t i = 0; i < trips; ++i) {
+      size_t len = sizeof(buf);
+      Retry([&] { return in.Pop(buf, &len); });
+      Retry([&] { return out.Push(buf, len); });
+    }
+    _exit(0);
+  }
+  Pin(1);
+  shmc::ShmQueue<shmc::POSIX> out, in;
+  out.InitForWrite(key + "_a", 4096);
+  in.InitForRead(key + "_b");
+  double t0 = Now();
+  char buf[64];
+  for (uint64_t i = 0; i < trips; ++i) {
+    Retry([&] { return out.Push(msg, sizeof(msg)); });
+    size_t len = sizeof(buf);
+    Retry([&] { return in.Pop(buf, &len); });
+  }
+  double rtt_us = (Now() - t0) / trips * 1e6;
+  waitpid(pid, nullptr, 0);
+
+  // SyncBuf rates, one process, against the ring's single-process rate.
+  std::printf("messages %llu of 64 bytes, producer on CPU 0, consumer on "
+              "CPU 1\n\n", static_cast<unsigned long long>(n));
+  std::printf("| queue | messages/s | ratio to ring |\n|---|---:|---:|\n");
+  std::printf("| 64-byte-slot ring (baseline) | %.0f | 1.00 |\n", ring_rate);
+  std::printf("| ShmQueue Push/Pop | %.0f | %.2f [goal >= 1.2] |\n", q_rate,
+              q_rate / ring_rate);
+  std::printf("| ShmQueue PushBatch/PopBatch (16) | %.0f | %.2f [goal >= 2] |\n",
+              qb_rate, qb_rate / ring_rate);
+  std::printf("\nping-pong round trip (ShmQueue, two processes): %.2f us\n\n",
+              rtt_us);
+  RingProducer rp{ring};
+  RingConsumer rc{ring};
+  ring->head = 0;
+  ring->tail = 0;
+  const uint64_t m = 1000000;
+  t0 = Now();
+  char tmp[64];
+  for (uint64_t i = 0; i < m; ++i) {
+    rp.Push(msg);
+    rc.Pop(tmp);
+  }
+  double ring_local = m / (Now() - t0);
+  std::printf("| SyncBuf record | push/s | read/s | push vs ring push+pop (1 process) |\n|---|---:|---:|---:|\n");
+  for (size_t len : {10, 100, 1000}) {
+    shmc::POSIX().Unlink(key + "_s");
+    shmc::ShmSyncBuf<shmc::POSIX> w, r;
+    w.InitForWrite(key + "_s", 1 << 24);
+    r.InitForRead(key + "_s");
+    std::string rec(len, 'r');
+    timeval tv{1, 0};
+    t0 = Now();
+    for (uint64_t i = 0; i < m; ++i) w.Push(rec.data(), len, tv);
+    double push_rate = m / (Now() - t0);
+    shmc::SyncIter it = r.Head();
+    shmc::SyncMeta meta;
+    char out2[1024];
+    uint64_t reads = 0;
+    t0 = Now();
+    for (;;) {
+      size_t l = sizeof(out2);
+      if (r.Read(it, &meta, out2, &l) != 1 || !r.Next(&it)) break;
+      ++reads;
+    }
+    double read_rate = reads / (Now() - t0);
+    std::printf("| %zu bytes | %.0f | %.0f | %.2f |\n", len, push_rate,
+                read_rate, push_rate / ring_local);
+    shmc::POSIX().Unlink(key + "_s");
+  }
+  shmc::POSIX().Unlink(key);
+  shmc::POSIX().Unlink(key + "_a");
+  shmc::POSIX().Unlink(key + "_b");
+  return 0;
+}
