@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstring>
 #include <random>
@@ -230,6 +232,13 @@ TYPED_TEST(ShmHashTableTest, ConcurrentReaderProcessNoFalseMiss) {
   shmc::ShmArray<Progress, TypeParam> prog;
   ASSERT_TRUE(prog.InitForWrite(progress_key, 1));
   std::string tkey = this->key_, pkey = progress_key;
+  // The reader's lookup count, so the writer can make sure the two really
+  // overlap (the machine may run one process at a time).
+  auto* lookups_seen = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE,
+           MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(lookups_seen, MAP_FAILED);
+  lookups_seen->store(0);
   pid_t reader = fork();
   ASSERT_GE(reader, 0);
   if (reader == 0) {
@@ -250,6 +259,7 @@ TYPED_TEST(ShmHashTableTest, ConcurrentReaderProcessNoFalseMiss) {
         if (n->val != i) _exit(3);             // wrong node
         if (cr.Find(KeyOf(i) + 1) != nullptr) _exit(4);  // even: never there
         ++lookups;
+        lookups_seen->store(lookups, std::memory_order_relaxed);
       }
       if (done >= kCap) break;
     }
@@ -262,6 +272,14 @@ TYPED_TEST(ShmHashTableTest, ConcurrentReaderProcessNoFalseMiss) {
     ASSERT_NE(n, nullptr);
     n->Set(KeyOf(i), i);
     const_cast<Progress&>(p).inserted.store(i + 1, std::memory_order_release);
+    if (i % 1000 == 999) {
+      // Let the reader look up while keys are still being inserted (waits
+      // at most ~1 s per pause, so a dead reader cannot hang the test).
+      uint64_t seen = lookups_seen->load();
+      for (int w = 0; w < 1000 && lookups_seen->load() == seen; ++w) {
+        usleep(1000);
+      }
+    }
   }
   int status = 0;
   ASSERT_EQ(waitpid(reader, &status, 0), reader);
