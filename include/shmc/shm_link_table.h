@@ -35,6 +35,7 @@
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/writer_lease.h"
+#include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/shm_alloc.h"

@@ -35,6 +35,7 @@
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/writer_lease.h"
+#include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/shm_alloc.h"
@@ -106,8 +107,7 @@ class ShmSyncBuf {
           "buf_size_bytes must be %zu..2^40 (got %zu)", kMinBytes,
           buf_size_bytes);
     }
-    uint64_t cap = 1;
-    while (cap < buf_size_bytes) cap <<= 1;
+    uint64_t cap = detail::RingCapacityFor(buf_size_bytes);
     auto init = [](char* base) {
       auto* h = reinterpret_cast<detail::SyncHeader*>(
           base + sizeof(detail::SegmentHeader));
@@ -115,21 +115,10 @@ class ShmSyncBuf {
       h->first_seq.store(1, std::memory_order_relaxed);
     };
     int flags = DefaultCreateFlags();
-    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, init, who, &error_)) {
+    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, init, who, &error_) ||
+        !detail::TakeWriterLease(&seg_, flags, who, &error_, &own_lease_)) {
       return false;
     }
-    uint64_t holder = 0;
-    auto lease = detail::AcquireLease(seg_.header(), flags & kSharedWriters,
-                                      &holder);
-    if (lease == detail::LeaseResult::kBusy) {
-      detail::Segment<Alloc>::Fail(
-          &error_, ErrorCode::kWriterBusy, 0, shm_key, who,
-          "writer lease held by live pid %llu",
-          static_cast<unsigned long long>(holder));
-      seg_.Reset();
-      return false;
-    }
-    own_lease_ = lease != detail::LeaseResult::kShared;
     writer_ = true;
     return Bind(cap, who);
   }
@@ -139,7 +128,7 @@ class ShmSyncBuf {
     const char* who = "ShmSyncBuf::InitForRead";
     if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
     uint64_t cap = seg_.param(0);
-    if (cap < kMinBytes || cap > kMaxBytes || (cap & (cap - 1)) != 0 ||
+    if (!detail::ValidRingCapacity(cap, kMinBytes, kMaxBytes) ||
         !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
       if (error_.ok()) {
         detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,

@@ -41,26 +41,17 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
                          &error_)) {
     return false;
   }
-  Bind(words, node_num);
-  uint64_t holder = 0;
-  bool shared = flags & kSharedWriters;
-  detail::LeaseResult lease = detail::AcquireLease(seg_.header(), shared,
-                                                   &holder);
-  if (lease == detail::LeaseResult::kBusy) {
-    detail::Segment<Alloc>::Fail(
-        &error_, ErrorCode::kWriterBusy, 0, shm_key, who,
-        "writer lease held by live pid %llu (one writer per segment; "
-        "kSharedWriters opts out)", static_cast<unsigned long long>(holder));
-    hdr_ = nullptr;
-    seg_.Reset();
+  detail::LeaseResult lease;
+  if (!detail::TakeWriterLease(&seg_, flags, who, &error_, &own_lease_,
+                               &lease)) {
     return false;
   }
-  own_lease_ = lease != detail::LeaseResult::kShared;
+  Bind(words, node_num);
   if (hdr_->intent.op.load(std::memory_order_acquire) != detail::kLinkOpNone) {
     if (lease == detail::LeaseResult::kShared) {
-      detail::Log(kWarning, "%s(%s): an operation is in flight in live pid "
-                  "%llu; not recovering\n", who, shm_key.c_str(),
-                  static_cast<unsigned long long>(holder));
+      detail::Log(kWarning, "%s(%s): an operation may be in flight in "
+                  "another live writer; not recovering\n", who,
+                  shm_key.c_str());
     } else {
       Recover(resolve);
     }
