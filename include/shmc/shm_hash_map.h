@@ -139,11 +139,11 @@ class ShmHashMap {
       const {
     const volatile Node* n = table_.Find(key);
     if (n == nullptr) return kVisitNotFound;
-    uint64_t l = n->LoadLink();
-    if (static_cast<uint32_t>(l) == 0) return kVisitNotFound;
-    if (!links_.Visit(link_buf_t::Unpack(l), piece)) return kVisitRetry;
-    if (n->LoadLink() != l || !(n->LoadKey() == key)) return kVisitRetry;
-    return kVisitFound;
+    Attempt a = ReadOnce(n, key, [&](link_buf_t lb) {
+      return links_.Visit(lb, piece);
+    });
+    // kGone: erased, or moved to another node; a retry will tell which.
+    return a == Attempt::kDone ? kVisitFound : kVisitRetry;
   }
 
   bool Insert(const KeyType& key, const void* val_buf, size_t val_buf_len) {
@@ -182,9 +182,13 @@ class ShmHashMap {
               std::function<void(const KeyType&, const std::string&)> f) {
     std::string val;
     return table_.Travel(pos, max_travel_nodes, [&](volatile Node* n) {
-      KeyType k = n->LoadKey();
-      if (ReadNode(n, k, [&](link_buf_t lb) { return links_.Read(lb, &val); })) {
-        f(k, val);
+      for (int attempt = 0; attempt < kReadTries; ++attempt) {
+        KeyType k = n->LoadKey();
+        Attempt a = ReadOnce(n, k, [&](link_buf_t lb) {
+          return links_.Read(lb, &val);
+        });
+        if (a == Attempt::kDone) f(k, val);
+        if (a != Attempt::kChanged) break;
       }
     });
   }
@@ -259,7 +263,7 @@ class ShmHashMap {
   const Links& link_table() const { return links_; }
 
  private:
-  static constexpr int kReadTries = 8;
+  static constexpr int kReadTries = 8;  // then "not found", as the reference
 
   bool Write(const KeyType& key, const void* buf, size_t len, bool replace) {
     bool found = false;
@@ -275,30 +279,36 @@ class ShmHashMap {
                                buf, len);
   }
 
-  // Reads the value of node n (which held `key`) with `read(lb)`, checking
-  // afterwards that the node still holds this key and this value.
+  enum class Attempt {
+    kDone,     // read a value that was the key's for the whole read
+    kGone,     // the node no longer holds the key (erased, or reused)
+    kChanged,  // the value was replaced during the read
+  };
+
+  // One read of node n's value for `key` with read(lb): the handle is loaded
+  // (acquire), the key checked, the value read with its own validation, and
+  // the handle checked again, so the value was the key's throughout.
   template <class ReadFn>
-  bool ReadNode(const volatile Node* n, const KeyType& key,
-                const ReadFn& read) const {
-    for (int attempt = 0; attempt < kReadTries; ++attempt) {
-      uint64_t l = n->LoadLink();
-      if (static_cast<uint32_t>(l) == 0) return false;
-      if (!(n->LoadKey() == key)) return false;
-      if (!read(link_buf_t::Unpack(l))) continue;  // replaced meanwhile
-      if (n->LoadLink() == l) return true;
+  Attempt ReadOnce(const volatile Node* n, const KeyType& key,
+                   const ReadFn& read) const {
+    uint64_t l = n->LoadLink();
+    if (static_cast<uint32_t>(l) == 0 || !(n->LoadKey() == key)) {
+      return Attempt::kGone;
     }
-    return false;
+    if (!read(link_buf_t::Unpack(l)) || n->LoadLink() != l) {
+      return Attempt::kChanged;
+    }
+    return Attempt::kDone;
   }
 
+  // Finds the key and reads its value; on any change, looks the key up
+  // again (it may have been erased, replaced, or re-inserted elsewhere).
   template <class ReadFn>
   bool Read(const KeyType& key, const ReadFn& read) const {
     for (int attempt = 0; attempt < kReadTries; ++attempt) {
       const volatile Node* n = table_.Find(key);
       if (n == nullptr) return false;
-      if (ReadNode(n, key, read)) return true;
-      if (static_cast<uint32_t>(n->LoadLink()) != 0 && n->LoadKey() == key) {
-        continue;  // live but kept changing: look again
-      }
+      if (ReadOnce(n, key, read) == Attempt::kDone) return true;
     }
     return false;
   }
