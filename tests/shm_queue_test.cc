@@ -144,6 +144,32 @@ TEST(ShmQueue, OneProducerAndDamageIsAnError) {
   EXPECT_EQ(c.last_error().code, shmc::ErrorCode::kCorrupted);
 }
 
+TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {
+  ScopedKey<shmc::POSIX> key;
+  {
+    shmc::ShmQueue<shmc::POSIX> p;
+    ASSERT_TRUE(p.InitForWrite(key, 4096));
+  }
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  uint64_t bad_tail = 12345;  // not a multiple of 8, beyond the ring
+  std::memcpy(base + 512, &bad_tail, 8);
+  raw.Detach(base, mapped);
+  // The lease is taken before the positions are checked: refusing must not
+  // crash, and must give the lease back.
+  shmc::ShmQueue<shmc::POSIX> p;
+  EXPECT_FALSE(p.InitForWrite(key, 4096));
+  EXPECT_EQ(p.last_error().code, shmc::ErrorCode::kCorrupted);
+  int rc = shmc_test::RunInChild([&] {
+    shmc::ShmQueue<shmc::POSIX> p2;
+    if (p2.InitForWrite(key, 4096)) return 1;
+    return p2.last_error().code == shmc::ErrorCode::kCorrupted ? 0 : 2;
+  });
+  EXPECT_EQ(rc, 0) << "2: the lease was left held by a refused producer";
+}
+
 // 300K records here; 10M in the stress suite (tests/stress).
 TEST(ShmQueueStream, RecordsAcrossProcesses) { Stream(300000); }
 

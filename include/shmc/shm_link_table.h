@@ -34,8 +34,6 @@
 #include "shmc/common_utils.h"
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/segment.h"
-#include "shmc/detail/writer_lease.h"
-#include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/shm_alloc.h"
@@ -84,11 +82,6 @@ class ShmLinkTable {
   static constexpr size_t kMaxValueLen = 0xffffffffULL;
 
   ShmLinkTable() = default;
-  ~ShmLinkTable() {
-    if (hdr_ != nullptr && !seg_.read_only() && own_lease_) {
-      detail::ReleaseLease(seg_.header());
-    }
-  }
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmLinkTable);
 
   // `node_size` data bytes per node, `node_num` nodes. Takes the writer
@@ -496,7 +489,6 @@ class ShmLinkTable {
   uint64_t words_ = 0;
   uint64_t nodes_ = 0;
   uint64_t stride_ = 0;
-  bool own_lease_ = false;
 };
 
 }  // namespace shmc

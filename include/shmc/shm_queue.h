@@ -36,7 +36,6 @@
 
 #include "shmc/common_utils.h"
 #include "shmc/detail/segment.h"
-#include "shmc/detail/writer_lease.h"
 #include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
@@ -82,30 +81,22 @@ class ShmQueue {
  public:
   static constexpr uint32_t kLayoutVersion = 1;
   static constexpr size_t kMinBytes = 1024;
-  static constexpr size_t kMaxBytes = 1ULL << 40;
 
   ShmQueue() = default;
-  ~ShmQueue() {
-    if (hdr_ != nullptr && producer_ && own_lease_) {
-      detail::ReleaseLease(seg_.header());
-    }
-  }
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmQueue);
 
   // Producer. The ring holds buf_size_bytes rounded up to a power of two.
   bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
     error_.Clear();
     const char* who = "ShmQueue::InitForWrite";
-    if (buf_size_bytes < kMinBytes || buf_size_bytes > kMaxBytes) {
-      return detail::Segment<Alloc>::Fail(
-          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
-          "buf_size_bytes must be %zu..2^40 (got %zu)", kMinBytes,
-          buf_size_bytes);
+    if (!detail::CheckRingBytes<Alloc>(buf_size_bytes, kMinBytes, shm_key,
+                                       who, &error_)) {
+      return false;
     }
     uint64_t cap = detail::RingCapacityFor(buf_size_bytes);
     int flags = DefaultCreateFlags();
     if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, nullptr, who, &error_) ||
-        !detail::TakeWriterLease(&seg_, flags, who, &error_, &own_lease_)) {
+        !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
     producer_ = true;
@@ -118,7 +109,7 @@ class ShmQueue {
     const char* who = "ShmQueue::InitForRead";
     if (!seg_.OpenForRead(shm_key, Spec(0), true, who, &error_)) return false;
     uint64_t cap = seg_.param(0);
-    if (!detail::ValidRingCapacity(cap, kMinBytes, kMaxBytes) ||
+    if (!detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes) ||
         !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
       if (error_.ok()) {
         detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
@@ -377,7 +368,6 @@ class ShmQueue {
   char* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0;
   bool producer_ = false;
-  bool own_lease_ = false;
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
   uint64_t prepared_pos_ = 0, prepared_pad_ = 0;

@@ -34,7 +34,6 @@
 #include "shmc/common_utils.h"
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/segment.h"
-#include "shmc/detail/writer_lease.h"
 #include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
@@ -87,25 +86,17 @@ class ShmSyncBuf {
  public:
   static constexpr uint32_t kLayoutVersion = 1;
   static constexpr size_t kMinBytes = 4096;
-  static constexpr size_t kMaxBytes = 1ULL << 40;
 
   ShmSyncBuf() = default;
-  ~ShmSyncBuf() {
-    if (hdr_ != nullptr && writer_ && own_lease_) {
-      detail::ReleaseLease(seg_.header());
-    }
-  }
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmSyncBuf);
 
   // Writer; the ring holds buf_size_bytes rounded up to a power of two.
   bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
     error_.Clear();
     const char* who = "ShmSyncBuf::InitForWrite";
-    if (buf_size_bytes < kMinBytes || buf_size_bytes > kMaxBytes) {
-      return detail::Segment<Alloc>::Fail(
-          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
-          "buf_size_bytes must be %zu..2^40 (got %zu)", kMinBytes,
-          buf_size_bytes);
+    if (!detail::CheckRingBytes<Alloc>(buf_size_bytes, kMinBytes, shm_key,
+                                       who, &error_)) {
+      return false;
     }
     uint64_t cap = detail::RingCapacityFor(buf_size_bytes);
     auto init = [](char* base) {
@@ -116,7 +107,7 @@ class ShmSyncBuf {
     };
     int flags = DefaultCreateFlags();
     if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, init, who, &error_) ||
-        !detail::TakeWriterLease(&seg_, flags, who, &error_, &own_lease_)) {
+        !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
     writer_ = true;
@@ -128,7 +119,7 @@ class ShmSyncBuf {
     const char* who = "ShmSyncBuf::InitForRead";
     if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
     uint64_t cap = seg_.param(0);
-    if (!detail::ValidRingCapacity(cap, kMinBytes, kMaxBytes) ||
+    if (!detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes) ||
         !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
       if (error_.ok()) {
         detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
@@ -428,7 +419,6 @@ class ShmSyncBuf {
   std::atomic<uint64_t>* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
   bool writer_ = false;
-  bool own_lease_ = false;
 };
 
 }  // namespace shmc

@@ -42,8 +42,7 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
     return false;
   }
   detail::LeaseResult lease;
-  if (!detail::TakeWriterLease(&seg_, flags, who, &error_, &own_lease_,
-                               &lease)) {
+  if (!seg_.TakeWriterLease(flags, who, &error_, &lease)) {
     return false;
   }
   Bind(words, node_num);

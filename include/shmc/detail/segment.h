@@ -33,6 +33,7 @@
 #include "shmc/detail/hash.h"
 #include "shmc/detail/process.h"
 #include "shmc/detail/segment_header.h"
+#include "shmc/detail/writer_lease.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 
@@ -175,12 +176,35 @@ class Segment {
   uint64_t param(size_t i) const { return header()->params[i].value; }
 
   void Reset() {
+    if (base_ != nullptr && own_lease_) ReleaseLease(header());
+    own_lease_ = false;
     if (base_ != nullptr) alloc_.Detach(base_, mapped_size_);
     base_ = nullptr;
     mapped_size_ = 0;
     newly_created_ = false;
     read_only_ = false;
     key_.clear();
+  }
+
+  // Takes the writer lease (docs: detail/writer_lease.h), honouring
+  // kSharedWriters in `flags`; it is released by Reset() / destruction. On
+  // a live holder: kWriterBusy, the segment is detached, false. *result
+  // tells whether a previous holder died (recovery may be due).
+  bool TakeWriterLease(int flags, const char* who, Error* err,
+                       LeaseResult* result = nullptr) {
+    uint64_t holder = 0;
+    LeaseResult r = AcquireLease(header(), flags & kSharedWriters, &holder);
+    if (result != nullptr) *result = r;
+    if (r == LeaseResult::kBusy) {
+      std::string key = key_;
+      Reset();
+      return Fail(err, ErrorCode::kWriterBusy, 0, key, who,
+                  "writer lease held by live pid %llu (one writer per "
+                  "segment; kSharedWriters opts out)",
+                  static_cast<unsigned long long>(holder));
+    }
+    own_lease_ = r != LeaseResult::kShared;
+    return true;
   }
 
   // Flushes a file-backed segment to disk (no-op for memory-only ones).
@@ -548,6 +572,7 @@ class Segment {
   size_t mapped_size_ = 0;
   bool newly_created_ = false;
   bool read_only_ = false;
+  bool own_lease_ = false;  // this object holds the writer lease
 };
 
 }  // namespace detail

@@ -1,38 +1,26 @@
-// Steps shared by the containers with a single writer: taking the writer
-// lease after the segment is open, and sizing/validating ring capacities.
+// Sizing and validating the rings of ShmQueue and ShmSyncBuf.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "shmc/detail/segment.h"
-#include "shmc/detail/writer_lease.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 
 namespace shmc {
 namespace detail {
 
-// Takes the writer lease of an open segment, honouring kSharedWriters in
-// `flags`. On a live holder: kWriterBusy, the segment is detached, false.
-// *own_lease says whether this object must release it; *result tells the
-// caller whether a previous holder died (recovery may be due).
+constexpr uint64_t kMaxRingBytes = 1ULL << 40;
+
+// Validates a ring's requested size (kInvalidArgument otherwise).
 template <class Alloc>
-bool TakeWriterLease(Segment<Alloc>* seg, int flags, const char* who,
-                     Error* err, bool* own_lease,
-                     LeaseResult* result = nullptr) {
-  uint64_t holder = 0;
-  LeaseResult r = AcquireLease(seg->header(), flags & kSharedWriters, &holder);
-  if (result != nullptr) *result = r;
-  if (r == LeaseResult::kBusy) {
-    std::string key = seg->key();
-    seg->Reset();
-    return Segment<Alloc>::Fail(
-        err, ErrorCode::kWriterBusy, 0, key, who,
-        "writer lease held by live pid %llu (one writer per segment; "
-        "kSharedWriters opts out)", static_cast<unsigned long long>(holder));
-  }
-  *own_lease = r != LeaseResult::kShared;
-  return true;
+bool CheckRingBytes(size_t bytes, size_t min, const std::string& key,
+                    const char* who, Error* err) {
+  if (bytes >= min && bytes <= kMaxRingBytes) return true;
+  return Segment<Alloc>::Fail(err, ErrorCode::kInvalidArgument, 0, key, who,
+                              "buf_size_bytes must be %zu..2^40 (got %zu)",
+                              min, bytes);
 }
 
 // Ring capacities are powers of two (positions map to offsets by a mask).
