@@ -181,7 +181,7 @@ class ShmHashTable {
         hashes[i % kAhead] = next;
         PrefetchMain(next);
       }
-      out[i] = Lookup(keys[i], h, detail::NodeKey());
+      out[i] = Lookup(keys[i], h, detail::NodeKey(), true);
       found += out[i] != nullptr;
     }
     return found;
@@ -375,13 +375,15 @@ class ShmHashTable {
     return d < geo_.over_rows ? d : geo_.over_rows;  // untrusted bytes
   }
 
+  // `prefetched`: FindMany already requested both main lines.
   template <class Getter>
-  volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get) const {
+  volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get,
+                        bool prefetched = false) const {
     assert(nodes_ != nullptr);
     uint64_t b0 = B0(h), b1 = B1(h);
     volatile Node* n0 = Bucket(0, b0);
     volatile Node* n1 = Bucket(1, b1);
-    Prefetch(n1);
+    if (!prefetched) Prefetch(n1);
     // Both buckets are scanned and the match is selected without a branch:
     // which of the two holds the key is a coin toss, and a mispredicted
     // branch here would throw away the next lookups' loads already in
