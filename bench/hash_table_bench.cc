@@ -114,6 +114,26 @@ struct Row {
   double insert = 0, hit = 0, miss = 0, many = 0, fill = 0;
 };
 
+// Hit and miss lookups of one table, measured by the same loops for every
+// table: find(k) returns a pointer to k's value, or nullptr.
+template <class FindFn>
+void MeasureFinds(Row* row, int reps, const std::vector<uint64_t>& lookups,
+                  const std::vector<uint64_t>& absent, const FindFn& find) {
+  row->hit = Measure(reps, lookups.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) {
+      auto v = find(k);
+      sum += v ? *v : 0;
+    }
+    Keep(sum);
+  });
+  row->miss = Measure(reps, absent.size(), nullptr, [&] {
+    uint64_t sum = 0;
+    for (uint64_t k : absent) sum += find(k) != nullptr;
+    Keep(sum);
+  });
+}
+
 template <class Alloc>
 Row RunShmc(const std::string& seg, const std::vector<uint64_t>& keys,
             const std::vector<uint64_t>& lookups,
@@ -138,15 +158,9 @@ Row RunShmc(const std::string& seg, const std::vector<uint64_t>& keys,
     }
   });
   const auto& t = *table;
-  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) sum += t.Find(k)->val;
-    Keep(sum);
-  });
-  row.miss = Measure(reps, absent.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : absent) sum += t.Find(k) != nullptr;
-    Keep(sum);
+  MeasureFinds(&row, reps, lookups, absent, [&](uint64_t k) {
+    const volatile Node* n = t.Find(k);
+    return n ? &n->val : nullptr;
   });
   std::vector<const volatile Node*> out(1024);
   row.many = Measure(reps, lookups.size(), nullptr, [&] {
@@ -195,15 +209,9 @@ Row RunStdLike(const char* name, const std::vector<uint64_t>& keys,
         for (uint64_t k : keys) m->emplace(k, k);
       });
   const Map& cm = *m;
-  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) sum += cm.find(k)->second;
-    Keep(sum);
-  });
-  row.miss = Measure(reps, absent.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : absent) sum += cm.find(k) != cm.end();
-    Keep(sum);
+  MeasureFinds(&row, reps, lookups, absent, [&](uint64_t k) {
+    auto it = cm.find(k);
+    return it == cm.end() ? nullptr : &it->second;
   });
   return row;
 }
@@ -228,18 +236,9 @@ Row RunRefDesign(const std::vector<uint64_t>& keys,
           ++placed;
         }
       });
-  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      Node* n = t->Find(k);
-      sum += n ? n->val : 0;
-    }
-    Keep(sum);
-  });
-  row.miss = Measure(reps, absent.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : absent) sum += t->Find(k) != nullptr;
-    Keep(sum);
+  MeasureFinds(&row, reps, lookups, absent, [&](uint64_t k) {
+    Node* n = t->Find(k);
+    return n ? &n->val : nullptr;
   });
   std::mt19937_64 rng(99);
   for (;;) {
@@ -279,18 +278,9 @@ Row RunTableM(const std::vector<uint64_t>& keys,
         }
       });
   const TM& ct = *t;
-  row.hit = Measure(reps, lookups.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      const volatile Node* n = ct.Find(k);
-      sum += n ? n->val : 0;
-    }
-    Keep(sum);
-  });
-  row.miss = Measure(reps, absent.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : absent) sum += ct.Find(k) != nullptr;
-    Keep(sum);
+  MeasureFinds(&row, reps, lookups, absent, [&](uint64_t k) {
+    const volatile Node* n = ct.Find(k);
+    return n ? &n->val : nullptr;
   });
   return row;
 }
