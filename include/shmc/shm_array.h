@@ -97,9 +97,8 @@ class ShmArray {
 
  private:
   static constexpr size_t kNodeNumParam = 2;
-  static constexpr uint64_t kDataOffset = detail::RoundUp(
-      sizeof(detail::SegmentHeader),
-      alignof(Node) > detail::kCacheLine ? alignof(Node) : detail::kCacheLine);
+  static constexpr uint64_t kDataOffset =
+      detail::NodesStart(sizeof(detail::SegmentHeader), alignof(Node));
 
   static size_t MaxNodes() {
     return (std::numeric_limits<uint64_t>::max() - kDataOffset) / sizeof(Node);

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -65,6 +66,56 @@ struct MapNode {
     return {static_cast<uint32_t>(l) != 0, LoadKey()};
   }
 };
+
+template <class LinkStat>
+struct MapHealthStat {
+  LinkStat lt_stat;
+  size_t total_key_values;
+  size_t bad_key_values;
+  size_t cleared_key_values;
+  size_t leaked_values;
+  size_t recycled_leaked_values;
+};
+
+// ShmHashMap::HealthCheck over any index: each_slot(f) calls f with the
+// handle word of every index node in use (false if it cannot walk). Shared
+// with the `shmc` tool, which walks a map's index knowing only its node
+// size.
+template <class Links, class EachSlot>
+bool MapHealthCheck(Links& links, const EachSlot& each_slot,
+                    MapHealthStat<typename Links::HealthStat>* hs,
+                    bool auto_fix) {
+  if (hs == nullptr) return false;
+  std::memset(hs, 0, sizeof(*hs));
+  if (!links.HealthCheck(&hs->lt_stat, auto_fix)) return false;
+  std::vector<uint8_t> referenced(links.total_nodes() + 1, 0);
+  bool ok = each_slot([&](std::atomic<uint64_t>* word) {
+    link_buf_t lb = link_buf_t::Unpack(word->load(std::memory_order_acquire));
+    uint32_t len = 0;
+    if (links.HeadLength(lb, &len)) {
+      ++hs->total_key_values;
+      referenced[lb.head] = 1;
+    } else {
+      ++hs->bad_key_values;
+      if (auto_fix) {
+        word->store(0, std::memory_order_release);
+        ++hs->cleared_key_values;
+      }
+    }
+  });
+  if (!ok) return false;
+  std::vector<link_buf_t> leaked;
+  links.Travel([&](link_buf_t lb) {
+    if (!referenced[lb.head]) leaked.push_back(lb);
+  });
+  hs->leaked_values = leaked.size();
+  if (auto_fix) {
+    for (link_buf_t lb : leaked) {
+      if (links.Free(lb)) ++hs->recycled_leaked_values;
+    }
+  }
+  return true;
+}
 
 }  // namespace detail
 
@@ -197,49 +248,19 @@ class ShmHashMap {
     return Travel(&pos, 0, std::move(f));
   }
 
-  struct HealthStat {
-    typename Links::HealthStat lt_stat;
-    size_t total_key_values;
-    size_t bad_key_values;
-    size_t cleared_key_values;
-    size_t leaked_values;
-    size_t recycled_leaked_values;
-  };
+  using HealthStat = detail::MapHealthStat<typename Links::HealthStat>;
 
   // Full scan of both segments: values every key points to must be live,
   // and every live value must be pointed to. With auto_fix (writer only),
   // keys with bad values are dropped and unreferenced values freed.
   bool HealthCheck(HealthStat* hs, bool auto_fix) {
-    if (hs == nullptr) return false;
-    std::memset(hs, 0, sizeof(*hs));
-    if (!links_.HealthCheck(&hs->lt_stat, auto_fix)) return false;
-    std::vector<uint8_t> referenced(links_.total_nodes() + 1, 0);
-    bool ok = table_.Travel([&](volatile Node* n) {
-      link_buf_t lb = link_buf_t::Unpack(n->LoadLink());
-      uint32_t len = 0;
-      if (links_.HeadLength(lb, &len)) {
-        ++hs->total_key_values;
-        referenced[lb.head] = 1;
-      } else {
-        ++hs->bad_key_values;
-        if (auto_fix) {
-          n->link_word()->store(0, std::memory_order_release);
-          ++hs->cleared_key_values;
-        }
-      }
-    });
-    if (!ok) return false;
-    std::vector<link_buf_t> leaked;
-    links_.Travel([&](link_buf_t lb) {
-      if (!referenced[lb.head]) leaked.push_back(lb);
-    });
-    hs->leaked_values = leaked.size();
-    if (auto_fix) {
-      for (link_buf_t lb : leaked) {
-        if (links_.Free(lb)) ++hs->recycled_leaked_values;
-      }
-    }
-    return true;
+    return detail::MapHealthCheck(
+        links_,
+        [this](const std::function<void(std::atomic<uint64_t>*)>& slot) {
+          return table_.Travel(
+              [&](volatile Node* n) { slot(n->link_word()); });
+        },
+        hs, auto_fix);
   }
 
   size_t size() const { return links_.link_bufs(); }

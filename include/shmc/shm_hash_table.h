@@ -249,19 +249,18 @@ class ShmHashTable {
   static constexpr size_t kMainParam = 4;
   static constexpr size_t kOverParam = 5;
   static constexpr size_t kOverRowsParam = 6;
-  static constexpr uint64_t kBitmapOffset =
-      sizeof(detail::SegmentHeader) + sizeof(detail::HashTableHeader);
-  static constexpr uint64_t kNodeAlign =
-      alignof(Node) > detail::kCacheLine ? alignof(Node) : detail::kCacheLine;
+  static constexpr uint64_t kBitmapOffset = detail::kTableBitmapOffset;
+  static_assert(kBitmapOffset == sizeof(detail::SegmentHeader) +
+                                     sizeof(detail::HashTableHeader),
+                "bitmaps follow the table header");
 
   static uint64_t Hash(const Key& key) { return ShmHash<Key>()(key); }
 
   static uint64_t BitmapBytes(uint64_t buckets) {
-    return detail::RoundUp((buckets + 63) / 64 * 8, detail::kCacheLine);
+    return detail::TableBitmapBytes(buckets);
   }
   static uint64_t NodeOffset(const detail::TableGeometry& g) {
-    return detail::RoundUp(kBitmapOffset + 2 * BitmapBytes(g.main_buckets),
-                           kNodeAlign);
+    return detail::TableNodesOffset(g.main_buckets, alignof(Node));
   }
 
   static detail::SegmentSpec Spec(const detail::TableGeometry& g) {

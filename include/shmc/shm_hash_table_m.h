@@ -175,9 +175,8 @@ class ShmHashTableM {
  private:
   static constexpr size_t kRowParam = 3;
   static constexpr size_t kColParam = 4;
-  static constexpr uint64_t kNodeOffset = detail::RoundUp(
-      sizeof(detail::SegmentHeader),
-      alignof(Node) > detail::kCacheLine ? alignof(Node) : detail::kCacheLine);
+  static constexpr uint64_t kNodeOffset =
+      detail::NodesStart(sizeof(detail::SegmentHeader), alignof(Node));
 
   static detail::SegmentSpec Spec(uint64_t cols, uint64_t rows) {
     detail::SegmentSpec spec;

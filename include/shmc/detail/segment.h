@@ -96,6 +96,14 @@ constexpr uint64_t RoundUp(uint64_t n, uint64_t align) {
   return (n + align - 1) / align * align;
 }
 
+// Where an array of nodes aligned to `node_align` starts when it follows
+// `offset` bytes of headers: on a cache line, or the node's own alignment
+// if larger. Containers and the `shmc` tool (which knows only the params)
+// both derive their layouts from it.
+constexpr uint64_t NodesStart(uint64_t offset, uint64_t node_align) {
+  return RoundUp(offset, node_align > kCacheLine ? node_align : kCacheLine);
+}
+
 // Plain header fields are written by the creator before the release store of
 // `state`; an attacher that wants the creator pid before `state` is ready must
 // read it atomically (it may be in the middle of being written).

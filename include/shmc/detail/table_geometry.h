@@ -92,6 +92,21 @@ struct TableGeometry {
   }
 };
 
+// Byte layout of a ShmHashTable segment after the 512-byte segment header
+// and the 64-byte table header (docs/layout/hash_table.md): two overflow
+// bitmaps of one bit per main bucket, each rounded up to a cache line, then
+// the nodes.
+constexpr uint64_t kTableBitmapOffset = 512 + 64;
+constexpr uint64_t TableBitmapBytes(uint64_t main_buckets) {
+  return (((main_buckets + 63) / 64 * 8) + 63) / 64 * 64;
+}
+constexpr uint64_t TableNodesOffset(uint64_t main_buckets,
+                                    uint64_t node_align) {
+  uint64_t end = kTableBitmapOffset + 2 * TableBitmapBytes(main_buckets);
+  uint64_t align = node_align > 64 ? node_align : 64;
+  return (end + align - 1) / align * align;
+}
+
 // Prefetches the cache line holding `p` into all cache levels. GCC 12 was
 // seen deleting __builtin_prefetch in FindMany's look-ahead once inlined
 // (objdump showed the hash computed and no prefetch issued), so on x86 the
