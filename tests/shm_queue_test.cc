@@ -119,6 +119,42 @@ TYPED_TEST(ShmQueueTest, BatchesPublishOnce) {
   for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], recs[i]);
 }
 
+TYPED_TEST(ShmQueueTest, PeekShowsPendingRecordsWithoutConsuming) {
+  shmc::ShmQueue<TypeParam> p, c, look;
+  ASSERT_TRUE(p.InitForWrite(this->key_, 1024));
+  ASSERT_TRUE(c.InitForRead(this->key_));
+  ASSERT_TRUE(look.InitForInspect(this->key_)) << look.last_error().message;
+  std::string out;
+  EXPECT_FALSE(look.Pop(&out)) << "an inspector never consumes";
+  EXPECT_FALSE(look.Push("x", 1)) << "nor produces";
+  uint64_t seq = 0;
+  // At every ring offset, the pending records (some straddling the end,
+  // behind a pad) are seen in order, and are still there for the consumer.
+  for (size_t shift = 0; shift < 1024 / 8 + 2; ++shift) {
+    ASSERT_TRUE(p.Push(std::string()));
+    ASSERT_TRUE(c.Pop(&out));
+    std::vector<std::string> pushed;
+    for (size_t len : {0, 1, 100, 300}) {
+      pushed.push_back(Record(seq++, len));
+      ASSERT_TRUE(p.Push(pushed.back()));
+    }
+    std::vector<std::string> seen;
+    auto keep = [&](const std::string& r) { seen.push_back(r); };
+    ASSERT_EQ(look.Peek(0, keep), decltype(look)::kPeekDone);
+    ASSERT_EQ(seen, pushed) << "shift " << shift;
+    seen.clear();
+    ASSERT_EQ(look.Peek(2, keep), decltype(look)::kPeekDone);
+    EXPECT_EQ(seen.size(), 2u);
+    for (const std::string& r : pushed) {
+      shmc::ZeroCopyBuf zcb;
+      ASSERT_TRUE(c.ZeroCopyPopPrepare(&zcb));
+      ASSERT_EQ(std::string(static_cast<char*>(zcb.ptr), zcb.len), r);
+      ASSERT_TRUE(c.ZeroCopyPopCommit(zcb)) << "shift " << shift;
+    }
+  }
+  EXPECT_EQ(look.used_bytes(), 0u);
+}
+
 TEST(ShmQueue, OneProducerAndDamageIsAnError) {
   ScopedKey<shmc::POSIX> key;
   shmc::ShmQueue<shmc::POSIX> p;
@@ -142,6 +178,12 @@ TEST(ShmQueue, OneProducerAndDamageIsAnError) {
   std::string out;
   EXPECT_FALSE(c.Pop(&out));
   EXPECT_EQ(c.last_error().code, shmc::ErrorCode::kCorrupted);
+  shmc::ShmQueue<shmc::POSIX> look;
+  ASSERT_TRUE(look.InitForInspect(key));
+  uint64_t bad = 1;
+  EXPECT_EQ(look.Peek(0, [](const std::string&) {}, &bad),
+            shmc::ShmQueue<shmc::POSIX>::kPeekCorrupted);
+  EXPECT_EQ(bad, 0u) << "the damaged record is the first one";
 }
 
 TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {

@@ -105,21 +105,13 @@ class ShmQueue {
 
   // Consumer (maps read-write: it stores its head).
   bool InitForRead(const std::string& shm_key) {
-    error_.Clear();
-    const char* who = "ShmQueue::InitForRead";
-    if (!seg_.OpenForRead(shm_key, Spec(0), true, who, &error_)) return false;
-    uint64_t cap = seg_.param(0);
-    if (!detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes) ||
-        !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "impossible capacity");
-      }
-      seg_.Reset();
-      return false;
-    }
-    producer_ = false;
-    return Bind(cap, who);
+    return AttachExisting(shm_key, true, "ShmQueue::InitForRead");
+  }
+
+  // Inspection (shmc addition; the `shmc` tool uses it): maps read-only in
+  // neither role. Statistics and Peek work; Push and Pop refuse.
+  bool InitForInspect(const std::string& shm_key) {
+    return AttachExisting(shm_key, false, "ShmQueue::InitForInspect");
   }
 
   bool Push(const void* buf, size_t len) {
@@ -187,43 +179,34 @@ class ShmQueue {
 
   // The head record in place; ZeroCopyPopCommit consumes it.
   bool ZeroCopyPopPrepare(ZeroCopyBuf* zcb) {
-    if (producer_ || hdr_ == nullptr) return false;
-    for (int pass = 0; pass < 2; ++pass) {
-      if (head_ == cached_tail_) {
-        // SYNC POINT (acquire): pairs with the producer's release of tail;
-        // the records before it are complete.
-        cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
-        if (head_ == cached_tail_) return false;
-      }
-      uint64_t off = head_ & mask_;
-      uint32_t len, kind;
-      std::memcpy(&len, ring_ + off, 4);
-      std::memcpy(&kind, ring_ + off + 4, 4);
-      uint64_t avail = cached_tail_ - head_;
-      if (kind == detail::kQueuePad && cap_ - off <= avail) {
-        head_ += cap_ - off;  // skip to the ring's start
-        continue;
-      }
-      uint64_t size = detail::QueueRecordSize(len);
-      if (kind != detail::kQueueData || size > avail || size > cap_ - off) {
-        detail::Segment<Alloc>::Fail(
-            &error_, ErrorCode::kCorrupted, 0, seg_.key(), "ShmQueue::Pop",
-            "bad record at position %llu (kind %u, len %u)",
-            static_cast<unsigned long long>(head_), kind, len);
-        return false;
-      }
-      popped_size_ = size;
-      if (zcb != nullptr) {
-        zcb->ptr = ring_ + off + 8;
-        zcb->len = len;
-      }
-      return true;
+    if (producer_ || inspector_ || hdr_ == nullptr) return false;
+    if (head_ == cached_tail_) {
+      // SYNC POINT (acquire): pairs with the producer's release of tail;
+      // the records before it are complete.
+      cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
     }
-    return false;
+    uint64_t at = 0;
+    uint32_t len = 0;
+    int rc = Locate(head_, cached_tail_, &at, &len);
+    if (rc < 0) {
+      detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kCorrupted, 0, seg_.key(), "ShmQueue::Pop",
+          "bad record at position %llu",
+          static_cast<unsigned long long>(at));
+      return false;
+    }
+    if (rc == 0) return false;
+    popped_at_ = at;
+    popped_size_ = at - head_ + detail::QueueRecordSize(len);
+    if (zcb != nullptr) {
+      zcb->ptr = ring_ + (at & mask_) + 8;
+      zcb->len = len;
+    }
+    return true;
   }
   bool ZeroCopyPopCommit(const ZeroCopyBuf& zcb) {
     if (producer_ || popped_size_ == 0 ||
-        zcb.ptr != ring_ + (head_ & mask_) + 8) {
+        zcb.ptr != ring_ + (popped_at_ & mask_) + 8) {
       return false;
     }
     Consume();
@@ -259,6 +242,40 @@ class ShmQueue {
       hdr_->head.store(head_, std::memory_order_release);
     }
     return done;
+  }
+
+  enum PeekResult {
+    kPeekDone,       // every pending record (or `max`) was reported
+    kPeekOvertaken,  // the consumer passed the walk; what was reported holds
+    kPeekCorrupted,  // an impossible record header at *bad_pos
+  };
+  // Reports up to `max` pending records (0: all), oldest first, without
+  // consuming them (shmc addition; any role). Each record is copied, then
+  // reported only if the consumer had not passed it by the end of the copy,
+  // so a live consumer never makes Peek report recycled bytes.
+  PeekResult Peek(size_t max,
+                  const std::function<void(const std::string&)>& f,
+                  uint64_t* bad_pos = nullptr) const {
+    if (hdr_ == nullptr) return kPeekDone;
+    uint64_t pos = hdr_->head.load(std::memory_order_acquire);
+    uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+    std::string rec;
+    for (size_t n = 0; max == 0 || n < max; ++n) {
+      uint64_t at = 0;
+      uint32_t len = 0;
+      int rc = Locate(pos, tail, &at, &len);
+      if (rc == 0) break;
+      if (rc < 0) {
+        if (Overtaken(pos)) return kPeekOvertaken;
+        if (bad_pos != nullptr) *bad_pos = at;
+        return kPeekCorrupted;
+      }
+      rec.assign(ring_ + (at & mask_) + 8, len);
+      if (Overtaken(pos)) return kPeekOvertaken;
+      f(rec);
+      pos = at + detail::QueueRecordSize(len);
+    }
+    return kPeekDone;
   }
 
   // Statistics any process can read (shmc additions).
@@ -310,6 +327,61 @@ class ShmQueue {
       return false;
     }
     return true;
+  }
+
+  bool AttachExisting(const std::string& shm_key, bool consumer,
+                      const char* who) {
+    error_.Clear();
+    if (!seg_.OpenForRead(shm_key, Spec(0), consumer, who, &error_)) {
+      return false;
+    }
+    uint64_t cap = seg_.param(0);
+    if (!detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes) ||
+        !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
+      if (error_.ok()) {
+        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                     shm_key, who, "impossible capacity");
+      }
+      seg_.Reset();
+      return false;
+    }
+    producer_ = false;
+    inspector_ = !consumer;
+    return Bind(cap, who);
+  }
+
+  // The record at ring position `pos` (< tail), skipping a pad record that
+  // ends the ring: 1 with its position in *at and length in *len; 0 when
+  // nothing is there; -1 when the header is impossible (*at: where).
+  // Ring bytes are untrusted: every length is checked against the ring.
+  int Locate(uint64_t pos, uint64_t tail, uint64_t* at, uint32_t* len) const {
+    for (int pass = 0; pass < 2; ++pass) {
+      *at = pos;
+      if (pos == tail) return 0;
+      uint64_t off = pos & mask_;
+      uint32_t kind = 0;
+      std::memcpy(len, ring_ + off, 4);
+      std::memcpy(&kind, ring_ + off + 4, 4);
+      uint64_t avail = tail - pos;
+      if (kind == detail::kQueuePad && cap_ - off <= avail) {
+        pos += cap_ - off;  // skip to the ring's start
+        continue;
+      }
+      uint64_t size = detail::QueueRecordSize(*len);
+      if (kind != detail::kQueueData || size > avail || size > cap_ - off) {
+        return -1;
+      }
+      return 1;
+    }
+    return -1;  // two pads in a row
+  }
+
+  // True when the consumer has moved past ring position `pos`.
+  bool Overtaken(uint64_t pos) const {
+    // SYNC POINT (acquire): orders the copy before this check; pairs with
+    // the consumer's release of head (then the producer may reuse it).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return hdr_->head.load(std::memory_order_relaxed) > pos;
   }
 
   uint64_t Load(std::atomic<uint64_t> detail::QueueHeader::*field) const {
@@ -368,12 +440,13 @@ class ShmQueue {
   char* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0;
   bool producer_ = false;
+  bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
   uint64_t prepared_pos_ = 0, prepared_pad_ = 0;
   size_t prepared_len_ = kNone;
   // consumer state
-  uint64_t head_ = 0, cached_tail_ = 0, popped_size_ = 0;
+  uint64_t head_ = 0, cached_tail_ = 0, popped_size_ = 0, popped_at_ = 0;
 };
 
 }  // namespace shmc
