@@ -1,0 +1,504 @@
+// The `shmc` tool, run as a subprocess: every command on every container
+// kind, --json output parsed by an independent parser, damage found and
+// repaired, the writer lease respected, bad names and bad segments answered
+// with a message and the documented exit code, and a fuzz of header bytes.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "shmc/shm_array.h"
+#include "shmc/shm_hash_map.h"
+#include "shmc/shm_hash_table.h"
+#include "shmc/shm_hash_table_m.h"
+#include "shmc/shm_link_table.h"
+#include "shmc/shm_queue.h"
+#include "shmc/shm_sync_buf.h"
+#include "tests/support/json_parse.h"
+#include "tests/support/test_util.h"
+
+namespace {
+
+using shmc_test::JsonParser;
+using shmc_test::JValue;
+using shmc_test::ScopedKey;
+
+struct Result {
+  int exit_code = -1;  // -1: killed by a signal
+  int signal = 0;
+  std::string out, err;
+};
+
+std::string Slurp(int fd) {
+  std::string s;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) s.append(buf, n);
+  return s;
+}
+
+// Runs the tool; `as_uid` >= 0 drops to that uid first (root only).
+Result Shmc(const std::vector<std::string>& args, int as_uid = -1) {
+  int out[2], err[2];
+  EXPECT_EQ(pipe(out), 0);
+  EXPECT_EQ(pipe(err), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    close(out[0]);
+    close(err[0]);
+    if (as_uid >= 0 && (setgid(as_uid) != 0 || setuid(as_uid) != 0)) _exit(99);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(SHMC_CLI));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(SHMC_CLI, argv.data());
+    _exit(98);
+  }
+  close(out[1]);
+  close(err[1]);
+  Result r;
+  // stderr is small; read stdout fully first, then stderr.
+  r.out = Slurp(out[0]);
+  r.err = Slurp(err[0]);
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+JValue ParseOrFail(const std::string& text) {
+  JValue v;
+  EXPECT_TRUE(JsonParser::Parse(text, &v)) << "not JSON: " << text;
+  return v;
+}
+
+std::vector<JValue> Lines(const std::string& text) {
+  std::vector<JValue> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(ParseOrFail(line));
+  return out;
+}
+
+struct Node16 {
+  uint64_t key;
+  uint64_t val;
+  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
+};
+
+// Removes NAME, NAME0 and NAME1 of a backend at both ends of a test.
+// SysV map keys are KEY+"0"/"1" as strings, so the base must leave room for
+// one more decimal digit: a 9-digit decimal key.
+template <class Alloc>
+struct MapKey : ScopedKey<Alloc> {};
+template <>
+struct MapKey<shmc::SVIPC> {
+  std::string key = std::to_string(
+      100000000 + shmc_test::TestTag("map") % 100000000);
+  MapKey() { shmc::SVIPC().Unlink(key); }
+  ~MapKey() { shmc::SVIPC().Unlink(key); }
+  const std::string& str() const { return key; }
+  operator const std::string&() const { return key; }
+};
+
+template <class Alloc>
+struct Names {
+  MapKey<Alloc> base;
+  std::string k0 = base.str() + "0", k1 = base.str() + "1";
+  Names() { Clean(); }
+  ~Names() { Clean(); }
+  void Clean() {
+    Alloc().Unlink(k0);
+    Alloc().Unlink(k1);
+  }
+};
+
+std::string Prefix(const shmc::POSIX*) { return "posix:"; }
+std::string Prefix(const shmc::SVIPC*) { return "sysv:"; }
+std::string Prefix(const shmc::MAPFILE*) { return "file:"; }
+template <class Alloc>
+std::string Seg(const std::string& key) {
+  return Prefix(static_cast<const Alloc*>(nullptr)) + key;
+}
+
+template <class Alloc>
+class ShmcCliTest : public ::testing::Test {};
+using CliAllocs = ::testing::Types<shmc::POSIX, shmc::SVIPC, shmc::MAPFILE>;
+TYPED_TEST_SUITE(ShmcCliTest, CliAllocs, shmc_test::AllocNames);
+
+TYPED_TEST(ShmcCliTest, HashMapInfoCheckDumpRm) {
+  Names<TypeParam> n;
+  {
+    shmc::ShmHashMap<uint64_t, TypeParam> m;
+    ASSERT_TRUE(m.InitForWrite(n.base, 1000, 64, 2000));
+    for (uint64_t k = 1; k <= 300; ++k) {
+      ASSERT_TRUE(m.Insert(k, std::string(k % 150, static_cast<char>(k))));
+    }
+    ASSERT_TRUE(m.Insert(1000, std::string("bin\0\x01\xff\"\\", 8)));
+  }
+  std::string seg = Seg<TypeParam>(n.base);
+  Result r = Shmc({"info", seg, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  JValue info = ParseOrFail(r.out);
+  EXPECT_EQ(info.get("kind")->str, "hash_map");
+  EXPECT_EQ(info.number("keys"), 301);
+  EXPECT_EQ(info.get("values")->number("values"), 301);
+  ASSERT_EQ(info.get("segments")->arr.size(), 2u);
+  EXPECT_EQ(info.get("index")->get("rows")->arr.size(), 6u);
+
+  r = Shmc({"info", seg});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("kind: hash_map"), std::string::npos) << r.out;
+
+  r = Shmc({"check", seg, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  JValue check = ParseOrFail(r.out);
+  EXPECT_TRUE(check.get("ok")->b);
+  EXPECT_EQ(check.get("stats")->number("keys"), 301);
+
+  r = Shmc({"dump", seg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<JValue> recs = Lines(r.out);
+  ASSERT_EQ(recs.size(), 301u);
+  size_t matched = 0;
+  for (const JValue& rec : recs) {
+    uint64_t k = static_cast<uint64_t>(rec.number("key"));
+    std::string want = k == 1000 ? std::string("bin\0\x01\xff\"\\", 8)
+                                 : std::string(k % 150, static_cast<char>(k));
+    matched += rec.get("value")->str == want;
+  }
+  EXPECT_EQ(matched, 301u) << "binary values survive the JSON escaping";
+  r = Shmc({"dump", seg, "--limit", "5", "--format", "hex"});
+  ASSERT_EQ(r.exit_code, 0);
+  recs = Lines(r.out);
+  ASSERT_EQ(recs.size(), 5u);
+  for (const JValue& rec : recs) {
+    const std::string& hex = rec.get("value")->str;
+    EXPECT_EQ(hex.find_first_not_of("0123456789abcdef"), std::string::npos);
+  }
+
+  r = Shmc({"rm", seg});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Shmc({"info", seg});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no such segment"), std::string::npos) << r.err;
+}
+
+TEST(ShmcCli, EveryOtherKind) {
+  ScopedKey<shmc::POSIX> ka("a"), kt("t"), km("m"), kl("l"), kq("q"), ks("s");
+  shmc::ShmArray<Node16, shmc::POSIX> arr;
+  ASSERT_TRUE(arr.InitForWrite(ka, 100));
+  arr[3].key = 7;
+  shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> table;
+  ASSERT_TRUE(table.InitForWrite(kt, 1000));
+  for (uint64_t k = 1; k <= 900; ++k) {
+    bool found = false;
+    volatile Node16* node = table.FindOrAlloc(k, &found);
+    ASSERT_NE(node, nullptr);
+    node->val = k;
+    node->key = k;
+  }
+  shmc::ShmHashTableM<uint64_t, Node16, shmc::POSIX> tm;
+  ASSERT_TRUE(tm.InitForWrite(km, 1000, 10));
+  for (uint64_t k = 1; k <= 100; ++k) {
+    bool found = false;
+    volatile Node16* node = tm.FindOrAlloc(k, &found);
+    ASSERT_NE(node, nullptr);
+    node->key = k;
+  }
+  shmc::ShmLinkTable<shmc::POSIX> lt;
+  ASSERT_TRUE(lt.InitForWrite(kl, 32, 100));
+  ASSERT_TRUE(lt.New("hello link", 10));
+  shmc::ShmQueue<shmc::POSIX> q;
+  ASSERT_TRUE(q.InitForWrite(kq, 4096));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(q.Push("rec" + std::to_string(i)));
+  shmc::ShmSyncBuf<shmc::POSIX> sb;
+  ASSERT_TRUE(sb.InitForWrite(ks, 4096));
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(sb.Push("sync" + std::to_string(i)));
+
+  struct Case {
+    std::string key, kind;
+    size_t dumped;
+  };
+  std::vector<Case> cases = {{ka, "array", 100},   {kt, "hash_table", 900},
+                             {km, "hash_table_m", 100},
+                             {kl, "link_table", 1}, {kq, "queue", 10},
+                             {ks, "sync_buf", 0}};
+  for (const Case& c : cases) {
+    std::string seg = "posix:" + c.key;
+    Result r = Shmc({"info", seg, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << c.kind << ": " << r.err;
+    JValue info = ParseOrFail(r.out);
+    EXPECT_EQ(info.get("kind")->str, c.kind);
+    r = Shmc({"check", seg, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << c.kind << ": " << r.out << r.err;
+    EXPECT_TRUE(ParseOrFail(r.out).get("ok")->b) << c.kind;
+    r = Shmc({"dump", seg});
+    ASSERT_EQ(r.exit_code, 0) << c.kind << ": " << r.err;
+    std::vector<JValue> recs = Lines(r.out);
+    if (c.dumped > 0) {
+      EXPECT_EQ(recs.size(), c.dumped) << c.kind;
+    }
+    if (c.kind == "hash_table") {
+      const JValue* t = info.get("table");
+      EXPECT_EQ(t->number("nonzero_nodes"), 900);
+      EXPECT_TRUE(t->get("probe_depth") != nullptr);
+    }
+    if (c.kind == "queue") {
+      EXPECT_EQ(info.get("queue")->number("pending_records"), 10);
+      EXPECT_EQ(recs[0].get("data")->str, "rec0");
+      EXPECT_EQ(recs[9].get("data")->str, "rec9");
+    }
+    if (c.kind == "sync_buf") {
+      const JValue* s = info.get("sync_buf");
+      ASSERT_GT(recs.size(), 10u);
+      EXPECT_EQ(s->get("last")->number("seq"), 500);
+      EXPECT_EQ(recs.back().get("data")->str, "sync499");
+      EXPECT_EQ(recs.back().number("seq"), 500);
+      EXPECT_GT(s->number("recycled"), 0) << "the ring wrapped";
+    }
+  }
+  // Nothing was consumed by looking.
+  std::string rec;
+  ASSERT_TRUE(q.Push("last"));
+  shmc::ShmQueue<shmc::POSIX> consumer;
+  ASSERT_TRUE(consumer.InitForRead(kq));
+  ASSERT_TRUE(consumer.Pop(&rec));
+  EXPECT_EQ(rec, "rec0");
+
+  Result r = Shmc({"ls", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  JValue all = ParseOrFail(r.out);
+  size_t seen = 0;
+  for (const JValue& row : all.arr) {
+    for (const Case& c : cases) {
+      if (row.get("name")->str == "posix:" + c.key) {
+        EXPECT_EQ(row.get("kind")->str, c.kind);
+        ++seen;
+      }
+    }
+  }
+  EXPECT_EQ(seen, cases.size());
+  r = Shmc({"ls"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("NAME"), std::string::npos);
+}
+
+TEST(ShmcCli, MapDamageFoundAndRepaired) {
+  Names<shmc::POSIX> n;
+  {
+    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+    ASSERT_TRUE(m.InitForWrite(n.base, 1000, 64, 2000));
+    for (uint64_t k = 1; k <= 100; ++k) ASSERT_TRUE(m.Insert(k, "value"));
+  }
+  // Clear one key's handle behind the map's back: its value leaks.
+  shmc::ShmHashTable<uint64_t, shmc::detail::MapNode<uint64_t>, shmc::POSIX>
+      index;
+  ASSERT_TRUE(index.InitForWrite(n.k0, 1000));
+  volatile auto* node = index.Find(42);
+  ASSERT_NE(node, nullptr);
+  node->link_word()->store(0);
+  std::string seg = "posix:" + n.base.str();
+  Result r = Shmc({"check", seg, "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  JValue check = ParseOrFail(r.out);
+  EXPECT_FALSE(check.get("ok")->b);
+  ASSERT_FALSE(check.get("problems")->arr.empty());
+  EXPECT_NE(check.get("problems")->arr[0].str.find("leaked"),
+            std::string::npos);
+  r = Shmc({"check", seg, "--fix", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(ParseOrFail(r.out).get("after_fix_ok")->b);
+  r = Shmc({"check", seg});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(ShmcCli, UnreachableOverflowRowFoundAndRepaired) {
+  ScopedKey<shmc::POSIX> k;
+  shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(k, 1000));
+  for (uint64_t key = 1;; ++key) {  // fill until something overflows
+    bool found = false;
+    volatile Node16* node = t.FindOrAlloc(key, &found);
+    ASSERT_NE(node, nullptr);
+    node->key = key;
+    if (t.overflow_depth() > 0) break;
+  }
+  // Overwrite overflow_depth (offset 512) through a raw mapping.
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(k, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  uint32_t zero = 0;
+  std::memcpy(base + 512, &zero, 4);
+  Result r = Shmc({"check", "posix:" + k.str()});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.out.find("cannot reach"), std::string::npos) << r.out;
+  r = Shmc({"check", "posix:" + k.str(), "--fix"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  uint32_t now = 0;
+  std::memcpy(&now, base + 512, 4);
+  EXPECT_GT(now, 0u);
+  raw.Detach(base, mapped);
+}
+
+TEST(ShmcCli, LiveWriterIsRespected) {
+  Names<shmc::POSIX> n;
+  shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+  ASSERT_TRUE(m.InitForWrite(n.base, 100, 64, 100));
+  ASSERT_TRUE(m.Insert(1, "x"));
+  std::string seg = "posix:" + n.base.str();
+  Result r = Shmc({"info", seg, "--json"});
+  ASSERT_EQ(r.exit_code, 0);
+  JValue info = ParseOrFail(r.out);
+  const JValue* w = info.get("segments")->arr[1].get("writer");
+  ASSERT_EQ(w->type, JValue::kObject);
+  EXPECT_EQ(w->number("pid"), getpid());
+  EXPECT_TRUE(w->get("alive")->b);
+  r = Shmc({"check", seg, "--fix"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("writer_busy"), std::string::npos) << r.err;
+  r = Shmc({"rm", seg});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("alive"), std::string::npos) << r.err;
+  r = Shmc({"rm", seg, "--force"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(ShmcCli, BadNamesAndBadSegments) {
+  // Usage errors: exit 2 and the usage text.
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{}, {"frobnicate"}, {"info"},
+        {"info", "nocolon"}, {"info", "posix:/a/b"}, {"info", "sysv:abc"},
+        {"info", "tape:/x"}, {"dump", "posix:/x", "--limit", "-3"},
+        {"dump", "posix:/x", "--format", "xml"}, {"ls", "--fix"},
+        {"info", "posix:/x", "--limit"}}) {
+    Result r = Shmc(args);
+    EXPECT_EQ(r.exit_code, 2) << (args.empty() ? "" : args[0]) << " "
+                              << (args.size() > 1 ? args[1] : "");
+    EXPECT_NE(r.err.find("usage"), std::string::npos);
+  }
+  // Missing: exit 1.
+  Result r = Shmc({"info", "posix:/shmc_cli_test_surely_missing"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no such segment"), std::string::npos) << r.err;
+  // Another program's segment: exit 1, skipped by ls, shown with --all.
+  ScopedKey<shmc::POSIX> foreign("foreign");
+  int fd = shm_open(foreign.str().c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "PostgreSQL shared memory....", 28), 28);
+  close(fd);
+  r = Shmc({"info", "posix:" + foreign.str()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not a shmc segment"), std::string::npos) << r.err;
+  r = Shmc({"ls", "--json"});
+  EXPECT_EQ(r.out.find(foreign.str().substr(1)), std::string::npos);
+  r = Shmc({"ls", "--json", "--all"});
+  EXPECT_NE(r.out.find(foreign.str().substr(1)), std::string::npos);
+  r = Shmc({"rm", "posix:" + foreign.str()});
+  EXPECT_EQ(r.exit_code, 1) << "never removes another program's segment";
+  // Truncated below the header: exit 3; rm still removes it.
+  ScopedKey<shmc::POSIX> trunc("trunc");
+  fd = shm_open(trunc.str().c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_EQ(write(fd, "shmc.seg and then nothing", 25), 25);
+  close(fd);
+  r = Shmc({"check", "posix:" + trunc.str()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("truncated"), std::string::npos) << r.err;
+  r = Shmc({"rm", "posix:" + trunc.str()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  // A flipped header byte: corrupted, exit 3.
+  ScopedKey<shmc::POSIX> bad("bad");
+  {
+    shmc::ShmArray<Node16, shmc::POSIX> a;
+    ASSERT_TRUE(a.InitForWrite(bad, 10));
+  }
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(bad, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  base[40] ^= 0x10;  // total_size
+  raw.Detach(base, mapped);
+  r = Shmc({"info", "posix:" + bad.str()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("corrupted"), std::string::npos) << r.err;
+}
+
+TEST(ShmcCli, PermissionDenied) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to drop to another uid";
+  ScopedKey<shmc::MAPFILE> k;
+  {
+    shmc::ShmArray<Node16, shmc::MAPFILE> a;
+    ASSERT_TRUE(a.InitForWrite(k, 10));
+  }
+  ASSERT_EQ(chmod(k.str().c_str(), 0600), 0);
+  Result r = Shmc({"info", "file:" + k.str()}, 65534);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("ermission denied"), std::string::npos) << r.err;
+}
+
+// Random header bytes: every answer is an exit code with a message, never
+// a crash.
+TEST(ShmcCli, FuzzedHeadersNeverCrashTheTool) {
+  Names<shmc::POSIX> n;
+  {
+    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+    ASSERT_TRUE(m.InitForWrite(n.base, 200, 32, 200));
+    for (uint64_t k = 1; k <= 50; ++k) ASSERT_TRUE(m.Insert(k, "v"));
+  }
+  ScopedKey<shmc::POSIX> qk("q");
+  {
+    shmc::ShmQueue<shmc::POSIX> q;
+    ASSERT_TRUE(q.InitForWrite(qk, 4096));
+    ASSERT_TRUE(q.Push("abc"));
+  }
+  std::mt19937_64 rng(12345);
+  const std::vector<std::string> keys = {n.k0, n.k1, qk.str()};
+  for (int round = 0; round < 150; ++round) {
+    const std::string& key = keys[round % keys.size()];
+    shmc::POSIX raw;
+    size_t mapped = 0;
+    char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
+    ASSERT_NE(base, nullptr);
+    // Damage 1-4 bytes of the first 1 KiB (header and container header).
+    std::vector<std::pair<size_t, char>> saved;
+    int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) {
+      size_t at = rng() % 1024;
+      saved.push_back({at, base[at]});
+      base[at] = static_cast<char>(rng());
+    }
+    std::string seg = "posix:" + (key == qk.str() ? key : n.base.str());
+    for (const char* cmd : {"info", "check"}) {
+      Result r = Shmc({cmd, seg, "--json"});
+      ASSERT_EQ(r.signal, 0) << cmd << " crashed in round " << round;
+      ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 3)
+          << cmd << " exit " << r.exit_code << " round " << round;
+      if (r.exit_code != 0) {
+        EXPECT_FALSE(r.err.empty() && r.out.empty());
+      }
+      if (!r.out.empty()) ParseOrFail(r.out);
+    }
+    Result d = Shmc({"dump", seg, "--limit", "10"});
+    ASSERT_EQ(d.signal, 0) << "dump crashed in round " << round;
+    for (auto it = saved.rbegin(); it != saved.rend(); ++it) {
+      base[it->first] = it->second;
+    }
+    raw.Detach(base, mapped);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,948 @@
+#include "tools/shmc/inspect.h"
+
+#include <sys/time.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "shmc/detail/link_table_impl.h"
+#include "shmc/detail/segment.h"
+#include "shmc/detail/table_geometry.h"
+#include "shmc/mapfile_alloc.h"
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_array.h"
+#include "shmc/shm_hash_map.h"
+#include "shmc/shm_hash_table.h"
+#include "shmc/shm_hash_table_m.h"
+#include "shmc/shm_link_table.h"
+#include "shmc/shm_queue.h"
+#include "shmc/shm_sync_buf.h"
+#include "shmc/svipc_shm_alloc.h"
+
+namespace shmc_tool {
+
+namespace sd = shmc::detail;
+using shmc::ErrorCode;
+using sd::ContainerKind;
+
+namespace {
+
+// Errors that mean the segment itself is damaged (exit 3), as opposed to
+// one the tool could not reach or does not understand (exit 1).
+int ExitFor(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kCorrupted:
+    case ErrorCode::kSizeMismatch:
+    case ErrorCode::kNotReady:
+      return kExitProblems;
+    default:
+      return kExitError;
+  }
+}
+
+int Fail(const shmc::Error& e, std::string* err) {
+  *err = e.message;
+  return ExitFor(e.code);
+}
+
+std::string Data(const std::string& bytes, bool hex) {
+  return hex ? Hex(bytes.data(), bytes.size()) : bytes;
+}
+
+bool AllZero(const volatile unsigned char* p, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    if (p[i] != 0) return false;
+  }
+  return true;
+}
+
+std::string CopyBytes(const volatile unsigned char* p, uint64_t n) {
+  std::string s(n, '\0');
+  for (uint64_t i = 0; i < n; ++i) s[i] = static_cast<char>(p[i]);
+  return s;
+}
+
+bool MulAdd(uint64_t a, uint64_t b, uint64_t c, uint64_t* out) {
+  uint64_t m;
+  if (__builtin_mul_overflow(a, b, &m) || __builtin_add_overflow(m, c, out)) {
+    return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// Fixed-node containers (array, hash tables) read knowing only the params.
+
+struct ParamDef {
+  const char* name;
+  sd::ParamRole role;
+};
+
+struct RawLayout {
+  ContainerKind kind = ContainerKind::kArray;
+  const volatile unsigned char* base = nullptr;  // segment start
+  uint64_t node_size = 0, node_align = 0;
+  uint64_t nodes_offset = 0;
+  uint64_t node_num = 0;                 // array
+  sd::TableGeometry geo;                 // hash table
+  uint64_t rows = 0, cols = 0;           // hash table M
+  std::vector<uint64_t> mods;            // hash table M
+  // Rows of slots the tool walks: (first slot index, slots).
+  std::vector<std::pair<uint64_t, uint64_t>> row_spans;
+
+  const volatile unsigned char* node(uint64_t i) const {
+    return base + nodes_offset + i * node_size;
+  }
+};
+
+std::vector<ParamDef> ParamDefs(ContainerKind kind) {
+  using R = sd::ParamRole;
+  switch (kind) {
+    case ContainerKind::kArray:
+      return {{"node_size", R::kLayout}, {"node_align", R::kLayout},
+              {"node_num", R::kGeometry}};
+    case ContainerKind::kHashTable:
+      return {{"node_size", R::kLayout},   {"node_align", R::kLayout},
+              {"hash_id", R::kLayout},     {"bucket_slots", R::kLayout},
+              {"main_buckets", R::kGeometry}, {"over_buckets", R::kGeometry},
+              {"over_rows", R::kGeometry}};
+    case ContainerKind::kHashTableM:
+      return {{"node_size", R::kLayout}, {"node_align", R::kLayout},
+              {"hash_id", R::kLayout},   {"row_num", R::kGeometry},
+              {"col_num", R::kGeometry}};
+    default:
+      return {};
+  }
+}
+
+struct AnyNode {
+  std::pair<bool, uint64_t> Key() const volatile { return {false, 0}; }
+};
+
+uint32_t LayoutVersion(ContainerKind kind) {
+  switch (kind) {
+    case ContainerKind::kArray:
+      return shmc::ShmArray<char, shmc::POSIX>::kLayoutVersion;
+    case ContainerKind::kHashTable:
+      return shmc::ShmHashTable<uint64_t, AnyNode,
+                                shmc::POSIX>::kLayoutVersion;
+    case ContainerKind::kHashTableM:
+      return shmc::ShmHashTableM<uint64_t, AnyNode,
+                                 shmc::POSIX>::kLayoutVersion;
+    default:
+      return 0;
+  }
+}
+
+// Computes the layout from the peeked params; false (corrupted) when they
+// cannot describe a segment. `spec` gets what Segment validation needs.
+bool DeriveLayout(ContainerKind kind, const HeaderPeek& peek, RawLayout* lay,
+                  sd::SegmentSpec* spec, std::string* why) {
+  lay->kind = kind;
+  spec->kind = kind;
+  spec->layout_version = LayoutVersion(kind);
+  for (const ParamDef& d : ParamDefs(kind)) {
+    spec->params.push_back({d.name, peek.param(d.name), d.role});
+  }
+  lay->node_size = peek.param("node_size");
+  lay->node_align = peek.param("node_align");
+  if (lay->node_size == 0 || lay->node_size > (1u << 24) ||
+      lay->node_align == 0 || lay->node_align > 4096 ||
+      (lay->node_align & (lay->node_align - 1)) != 0 ||
+      lay->node_size % lay->node_align != 0) {
+    *why = "impossible node_size/node_align";
+    return false;
+  }
+  uint64_t slots = 0;
+  switch (kind) {
+    case ContainerKind::kArray:
+      lay->nodes_offset = sd::NodesStart(512, lay->node_align);
+      spec->header_size = static_cast<uint32_t>(lay->nodes_offset);
+      lay->node_num = peek.param("node_num");
+      slots = lay->node_num;
+      lay->row_spans = {{0, slots}};
+      break;
+    case ContainerKind::kHashTable: {
+      sd::TableGeometry& g = lay->geo;
+      uint64_t bucket_slots = peek.param("bucket_slots");
+      g.slots = bucket_slots > 4096 ? 0 : static_cast<uint32_t>(bucket_slots);
+      g.main_buckets = peek.param("main_buckets");
+      g.over_buckets = peek.param("over_buckets");
+      uint64_t over_rows = peek.param("over_rows");
+      g.over_rows = over_rows > sd::kMaxOverRows
+                        ? 0 : static_cast<uint32_t>(over_rows);
+      if (!g.Derive()) {
+        *why = "impossible hash table geometry";
+        return false;
+      }
+      lay->nodes_offset = sd::TableNodesOffset(g.main_buckets,
+                                               lay->node_align);
+      spec->header_size = static_cast<uint32_t>(sd::kTableBitmapOffset);
+      slots = g.total_slots();
+      for (uint32_t r = 0; r < g.rows(); ++r) {
+        lay->row_spans.push_back({g.row_first[r] * g.slots,
+                                  g.row_buckets[r] * g.slots});
+      }
+      break;
+    }
+    case ContainerKind::kHashTableM:
+      lay->rows = peek.param("row_num");
+      lay->cols = peek.param("col_num");
+      if (lay->rows < 1 || lay->rows > 200 || lay->cols <= lay->rows ||
+          lay->cols > (1ULL << 32) ||
+          !sd::LargestPrimes(lay->cols, lay->rows, &lay->mods)) {
+        *why = "impossible rows x cols";
+        return false;
+      }
+      lay->nodes_offset = sd::NodesStart(512, lay->node_align);
+      spec->header_size = static_cast<uint32_t>(lay->nodes_offset);
+      slots = lay->rows * lay->cols;
+      for (uint64_t r = 0; r < lay->rows; ++r) {
+        lay->row_spans.push_back({r * lay->cols, lay->mods[r]});
+      }
+      break;
+    default:
+      *why = "not a fixed-node container";
+      return false;
+  }
+  if (!MulAdd(slots, lay->node_size, lay->nodes_offset, &spec->total_size)) {
+    *why = "size overflows";
+    return false;
+  }
+  return true;
+}
+
+// Attaches a fixed-node segment (read-only unless `writable`), validating
+// the header as every container does and the geometry against its size.
+template <class Alloc>
+int OpenRaw(const SegName& name, const HeaderPeek& peek, bool writable,
+            sd::Segment<Alloc>* seg, RawLayout* lay, std::string* err) {
+  sd::SegmentSpec spec;
+  std::string why;
+  ContainerKind kind = static_cast<ContainerKind>(peek.header()->kind);
+  if (!DeriveLayout(kind, peek, lay, &spec, &why)) {
+    *err = name.Display() + ": corrupted: " + why;
+    return kExitProblems;
+  }
+  shmc::Error e;
+  if (!seg->OpenForRead(name.key, spec, writable, "shmc", &e)) {
+    return Fail(e, err);
+  }
+  if (!seg->CheckTotalSize(spec.total_size, "shmc", &e)) {
+    seg->Reset();
+    return Fail(e, err);
+  }
+  lay->base = reinterpret_cast<const volatile unsigned char*>(seg->base());
+  return kExitOk;
+}
+
+// A map's index node: key words, then the value handle (low 32 bits: the
+// head node, 0 when the node is free).
+uint64_t MapLinkWord(const RawLayout& lay, uint64_t i) {
+  const auto* w = reinterpret_cast<const std::atomic<uint64_t>*>(
+      const_cast<const unsigned char*>(lay.node(i)) + lay.node_size - 8);
+  return w->load(std::memory_order_acquire);
+}
+
+bool MapNodeUsed(const RawLayout& lay, uint64_t i) {
+  return static_cast<uint32_t>(MapLinkWord(lay, i)) != 0;
+}
+
+bool RawNodeUsed(const RawLayout& lay, uint64_t i) {
+  return !AllZero(lay.node(i), lay.node_size);
+}
+
+using UsedFn = bool (*)(const RawLayout&, uint64_t);
+
+// Kinds the tool reads through RawLayout.
+bool FixedNodes(ContainerKind kind) {
+  return kind == ContainerKind::kArray || kind == ContainerKind::kHashTable ||
+         kind == ContainerKind::kHashTableM;
+}
+
+// Rows with their slots and nodes in use, and for ShmHashTable the probe
+// depth of a hit: 1 for the main rows (both lines fetched together), 2 + r
+// for overflow row r.
+Json Occupancy(const RawLayout& lay, UsedFn used, uint64_t* total_used,
+               const char* used_word) {
+  Json rows = Json::Array();
+  Json depth = Json::Object();
+  uint64_t all = 0;
+  uint64_t main_used = 0;
+  for (size_t r = 0; r < lay.row_spans.size(); ++r) {
+    uint64_t n = 0;
+    for (uint64_t s = 0; s < lay.row_spans[r].second; ++s) {
+      n += used(lay, lay.row_spans[r].first + s);
+    }
+    all += n;
+    Json row = Json::Object();
+    row.Set("row", static_cast<uint64_t>(r));
+    row.Set("slots", lay.row_spans[r].second);
+    row.Set(used_word, n);
+    rows.Push(std::move(row));
+    if (lay.kind == ContainerKind::kHashTable) {
+      if (r < 2) {
+        main_used += n;
+        if (r == 1) depth.Set("1", main_used);
+      } else {
+        depth.Set(std::to_string(r), n);
+      }
+    }
+  }
+  *total_used = all;
+  Json j = Json::Object();
+  j.Set("rows", std::move(rows));
+  if (lay.kind == ContainerKind::kHashTable) j.Set("probe_depth", depth);
+  return j;
+}
+
+const sd::HashTableHeader* TableHeader(const RawLayout& lay) {
+  return reinterpret_cast<const sd::HashTableHeader*>(
+      const_cast<const unsigned char*>(lay.base) + 512);
+}
+
+// Overflow rows deeper than the recorded depth that hold nodes: lookups
+// stop before them, so their keys are unreachable.
+uint32_t DeepestUsedOverflowRow(const RawLayout& lay, UsedFn used) {
+  uint32_t deepest = 0;
+  for (uint32_t r = 0; r < lay.geo.over_rows; ++r) {
+    const auto& span = lay.row_spans[2 + r];
+    for (uint64_t s = 0; s < span.second; ++s) {
+      if (used(lay, span.first + s)) {
+        deepest = r + 1;
+        break;
+      }
+    }
+  }
+  return deepest;
+}
+
+Json TableInfo(const RawLayout& lay, UsedFn used, const char* used_word) {
+  uint64_t total_used = 0;
+  Json j = Occupancy(lay, used, &total_used, used_word);
+  uint64_t slots = 0;
+  for (const auto& span : lay.row_spans) slots += span.second;
+  Json out = Json::Object();
+  out.Set("node_size", lay.node_size);
+  out.Set("slots", slots);
+  out.Set(used_word, total_used);
+  out.Set("fill_pct", slots == 0 ? 0.0 : 100.0 * total_used / slots);
+  if (lay.kind == ContainerKind::kHashTable) {
+    const sd::HashTableHeader* th = TableHeader(lay);
+    out.Set("bucket_slots", lay.geo.slots);
+    out.Set("expected_capacity", slots * 85 / 100);
+    out.Set("overflow_depth",
+            th->overflow_depth.load(std::memory_order_relaxed));
+    out.Set("overflow_allocs",
+            th->overflow_allocs.load(std::memory_order_relaxed));
+  }
+  out.Set("rows", *j.Get("rows"));
+  if (const Json* d = j.Get("probe_depth")) out.Set("probe_depth", *d);
+  return out;
+}
+
+// Hash-table findings (and the one repair: raising the recorded depth).
+void CheckTable(const RawLayout& lay, UsedFn used, bool fix, Json* problems,
+                Json* fixed) {
+  if (lay.kind != ContainerKind::kHashTable) return;
+  auto* th = const_cast<sd::HashTableHeader*>(TableHeader(lay));
+  uint32_t depth = th->overflow_depth.load(std::memory_order_relaxed);
+  if (depth > lay.geo.over_rows) {
+    problems->Push("overflow_depth " + std::to_string(depth) +
+                   " exceeds the " + std::to_string(lay.geo.over_rows) +
+                   " overflow rows");
+  }
+  uint32_t deepest = DeepestUsedOverflowRow(lay, used);
+  if (deepest > depth) {
+    problems->Push("overflow row " + std::to_string(deepest - 1) +
+                   " holds nodes beyond overflow_depth " +
+                   std::to_string(depth) + ": lookups cannot reach them");
+    if (fix) {
+      th->overflow_depth.store(deepest, std::memory_order_release);
+      fixed->Push("overflow_depth raised to " + std::to_string(deepest));
+    }
+  } else if (depth > lay.geo.over_rows && fix) {
+    th->overflow_depth.store(deepest, std::memory_order_release);
+    fixed->Push("overflow_depth set to " + std::to_string(deepest));
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+template <class Alloc>
+struct Ops {
+  using Links = shmc::ShmLinkTable<Alloc>;
+
+  static int OpenLinks(const SegName& n, Links* lt, std::string* err) {
+    if (!lt->InitForRead(n.key)) return Fail(lt->last_error(), err);
+    return kExitOk;
+  }
+
+  // A map's index (raw) and values, both read-only.
+  struct MapView {
+    sd::Segment<Alloc> seg;
+    RawLayout lay;
+    Links lt;
+    int Open(const Container& c, std::string* err) {
+      int rc = OpenRaw(c.segments[0], c.peeks[0], false, &seg, &lay, err);
+      return rc != kExitOk ? rc : OpenLinks(c.segments[1], &lt, err);
+    }
+  };
+
+  static Json LinkInfo(const Links& lt) {
+    Json j = Json::Object();
+    j.Set("node_num", lt.total_nodes());
+    j.Set("node_data_bytes", lt.node_capacity());
+    j.Set("free_nodes", lt.free_nodes());
+    j.Set("used_nodes", lt.total_nodes() - lt.free_nodes());
+    j.Set("values", lt.link_bufs());
+    j.Set("value_bytes", lt.link_buf_bytes());
+    return j;
+  }
+
+  static void LinkProblems(const typename Links::HealthStat& hs,
+                           Json* problems, Json* fixed) {
+    auto add = [&](size_t n, const char* what) {
+      if (n > 0) problems->Push(std::to_string(n) + " " + what);
+    };
+    add(hs.leaked_nodes, "leaked nodes (neither free nor in a value)");
+    add(hs.bad_linked_link_bufs, "values with a broken chain");
+    add(hs.too_long_link_bufs, "values with more nodes than their length");
+    add(hs.too_short_link_bufs, "values with fewer nodes than their length");
+    add(hs.bad_free_list, "broken free list");
+    add(hs.counter_mismatches, "header counters wrong");
+    auto fixed_n = [&](size_t n, const char* what) {
+      if (n > 0) fixed->Push(std::to_string(n) + " " + what);
+    };
+    fixed_n(hs.recycled_leaked_nodes, "leaked nodes returned to the pool");
+    fixed_n(hs.cleared_link_bufs, "broken values cleared");
+  }
+
+  static Json LinkStats(const typename Links::HealthStat& hs) {
+    Json j = Json::Object();
+    j.Set("free_nodes", hs.total_free_nodes);
+    j.Set("values", hs.total_link_bufs);
+    j.Set("value_bytes", hs.total_link_buf_bytes);
+    return j;
+  }
+
+  // --- info -----------------------------------------------------------
+  static int Info(const Container& c, Json* out, std::string* err) {
+    const SegName& n = c.segments[0];
+    const HeaderPeek& peek = c.peeks[0];
+    Json j = Json::Object();
+    j.Set("name", c.name.Display());
+    j.Set("kind", c.kind);
+    Json segs = Json::Array();
+    for (size_t i = 0; i < c.segments.size(); ++i) {
+      segs.Push(HeaderSummary(c.segments[i], c.peeks[i]));
+    }
+    ContainerKind kind = static_cast<ContainerKind>(peek.header()->kind);
+    if (c.kind == "hash_map") {
+      MapView mv;
+      int rc = mv.Open(c, err);
+      if (rc != kExitOk) return rc;
+      Json idx = TableInfo(mv.lay, MapNodeUsed, "keys");
+      j.Set("keys", *idx.Get("keys"));
+      j.Set("index", std::move(idx));
+      j.Set("values", LinkInfo(mv.lt));
+    } else if (FixedNodes(kind)) {
+      sd::Segment<Alloc> seg;
+      RawLayout lay;
+      int rc = OpenRaw(n, peek, false, &seg, &lay, err);
+      if (rc != kExitOk) return rc;
+      if (kind == ContainerKind::kArray) {
+        Json a = Json::Object();
+        a.Set("node_size", lay.node_size);
+        a.Set("node_num", lay.node_num);
+        uint64_t nz = 0;
+        for (uint64_t i = 0; i < lay.node_num; ++i) nz += RawNodeUsed(lay, i);
+        a.Set("nonzero_nodes", nz);
+        j.Set("array", std::move(a));
+      } else {
+        // The tool cannot call a user's Node::Key(): "used" means a node
+        // with any non-zero byte (erased nodes are cleared by convention).
+        j.Set("table", TableInfo(lay, RawNodeUsed, "nonzero_nodes"));
+      }
+    } else if (kind == ContainerKind::kLinkTable) {
+      Links lt;
+      int rc = OpenLinks(n, &lt, err);
+      if (rc != kExitOk) return rc;
+      j.Set("link_table", LinkInfo(lt));
+    } else if (kind == ContainerKind::kQueue) {
+      shmc::ShmQueue<Alloc> q;
+      if (!q.InitForInspect(n.key)) return Fail(q.last_error(), err);
+      Json qj = Json::Object();
+      qj.Set("capacity", q.capacity());
+      qj.Set("used_bytes", q.used_bytes());
+      uint64_t pending = 0;
+      q.Peek(0, [&](const std::string&) { ++pending; });
+      qj.Set("pending_records", pending);
+      qj.Set("pushed", q.pushed());
+      qj.Set("popped", q.popped());
+      qj.Set("high_water_bytes", q.high_water());
+      qj.Set("full_spins", q.full_spins());
+      j.Set("queue", std::move(qj));
+    } else if (kind == ContainerKind::kSyncBuf) {
+      shmc::ShmSyncBuf<Alloc> sb;
+      if (!sb.InitForRead(n.key)) return Fail(sb.last_error(), err);
+      Json s = Json::Object();
+      s.Set("capacity", sb.sync_buf_size());
+      s.Set("used_bytes", sb.used_size());
+      s.Set("pushed", sb.pushed());
+      s.Set("recycled", sb.recycled());
+      shmc::SyncMeta first{}, last{};
+      shmc::SyncIter it = sb.Head();
+      bool have_first = sb.Read(it, &first) == 1;
+      uint64_t records = 0;
+      bool have_last = false;
+      while (sb.Read(it, &last) == 1) {
+        have_last = true;
+        ++records;
+        if (!sb.Next(&it)) break;
+      }
+      s.Set("records", records);
+      auto when = [](const shmc::SyncMeta& m) {
+        Json t = Json::Object();
+        t.Set("seq", m.seq);
+        t.Set("time", static_cast<double>(m.time.tv_sec) +
+                          m.time.tv_usec / 1e6);
+        return t;
+      };
+      s.Set("first", have_first ? when(first) : Json());
+      s.Set("last", have_last ? when(last) : Json());
+      j.Set("sync_buf", std::move(s));
+    } else {
+      *err = n.Display() + ": a " + c.kind + " segment; this shmc knows its "
+             "header only";
+    }
+    j.Set("segments", std::move(segs));
+    *out = std::move(j);
+    return kExitOk;
+  }
+
+  // --- check ----------------------------------------------------------
+  static int Check(const Container& c, bool fix, Json* out,
+                   std::string* err) {
+    const SegName& n = c.segments[0];
+    const HeaderPeek& peek = c.peeks[0];
+    Json problems = Json::Array();
+    Json fixed = Json::Array();
+    Json stats = Json::Object();
+    ContainerKind kind = static_cast<ContainerKind>(peek.header()->kind);
+    if (c.kind == "hash_map") {
+      sd::Segment<Alloc> seg;
+      RawLayout lay;
+      int rc = OpenRaw(n, peek, fix, &seg, &lay, err);
+      if (rc != kExitOk) return rc;
+      Links lt;
+      if (fix) {
+        // Writer side: the lease, and recovery of an interrupted write.
+        typename Links::SlotResolver resolve =
+            [&lay](uint64_t id) -> std::atomic<uint64_t>* {
+          uint64_t slots = lay.geo.total_slots();
+          if (id == 0 || id > slots) return nullptr;
+          return reinterpret_cast<std::atomic<uint64_t>*>(
+              const_cast<unsigned char*>(lay.node(id - 1)) + lay.node_size -
+              8);
+        };
+        uint64_t words = c.peeks[1].param("data_words");
+        uint64_t nodes = c.peeks[1].param("node_num");
+        if (!lt.InitForWriteImpl(c.segments[1].key, words * 8, nodes,
+                                 &resolve)) {
+          return Fail(lt.last_error(), err);
+        }
+      } else if ((rc = OpenLinks(c.segments[1], &lt, err)) != kExitOk) {
+        return rc;
+      }
+      CheckTable(lay, MapNodeUsed, fix, &problems, &fixed);
+      typename shmc::ShmHashMap<uint64_t, Alloc>::HealthStat hs;
+      auto each_slot =
+          [&lay](const std::function<void(std::atomic<uint64_t>*)>& f) {
+            for (uint64_t i = 0; i < lay.geo.total_slots(); ++i) {
+              if (!MapNodeUsed(lay, i)) continue;
+              f(reinterpret_cast<std::atomic<uint64_t>*>(
+                  const_cast<unsigned char*>(lay.node(i)) + lay.node_size -
+                  8));
+            }
+            return true;
+          };
+      if (!sd::MapHealthCheck(lt, each_slot, &hs, fix)) {
+        *err = n.Display() + ": health check could not run";
+        return kExitError;
+      }
+      LinkProblems(hs.lt_stat, &problems, &fixed);
+      if (hs.bad_key_values > 0) {
+        problems.Push(std::to_string(hs.bad_key_values) +
+                      " keys pointing at no valid value");
+      }
+      if (hs.leaked_values > 0) {
+        problems.Push(std::to_string(hs.leaked_values) +
+                      " values no key points to (leaked)");
+      }
+      if (hs.cleared_key_values > 0) {
+        fixed.Push(std::to_string(hs.cleared_key_values) +
+                   " keys with bad values dropped");
+      }
+      if (hs.recycled_leaked_values > 0) {
+        fixed.Push(std::to_string(hs.recycled_leaked_values) +
+                   " leaked values freed");
+      }
+      stats = LinkStats(hs.lt_stat);
+      stats.Set("keys", hs.total_key_values);
+    } else if (FixedNodes(kind)) {
+      sd::Segment<Alloc> seg;
+      RawLayout lay;
+      int rc = OpenRaw(n, peek, fix, &seg, &lay, err);
+      if (rc != kExitOk) return rc;
+      CheckTable(lay, RawNodeUsed, fix, &problems, &fixed);
+    } else if (kind == ContainerKind::kLinkTable) {
+      Links lt;
+      if (fix) {
+        if (!lt.InitForWrite(n.key, peek.param("data_words") * 8,
+                             peek.param("node_num"))) {
+          return Fail(lt.last_error(), err);
+        }
+      } else {
+        int rc = OpenLinks(n, &lt, err);
+        if (rc != kExitOk) return rc;
+      }
+      typename Links::HealthStat hs;
+      if (!lt.HealthCheck(&hs, fix)) {
+        *err = n.Display() + ": health check could not run";
+        return kExitError;
+      }
+      LinkProblems(hs, &problems, &fixed);
+      stats = LinkStats(hs);
+    } else if (kind == ContainerKind::kQueue) {
+      shmc::ShmQueue<Alloc> q;
+      if (!q.InitForInspect(n.key)) return Fail(q.last_error(), err);
+      uint64_t records = 0, bad = 0;
+      auto r = q.Peek(0, [&](const std::string&) { ++records; }, &bad);
+      if (r == shmc::ShmQueue<Alloc>::kPeekCorrupted) {
+        problems.Push("damaged record header at ring position " +
+                      std::to_string(bad) + " (the consumer will stop there)");
+      }
+      stats.Set("pending_records", records);
+    } else if (kind == ContainerKind::kSyncBuf) {
+      shmc::ShmSyncBuf<Alloc> sb;
+      if (!sb.InitForRead(n.key)) return Fail(sb.last_error(), err);
+      shmc::SyncIter it = sb.Head();
+      uint64_t records = 0, expect_seq = 0;
+      shmc::SyncMeta m{};
+      for (;;) {
+        int rc = sb.Read(it, &m);
+        if (rc == 0) break;
+        if (rc < 0) {
+          if (sb.IsOverrun(it)) {  // the writer moved on: start again
+            it = sb.Head();
+            records = 0;
+            expect_seq = 0;
+            continue;
+          }
+          problems.Push("damaged record at ring position " +
+                        std::to_string(it.pos));
+          break;
+        }
+        if (expect_seq != 0 && m.seq != expect_seq) {
+          problems.Push("sequence jumps from " +
+                        std::to_string(expect_seq - 1) + " to " +
+                        std::to_string(m.seq));
+          break;
+        }
+        expect_seq = m.seq + 1;
+        ++records;
+        if (!sb.Next(&it)) break;
+      }
+      stats.Set("records", records);
+    } else {
+      *err = n.Display() + ": a " + c.kind + " segment; this shmc checks "
+             "its header only";
+    }
+    if (fix && !problems.empty() && fixed.empty()) {
+      // Nothing could be repaired: say so rather than imply success.
+      fixed.Push("nothing repairable");
+    }
+    bool ok = problems.empty();
+    Json j = Json::Object();
+    j.Set("name", c.name.Display());
+    j.Set("kind", c.kind);
+    j.Set("ok", ok);
+    j.Set("problems", std::move(problems));
+    if (fix) j.Set("fixed", std::move(fixed));
+    j.Set("stats", std::move(stats));
+    *out = std::move(j);
+    if (ok) return kExitOk;
+    // With --fix, a clean second pass means everything was repaired.
+    if (fix) {
+      Json again;
+      std::string e2;
+      int rc = Check(c, false, &again, &e2);
+      out->Set("after_fix_ok", rc == kExitOk);
+      return rc;
+    }
+    return kExitProblems;
+  }
+
+  // --- dump -----------------------------------------------------------
+  static int Dump(const Container& c, const DumpOptions& opt,
+                  const std::function<void(const Json&)>& emit,
+                  std::string* err) {
+    const SegName& n = c.segments[0];
+    const HeaderPeek& peek = c.peeks[0];
+    size_t emitted = 0;
+    auto more = [&] { return opt.limit == 0 || emitted < opt.limit; };
+    auto out = [&](Json j) {
+      emit(j);
+      ++emitted;
+    };
+    ContainerKind kind = static_cast<ContainerKind>(peek.header()->kind);
+    if (c.kind == "hash_map") {
+      MapView mv;
+      int rc = mv.Open(c, err);
+      if (rc != kExitOk) return rc;
+      const RawLayout& lay = mv.lay;
+      const Links& lt = mv.lt;
+      uint64_t key_bytes = lay.node_size - 8;
+      std::string val;
+      for (uint64_t i = 0; i < lay.geo.total_slots() && more(); ++i) {
+        // Read as the map does: handle, key, value, handle again.
+        for (int attempt = 0; attempt < 8; ++attempt) {
+          uint64_t l = MapLinkWord(lay, i);
+          if (static_cast<uint32_t>(l) == 0) break;
+          std::string key = CopyBytes(lay.node(i), key_bytes);
+          bool ok = lt.Read(shmc::link_buf_t::Unpack(l), &val);
+          if (MapLinkWord(lay, i) != l) continue;  // changed: read again
+          Json j = Json::Object();
+          if (key_bytes == 8) {
+            uint64_t k;
+            std::memcpy(&k, key.data(), 8);
+            j.Set("key", k);
+          } else {
+            j.Set("key", Data(key, opt.hex));
+          }
+          if (ok) {
+            j.Set("value", Data(val, opt.hex));
+          } else {
+            j.Set("value", Json());
+            j.Set("error", "value unreadable (damaged: run shmc check)");
+          }
+          out(std::move(j));
+          break;
+        }
+      }
+    } else if (FixedNodes(kind)) {
+      sd::Segment<Alloc> seg;
+      RawLayout lay;
+      int rc = OpenRaw(n, peek, false, &seg, &lay, err);
+      if (rc != kExitOk) return rc;
+      bool table = kind != ContainerKind::kArray;
+      for (size_t r = 0; r < lay.row_spans.size() && more(); ++r) {
+        for (uint64_t s = 0; s < lay.row_spans[r].second && more(); ++s) {
+          uint64_t i = lay.row_spans[r].first + s;
+          if (table && !RawNodeUsed(lay, i)) continue;
+          Json j = Json::Object();
+          if (table) {
+            j.Set("row", static_cast<uint64_t>(r));
+            j.Set("slot", s);
+          } else {
+            j.Set("index", i);
+          }
+          j.Set("data", Data(CopyBytes(lay.node(i), lay.node_size), opt.hex));
+          out(std::move(j));
+        }
+      }
+    } else if (kind == ContainerKind::kLinkTable) {
+      Links lt;
+      int rc = OpenLinks(n, &lt, err);
+      if (rc != kExitOk) return rc;
+      std::string val;
+      lt.Travel([&](shmc::link_buf_t lb) {
+        if (!more()) return;
+        Json j = Json::Object();
+        j.Set("head", lb.head);
+        j.Set("tag", lb.tag);
+        if (lt.Read(lb, &val)) {
+          j.Set("value", Data(val, opt.hex));
+        } else {
+          j.Set("value", Json());
+          j.Set("error", "value unreadable (changed or damaged)");
+        }
+        out(std::move(j));
+      });
+    } else if (kind == ContainerKind::kQueue) {
+      shmc::ShmQueue<Alloc> q;
+      if (!q.InitForInspect(n.key)) return Fail(q.last_error(), err);
+      uint64_t bad = 0, index = 0;
+      auto r = q.Peek(opt.limit, [&](const std::string& rec) {
+        Json j = Json::Object();
+        j.Set("index", index++);
+        j.Set("len", static_cast<uint64_t>(rec.size()));
+        j.Set("data", Data(rec, opt.hex));
+        out(std::move(j));
+      }, &bad);
+      if (r == shmc::ShmQueue<Alloc>::kPeekCorrupted) {
+        *err = n.Display() + ": damaged record at ring position " +
+               std::to_string(bad) + "; records before it were dumped";
+        return kExitProblems;
+      }
+    } else if (kind == ContainerKind::kSyncBuf) {
+      shmc::ShmSyncBuf<Alloc> sb;
+      if (!sb.InitForRead(n.key)) return Fail(sb.last_error(), err);
+      shmc::SyncIter it = sb.Head();
+      shmc::SyncMeta m{};
+      std::string data;
+      while (more()) {
+        int rc = sb.Read(it, &m, &data);
+        if (rc == 0) break;
+        if (rc < 0) {
+          if (sb.IsOverrun(it)) {
+            // Recycled while dumping: go on from the oldest record left.
+            shmc::SyncIter head = sb.Head();
+            if (head.pos > it.pos) {
+              it = head;
+              continue;
+            }
+          }
+          *err = n.Display() + ": damaged record at ring position " +
+                 std::to_string(it.pos);
+          return kExitProblems;
+        }
+        Json j = Json::Object();
+        j.Set("seq", m.seq);
+        j.Set("time", static_cast<double>(m.time.tv_sec) +
+                          m.time.tv_usec / 1e6);
+        j.Set("len", static_cast<uint64_t>(data.size()));
+        j.Set("data", Data(data, opt.hex));
+        out(std::move(j));
+        if (!sb.Next(&it)) break;
+      }
+    } else {
+      *err = n.Display() + ": cannot dump a " + c.kind + " segment";
+      return kExitError;
+    }
+    return kExitOk;
+  }
+};
+
+template <class F>
+int WithBackend(Backend b, const F& f) {
+  switch (b) {
+    case Backend::kPosix: return f(Ops<shmc::POSIX>());
+    case Backend::kSysv: return f(Ops<shmc::SVIPC>());
+    case Backend::kFile: return f(Ops<shmc::MAPFILE>());
+  }
+  return kExitError;
+}
+
+int PeekExit(const HeaderPeek& p) {
+  switch (p.status) {
+    case HeaderPeek::kOk: return kExitOk;
+    case HeaderPeek::kTruncated: return kExitProblems;
+    default: return kExitError;
+  }
+}
+
+}  // namespace
+
+int Resolve(const SegName& name, Container* out, std::string* err) {
+  out->name = name;
+  HeaderPeek p = PeekHeader(name);
+  if (p.status == HeaderPeek::kNotFound) {
+    // A hash map is the pair NAME0 (index) + NAME1 (values).
+    HeaderPeek p0 = PeekHeader(name.Suffixed("0"));
+    HeaderPeek p1 = PeekHeader(name.Suffixed("1"));
+    bool idx = p0.status == HeaderPeek::kOk &&
+               p0.kind() == static_cast<uint32_t>(ContainerKind::kHashTable);
+    bool vals = p1.status == HeaderPeek::kOk &&
+                p1.kind() == static_cast<uint32_t>(ContainerKind::kLinkTable);
+    if (idx && vals) {
+      bool found = false;
+      uint64_t node_size = p0.param("node_size", &found);
+      if (found && node_size >= 16 && node_size % 8 == 0) {
+        out->kind = "hash_map";
+        out->segments = {name.Suffixed("0"), name.Suffixed("1")};
+        out->peeks = {p0, p1};
+        return kExitOk;
+      }
+    }
+    if (p0.status != HeaderPeek::kNotFound ||
+        p1.status != HeaderPeek::kNotFound) {
+      *err = name.Display() + ": no such segment; " +
+             name.Suffixed("0").Display() + " and " +
+             name.Suffixed("1").Display() +
+             " are not the index and values of one hash map";
+      return kExitError;
+    }
+    *err = p.message;
+    return kExitError;
+  }
+  if (p.status != HeaderPeek::kOk) {
+    *err = p.message;
+    return PeekExit(p);
+  }
+  if (p.kind() == 0) {
+    *err = name.Display() + ": unknown container kind " +
+           std::to_string(p.header()->kind) + " (a newer shmc made it?)";
+    return kExitError;
+  }
+  out->kind = sd::KindName(static_cast<ContainerKind>(p.kind()));
+  out->segments = {name};
+  out->peeks = {p};
+  return kExitOk;
+}
+
+int Info(const Container& c, Json* out, std::string* err) {
+  return WithBackend(c.segments[0].backend,
+                     [&](auto ops) { return ops.Info(c, out, err); });
+}
+
+int Check(const Container& c, bool fix, Json* out, std::string* err) {
+  return WithBackend(c.segments[0].backend,
+                     [&](auto ops) { return ops.Check(c, fix, out, err); });
+}
+
+int Dump(const Container& c, const DumpOptions& opt,
+         const std::function<void(const Json&)>& emit, std::string* err) {
+  return WithBackend(c.segments[0].backend,
+                     [&](auto ops) { return ops.Dump(c, opt, emit, err); });
+}
+
+int Remove(const Container& c, bool force, Json* out, std::string* err) {
+  // Refuse to pull a segment from under a live writer unless forced.
+  for (size_t i = 0; i < c.segments.size(); ++i) {
+    if (c.peeks[i].status != HeaderPeek::kOk) continue;  // no lease to read
+    const sd::SegmentHeader* h = c.peeks[i].header();
+    uint64_t pid = h->lease_pid.load(std::memory_order_acquire);
+    if (!force && sd::LeaseHolderAlive(h, pid)) {
+      *err = c.segments[i].Display() + ": its writer (pid " +
+             std::to_string(pid) + ") is alive; stop it first, or use "
+             "--force (attached processes keep their mapping)";
+      return kExitError;
+    }
+  }
+  Json removed = Json::Array();
+  for (const SegName& s : c.segments) {
+    auto alloc = MakeAlloc(s.backend);
+    if (!alloc->Unlink(s.key)) {
+      *err = s.Display() + ": cannot remove: " +
+             sd::AllocErrorText(alloc->last_errno());
+      if (alloc->sys_errno() != 0) {
+        *err += std::string(" (") + std::strerror(alloc->sys_errno()) + ")";
+      }
+      return kExitError;
+    }
+    removed.Push(s.Display());
+  }
+  Json j = Json::Object();
+  j.Set("name", c.name.Display());
+  j.Set("kind", c.kind);
+  j.Set("removed", std::move(removed));
+  *out = std::move(j);
+  return kExitOk;
+}
+
+}  // namespace shmc_tool
