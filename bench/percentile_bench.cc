@@ -1,0 +1,185 @@
+// Max-of-n percentile estimator: accuracy against exact quantiles, and the
+// cost of Add against two baselines measured in the same run:
+//   exact     - keep every sample, nth_element at the end (cost per sample
+//               includes the final selection);
+//   histogram - 1,920 fixed log-linear buckets (32 per power of two over
+//               2^-20..2^40): increment one counter per sample.
+//
+//   percentile_bench [--accuracy] [--speed] [--samples N]
+// Prints markdown tables (committed in docs/percentile.md and
+// bench/RESULTS.md).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shmc/percentile.h"
+
+namespace {
+
+double Exact(std::vector<double> v, double p) {
+  size_t k = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  if (k > 0) --k;
+  std::nth_element(v.begin(), v.begin() + k, v.end());
+  return v[k];
+}
+
+struct Dist {
+  const char* name;
+  std::function<double(std::mt19937_64&)> draw;
+};
+
+std::vector<Dist> Dists() {
+  return {
+      {"exponential", [](std::mt19937_64& r) {
+         return std::exponential_distribution<double>(1.0)(r);
+       }},
+      {"normal(100,15)", [](std::mt19937_64& r) {
+         return std::normal_distribution<double>(100, 15)(r);
+       }},
+      {"log-normal(0,1)", [](std::mt19937_64& r) {
+         return std::lognormal_distribution<double>(0, 1)(r);
+       }},
+      {"pareto(a=1.5)", [](std::mt19937_64& r) {
+         double u = std::uniform_real_distribution<double>(0, 1)(r);
+         return std::pow(1 - u, -1.0 / 1.5);
+       }},
+  };
+}
+
+void Accuracy() {
+  const double ps[] = {0.5, 0.9, 0.99, 0.999};
+  std::printf("| distribution | samples | p50 | p90 | p99 | p99.9 |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (const Dist& d : Dists()) {
+    for (size_t n : {size_t{10000}, size_t{100000}, size_t{1000000}}) {
+      std::mt19937_64 rng(1234 + n);
+      std::vector<double> all(n);
+      for (double& x : all) x = d.draw(rng);
+      std::printf("| %s | 10^%d |", d.name,
+                  static_cast<int>(std::lround(std::log10(n))));
+      for (double p : ps) {
+        shmc::PercentileEstimator e(p);
+        for (double x : all) e.Add(x);
+        double exact = Exact(all, p);
+        std::printf(" %+.1f%% |", 100.0 * (e.Estimate() - exact) / exact);
+      }
+      std::printf("\n");
+    }
+  }
+  std::printf("\n(error of the estimate relative to the exact quantile; "
+              "group sizes n = %llu, %llu, %llu, %llu)\n",
+              static_cast<unsigned long long>(
+                  shmc::PercentileEstimator::GroupSize(0.5)),
+              static_cast<unsigned long long>(
+                  shmc::PercentileEstimator::GroupSize(0.9)),
+              static_cast<unsigned long long>(
+                  shmc::PercentileEstimator::GroupSize(0.99)),
+              static_cast<unsigned long long>(
+                  shmc::PercentileEstimator::GroupSize(0.999)));
+}
+
+class LogHistogram {
+ public:
+  static constexpr int kSub = 32, kMinExp = -20, kMaxExp = 40;
+  LogHistogram() : counts_((kMaxExp - kMinExp) * kSub, 0) {}
+  void Add(double x) {
+    int e = 0;
+    double m = std::frexp(x, &e);  // x = m * 2^e, m in [0.5, 1)
+    int idx;
+    if (!(x > 0) || e <= kMinExp) {
+      idx = 0;
+    } else if (e > kMaxExp) {
+      idx = static_cast<int>(counts_.size()) - 1;
+    } else {
+      idx = (e - kMinExp - 1) * kSub + static_cast<int>((m - 0.5) * 2 * kSub);
+    }
+    ++counts_[idx];
+    ++total_;
+  }
+  double Quantile(double p) const {
+    uint64_t want = static_cast<uint64_t>(std::ceil(p * total_));
+    uint64_t seen = 0;
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      seen += counts_[i];
+      if (seen >= want) {
+        int e = static_cast<int>(i) / kSub + kMinExp + 1;
+        double m = 0.5 + (static_cast<double>(i % kSub) + 0.5) / (2 * kSub);
+        return std::ldexp(m, e);
+      }
+    }
+    return 0;
+  }
+
+ private:
+  std::vector<uint64_t> counts_;
+  uint64_t total_ = 0;
+};
+
+double NsPer(const std::function<double()>& body, size_t n) {
+  auto t0 = std::chrono::steady_clock::now();
+  volatile double sink = body();
+  (void)sink;
+  auto t1 = std::chrono::steady_clock::now();
+  return std::chrono::duration<double, std::nano>(t1 - t0).count() / n;
+}
+
+void Speed(size_t n) {
+  std::mt19937_64 rng(99);
+  std::vector<double> samples(n);
+  for (double& x : samples) x = std::exponential_distribution<double>(1)(rng);
+  std::printf("| run | max-of-n Add ns | exact (store + select) ns | "
+              "histogram Add ns | vs exact | vs histogram |\n");
+  std::printf("|---|---|---|---|---|---|\n");
+  for (int run = 1; run <= 5; ++run) {
+    double est = NsPer([&] {
+      shmc::PercentileEstimator e(0.99);
+      for (double x : samples) e.Add(x);
+      return e.Estimate();
+    }, n);
+    double exact = NsPer([&] {
+      std::vector<double> kept;
+      for (double x : samples) kept.push_back(x);
+      size_t k = kept.size() * 99 / 100;
+      std::nth_element(kept.begin(), kept.begin() + k, kept.end());
+      return kept[k];
+    }, n);
+    double hist = NsPer([&] {
+      LogHistogram h;
+      for (double x : samples) h.Add(x);
+      return h.Quantile(0.99);
+    }, n);
+    std::printf("| %d | %.2f | %.2f | %.2f | %.2fx | %.2fx |\n", run, est,
+                exact, hist, exact / est, hist / est);
+  }
+  std::printf("\n(%zu exponential samples per run; ratios > 1: max-of-n "
+              "is faster)\n", n);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool accuracy = false, speed = false;
+  size_t n = 10000000;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--accuracy")) accuracy = true;
+    else if (!std::strcmp(argv[i], "--speed")) speed = true;
+    else if (!std::strcmp(argv[i], "--samples") && i + 1 < argc)
+      n = std::strtoull(argv[++i], nullptr, 10);
+    else {
+      std::fprintf(stderr, "usage: percentile_bench [--accuracy] [--speed] "
+                   "[--samples N]\n");
+      return 2;
+    }
+  }
+  if (!accuracy && !speed) accuracy = speed = true;
+  if (accuracy) Accuracy();
+  if (accuracy && speed) std::printf("\n");
+  if (speed) Speed(n);
+  return 0;
+}
