@@ -135,7 +135,7 @@ TEST(ShmPercentile, SlotsPerLiveWriterAndBadInput) {
   int rc = shmc_test::RunInChild([&] {
     shmc::ShmPercentile<shmc::POSIX> b;
     if (b.InitForWrite(key, 0.99, 1)) return 1;
-    return b.last_error().code == shmc::ErrorCode::kWriterBusy ? 0 : 2;
+    return b.last_error().code == shmc::ErrorCode::kNoSlot ? 0 : 2;
   });
   EXPECT_EQ(rc, 0) << "one slot, held by a live process";
   shmc::ShmPercentile<shmc::POSIX> c;

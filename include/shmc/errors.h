@@ -25,6 +25,8 @@ enum class ErrorCode : int {
   kAlreadyInitialized = 14,  // Init* called twice on one object
   kNotInitialized = 15,      // the container was used before Init*
   kWriterBusy = 16,          // another live process holds the writer lease
+  kTimeout = 17,             // a bounded wait ran out (e.g. a reader's pin)
+  kNoSlot = 18,              // every per-process slot is held by a live one
 };
 
 // Stable lower-case name of a code, e.g. "layout_mismatch".
@@ -47,6 +49,8 @@ inline const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kAlreadyInitialized: return "already_initialized";
     case ErrorCode::kNotInitialized: return "not_initialized";
     case ErrorCode::kWriterBusy: return "writer_busy";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kNoSlot: return "no_slot";
   }
   return "unknown";
 }

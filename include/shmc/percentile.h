@@ -174,7 +174,7 @@ class ShmPercentile {
   ~ShmPercentile() { Release(); }
 
   // Creates or attaches the segment for quantile p with `slots` writer
-  // slots, and claims a slot for this process: kWriterBusy when every slot
+  // slots, and claims a slot for this process: kNoSlot when every slot
   // is held by a live process; kSizeMismatch if the segment exists with
   // another p or slot count.
   bool InitForWrite(const std::string& shm_key, double p, size_t slots) {
@@ -310,7 +310,7 @@ class ShmPercentile {
     std::string key = seg_.key();
     seg_.Reset();
     return detail::Segment<Alloc>::Fail(
-        &error_, ErrorCode::kWriterBusy, 0, key, who,
+        &error_, ErrorCode::kNoSlot, 0, key, who,
         "all %llu writer slots are held by live processes",
         static_cast<unsigned long long>(slots_));
   }
