@@ -15,7 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "shmc/percentile.h"
 #include "shmc/shm_array.h"
+#include "shmc/shm_double_buf.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
@@ -310,6 +312,42 @@ TEST(ShmcCli, EveryOtherKind) {
     EXPECT_EQ(ParseOrFail(r.out).get("removed")->arr.size(), 1u);
     EXPECT_EQ(Shmc({"info", seg}).exit_code, 1) << c.kind;
   }
+}
+
+TEST(ShmcCli, DoubleBufferAndPercentileInfo) {
+  ScopedKey<shmc::POSIX> kd("d"), kp("p");
+  shmc::ShmDoubleBuf<shmc::POSIX> db, reader;
+  ASSERT_TRUE(db.InitForWrite(kd, 1000, 8));
+  ASSERT_TRUE(db.Publish("config v1"));
+  ASSERT_TRUE(db.Publish("config v2"));
+  ASSERT_TRUE(reader.InitForRead(kd));
+  auto pin = reader.ReadInPlace();
+  shmc::ShmPercentile<shmc::POSIX> sp;
+  ASSERT_TRUE(sp.InitForWrite(kp, 0.99, 4));
+  shmc::PercentileEstimator local(0.99);
+  for (int i = 0; i < 5600; ++i) {
+    sp.Add(i % 100);
+    local.Add(i % 100);
+  }
+  Result r = Shmc({"info", "posix:" + kd.str(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  JValue info = ParseOrFail(r.out);
+  const JValue* d = info.get("double_buf");
+  ASSERT_NE(d, nullptr) << r.out;
+  EXPECT_EQ(d->number("version"), 2);
+  EXPECT_EQ(d->number("readers"), 1);
+  EXPECT_EQ(d->number("pins"), 1);
+  EXPECT_EQ(d->number("max_bytes"), 1024);
+  EXPECT_EQ(reader.readers(), 1u) << "inspecting took no reader slot";
+  r = Shmc({"info", "posix:" + kp.str(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  info = ParseOrFail(r.out);
+  const JValue* p = info.get("percentile");
+  ASSERT_NE(p, nullptr) << r.out;
+  EXPECT_EQ(p->number("samples"), 5600);
+  EXPECT_EQ(p->number("group_size"), 56);
+  EXPECT_NEAR(p->number("estimate"), local.Estimate(), 1e-3);
+  EXPECT_EQ(Shmc({"check", "posix:" + kp.str()}).exit_code, 0);
 }
 
 TEST(ShmcCli, MapDamageFoundAndRepaired) {

@@ -106,19 +106,19 @@ class ShmDoubleBuf {
     if (!seg_.OpenForRead(shm_key, Spec(0, 0), true, who, &error_)) {
       return false;
     }
-    uint64_t half = seg_.param(0), slots = seg_.param(1);
-    if (half == 0 || half > kMaxBytes || half % detail::kCacheLine != 0 ||
-        slots == 0 || slots > 65536 ||
-        !seg_.CheckTotalSize(Spec(half, slots).total_size, who, &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "impossible geometry");
-      }
-      seg_.Reset();
+    return CheckGeometry(shm_key, who) && ClaimSlot(who);
+  }
+
+  // Inspection (the `shmc` tool): maps read-only and claims no slot;
+  // version(), max_bytes(), reader_slots(), readers() and pins() work,
+  // reads do not.
+  bool InitForInspect(const std::string& shm_key) {
+    error_.Clear();
+    const char* who = "ShmDoubleBuf::InitForInspect";
+    if (!seg_.OpenForRead(shm_key, Spec(0, 0), false, who, &error_)) {
       return false;
     }
-    Bind(half, slots);
-    return ClaimSlot(who);
+    return CheckGeometry(shm_key, who);
   }
 
   // --- writer ---------------------------------------------------------
@@ -248,6 +248,9 @@ class ShmDoubleBuf {
     return hdr_ ? hdr_->state.load(std::memory_order_acquire) >> 1 : 0;
   }
   size_t max_bytes() const { return half_; }
+  // Reader slots held, and pins currently set (statistics).
+  size_t readers() const { return CountSlots(false); }
+  size_t pins() const { return CountSlots(true); }
   size_t reader_slots() const { return slots_; }
   void set_publish_wait_ms(uint64_t ms) { wait_ms_ = ms; }
   const Error& last_error() const { return error_; }
@@ -280,6 +283,22 @@ class ShmDoubleBuf {
   }
 
   char* Half(uint32_t h) const { return halves_ + h * half_; }
+
+  bool CheckGeometry(const std::string& shm_key, const char* who) {
+    uint64_t half = seg_.param(0), slots = seg_.param(1);
+    if (half == 0 || half > kMaxBytes || half % detail::kCacheLine != 0 ||
+        slots == 0 || slots > 65536 ||
+        !seg_.CheckTotalSize(Spec(half, slots).total_size, who, &error_)) {
+      if (error_.ok()) {
+        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                     shm_key, who, "impossible geometry");
+      }
+      seg_.Reset();
+      return false;
+    }
+    Bind(half, slots);
+    return true;
+  }
 
   __attribute__((format(printf, 4, 5))) bool Fail(ErrorCode code,
                                                   const char* who,
@@ -354,6 +373,15 @@ class ShmDoubleBuf {
     seg_.Reset();
     hdr_ = nullptr;
     return false;
+  }
+
+  size_t CountSlots(bool pinned) const {
+    size_t n = 0;
+    for (uint64_t i = 0; hdr_ != nullptr && i < slots_; ++i) {
+      n += (pinned ? slot_[i].pin : slot_[i].owner_pid)
+               .load(std::memory_order_relaxed) != 0;
+    }
+    return n;
   }
 
   void ReleaseSlot() {

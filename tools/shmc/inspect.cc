@@ -13,7 +13,9 @@
 #include "shmc/detail/table_geometry.h"
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
+#include "shmc/percentile.h"
 #include "shmc/shm_array.h"
+#include "shmc/shm_double_buf.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
@@ -515,6 +517,28 @@ struct Ops {
       s.Set("first", have_first ? when(first) : Json());
       s.Set("last", have_last ? when(last) : Json());
       j.Set("sync_buf", std::move(s));
+    } else if (kind == ContainerKind::kDoubleBuf) {
+      shmc::ShmDoubleBuf<Alloc> db;
+      if (!db.InitForInspect(n.key)) return Fail(db.last_error(), err);
+      Json d = Json::Object();
+      d.Set("version", db.version());
+      d.Set("max_bytes", db.max_bytes());
+      d.Set("reader_slots", db.reader_slots());
+      d.Set("readers", db.readers());
+      d.Set("pins", db.pins());
+      j.Set("double_buf", std::move(d));
+    } else if (kind == ContainerKind::kPercentile) {
+      shmc::ShmPercentile<Alloc> sp;
+      if (!sp.InitForRead(n.key)) return Fail(sp.last_error(), err);
+      shmc::PercentileEstimator all = sp.Merged();
+      Json d = Json::Object();
+      d.Set("p", all.p());
+      d.Set("group_size", all.group_size());
+      d.Set("slots", sp.slots());
+      d.Set("samples", all.count());
+      d.Set("groups", all.groups());
+      d.Set("estimate", all.count() > 0 ? Json(all.Estimate()) : Json());
+      j.Set("percentile", std::move(d));
     } else {
       *err = n.Display() + ": a " + c.kind + " segment; this shmc knows its "
              "header only";
