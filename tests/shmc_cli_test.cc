@@ -289,6 +289,8 @@ TEST(ShmcCli, EveryOtherKind) {
     for (const Case& c : cases) {
       if (row.get("name")->str == "posix:" + c.key) {
         EXPECT_EQ(row.get("kind")->str, c.kind);
+        EXPECT_EQ(row.get("backend")->str, "posix");
+        EXPECT_GE(row.number("creator_pid"), 1);
         ++seen;
       }
     }

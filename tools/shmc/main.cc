@@ -210,6 +210,7 @@ int List(const Args& a) {
       }
     }
     row.Set("name", display);
+    row.Set("backend", display.substr(0, display.find(':')));
     row.Set("kind", kind);
     row.Set("size", size);
     row.Set("creator_pid", *summary.Get("creator_pid"));
