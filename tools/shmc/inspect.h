@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "shmc/errors.h"
 #include "tools/shmc/json.h"
 #include "tools/shmc/segments.h"
 
@@ -24,6 +25,9 @@ enum ExitCode {
   kExitUsage = 2,
   kExitProblems = 3,
 };
+
+// The exit code for a library error: 3 when the segment is damaged.
+int ExitFor(shmc::ErrorCode code);
 
 struct Container {
   SegName name;               // as the user gave it
