@@ -4,6 +4,7 @@
 #include "shmc/percentile.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <cmath>
@@ -125,6 +126,49 @@ TYPED_TEST(ShmPercentileTest, WriterProcessesShareOneEstimate) {
       << "the writers exited: their samples stay";
   EXPECT_NEAR(reader.Estimate(), std::log(100.0), 0.05 * std::log(100.0));
   EXPECT_DOUBLE_EQ(reader.p(), 0.99);
+}
+
+// A reader merging while a writer process adds: every snapshot is
+// consistent (counts never go back, estimates are finite and within the
+// samples' range), thanks to the per-slot sequence word.
+TEST(ShmPercentile, ReaderDuringLiveWriterSeesConsistentStates) {
+  shmc_test::ScopedKey<shmc::POSIX> key;
+  {
+    shmc::ShmPercentile<shmc::POSIX> create;
+    ASSERT_TRUE(create.InitForWrite(key, 0.9, 2));
+  }
+  std::string k = key;
+  constexpr int kSamples = 2000000;
+  pid_t writer = fork();
+  if (writer == 0) {
+    shmc::ShmPercentile<shmc::POSIX> w;
+    if (!w.InitForWrite(k, 0.9, 2)) _exit(1);
+    for (int i = 0; i < kSamples; ++i) w.Add(1 + (static_cast<uint64_t>(i) * 7919) % 1000);
+    _exit(0);
+  }
+  shmc::ShmPercentile<shmc::POSIX> r;
+  ASSERT_TRUE(r.InitForRead(k));
+  uint64_t last = 0, reads = 0, bad = 0;
+  for (;;) {
+    shmc::PercentileEstimator m = r.Merged();
+    ++reads;
+    if (m.count() < last) ++bad;
+    last = m.count();
+    if (m.count() > 0) {
+      double e = m.Estimate();
+      if (!(e >= 1 && e <= 1000)) ++bad;
+    }
+    if (m.count() == static_cast<uint64_t>(kSamples)) break;
+    int st = 0;
+    if (waitpid(writer, &st, WNOHANG) == writer) {
+      writer = -1;
+      m = r.Merged();
+      EXPECT_EQ(m.count(), static_cast<uint64_t>(kSamples));
+      break;
+    }
+  }
+  if (writer > 0) waitpid(writer, nullptr, 0);
+  EXPECT_EQ(bad, 0u) << "of " << reads << " snapshots";
 }
 
 TEST(ShmPercentile, SlotsPerLiveWriterAndBadInput) {

@@ -32,6 +32,7 @@
 
 #include "shmc/common_utils.h"
 #include "shmc/detail/process.h"
+#include "shmc/detail/process_slot.h"
 #include "shmc/detail/segment.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
@@ -237,8 +238,8 @@ class ShmPercentile {
     mine_->seq.store(s + 2, std::memory_order_release);
   }
 
-  // All slots merged (a slot being written is retried a few times, then
-  // skipped for this call).
+  // All slots merged (a slot being written is retried until its copy is
+  // consistent).
   PercentileEstimator Merged() const {
     PercentileEstimator all(p_);
     for (uint64_t i = 0; i < slots_; ++i) {
@@ -282,55 +283,52 @@ class ShmPercentile {
 
   // Takes a free slot, or one whose owner died (keeping its samples).
   bool Claim(const char* who) {
-    const uint64_t me = static_cast<uint64_t>(getpid());
-    const uint64_t my_start = detail::ProcessStartTime(me);
-    for (uint64_t i = 0; i < slots_; ++i) {
-      detail::PercentileSlot* s = &slot_[i];
-      uint64_t owner = s->owner_pid.load(std::memory_order_acquire);
-      bool mine = owner == me &&
-                  s->owner_start.load(std::memory_order_acquire) == my_start;
-      bool dead = owner != 0 && !mine &&
-                  (!detail::ProcessAlive(owner) ||
-                   s->owner_start.load(std::memory_order_acquire) !=
-                       detail::ProcessStartTime(owner));
-      if (!mine && owner != 0 && !dead) continue;
-      if (!mine && !s->owner_pid.compare_exchange_strong(
-                       owner, me, std::memory_order_acq_rel)) {
-        continue;
-      }
-      s->owner_start.store(my_start, std::memory_order_release);
-      // A dead writer may have stopped mid-update (odd seq): make it even.
-      uint64_t q = s->seq.load(std::memory_order_acquire);
-      if (q & 1) s->seq.store(q + 1, std::memory_order_release);
-      PercentileEstimator prev(p_);
-      if (Snapshot(i, &prev)) local_ = prev;
-      mine_ = s;
-      return true;
+    detail::PercentileSlot* s = detail::ClaimProcessSlot(slot_, slots_);
+    if (s == nullptr) {
+      std::string key = seg_.key();
+      seg_.Reset();
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kNoSlot, 0, key, who,
+          "all %llu writer slots are held by live processes",
+          static_cast<unsigned long long>(slots_));
     }
-    std::string key = seg_.key();
-    seg_.Reset();
-    return detail::Segment<Alloc>::Fail(
-        &error_, ErrorCode::kNoSlot, 0, key, who,
-        "all %llu writer slots are held by live processes",
-        static_cast<unsigned long long>(slots_));
+    // A dead writer may have stopped mid-update (odd seq): make it even,
+    // and continue from its samples.
+    uint64_t q = s->seq.load(std::memory_order_acquire);
+    if (q & 1) s->seq.store(q + 1, std::memory_order_release);
+    PercentileEstimator prev(p_);
+    if (Snapshot(static_cast<uint64_t>(s - slot_), &prev)) local_ = prev;
+    mine_ = s;
+    return true;
   }
 
   void Release() {
     if (mine_ != nullptr) {
       // The samples stay; the slot is free for the next writer.
-      mine_->owner_start.store(0, std::memory_order_relaxed);
-      mine_->owner_pid.store(0, std::memory_order_release);
+      detail::ReleaseProcessSlot(mine_);
       mine_ = nullptr;
     }
   }
 
+  // A consistent copy of slot i (false: empty or damaged). A live writer
+  // holds its sequence word odd for a few stores only, so the reader
+  // retries until it gets a clean copy: giving up after a few tries made
+  // a busy slot vanish from Merged() and counts go backwards (caught by
+  // ReaderDuringLiveWriterSeesConsistentStates). A word left odd by a
+  // writer that died mid-update never clears; then the fields are taken
+  // as they are (each is a value that writer stored: at most its last
+  // sample is half applied).
   bool Snapshot(uint64_t i, PercentileEstimator* out) const {
     const detail::PercentileSlot* s = &slot_[i];
-    for (int attempt = 0; attempt < 64; ++attempt) {
+    for (uint64_t attempt = 0;; ++attempt) {
       uint64_t q1 = s->seq.load(std::memory_order_acquire);
+      bool stuck = false;
       if (q1 & 1) {
-        sched_yield();
-        continue;
+        if (attempt < kCleanTries || !detail::SlotOwnerGone(s)) {
+          if (attempt % 64 == 63) sched_yield();
+          continue;
+        }
+        stuck = true;
       }
       double sum = detail::BitsDouble(s->sum_bits.load(
           std::memory_order_relaxed));
@@ -340,14 +338,15 @@ class ShmPercentile {
       // SYNC POINT (acquire fence): the data loads above complete before
       // seq is read again; pairs with the writer's release fence in Add.
       std::atomic_thread_fence(std::memory_order_acquire);
-      if (s->seq.load(std::memory_order_relaxed) != q1) continue;
+      if (!stuck && s->seq.load(std::memory_order_relaxed) != q1) continue;
       if (count == 0) return false;
       if (!(sum >= 0 || sum < 0)) return false;  // NaN: damaged bytes
       out->Restore(sum, count, max);
       return true;
     }
-    return false;
   }
+
+  static constexpr uint64_t kCleanTries = 1 << 12;
 
   detail::Segment<Alloc> seg_;
   Error error_;

@@ -37,6 +37,7 @@
 
 #include "shmc/common_utils.h"
 #include "shmc/detail/process.h"
+#include "shmc/detail/process_slot.h"
 #include "shmc/detail/segment.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
@@ -312,13 +313,6 @@ class ShmDoubleBuf {
                                         "%s", detail_msg);
   }
 
-  static bool OwnerGone(const detail::DoubleBufSlot* s, uint64_t pid) {
-    if (pid == 0) return true;
-    if (!detail::ProcessAlive(pid)) return true;
-    uint64_t start = s->owner_start.load(std::memory_order_acquire);
-    return start != 0 && start != detail::ProcessStartTime(pid);
-  }
-
   bool WaitUnpinned(uint32_t spare, const char* who) {
     uint64_t deadline = detail::MonotonicNs() + wait_ms_ * 1000000ULL;
     for (uint64_t i = 0; i < slots_; ++i) {
@@ -329,7 +323,7 @@ class ShmDoubleBuf {
         uint64_t pin = s->pin.load(std::memory_order_seq_cst);
         if (pin == 0 || ((pin - 1) & 1) != spare) break;
         uint64_t owner = s->owner_pid.load(std::memory_order_acquire);
-        if (OwnerGone(s, owner)) {
+        if (detail::SlotOwnerGone(s)) {
           // Died while pinning: nobody will release it.
           s->pin.compare_exchange_strong(pin, 0, std::memory_order_acq_rel);
           continue;
@@ -353,19 +347,9 @@ class ShmDoubleBuf {
   }
 
   bool ClaimSlot(const char* who) {
-    const uint64_t me = static_cast<uint64_t>(getpid());
-    const uint64_t my_start = detail::ProcessStartTime(me);
-    for (uint64_t i = 0; i < slots_; ++i) {
-      detail::DoubleBufSlot* s = &slot_[i];
-      uint64_t owner = s->owner_pid.load(std::memory_order_acquire);
-      if (owner != 0 && (owner == me || !OwnerGone(s, owner))) continue;
-      if (!s->owner_pid.compare_exchange_strong(owner, me,
-                                                std::memory_order_acq_rel)) {
-        continue;
-      }
-      s->owner_start.store(my_start, std::memory_order_release);
-      s->pin.store(0, std::memory_order_release);  // a dead owner's pin
-      mine_ = s;
+    mine_ = detail::ClaimProcessSlot(slot_, slots_);
+    if (mine_ != nullptr) {
+      mine_->pin.store(0, std::memory_order_release);  // a dead owner's pin
       return true;
     }
     Fail(ErrorCode::kNoSlot, who, "all %llu reader slots are held by live "
@@ -387,8 +371,7 @@ class ShmDoubleBuf {
   void ReleaseSlot() {
     if (mine_ != nullptr) {
       mine_->pin.store(0, std::memory_order_release);
-      mine_->owner_start.store(0, std::memory_order_relaxed);
-      mine_->owner_pid.store(0, std::memory_order_release);
+      detail::ReleaseProcessSlot(mine_);
       mine_ = nullptr;
     }
   }
