@@ -205,15 +205,11 @@ class ShmPercentile {
     }
     double p = detail::BitsDouble(seg_.param(0));
     uint64_t n = seg_.param(1), slots = seg_.param(2);
-    if (PercentileEstimator::GroupSize(p) != n || n == 0 || slots == 0 ||
-        slots > kMaxSlots ||
-        !seg_.CheckTotalSize(Spec(seg_.param(0), n, slots).total_size, who,
-                             &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "impossible p/n/slots");
-      }
-      seg_.Reset();
+    bool plausible = PercentileEstimator::GroupSize(p) == n && n != 0 &&
+                     slots != 0 && slots <= kMaxSlots;
+    if (!seg_.AcceptGeometry(plausible,
+                             Spec(seg_.param(0), n, slots).total_size,
+                             "p/group_size/slots", who, &error_)) {
       return false;
     }
     Bind(p, n, slots);

@@ -62,14 +62,8 @@ class ShmArray {
     const char* who = "ShmArray::InitForRead";
     if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
     uint64_t n = seg_.param(kNodeNumParam);
-    if (n == 0 || n > MaxNodes() ||
-        !seg_.CheckTotalSize(Spec(n).total_size, who, &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "node_num %llu is invalid",
-                                     static_cast<unsigned long long>(n));
-      }
-      seg_.Reset();
+    if (!seg_.AcceptGeometry(n != 0 && n <= MaxNodes(), Spec(n).total_size,
+                             "node_num", who, &error_)) {
       return false;
     }
     Bind();

@@ -107,7 +107,7 @@ class ShmDoubleBuf {
     if (!seg_.OpenForRead(shm_key, Spec(0, 0), true, who, &error_)) {
       return false;
     }
-    return CheckGeometry(shm_key, who) && ClaimSlot(who);
+    return CheckGeometry(who) && ClaimSlot(who);
   }
 
   // Inspection (the `shmc` tool): maps read-only and claims no slot;
@@ -119,7 +119,7 @@ class ShmDoubleBuf {
     if (!seg_.OpenForRead(shm_key, Spec(0, 0), false, who, &error_)) {
       return false;
     }
-    return CheckGeometry(shm_key, who);
+    return CheckGeometry(who);
   }
 
   // --- writer ---------------------------------------------------------
@@ -285,16 +285,13 @@ class ShmDoubleBuf {
 
   char* Half(uint32_t h) const { return halves_ + h * half_; }
 
-  bool CheckGeometry(const std::string& shm_key, const char* who) {
+  bool CheckGeometry(const char* who) {
     uint64_t half = seg_.param(0), slots = seg_.param(1);
-    if (half == 0 || half > kMaxBytes || half % detail::kCacheLine != 0 ||
-        slots == 0 || slots > 65536 ||
-        !seg_.CheckTotalSize(Spec(half, slots).total_size, who, &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "impossible geometry");
-      }
-      seg_.Reset();
+    bool plausible = half != 0 && half <= kMaxBytes &&
+                     half % detail::kCacheLine == 0 && slots != 0 &&
+                     slots <= 65536;
+    if (!seg_.AcceptGeometry(plausible, Spec(half, slots).total_size,
+                             "geometry", who, &error_)) {
       return false;
     }
     Bind(half, slots);

@@ -122,14 +122,10 @@ class ShmHashTable {
     g.main_buckets = seg_.param(kMainParam);
     g.over_buckets = seg_.param(kOverParam);
     g.over_rows = static_cast<uint32_t>(seg_.param(kOverRowsParam));
-    if (seg_.param(kOverRowsParam) > detail::kMaxOverRows || !g.Derive()) {
-      detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0, shm_key,
-                                   who, "impossible geometry in the header");
-      seg_.Reset();
-      return false;
-    }
-    if (!seg_.CheckTotalSize(Spec(g).total_size, who, &error_)) {
-      seg_.Reset();
+    bool plausible =
+        seg_.param(kOverRowsParam) <= detail::kMaxOverRows && g.Derive();
+    if (!seg_.AcceptGeometry(plausible, Spec(g).total_size, "geometry", who,
+                             &error_)) {
       return false;
     }
     Bind(g);

@@ -104,17 +104,11 @@ class ShmHashTableM {
     uint64_t cols = seg_.param(kColParam);
     uint64_t rows = seg_.param(kRowParam);
     std::vector<uint64_t> mods;
-    if (rows < kMinRows || rows > kMaxRows || cols <= rows ||
-        cols > (1ULL << 32) || !detail::LargestPrimes(cols, rows, &mods)) {
-      detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0, shm_key,
-                                   who, "impossible geometry %llu x %llu",
-                                   static_cast<unsigned long long>(rows),
-                                   static_cast<unsigned long long>(cols));
-      seg_.Reset();
-      return false;
-    }
-    if (!seg_.CheckTotalSize(Spec(cols, rows).total_size, who, &error_)) {
-      seg_.Reset();
+    bool plausible = rows >= kMinRows && rows <= kMaxRows && cols > rows &&
+                     cols <= (1ULL << 32) &&
+                     detail::LargestPrimes(cols, rows, &mods);
+    if (!seg_.AcceptGeometry(plausible, Spec(cols, rows).total_size,
+                             "rows x cols", who, &error_)) {
       return false;
     }
     Bind(cols, std::move(mods));

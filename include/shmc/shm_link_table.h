@@ -99,13 +99,10 @@ class ShmLinkTable {
       return false;
     }
     uint64_t words = seg_.param(kWordsParam), nodes = seg_.param(kNodesParam);
-    if (words == 0 || words > (1u << 20) || nodes == 0 || nodes > kMaxNodes ||
-        !seg_.CheckTotalSize(Spec(words, nodes).total_size, who, &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "impossible geometry");
-      }
-      seg_.Reset();
+    bool plausible = words != 0 && words <= (1u << 20) && nodes != 0 &&
+                     nodes <= kMaxNodes;
+    if (!seg_.AcceptGeometry(plausible, Spec(words, nodes).total_size,
+                             "geometry", who, &error_)) {
       return false;
     }
     Bind(words, nodes);

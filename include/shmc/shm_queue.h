@@ -336,13 +336,9 @@ class ShmQueue {
       return false;
     }
     uint64_t cap = seg_.param(0);
-    if (!detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes) ||
-        !seg_.CheckTotalSize(Spec(cap).total_size, who, &error_)) {
-      if (error_.ok()) {
-        detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
-                                     shm_key, who, "impossible capacity");
-      }
-      seg_.Reset();
+    if (!seg_.AcceptGeometry(
+            detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes),
+            Spec(cap).total_size, "capacity", who, &error_)) {
       return false;
     }
     producer_ = false;

@@ -329,6 +329,24 @@ class Segment {
     return true;
   }
 
+  // For readers, after reading the geometry params back: they must be
+  // `plausible` (else kCorrupted, "impossible <what>") and describe exactly
+  // the header's total_size. On failure the segment is detached.
+  bool AcceptGeometry(bool plausible, uint64_t expected_total,
+                      const char* what, const char* who, Error* err) {
+    if (!plausible) {
+      std::string key = key_;
+      Reset();
+      return Fail(err, ErrorCode::kCorrupted, 0, key, who, "impossible %s",
+                  what);
+    }
+    if (!CheckTotalSize(expected_total, who, err)) {
+      Reset();
+      return false;
+    }
+    return true;
+  }
+
   __attribute__((format(printf, 6, 7))) static bool Fail(
       Error* err, ErrorCode code, int sys_errno, const std::string& key,
       const char* who, const char* fmt, ...) {
