@@ -43,9 +43,25 @@ inline GlobalOptions& Options() {
   return options;
 }
 
+// Depth of LogMute scopes on this thread.
+inline int& LogMuteDepth() {
+  thread_local int depth = 0;
+  return depth;
+}
+
+// Silences this thread's logging for a scope: for speculative attempts whose
+// failure is expected and handled (the caller logs the final outcome).
+class LogMute {
+ public:
+  LogMute() { ++LogMuteDepth(); }
+  ~LogMute() { --LogMuteDepth(); }
+  LogMute(const LogMute&) = delete;
+  LogMute& operator=(const LogMute&) = delete;
+};
+
 inline void VLog(LogLevel level, const char* fmt, va_list args) {
   GlobalOptions& o = Options();
-  if (level > o.log_level || !o.log_func) return;
+  if (level > o.log_level || !o.log_func || LogMuteDepth() > 0) return;
   char buf[2048];
   std::vsnprintf(buf, sizeof(buf), fmt, args);
   o.log_func(level, buf);

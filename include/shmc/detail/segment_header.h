@@ -60,6 +60,7 @@ enum class ContainerKind : uint32_t {
   kDoubleBuf = 8,
   kSortedArray = 9,
   kPercentile = 10,
+  kSortedDir = 11,
 };
 
 struct SegmentParam {
@@ -139,6 +140,7 @@ inline const char* KindName(ContainerKind kind) {
     case ContainerKind::kDoubleBuf: return "double_buf";
     case ContainerKind::kSortedArray: return "sorted_array";
     case ContainerKind::kPercentile: return "percentile";
+    case ContainerKind::kSortedDir: return "sorted_dir";
   }
   return "unknown";
 }
