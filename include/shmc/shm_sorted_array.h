@@ -92,7 +92,7 @@ class ShmSortedArray {
                 "keys and values are at most 1 MiB");
 
  public:
-  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr uint32_t kLayoutVersion = detail::kSortedLayoutVersion;
   static constexpr uint64_t kMaxRecords = detail::kSortedMaxRecords;
 
   struct Entry {
@@ -499,37 +499,12 @@ class ShmSortedArray {
     return g;
   }
 
-  static void TypeParams(detail::SegmentSpec* spec) {
-    using detail::ParamRole;
-    spec->params = {{"key_size", sizeof(Key), ParamRole::kLayout},
-                    {"key_align", alignof(Key), ParamRole::kLayout},
-                    {"value_size", sizeof(Value), ParamRole::kLayout},
-                    {"value_align", alignof(Value), ParamRole::kLayout}};
-  }
-
   static detail::SegmentSpec DirSpec() {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kSortedDir;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(detail::kSortedDirHeaderEnd);
-    spec.total_size = detail::kSortedDirHeaderEnd;
-    TypeParams(&spec);
-    return spec;
+    return detail::SortedDirSpec(Geometry(0, 0));
   }
-
   static detail::SegmentSpec DataSpec(const detail::SortedGeometry& g,
                                       uint64_t gen) {
-    using detail::ParamRole;
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kSortedArray;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(detail::kSortedDataHeaderEnd);
-    spec.total_size = g.total();
-    TypeParams(&spec);
-    spec.params.push_back({"records", g.records, ParamRole::kGeometry});
-    spec.params.push_back({"layout", g.layout, ParamRole::kGeometry});
-    spec.params.push_back({"generation", gen, ParamRole::kGeometry});
-    return spec;
+    return detail::SortedDataSpec(g, gen);
   }
 
   __attribute__((format(printf, 5, 6))) bool Fail(ErrorCode code,
@@ -639,12 +614,10 @@ class ShmSortedArray {
 
   bool TryAttachData(const std::string& data_key, const char* who,
                      detail::Segment<Alloc>* seg, View* v, Error* e) {
-    detail::SegmentSpec spec = DataSpec(Geometry(0, 0), 0);
-    if (!seg->OpenForRead(data_key, spec, false, who, e)) return false;
-    detail::SortedGeometry g = Geometry(seg->param(4), seg->param(5));
-    uint64_t gen = seg->param(6);
-    if (!seg->AcceptGeometry(g.Plausible() && gen != 0, g.total(),
-                             "records, layout or generation", who, e)) {
+    detail::SortedGeometry g;
+    uint64_t gen = 0;
+    if (!detail::OpenSortedData(data_key, Geometry(0, 0), who, seg, &g, &gen,
+                                e)) {
       return false;
     }
     // SYNC POINT (acquire): pairs with the builder's release of `sealed`.
@@ -686,6 +659,8 @@ class ShmSortedArray {
     const Key* base = a;
     while (len > 1) {
       uint64_t half = len / 2;
+      // Both candidates of the next step, fetched while this one compares
+      // (a threshold on `half` was tried and measured no faster).
       detail::PrefetchLine(base + half / 2);
       detail::PrefetchLine(base + half + half / 2);
       base = cmp_(base[half], x) ? base + half : base;  // a cmov, no branch

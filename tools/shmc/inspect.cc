@@ -21,6 +21,7 @@
 #include "shmc/shm_sync_buf.h"
 #include "shmc/svipc_shm_alloc.h"
 #include "tools/shmc/raw_layout.h"
+#include "tools/shmc/sorted_view.h"
 
 namespace shmc_tool {
 
@@ -120,7 +121,14 @@ struct Ops {
     j.Set("kind", c.kind);
     Json segs = Json::Array();
     for (size_t i = 0; i < c.segments.size(); ++i) {
-      segs.Push(HeaderSummary(c.segments[i], c.peeks[i]));
+      if (c.peeks[i].status == HeaderPeek::kOk) {
+        segs.Push(HeaderSummary(c.segments[i], c.peeks[i]));
+      } else {  // e.g. a sorted array's damaged leftover data segment
+        Json bad = Json::Object();
+        bad.Set("segment", c.segments[i].Display());
+        bad.Set("note", c.peeks[i].message);
+        segs.Push(std::move(bad));
+      }
     }
     ContainerKind kind = static_cast<ContainerKind>(peek.header()->kind);
     if (c.kind == "hash_map") {
@@ -207,6 +215,11 @@ struct Ops {
       d.Set("readers", db.readers());
       d.Set("pins", db.pins());
       j.Set("double_buf", std::move(d));
+    } else if (c.kind == "sorted_array") {
+      SortedView<Alloc> sv;
+      int rc = sv.Open(c, err);
+      if (rc != kExitOk) return rc;
+      j.Set("sorted_array", SortedInfo(sv.bytes, sv.current, sv.have_dir));
     } else if (kind == ContainerKind::kPercentile) {
       shmc::ShmPercentile<Alloc> sp;
       if (!sp.InitForRead(n.key)) return Fail(sp.last_error(), err);
@@ -362,6 +375,12 @@ struct Ops {
         if (!sb.Next(&it)) break;
       }
       stats.Set("records", records);
+    } else if (c.kind == "sorted_array") {
+      // Read-only data: a damaged version is rebuilt, not repaired.
+      SortedView<Alloc> sv;
+      int rc = sv.Open(c, err);
+      if (rc != kExitOk) return rc;
+      SortedCheck(sv.bytes, sv.current, sv.have_dir, &problems, &stats);
     } else {
       *err = n.Display() + ": a " + c.kind + " segment; this shmc checks "
              "its header only";
@@ -524,6 +543,11 @@ struct Ops {
         out(std::move(j));
         if (!sb.Next(&it)) break;
       }
+    } else if (c.kind == "sorted_array") {
+      SortedView<Alloc> sv;
+      int rc = sv.Open(c, err);
+      if (rc != kExitOk) return rc;
+      SortedDump(sv.bytes, opt, more, out);
     } else {
       *err = n.Display() + ": cannot dump a " + c.kind + " segment";
       return kExitError;
@@ -596,6 +620,16 @@ int Resolve(const SegName& name, Container* out, std::string* err) {
   out->kind = sd::KindName(static_cast<ContainerKind>(p.kind()));
   out->segments = {name};
   out->peeks = {p};
+  if (p.kind() == static_cast<uint32_t>(ContainerKind::kSortedDir)) {
+    // A sorted array: its directory and whichever data segments exist.
+    out->kind = "sorted_array";
+    for (const char* slot : {"0", "1"}) {
+      HeaderPeek d = PeekHeader(name.Suffixed(slot));
+      if (d.status == HeaderPeek::kNotFound) continue;
+      out->segments.push_back(name.Suffixed(slot));
+      out->peeks.push_back(d);
+    }
+  }
   return kExitOk;
 }
 

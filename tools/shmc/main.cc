@@ -170,6 +170,28 @@ int List(const Args& a) {
   }
   Json rows = Json::Array();
   std::vector<bool> merged(entries.size(), false);
+  // A sorted array's data segments NAME0/NAME1 are listed with NAME.
+  const uint32_t kDir =
+      static_cast<uint32_t>(shmc::detail::ContainerKind::kSortedDir);
+  const uint32_t kData =
+      static_cast<uint32_t>(shmc::detail::ContainerKind::kSortedArray);
+  std::map<size_t, std::vector<size_t>> sorted_data;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].peek.status != HeaderPeek::kOk ||
+        entries[i].peek.kind() != kDir) {
+      continue;
+    }
+    for (const char* slot : {"0", "1"}) {
+      auto it = by_name.find(entries[i].name.Display() + slot);
+      if (it == by_name.end() ||
+          entries[it->second].peek.status != HeaderPeek::kOk ||
+          entries[it->second].peek.kind() != kData) {
+        continue;
+      }
+      merged[it->second] = true;
+      sorted_data[i].push_back(it->second);
+    }
+  }
   for (size_t i = 0; i < entries.size(); ++i) {
     if (merged[i]) continue;
     const Entry& e = entries[i];
@@ -207,6 +229,13 @@ int List(const Args& a) {
         summary.Set("writer", *HeaderSummary(entries[it->second].name,
                                              entries[it->second].peek)
                                    .Get("writer"));
+      }
+    }
+    if (e.peek.kind() == kDir) {
+      kind = "sorted_array";
+      for (size_t d : sorted_data[i]) {
+        size += entries[d].peek.header()->total_size;
+        segments.Push(entries[d].name.Display());
       }
     }
     row.Set("name", display);

@@ -56,6 +56,7 @@ constexpr uint64_t kSortedDirHeaderEnd =
     sizeof(SegmentHeader) + sizeof(SortedDirHeader);
 constexpr uint64_t kSortedDataHeaderEnd =
     sizeof(SegmentHeader) + sizeof(SortedDataHeader);
+constexpr uint32_t kSortedLayoutVersion = 1;
 constexpr uint64_t kSortedMaxRecords = 1ULL << 40;
 constexpr uint64_t kSortedMaxItemSize = 1ULL << 20;
 
@@ -95,6 +96,70 @@ struct SortedGeometry {
     return layout == static_cast<uint64_t>(SortedLayout::kEytzinger);
   }
 };
+
+// Segment specs: the four type params (layout role: another key or value
+// type is refused) and, for data, the geometry params records, layout and
+// generation. A reader passes records = layout = generation = 0.
+inline void SortedTypeParams(const SortedGeometry& g, SegmentSpec* spec) {
+  spec->params = {{"key_size", g.key_size, ParamRole::kLayout},
+                  {"key_align", g.key_align, ParamRole::kLayout},
+                  {"value_size", g.value_size, ParamRole::kLayout},
+                  {"value_align", g.value_align, ParamRole::kLayout}};
+}
+
+inline SegmentSpec SortedDirSpec(const SortedGeometry& g) {
+  SegmentSpec spec;
+  spec.kind = ContainerKind::kSortedDir;
+  spec.layout_version = kSortedLayoutVersion;
+  spec.header_size = static_cast<uint32_t>(kSortedDirHeaderEnd);
+  spec.total_size = kSortedDirHeaderEnd;
+  SortedTypeParams(g, &spec);
+  return spec;
+}
+
+// Param indices of a data segment.
+enum SortedParam { kSortedRecords = 4, kSortedLayoutParam = 5,
+                   kSortedGeneration = 6 };
+
+inline SegmentSpec SortedDataSpec(const SortedGeometry& g, uint64_t gen) {
+  SegmentSpec spec;
+  spec.kind = ContainerKind::kSortedArray;
+  spec.layout_version = kSortedLayoutVersion;
+  spec.header_size = static_cast<uint32_t>(kSortedDataHeaderEnd);
+  spec.total_size = g.total();
+  SortedTypeParams(g, &spec);
+  spec.params.push_back({"records", g.records, ParamRole::kGeometry});
+  spec.params.push_back({"layout", g.layout, ParamRole::kGeometry});
+  spec.params.push_back({"generation", gen, ParamRole::kGeometry});
+  return spec;
+}
+
+// Attaches a data segment read-only whose key and value types are those
+// of `types`, and reads its geometry back (checked against its size).
+// Whether it is sealed is the caller's question.
+template <class Alloc>
+bool OpenSortedData(const std::string& key, const SortedGeometry& types,
+                    const char* who, Segment<Alloc>* seg, SortedGeometry* g,
+                    uint64_t* gen, Error* e) {
+  if (!seg->OpenForRead(key, SortedDataSpec(types, 0), false, who, e)) {
+    return false;
+  }
+  *g = types;
+  g->records = seg->param(kSortedRecords);
+  g->layout = seg->param(kSortedLayoutParam);
+  *gen = seg->param(kSortedGeneration);
+  return seg->AcceptGeometry(g->Plausible() && *gen != 0, g->total(),
+                             "records, layout or generation", who, e);
+}
+
+inline const SortedDataHeader* SortedData(const char* base) {
+  return reinterpret_cast<const SortedDataHeader*>(base +
+                                                   sizeof(SegmentHeader));
+}
+inline const SortedDirHeader* SortedDir(const char* base) {
+  return reinterpret_cast<const SortedDirHeader*>(base +
+                                                  sizeof(SegmentHeader));
+}
 
 // Checksum of both arrays (the unused slot is zero and included).
 inline uint64_t SortedChecksum(const char* base, const SortedGeometry& g) {
