@@ -141,11 +141,7 @@ class ShmHashMap {
       error_ = table_.last_error();
       return false;
     }
-    typename Links::SlotResolver resolve =
-        [this](uint64_t id) -> std::atomic<uint64_t>* {
-      volatile Node* n = id == 0 ? nullptr : table_.node_at(id - 1);
-      return n == nullptr ? nullptr : n->link_word();
-    };
+    typename Links::SlotResolver resolve = Resolver();
     if (!links_.InitForWriteImpl(shm_key + "1", val_node_size, val_node_num,
                                  &resolve)) {
       error_ = links_.last_error();
@@ -279,12 +275,31 @@ class ShmHashMap {
   }
 
   // shmc additions
+
+  // Completes or rolls back a write that a crashed writer left half done.
+  // InitForWrite does this when it takes over a dead writer's lease;
+  // programs that serialize their writers themselves (kSharedWriters) call
+  // it, under their lock, when they learn a writer died mid-write (e.g.
+  // EOWNERDEAD from a robust mutex). Nothing to do: returns at once.
+  void Recover() {
+    typename Links::SlotResolver resolve = Resolver();
+    links_.Recover(&resolve);
+  }
+
   const Error& last_error() const { return error_; }
   const Table& hash_table() const { return table_; }
   const Links& link_table() const { return links_; }
 
  private:
   static constexpr int kReadTries = 8;  // then "not found", as the reference
+
+  // Recovery's way from a slot id back to the index node's handle word.
+  typename Links::SlotResolver Resolver() {
+    return [this](uint64_t id) -> std::atomic<uint64_t>* {
+      volatile Node* n = id == 0 ? nullptr : table_.node_at(id - 1);
+      return n == nullptr ? nullptr : n->link_word();
+    };
+  }
 
   bool Write(const KeyType& key, const void* buf, size_t len, bool replace) {
     bool found = false;
