@@ -1,0 +1,611 @@
+#include "server/commands.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <unordered_map>
+
+#include "server/resp.h"
+
+namespace shmkv {
+
+namespace {
+
+using Args = std::vector<std::string_view>;
+using Handler = void (*)(const Args&, CommandContext*, std::string*, bool*);
+
+struct Spec {
+  const char* name;
+  int arity;  // > 0: exactly; < 0: at least -arity (name included)
+  Handler run;
+};
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool Eq(std::string_view a, const char* b) {
+  size_t n = std::strlen(b);
+  if (a.size() != n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != b[i]) return false;
+  }
+  return true;
+}
+
+bool ToInt(std::string_view s, int64_t* out) {
+  if (s.empty() || s.size() > 20) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(tmp.c_str(), &end, 10);
+  if (errno != 0 || end != tmp.c_str() + tmp.size() || std::isspace(static_cast<unsigned char>(tmp[0]))) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+void Err(std::string* out, bool* error, std::string_view msg) {
+  ReplyError(out, msg);
+  *error = true;
+}
+
+void NotInt(std::string* out, bool* error) {
+  Err(out, error, "ERR value is not an integer or out of range");
+}
+
+void StoreError(Store::Status st, std::string* out, bool* error) {
+  switch (st) {
+    case Store::Status::kNotInteger: NotInt(out, error); return;
+    case Store::Status::kFull:
+      Err(out, error, "OOM the store is full (raise --capacity or --memory)");
+      return;
+    case Store::Status::kTooLarge:
+      Err(out, error, "ERR key or value exceeds the server's limits "
+                      "(--max-value)");
+      return;
+    case Store::Status::kCollision:
+      Err(out, error, "ERR key hash collision with another key");
+      return;
+    default:
+      Err(out, error, std::string("ERR ") + StatusText(st));
+  }
+}
+
+// --- the commands ----------------------------------------------------
+
+void Ping(const Args& a, CommandContext*, std::string* out, bool* error) {
+  if (a.size() > 2) {
+    Err(out, error, "ERR wrong number of arguments for 'ping' command");
+  } else if (a.size() == 2) {
+    ReplyBulk(out, a[1]);
+  } else {
+    ReplySimple(out, "PONG");
+  }
+}
+
+void Echo(const Args& a, CommandContext*, std::string* out, bool*) {
+  ReplyBulk(out, a[1]);
+}
+
+void Get(const Args& a, CommandContext* c, std::string* out, bool*) {
+  thread_local std::string v;
+  if (c->store->Get(a[1], &v)) {
+    ReplyBulk(out, v);
+  } else {
+    ReplyNull(out);
+  }
+}
+
+void Set(const Args& a, CommandContext* c, std::string* out, bool* error) {
+  int64_t expire = 0;
+  bool keep_ttl = false;
+  Store::SetMode mode = Store::SetMode::kAlways;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (Eq(a[i], "nx") && mode == Store::SetMode::kAlways) {
+      mode = Store::SetMode::kIfMissing;
+    } else if (Eq(a[i], "xx") && mode == Store::SetMode::kAlways) {
+      mode = Store::SetMode::kIfExists;
+    } else if (Eq(a[i], "keepttl") && expire == 0) {
+      keep_ttl = true;
+    } else if ((Eq(a[i], "ex") || Eq(a[i], "px") || Eq(a[i], "exat") ||
+                Eq(a[i], "pxat")) && i + 1 < a.size() && expire == 0 &&
+               !keep_ttl) {
+      int64_t v = 0;
+      if (!ToInt(a[i + 1], &v)) return NotInt(out, error);
+      bool secs = Eq(a[i], "ex") || Eq(a[i], "exat");
+      bool abs = Eq(a[i], "exat") || Eq(a[i], "pxat");
+      if (v <= 0 || (secs && v > INT64_MAX / 1000)) {
+        return Err(out, error, "ERR invalid expire time in 'set' command");
+      }
+      int64_t ms = secs ? v * 1000 : v;
+      expire = abs ? ms : NowMs() + ms;
+      ++i;
+    } else {
+      return Err(out, error, "ERR syntax error");
+    }
+  }
+  Store::Status st = c->store->Set(a[1], a[2], expire, mode, keep_ttl);
+  if (st == Store::Status::kOk) {
+    ReplySimple(out, "OK");
+  } else if (st == Store::Status::kExists || st == Store::Status::kNotFound) {
+    ReplyNull(out);  // NX / XX not met
+  } else {
+    StoreError(st, out, error);
+  }
+}
+
+void Del(const Args& a, CommandContext* c, std::string* out, bool*) {
+  int64_t n = 0;
+  for (size_t i = 1; i < a.size(); ++i) n += c->store->Del(a[i]);
+  ReplyInt(out, n);
+}
+
+void Exists(const Args& a, CommandContext* c, std::string* out, bool*) {
+  int64_t n = 0;
+  for (size_t i = 1; i < a.size(); ++i) n += c->store->Exists(a[i]);
+  ReplyInt(out, n);
+}
+
+void MGet(const Args& a, CommandContext* c, std::string* out, bool*) {
+  ReplyArray(out, a.size() - 1);
+  std::string v;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (c->store->Get(a[i], &v)) {
+      ReplyBulk(out, v);
+    } else {
+      ReplyNull(out);
+    }
+  }
+}
+
+void MSet(const Args& a, CommandContext* c, std::string* out, bool* error) {
+  if (a.size() % 2 != 1) {
+    return Err(out, error, "ERR wrong number of arguments for 'mset' command");
+  }
+  std::vector<std::pair<std::string_view, std::string_view>> kv;
+  for (size_t i = 1; i + 1 < a.size(); i += 2) kv.emplace_back(a[i], a[i + 1]);
+  Store::Status st = c->store->MSet(kv);
+  if (st == Store::Status::kOk) {
+    ReplySimple(out, "OK");
+  } else {
+    StoreError(st, out, error);
+  }
+}
+
+void IncrCommon(std::string_view key, int64_t by, CommandContext* c,
+                std::string* out, bool* error) {
+  int64_t v = 0;
+  Store::Status st = c->store->IncrBy(key, by, &v);
+  if (st == Store::Status::kOk) {
+    ReplyInt(out, v);
+  } else {
+    StoreError(st, out, error);
+  }
+}
+
+void Incr(const Args& a, CommandContext* c, std::string* out, bool* e) {
+  IncrCommon(a[1], 1, c, out, e);
+}
+void Decr(const Args& a, CommandContext* c, std::string* out, bool* e) {
+  IncrCommon(a[1], -1, c, out, e);
+}
+void IncrBy(const Args& a, CommandContext* c, std::string* out, bool* e) {
+  int64_t by = 0;
+  if (!ToInt(a[2], &by)) return NotInt(out, e);
+  IncrCommon(a[1], by, c, out, e);
+}
+void DecrBy(const Args& a, CommandContext* c, std::string* out, bool* e) {
+  int64_t by = 0;
+  if (!ToInt(a[2], &by) || by == INT64_MIN) return NotInt(out, e);
+  IncrCommon(a[1], -by, c, out, e);
+}
+
+void Append(const Args& a, CommandContext* c, std::string* out, bool* e) {
+  size_t n = 0;
+  Store::Status st = c->store->Append(a[1], a[2], &n);
+  if (st == Store::Status::kOk) {
+    ReplyInt(out, static_cast<int64_t>(n));
+  } else {
+    StoreError(st, out, e);
+  }
+}
+
+void Strlen(const Args& a, CommandContext* c, std::string* out, bool*) {
+  std::string v;
+  ReplyInt(out, c->store->Get(a[1], &v) ? static_cast<int64_t>(v.size()) : 0);
+}
+
+void ExpireCommon(const Args& a, bool ms, bool abs, CommandContext* c,
+                  std::string* out, bool* e) {
+  int64_t v = 0;
+  if (!ToInt(a[2], &v)) return NotInt(out, e);
+  if (a.size() > 3) return Err(out, e, "ERR syntax error");
+  if (!ms && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) {
+    return Err(out, e, "ERR invalid expire time in 'expire' command");
+  }
+  int64_t t = ms ? v : v * 1000;
+  int64_t when = abs ? t : NowMs() + t;
+  if (when <= 0) when = 1;  // in the past: the key is deleted
+  ReplyInt(out, c->store->SetExpire(a[1], when) ? 1 : 0);
+}
+
+void Expire(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpireCommon(a, false, false, c, o, e);
+}
+void PExpire(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpireCommon(a, true, false, c, o, e);
+}
+
+void TtlCommon(const Args& a, bool ms, CommandContext* c, std::string* out) {
+  std::string v;
+  int64_t expire = 0;
+  if (!c->store->Get(a[1], &v, &expire)) return ReplyInt(out, -2);
+  if (expire == 0) return ReplyInt(out, -1);
+  int64_t left = expire - NowMs();
+  if (left < 0) left = 0;
+  ReplyInt(out, ms ? left : (left + 500) / 1000);
+}
+void Ttl(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TtlCommon(a, false, c, o);
+}
+void PTtl(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TtlCommon(a, true, c, o);
+}
+void Persist(const Args& a, CommandContext* c, std::string* o, bool*) {
+  ReplyInt(o, c->store->SetExpire(a[1], 0) ? 1 : 0);
+}
+
+void DbSize(const Args&, CommandContext* c, std::string* o, bool*) {
+  ReplyInt(o, static_cast<int64_t>(c->store->Keys()));
+}
+
+void FlushAll(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (a.size() > 2 || (a.size() == 2 && !Eq(a[1], "sync") &&
+                       !Eq(a[1], "async"))) {
+    return Err(o, e, "ERR syntax error");
+  }
+  c->store->FlushAll();
+  ReplySimple(o, "OK");
+}
+
+void Keys(const Args& a, CommandContext* c, std::string* o, bool*) {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+  do {
+    c->store->Scan(&cursor, 4096, [&](std::string_view k) {
+      if (GlobMatch(a[1], k)) keys.emplace_back(k);
+    });
+  } while (cursor != 0);
+  ReplyArray(o, keys.size());
+  for (const std::string& k : keys) ReplyBulk(o, k);
+}
+
+void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t cur = 0;
+  if (!ToInt(a[1], &cur)) return Err(o, e, "ERR invalid cursor");
+  std::string_view match;
+  int64_t count = 10;
+  for (size_t i = 2; i < a.size(); ++i) {
+    if (Eq(a[i], "match") && i + 1 < a.size()) {
+      match = a[++i];
+    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
+      if (!ToInt(a[++i], &count)) return NotInt(o, e);
+      if (count < 1) return Err(o, e, "ERR syntax error");
+    } else if (Eq(a[i], "type") && i + 1 < a.size()) {
+      ++i;  // every value is a string
+    } else {
+      return Err(o, e, "ERR syntax error");
+    }
+  }
+  std::vector<std::string> keys;
+  uint64_t cursor = static_cast<uint64_t>(cur);
+  c->store->Scan(&cursor, static_cast<size_t>(count), [&](std::string_view k) {
+    if (match.empty() || GlobMatch(match, k)) keys.emplace_back(k);
+  });
+  ReplyArray(o, 2);
+  ReplyBulk(o, std::to_string(cursor));
+  ReplyArray(o, keys.size());
+  for (const std::string& k : keys) ReplyBulk(o, k);
+}
+
+void Info(const Args& a, CommandContext* c, std::string* o, bool*) {
+  ReplyBulk(o, InfoText(c, a.size() > 1 ? a[1] : std::string_view()));
+}
+
+void Command(const Args& a, CommandContext*, std::string* o, bool*) {
+  // Enough for redis-cli: no command docs or hints.
+  if (a.size() > 1 && Eq(a[1], "count")) return ReplyInt(o, 0);
+  ReplyArray(o, 0);
+}
+
+void Config(const Args& a, CommandContext*, std::string* o, bool* e) {
+  if (a.size() < 2 || !Eq(a[1], "get")) {
+    return Err(o, e, "ERR CONFIG supports GET only");
+  }
+  // What redis-benchmark asks: persistence is off, memory is the store's.
+  std::vector<std::pair<std::string, std::string>> kv;
+  for (size_t i = 2; i < a.size(); ++i) {
+    std::string k = Lower(a[i]);
+    if (GlobMatch(k, "save")) kv.emplace_back("save", "");
+    if (GlobMatch(k, "appendonly")) kv.emplace_back("appendonly", "no");
+    if (GlobMatch(k, "databases")) kv.emplace_back("databases", "1");
+  }
+  ReplyArray(o, kv.size() * 2);
+  for (const auto& p : kv) {
+    ReplyBulk(o, p.first);
+    ReplyBulk(o, p.second);
+  }
+}
+
+void Quit(const Args&, CommandContext* c, std::string* o, bool*) {
+  c->quit = true;
+  ReplySimple(o, "OK");
+}
+
+void Select(const Args& a, CommandContext*, std::string* o, bool* e) {
+  if (a[1] != "0") return Err(o, e, "ERR DB index is out of range");
+  ReplySimple(o, "OK");
+}
+
+void Client(const Args&, CommandContext*, std::string* o, bool*) {
+  ReplySimple(o, "OK");  // SETNAME, SETINFO: accepted and ignored
+}
+
+// Index 0 collects unknown commands.
+const Spec kSpecs[] = {
+    {"(other)", 0, nullptr},
+    {"ping", -1, Ping},       {"echo", 2, Echo},
+    {"get", 2, Get},          {"set", -3, Set},
+    {"del", -2, Del},         {"exists", -2, Exists},
+    {"mget", -2, MGet},       {"mset", -3, MSet},
+    {"incr", 2, Incr},        {"incrby", 3, IncrBy},
+    {"decr", 2, Decr},        {"decrby", 3, DecrBy},
+    {"append", 3, Append},    {"strlen", 2, Strlen},
+    {"expire", -3, Expire},   {"pexpire", -3, PExpire},
+    {"ttl", 2, Ttl},          {"pttl", 2, PTtl},
+    {"persist", 2, Persist},  {"dbsize", 1, DbSize},
+    {"flushall", -1, FlushAll}, {"flushdb", -1, FlushAll},
+    {"keys", 2, Keys},        {"scan", -2, Scan},
+    {"info", -1, Info},       {"command", -1, Command},
+    {"config", -2, Config},   {"quit", 1, Quit},
+    {"select", 2, Select},    {"client", -2, Client},
+};
+constexpr size_t kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
+static_assert(kNumSpecs <= kMaxCommands, "raise kMaxCommands");
+
+const std::unordered_map<std::string, size_t>& Index() {
+  static const auto* index = [] {
+    auto* m = new std::unordered_map<std::string, size_t>();
+    for (size_t i = 1; i < kNumSpecs; ++i) (*m)[kSpecs[i].name] = i;
+    return m;
+  }();
+  return *index;
+}
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+}  // namespace
+
+const char* CommandName(size_t i) { return i < kNumSpecs ? kSpecs[i].name : ""; }
+
+size_t Execute(const Args& args, CommandContext* ctx, std::string* out,
+               bool* error) {
+  *error = false;
+  std::string name = Lower(args[0]);
+  auto it = Index().find(name);
+  if (it == Index().end()) {
+    std::string msg = "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
+                      "', with args beginning with: ";
+    for (size_t i = 1; i < args.size() && i < 4; ++i) {
+      msg += "'" + std::string(args[i].substr(0, 64)) + "' ";
+    }
+    Err(out, error, msg);
+    return 0;
+  }
+  const Spec& s = kSpecs[it->second];
+  int n = static_cast<int>(args.size());
+  if ((s.arity > 0 && n != s.arity) || (s.arity < 0 && n < -s.arity)) {
+    Err(out, error, "ERR wrong number of arguments for '" + name +
+                        "' command");
+    return it->second;
+  }
+  s.run(args, ctx, out, error);
+  return it->second;
+}
+
+bool GlobMatch(std::string_view p, std::string_view s) {
+  size_t pi = 0, si = 0;
+  size_t star_p = std::string_view::npos, star_s = 0;
+  while (si < s.size()) {
+    if (pi < p.size()) {
+      char pc = p[pi];
+      if (pc == '*') {
+        star_p = pi++;
+        star_s = si;
+        continue;
+      }
+      if (pc == '?') {
+        ++pi;
+        ++si;
+        continue;
+      }
+      if (pc == '[') {
+        size_t j = pi + 1;
+        bool neg = j < p.size() && p[j] == '^';
+        if (neg) ++j;
+        bool hit = false;
+        while (j < p.size() && p[j] != ']') {
+          if (p[j] == '\\' && j + 1 < p.size()) {
+            hit |= p[j + 1] == s[si];
+            j += 2;
+          } else if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
+            char lo = p[j], hi = p[j + 2];
+            if (lo > hi) std::swap(lo, hi);
+            hit |= s[si] >= lo && s[si] <= hi;
+            j += 3;
+          } else {
+            hit |= p[j] == s[si];
+            ++j;
+          }
+        }
+        if (j < p.size() && hit != neg) {
+          pi = j + 1;
+          ++si;
+          continue;
+        }
+      } else {
+        if (pc == '\\' && pi + 1 < p.size()) pc = p[++pi];
+        if (pc == s[si]) {
+          ++pi;
+          ++si;
+          continue;
+        }
+      }
+    }
+    if (star_p == std::string_view::npos) return false;
+    pi = star_p + 1;
+    si = ++star_s;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+std::string InfoText(CommandContext* c, std::string_view section) {
+  std::string sec = Lower(section);
+  bool all = sec.empty() || sec == "all" || sec == "everything" ||
+             sec == "default";
+  StatsTotals t = c->stats->Merge();
+  ControlBlock* ctl = c->store->control();
+  std::string s;
+  auto want = [&](const char* name) { return all || sec == name; };
+  auto line = [&](const std::string& k, const std::string& v) {
+    s += k + ":" + v + "\r\n";
+  };
+  if (want("server")) {
+    s += "# Server\r\n";
+    line("redis_version", "7.0.0");
+    line("shmkv_version", kVersion);
+    line("process_id", std::to_string(getpid()));
+    line("master_pid", std::to_string(__atomic_load_n(&ctl->master_pid, __ATOMIC_RELAXED)));
+    line("tcp_port", std::to_string(c->info->resp_port));
+    line("http_port", std::to_string(c->info->http_port));
+    line("workers", std::to_string(c->info->workers));
+    line("segment", c->info->name);
+    line("uptime_in_seconds", std::to_string((NowMs() - c->info->start_ms) / 1000));
+    line("reloads", std::to_string(__atomic_load_n(&ctl->reloads, __ATOMIC_RELAXED)));
+    s += "\r\n";
+  }
+  if (want("clients")) {
+    s += "# Clients\r\n";
+    line("connected_clients", std::to_string(t.connections));
+    line("workers_alive", std::to_string(t.workers_alive));
+    s += "\r\n";
+  }
+  if (want("memory")) {
+    s += "# Memory\r\n";
+    line("used_memory", std::to_string(c->store->MemoryUsed()));
+    line("maxmemory", std::to_string(c->store->MemoryTotal()));
+    line("keys_capacity", std::to_string(c->store->Capacity()));
+    uint64_t total = c->store->MemoryTotal();
+    line("memory_fill_pct", Fmt("%.2f", total ? 100.0 * c->store->MemoryUsed() / total : 0));
+    line("key_fill_pct", Fmt("%.2f", 100.0 * c->store->Keys() / c->store->Capacity()));
+    s += "\r\n";
+  }
+  if (want("stats")) {
+    s += "# Stats\r\n";
+    line("total_connections_received", std::to_string(t.connections_total));
+    line("total_commands_processed", std::to_string(t.commands));
+    line("total_error_replies", std::to_string(t.errors));
+    line("total_net_input_bytes", std::to_string(t.bytes_in));
+    line("total_net_output_bytes", std::to_string(t.bytes_out));
+    line("http_requests", std::to_string(t.http_requests));
+    line("connections_handed_over", std::to_string(t.adopted));
+    line("expired_keys", std::to_string(__atomic_load_n(&ctl->expired_keys, __ATOMIC_RELAXED)));
+    line("write_lock_recoveries", std::to_string(__atomic_load_n(&ctl->lock_recoveries, __ATOMIC_RELAXED)));
+    s += "\r\n";
+  }
+  if (want("commandstats")) {
+    s += "# Commandstats\r\n";
+    for (size_t i = 0; i < kNumSpecs; ++i) {
+      if (t.calls[i] == 0) continue;
+      line(std::string("cmdstat_") + kSpecs[i].name,
+           "calls=" + std::to_string(t.calls[i]) + ",usec=" +
+               std::to_string(t.usec[i]) + ",usec_per_call=" +
+               Fmt("%.2f", static_cast<double>(t.usec[i]) / t.calls[i]));
+    }
+    s += "\r\n";
+  }
+  if (want("latencystats")) {
+    s += "# Latencystats\r\n";
+    for (size_t i = 0; i < kNumSpecs; ++i) {
+      if (t.calls[i] == 0) continue;
+      std::string v;
+      const char* names[3] = {"p50", "p99", "p99.9"};
+      for (size_t q = 0; q < 3; ++q) {
+        if (q) v += ",";
+        v += std::string(names[q]) + "=" + Fmt("%.3f", t.est[i * 3 + q].Estimate());
+      }
+      line(std::string("latency_percentiles_usec_") + kSpecs[i].name, v);
+    }
+    s += "\r\n";
+  }
+  if (want("keyspace")) {
+    s += "# Keyspace\r\n";
+    line("db0", "keys=" + std::to_string(c->store->Keys()) + ",expires=0,avg_ttl=0");
+  }
+  return s;
+}
+
+std::string StatsJson(CommandContext* c) {
+  StatsTotals t = c->stats->Merge();
+  std::string j = "{";
+  auto kv = [&](const char* k, const std::string& v, bool comma = true) {
+    j += std::string("\"") + k + "\":" + v + (comma ? "," : "");
+  };
+  kv("version", std::string("\"") + kVersion + "\"");
+  kv("uptime_s", std::to_string((NowMs() - c->info->start_ms) / 1000));
+  kv("workers", std::to_string(c->info->workers));
+  kv("workers_alive", std::to_string(t.workers_alive));
+  kv("connections", std::to_string(t.connections));
+  kv("connections_total", std::to_string(t.connections_total));
+  kv("commands", std::to_string(t.commands));
+  kv("errors", std::to_string(t.errors));
+  kv("http_requests", std::to_string(t.http_requests));
+  kv("keys", std::to_string(c->store->Keys()));
+  kv("keys_capacity", std::to_string(c->store->Capacity()));
+  kv("memory_used", std::to_string(c->store->MemoryUsed()));
+  kv("memory_total", std::to_string(c->store->MemoryTotal()));
+  j += "\"commands_stats\":{";
+  bool first = true;
+  for (size_t i = 0; i < kNumSpecs; ++i) {
+    if (t.calls[i] == 0) continue;
+    if (!first) j += ",";
+    first = false;
+    j += std::string("\"") + kSpecs[i].name + "\":{\"calls\":" +
+         std::to_string(t.calls[i]);
+    const char* names[3] = {"p50_us", "p99_us", "p999_us"};
+    for (size_t q = 0; q < 3; ++q) {
+      double e = t.est[i * 3 + q].Estimate();
+      j += std::string(",\"") + names[q] + "\":" +
+           (std::isfinite(e) ? Fmt("%.3f", e) : std::string("null"));
+    }
+    j += "}";
+  }
+  j += "}}";
+  return j;
+}
+
+}  // namespace shmkv

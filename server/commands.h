@@ -1,0 +1,48 @@
+// shmkv's commands: the Redis string commands over a Store, plus the
+// introspection redis-cli and redis-benchmark need (docs/server.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/stats.h"
+#include "server/store.h"
+
+namespace shmkv {
+
+constexpr const char* kVersion = "0.1.0";
+
+struct ServerInfo {
+  uint64_t resp_port = 0, http_port = 0;
+  uint64_t workers = 0;
+  int64_t start_ms = 0;
+  std::string name;  // the segment, as given on the command line
+};
+
+struct CommandContext {
+  Store* store = nullptr;
+  SharedStats* stats = nullptr;
+  const ServerInfo* info = nullptr;
+  bool quit = false;  // QUIT: reply, then close
+  uint64_t http_requests = 0;
+};
+
+// Runs one command (args[0] is its name, any case) and appends the reply.
+// Returns the command's statistics index; *error is set when the reply is
+// an error.
+size_t Execute(const std::vector<std::string_view>& args,
+               CommandContext* ctx, std::string* out, bool* error);
+
+// Name of statistics index i ("" if unused).
+const char* CommandName(size_t i);
+
+// The INFO text (all sections, or one), also used by the HTTP /stats page.
+std::string InfoText(CommandContext* ctx, std::string_view section);
+std::string StatsJson(CommandContext* ctx);
+
+// Redis glob matching (*, ?, [abc], [^a-z], \x).
+bool GlobMatch(std::string_view pattern, std::string_view s);
+
+}  // namespace shmkv

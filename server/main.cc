@@ -1,0 +1,535 @@
+// shmkv: a Redis-protocol key-value server on shared memory (docs/server.md).
+//
+// The master process owns the segments' lifetime and the listening
+// sockets; worker processes serve. SIGHUP (or `shmkv --reload`) replaces
+// the workers one at a time with a fresh exec of the binary; SIGTERM stops
+// everything, leaving the data in its segment for the next start.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/commands.h"
+#include "server/fdpass.h"
+#include "server/stats.h"
+#include "server/store.h"
+#include "server/worker.h"
+#include "shmc/detail/process.h"
+
+namespace shmkv {
+namespace {
+
+struct Options {
+  int port = 6380;
+  int http_port = 8080;
+  int workers = 0;  // 0: one per core
+  std::string seg = "/shmkv";
+  std::string backend = "posix";
+  uint64_t capacity = 1000000;
+  uint64_t memory = 256ULL << 20;
+  uint64_t max_value = 16ULL << 20;
+  bool reload = false;
+  // worker mode (set by the master when it execs a worker)
+  int worker_slot = -1;
+  int resp_fd = -1, http_fd = -1, ready_fd = -1, ctl_fd = -1, adopt_fd = -1;
+  int64_t start_ms = 0;
+};
+
+const char kUsage[] =
+    "usage: shmkv [options]\n"
+    "  --port N          RESP (Redis protocol) port            [6380]\n"
+    "  --http-port N     HTTP port (0: none)                   [8080]\n"
+    "  --workers N       worker processes                      [cores]\n"
+    "  --name SEG        segment name (posix shm name, sysv key or path)\n"
+    "                                                          [/shmkv]\n"
+    "  --backend B       posix | sysv | file:PATH              [posix]\n"
+    "  --capacity KEYS   keys the index holds                  [1000000]\n"
+    "  --memory BYTES    bytes for keys and values (K/M/G ok)  [256M]\n"
+    "  --max-value BYTES largest value                         [16M]\n"
+    "  --reload          tell the running master to replace its workers\n"
+    "  --help\n"
+    "The data lives in shared memory: restarting shmkv keeps it (with\n"
+    "--backend file:PATH it also survives a reboot). docs/server.md\n";
+
+bool ParseSize(const char* s, uint64_t* out) {
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (errno != 0 || end == s) return false;
+  uint64_t mul = 1;
+  if (*end == 'K' || *end == 'k') mul = 1ULL << 10, ++end;
+  else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, ++end;
+  else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, ++end;
+  if (*end != '\0' || v > UINT64_MAX / mul) return false;
+  *out = v * mul;
+  return true;
+}
+
+int Usage(const char* why) {
+  std::fprintf(stderr, "shmkv: %s\n%s", why, kUsage);
+  return 2;
+}
+
+int ParseArgs(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](const char** v) {
+      if (i + 1 >= argc) return false;
+      *v = argv[++i];
+      return true;
+    };
+    const char* v = nullptr;
+    uint64_t n = 0;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--reload") {
+      o->reload = true;
+    } else if (!next(&v)) {
+      return Usage(("unknown option or missing value: " + a).c_str());
+    } else if (a == "--port" || a == "--http-port" || a == "--workers") {
+      if (!ParseSize(v, &n) || n > 65535 ||
+          (a == "--port" && n == 0) || (a == "--workers" && (n == 0 || n > 32))) {
+        return Usage((a + ": bad value " + v).c_str());
+      }
+      (a == "--port" ? o->port : a == "--http-port" ? o->http_port
+                                                     : o->workers) =
+          static_cast<int>(n);
+    } else if (a == "--name") {
+      o->seg = v;
+    } else if (a == "--backend") {
+      o->backend = v;
+    } else if (a == "--capacity" || a == "--memory" || a == "--max-value") {
+      if (!ParseSize(v, &n) || n == 0) {
+        return Usage((a + ": bad size " + v).c_str());
+      }
+      (a == "--capacity" ? o->capacity : a == "--memory" ? o->memory
+                                                          : o->max_value) = n;
+    } else if (a == "--worker-slot") {
+      o->worker_slot = std::atoi(v);
+    } else if (a == "--resp-fd") {
+      o->resp_fd = std::atoi(v);
+    } else if (a == "--http-fd") {
+      o->http_fd = std::atoi(v);
+    } else if (a == "--ready-fd") {
+      o->ready_fd = std::atoi(v);
+    } else if (a == "--ctl-fd") {
+      o->ctl_fd = std::atoi(v);
+    } else if (a == "--adopt-fd") {
+      o->adopt_fd = std::atoi(v);
+    } else if (a == "--start-ms") {
+      o->start_ms = std::atoll(v);
+    } else {
+      return Usage(("unknown option: " + a).c_str());
+    }
+  }
+  return -1;  // go on
+}
+
+bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
+  c->capacity = o.capacity;
+  c->memory = o.memory;
+  c->max_value = o.max_value;
+  c->name = o.seg;
+  if (o.backend == "posix") {
+    c->backend = Backend::kPosix;
+  } else if (o.backend == "sysv") {
+    c->backend = Backend::kSysv;
+    if (c->name == "/shmkv") c->name = "53670";  // a decimal default key
+  } else if (o.backend.compare(0, 5, "file:") == 0 && o.backend.size() > 5) {
+    c->backend = Backend::kFile;
+    c->name = o.backend.substr(5);
+  } else {
+    *err = "--backend must be posix, sysv or file:PATH";
+    return false;
+  }
+  return true;
+}
+
+// A listening socket on `port` shared with SO_REUSEPORT.
+int Listen(int port, std::string* err) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) != 0 ||
+      listen(fd, 4096) != 0) {
+    *err = "port " + std::to_string(port) + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Fails if anyone else (another shmkv included) listens on `port`: a bind
+// without SO_REUSEPORT is refused by every listener.
+bool PortFree(int port, std::string* err) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_ANY);
+  bool ok = bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) == 0;
+  if (!ok) {
+    *err = "port " + std::to_string(port) +
+           (errno == EADDRINUSE ? " is in use (another server?)"
+                                : std::string(": ") + std::strerror(errno));
+  }
+  close(fd);
+  return ok;
+}
+
+class Master {
+ public:
+  Master(const Options& o, const StoreConfig& sc) : o_(o), sc_(sc) {}
+
+  int Run() {
+    std::string err;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+      std::perror("shmkv: /proc/self/exe");
+      return 1;
+    }
+    self_.assign(self, static_cast<size_t>(n));
+    store_ = Store::Open(sc_, true, &err);
+    if (!store_) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return 1;
+    }
+    ControlBlock* ctl = store_->control();
+    uint64_t other = __atomic_load_n(&ctl->master_pid, __ATOMIC_ACQUIRE);
+    if (other != 0 && other != static_cast<uint64_t>(getpid()) &&
+        shmc::detail::ProcessAlive(other) &&
+        shmc::detail::ProcessStartTime(other) ==
+            __atomic_load_n(&ctl->master_start, __ATOMIC_ACQUIRE)) {
+      std::fprintf(stderr, "shmkv: already running on %s (master pid %" PRIu64
+                   ")\n", sc_.name.c_str(), other);
+      return 1;
+    }
+    if (!stats_.Open(ControlKey(sc_) + ".stats", true, &err)) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return 1;
+    }
+    if (!PortFree(o_.port, &err) ||
+        (o_.http_port != 0 && !PortFree(o_.http_port, &err))) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return 1;
+    }
+    int workers = o_.workers > 0 ? o_.workers
+                                 : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    if (workers < 1) workers = 1;
+    for (int i = 0; i < workers; ++i) {
+      Slot s;
+      s.resp_fd = Listen(o_.port, &err);
+      s.http_fd = o_.http_port != 0 ? Listen(o_.http_port, &err) : -1;
+      if (s.resp_fd < 0 || (o_.http_port != 0 && s.http_fd < 0)) {
+        std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+        return 1;
+      }
+      slots_.push_back(s);
+    }
+    __atomic_store_n(&ctl->master_start,
+                     shmc::detail::ProcessStartTime(getpid()), __ATOMIC_RELEASE);
+    __atomic_store_n(&ctl->master_pid, static_cast<uint64_t>(getpid()),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&ctl->workers, static_cast<uint64_t>(workers),
+                     __ATOMIC_RELAXED);
+    start_ms_ = NowMs();
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGCHLD, SIGHUP, SIGTERM, SIGINT}) sigaddset(&mask, sig);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    sig_fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
+    signal(SIGPIPE, SIG_IGN);
+
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (!Spawn(i, true)) return Shutdown(1);
+    }
+    std::fprintf(stderr, "shmkv %s: %zu workers, RESP port %d, HTTP port %d, "
+                 "segment %s (%" PRIu64 " keys stored)\n", kVersion,
+                 slots_.size(), o_.port, o_.http_port, sc_.name.c_str(),
+                 store_->Keys());
+    return Loop();
+  }
+
+ private:
+  struct Slot {
+    int resp_fd = -1, http_fd = -1;
+    pid_t pid = 0;
+    int ctl_fd = -1;  // master's end of the worker's control socket
+    size_t stats_slot = 0;
+    int quick_deaths = 0;
+    int64_t started_ms = 0;
+  };
+
+  // Forks and execs a worker for slot i; waits until it serves. A
+  // replacement gets `adopt_fd` to receive its predecessor's connections.
+  bool Spawn(size_t i, bool first, int adopt_fd = -1) {
+    Slot& s = slots_[i];
+    size_t stats_slot = next_stats_slot_++ % kMaxWorkerSlots;
+    stats_.Clear(stats_slot);
+    int ready[2], ctl[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) return false;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
+      close(ready[0]);
+      close(ready[1]);
+      return false;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("shmkv: fork");
+      return false;
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      // Keep only this slot's sockets and the ready pipe across exec.
+      for (size_t j = 0; j < slots_.size(); ++j) {
+        if (j == i) continue;
+        close(slots_[j].resp_fd);
+        if (slots_[j].http_fd >= 0) close(slots_[j].http_fd);
+      }
+      fcntl(ready[1], F_SETFD, 0);
+      fcntl(ctl[1], F_SETFD, 0);
+      if (adopt_fd >= 0) fcntl(adopt_fd, F_SETFD, 0);
+      std::vector<std::string> args = {
+          self_, "--worker-slot", std::to_string(stats_slot),
+          "--resp-fd", std::to_string(s.resp_fd),
+          "--http-fd", std::to_string(s.http_fd),
+          "--ready-fd", std::to_string(ready[1]),
+          "--ctl-fd", std::to_string(ctl[1]),
+          "--adopt-fd", std::to_string(adopt_fd),
+          "--port", std::to_string(o_.port),
+          "--http-port", std::to_string(o_.http_port),
+          "--workers", std::to_string(slots_.size()),
+          "--name", o_.seg, "--backend", o_.backend,
+          "--capacity", std::to_string(o_.capacity),
+          "--memory", std::to_string(o_.memory),
+          "--max-value", std::to_string(o_.max_value),
+          "--start-ms", std::to_string(start_ms_)};
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(&a[0]);
+      argv.push_back(nullptr);
+      execv(self_.c_str(), argv.data());
+      std::fprintf(stderr, "shmkv: exec %s: %s\n", self_.c_str(),
+                   std::strerror(errno));
+      _exit(127);
+    }
+    close(ready[1]);
+    close(ctl[1]);
+    char c = 0;
+    ssize_t r;
+    do {
+      r = read(ready[0], &c, 1);  // EOF if the worker failed
+    } while (r < 0 && errno == EINTR);
+    close(ready[0]);
+    if (r != 1) {
+      std::fprintf(stderr, "shmkv: worker %zu failed to start\n", i);
+      close(ctl[0]);
+      waitpid(pid, nullptr, 0);
+      return false;
+    }
+    if (!first && s.pid > 0) {
+      // The replaced worker is still draining; track both.
+      draining_[s.pid] = s.ctl_fd;
+    } else if (s.ctl_fd >= 0) {
+      close(s.ctl_fd);
+    }
+    s.ctl_fd = ctl[0];
+    s.pid = pid;
+    s.stats_slot = stats_slot;
+    s.started_ms = NowMs();
+    return true;
+  }
+
+  int Loop() {
+    for (;;) {
+      fd_set rd;
+      FD_ZERO(&rd);
+      FD_SET(sig_fd_, &rd);
+      struct timeval tv = {0, 100000};
+      int n = select(sig_fd_ + 1, &rd, nullptr, nullptr, &tv);
+      if (n > 0) {
+        struct signalfd_siginfo si;
+        if (read(sig_fd_, &si, sizeof(si)) == sizeof(si)) {
+          if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            return Shutdown(0);
+          }
+          if (si.ssi_signo == SIGHUP) Reload();
+          if (si.ssi_signo == SIGCHLD) Reap();
+        }
+      }
+      // Active expiry: a full pass over the index about every 2 s.
+      store_->Sweep(std::max<uint64_t>(2000, sc_.capacity / 16));
+    }
+  }
+
+  void Reap() {
+    for (;;) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;
+      auto d = draining_.find(pid);
+      if (d != draining_.end()) {  // a replaced worker finished
+        if (d->second >= 0) close(d->second);
+        draining_.erase(d);
+        continue;
+      }
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].pid != pid) continue;
+        slots_[i].pid = 0;
+        bool quick = NowMs() - slots_[i].started_ms < 1000;
+        slots_[i].quick_deaths = quick ? slots_[i].quick_deaths + 1 : 0;
+        std::fprintf(stderr, "shmkv: worker %zu (pid %d) %s %d; restarting\n",
+                     i, pid, WIFSIGNALED(status) ? "killed by signal" : "exited",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        if (slots_[i].quick_deaths > 5) {
+          std::fprintf(stderr, "shmkv: worker %zu keeps dying; giving up\n", i);
+          continue;
+        }
+        Spawn(i, true);
+      }
+    }
+  }
+
+  // Replaces every worker, one at a time: the new one serves before the
+  // old one is told to hand its open connections over to it and exit.
+  void Reload() {
+    std::fprintf(stderr, "shmkv: reloading %zu workers from %s\n",
+                 slots_.size(), self_.c_str());
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      int old_ctl = slots_[i].ctl_fd;
+      pid_t old = slots_[i].pid;
+      int h[2];
+      if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, h) != 0) {
+        std::perror("shmkv: reload: socketpair");
+        return;
+      }
+      if (!Spawn(i, false, h[1])) {
+        std::fprintf(stderr, "shmkv: reload stopped: worker %zu kept\n", i);
+        close(h[0]);
+        close(h[1]);
+        return;
+      }
+      close(h[1]);
+      if (old > 0 && (old_ctl < 0 || !SendFd(old_ctl, h[0], "H"))) {
+        kill(old, SIGTERM);  // no control socket: drain by closing
+      }
+      close(h[0]);
+    }
+    __atomic_add_fetch(&store_->control()->reloads, 1, __ATOMIC_RELAXED);
+  }
+
+  int Shutdown(int rc) {
+    for (Slot& s : slots_) {
+      if (s.pid > 0) kill(s.pid, SIGTERM);
+    }
+    for (auto& kv : draining_) kill(kv.first, SIGTERM);
+    while (waitpid(-1, nullptr, 0) > 0) {
+    }
+    __atomic_store_n(&store_->control()->master_pid, 0, __ATOMIC_RELEASE);
+    std::fprintf(stderr, "shmkv: stopped; %" PRIu64 " keys stay in %s\n",
+                 store_->Keys(), sc_.name.c_str());
+    return rc;
+  }
+
+  Options o_;
+  StoreConfig sc_;
+  std::string self_;
+  std::unique_ptr<Store> store_;
+  SharedStats stats_;
+  std::vector<Slot> slots_;
+  std::map<pid_t, int> draining_;  // replaced workers -> their ctl fd
+  size_t next_stats_slot_ = 0;
+  int sig_fd_ = -1;
+  int64_t start_ms_ = 0;
+};
+
+int SendReload(const StoreConfig& sc) {
+  shmc::ShmArray<ControlBlock, shmc::POSIX> ctl;
+  if (!ctl.InitForRead(ControlKey(sc))) {
+    std::fprintf(stderr, "shmkv --reload: no server on %s: %s\n",
+                 sc.name.c_str(), ctl.last_error().message.c_str());
+    return 1;
+  }
+  uint64_t pid = __atomic_load_n(&ctl[0].master_pid, __ATOMIC_ACQUIRE);
+  if (pid == 0 || !shmc::detail::ProcessAlive(pid) ||
+      kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+    std::fprintf(stderr, "shmkv --reload: no live master for %s\n",
+                 sc.name.c_str());
+    return 1;
+  }
+  std::printf("shmkv: reload signalled to master pid %" PRIu64 "\n", pid);
+  return 0;
+}
+
+void RaiseFdLimit() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+}  // namespace
+}  // namespace shmkv
+
+int main(int argc, char** argv) {
+  using namespace shmkv;
+  Options o;
+  int rc = ParseArgs(argc, argv, &o);
+  if (rc >= 0) return rc;
+  StoreConfig sc;
+  std::string err;
+  if (!MakeStoreConfig(o, &sc, &err)) return Usage(err.c_str());
+  if (o.reload) return SendReload(sc);
+  RaiseFdLimit();
+  if (o.worker_slot >= 0) {
+    WorkerConfig wc;
+    wc.resp_fd = o.resp_fd;
+    wc.http_fd = o.http_fd;
+    wc.ready_fd = o.ready_fd;
+    wc.ctl_fd = o.ctl_fd;
+    wc.adopt_fd = o.adopt_fd;
+    wc.slot = static_cast<size_t>(o.worker_slot);
+    wc.store = sc;
+    wc.info.resp_port = static_cast<uint64_t>(o.port);
+    wc.info.http_port = static_cast<uint64_t>(o.http_port);
+    wc.info.workers = static_cast<uint64_t>(o.workers);
+    wc.info.start_ms = o.start_ms;
+    wc.info.name = sc.name;
+    if (getppid() == 1) return 1;  // the master is already gone
+    return RunWorker(wc);
+  }
+  Master m(o, sc);
+  return m.Run();
+}

@@ -1,0 +1,150 @@
+#include "server/resp.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace shmkv {
+
+namespace {
+
+// Finds "\r\n" from `from`; npos if not yet there.
+size_t FindCrlf(const char* data, size_t n, size_t from) {
+  for (size_t i = from; i + 1 < n; ++i) {
+    if (data[i] == '\r' && data[i + 1] == '\n') return i;
+  }
+  return std::string_view::npos;
+}
+
+// Parses a decimal length ("-1" allowed when allow_neg); false if malformed.
+bool ParseLen(const char* p, size_t n, bool allow_neg, int64_t* out) {
+  if (n == 0 || n > 19) return false;
+  bool neg = p[0] == '-';
+  if (neg && (!allow_neg || n == 1)) return false;
+  int64_t v = 0;
+  for (size_t i = neg ? 1 : 0; i < n; ++i) {
+    if (p[i] < '0' || p[i] > '9') return false;
+    v = v * 10 + (p[i] - '0');
+  }
+  *out = neg ? -v : v;
+  return true;
+}
+
+ParseResult ParseInline(const char* data, size_t n, const RespLimits& lim,
+                        std::vector<std::string_view>* args, size_t* used,
+                        std::string* error) {
+  const void* nl = std::memchr(data, '\n', n);
+  if (nl == nullptr) {
+    if (n > lim.max_inline) {
+      *error = "Protocol error: too big inline request";
+      return ParseResult::kError;
+    }
+    return ParseResult::kIncomplete;
+  }
+  size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
+  size_t line_end = end > 0 && data[end - 1] == '\r' ? end - 1 : end;
+  args->clear();
+  size_t i = 0;
+  while (i < line_end) {
+    while (i < line_end && (data[i] == ' ' || data[i] == '\t')) ++i;
+    size_t start = i;
+    while (i < line_end && data[i] != ' ' && data[i] != '\t') ++i;
+    if (i > start) args->emplace_back(data + start, i - start);
+  }
+  *used = end + 1;
+  return ParseResult::kOk;
+}
+
+}  // namespace
+
+ParseResult ParseCommand(const char* data, size_t n, const RespLimits& lim,
+                         std::vector<std::string_view>* args, size_t* used,
+                         std::string* error) {
+  if (n == 0) return ParseResult::kIncomplete;
+  if (data[0] != '*') return ParseInline(data, n, lim, args, used, error);
+  size_t eol = FindCrlf(data, n, 1);
+  if (eol == std::string_view::npos) {
+    if (n > 32) {
+      *error = "Protocol error: invalid multibulk length";
+      return ParseResult::kError;
+    }
+    return ParseResult::kIncomplete;
+  }
+  int64_t count = 0;
+  if (!ParseLen(data + 1, eol - 1, true, &count) ||
+      count > static_cast<int64_t>(lim.max_args)) {
+    *error = "Protocol error: invalid multibulk length";
+    return ParseResult::kError;
+  }
+  args->clear();
+  size_t pos = eol + 2;
+  for (int64_t i = 0; i < count; ++i) {
+    if (pos >= n) return ParseResult::kIncomplete;
+    if (data[pos] != '$') {
+      *error = std::string("Protocol error: expected '$', got '") +
+               (data[pos] >= 0x20 && data[pos] < 0x7f ? data[pos] : '?') + "'";
+      return ParseResult::kError;
+    }
+    size_t le = FindCrlf(data, n, pos + 1);
+    if (le == std::string_view::npos) {
+      if (n - pos > 32) {
+        *error = "Protocol error: invalid bulk length";
+        return ParseResult::kError;
+      }
+      return ParseResult::kIncomplete;
+    }
+    int64_t len = 0;
+    if (!ParseLen(data + pos + 1, le - pos - 1, false, &len) ||
+        static_cast<uint64_t>(len) > lim.max_bulk) {
+      *error = "Protocol error: invalid bulk length";
+      return ParseResult::kError;
+    }
+    size_t body = le + 2;
+    size_t ulen = static_cast<size_t>(len);
+    if (n < body + ulen + 2) return ParseResult::kIncomplete;
+    if (data[body + ulen] != '\r' || data[body + ulen + 1] != '\n') {
+      *error = "Protocol error: bulk string not followed by CRLF";
+      return ParseResult::kError;
+    }
+    args->emplace_back(data + body, ulen);
+    pos = body + ulen + 2;
+  }
+  *used = pos;
+  return ParseResult::kOk;
+}
+
+void ReplySimple(std::string* out, std::string_view s) {
+  out->push_back('+');
+  out->append(s.data(), s.size());
+  out->append("\r\n", 2);
+}
+
+void ReplyError(std::string* out, std::string_view msg) {
+  out->push_back('-');
+  for (char c : msg) out->push_back(c == '\r' || c == '\n' ? ' ' : c);
+  out->append("\r\n", 2);
+}
+
+void ReplyInt(std::string* out, int64_t v) {
+  char buf[32];
+  int k = std::snprintf(buf, sizeof(buf), ":%lld\r\n",
+                        static_cast<long long>(v));
+  out->append(buf, static_cast<size_t>(k));
+}
+
+void ReplyBulk(std::string* out, std::string_view s) {
+  char buf[32];
+  int k = std::snprintf(buf, sizeof(buf), "$%zu\r\n", s.size());
+  out->append(buf, static_cast<size_t>(k));
+  out->append(s.data(), s.size());
+  out->append("\r\n", 2);
+}
+
+void ReplyNull(std::string* out) { out->append("$-1\r\n", 5); }
+
+void ReplyArray(std::string* out, size_t n) {
+  char buf[32];
+  int k = std::snprintf(buf, sizeof(buf), "*%zu\r\n", n);
+  out->append(buf, static_cast<size_t>(k));
+}
+
+}  // namespace shmkv

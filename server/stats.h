@@ -1,0 +1,82 @@
+// Server statistics shared by every process (docs/server.md, "Stats"):
+// one slot per worker in a ShmArray, written only by its worker under a
+// sequence word (odd while writing) and read by anyone (INFO, /stats). A
+// worker publishes its counters and its latency estimators (the max-of-n
+// estimator, shmc/percentile.h: p50, p99 and p99.9 per command) every
+// 100 ms; readers merge all slots. Slots of exited workers keep counting
+// toward the totals; only live workers' connections are counted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "shmc/percentile.h"
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_array.h"
+
+namespace shmkv {
+
+// Commands with their own statistics (index into the tables below).
+constexpr size_t kMaxCommands = 48;
+constexpr size_t kMaxWorkerSlots = 64;
+constexpr double kQuantiles[3] = {0.5, 0.99, 0.999};
+
+struct CommandWords {
+  uint64_t calls;
+  uint64_t usec;                     // total service time
+  uint64_t est[3][3];                // per quantile: sum_max, count, open_max
+};
+
+struct StatsSlot {
+  uint64_t seq;  // odd while the owner writes
+  uint64_t pid;
+  uint64_t connections;
+  uint64_t connections_total;
+  uint64_t commands;
+  uint64_t errors;
+  uint64_t bytes_in, bytes_out;
+  uint64_t http_requests;
+  uint64_t adopted;  // connections taken over in hot restarts
+  uint64_t reserved[6];
+  CommandWords cmd[kMaxCommands];
+};
+
+// What a worker accumulates between publications.
+struct LocalStats {
+  LocalStats();
+  uint64_t connections = 0, connections_total = 0, commands = 0, errors = 0;
+  uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
+  uint64_t calls[kMaxCommands] = {};
+  uint64_t usec[kMaxCommands] = {};
+  std::vector<shmc::PercentileEstimator> est;  // kMaxCommands * 3
+  void Record(size_t cmd, double usec);
+};
+
+// The merged view.
+struct StatsTotals {
+  uint64_t workers_alive = 0;
+  uint64_t connections = 0, connections_total = 0, commands = 0, errors = 0;
+  uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
+  uint64_t calls[kMaxCommands] = {};
+  uint64_t usec[kMaxCommands] = {};
+  std::vector<shmc::PercentileEstimator> est;
+  StatsTotals();
+};
+
+class SharedStats {
+ public:
+  bool Open(const std::string& key, bool create, std::string* err);
+  // Master: clears slot i for a new worker.
+  void Clear(size_t slot);
+  // Worker: writes its slot.
+  void Publish(size_t slot, const LocalStats& s);
+  StatsTotals Merge() const;
+
+ private:
+  shmc::ShmArray<StatsSlot, shmc::POSIX> arr_;
+};
+
+}  // namespace shmkv

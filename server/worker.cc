@@ -1,0 +1,433 @@
+#include "server/worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "server/fdpass.h"
+#include "server/http.h"
+#include "server/resp.h"
+#include "server/stats.h"
+
+namespace shmkv {
+
+namespace {
+
+constexpr size_t kReadChunk = 64 << 10;
+constexpr size_t kMaxPendingOut = 32 << 20;  // stop reading above this
+
+
+double MonoUs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + ts.tv_nsec / 1e3;
+}
+
+struct Conn {
+  int fd = -1;
+  bool http = false;
+  std::string in;
+  size_t in_off = 0;
+  std::string out;
+  size_t out_off = 0;
+  bool closing = false;   // close once the output is flushed
+  bool reading = true;    // EPOLLIN registered
+  bool writing = false;   // EPOLLOUT registered
+  size_t pending_out() const { return out.size() - out_off; }
+  bool idle() const { return in_off == in.size() && pending_out() == 0; }
+};
+
+class Worker {
+ public:
+  explicit Worker(const WorkerConfig& cfg) : cfg_(cfg) {}
+
+  int Run() {
+    std::string err;
+    store_ = Store::Open(cfg_.store, false, &err);
+    if (!store_) {
+      std::fprintf(stderr, "shmkv worker %zu: %s\n", cfg_.slot, err.c_str());
+      return 1;
+    }
+    if (!stats_.Open(ControlKey(cfg_.store) + ".stats", false, &err)) {
+      std::fprintf(stderr, "shmkv worker %zu: %s\n", cfg_.slot, err.c_str());
+      return 1;
+    }
+    adopt_fd_ = cfg_.adopt_fd;
+    if (adopt_fd_ >= 0) {
+      fcntl(adopt_fd_, F_SETFL, fcntl(adopt_fd_, F_GETFL) | O_NONBLOCK);
+    }
+    ctx_.store = store_.get();
+    ctx_.stats = &stats_;
+    ctx_.info = &cfg_.info;
+    // Arguments up to twice the largest value are read and refused with
+    // an error reply; beyond that the request is a protocol error.
+    limits_.max_bulk = 2 * std::max<size_t>(cfg_.store.max_value,
+                                            cfg_.store.max_key);
+    max_request_ = limits_.max_bulk * 2 + (1 << 20);
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    sig_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    signal(SIGPIPE, SIG_IGN);
+    Add(sig_fd_, EPOLLIN);
+    for (int fd : {cfg_.resp_fd, cfg_.http_fd}) {
+      if (fd < 0) continue;
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+      Add(fd, EPOLLIN);
+    }
+    if (cfg_.ctl_fd >= 0) Add(cfg_.ctl_fd, EPOLLIN);
+    if (cfg_.adopt_fd >= 0) Add(cfg_.adopt_fd, EPOLLIN);
+    stats_.Publish(cfg_.slot, local_);
+    if (cfg_.ready_fd >= 0) {
+      (void)!write(cfg_.ready_fd, "R", 1);
+      close(cfg_.ready_fd);
+    }
+    return Loop();
+  }
+
+ private:
+  void Add(int fd, uint32_t events) {
+    struct epoll_event ev = {};
+    ev.events = events;
+    ev.data.fd = fd;
+    epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  void Update(Conn* c) {
+    bool want_read = !c->closing && c->pending_out() < kMaxPendingOut;
+    bool want_write = c->pending_out() > 0;
+    if (want_read == c->reading && want_write == c->writing) return;
+    struct epoll_event ev = {};
+    ev.events = (want_read ? uint32_t{EPOLLIN} : 0u) |
+                (want_write ? uint32_t{EPOLLOUT} : 0u) |
+                EPOLLRDHUP;
+    ev.data.fd = c->fd;
+    epoll_ctl(ep_, EPOLL_CTL_MOD, c->fd, &ev);
+    c->reading = want_read;
+    c->writing = want_write;
+  }
+
+  int Loop() {
+    std::vector<struct epoll_event> events(256);
+    double last_publish = MonoUs();
+    for (;;) {
+      int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()),
+                         100);
+      if (n < 0 && errno != EINTR) {
+        std::perror("shmkv: epoll_wait");
+        return 1;
+      }
+      for (int i = 0; i < n; ++i) {
+        int fd = events[i].data.fd;
+        uint32_t ev = events[i].events;
+        if (fd == sig_fd_) {
+          struct signalfd_siginfo si;
+          while (read(sig_fd_, &si, sizeof(si)) == sizeof(si)) StartDrain();
+        } else if (fd == cfg_.resp_fd || fd == cfg_.http_fd) {
+          Accept(fd, fd == cfg_.http_fd);
+        } else if (fd == cfg_.ctl_fd) {
+          OnControl();
+        } else if (fd == adopt_fd_) {
+          Adopt();
+        } else {
+          auto it = conns_.find(fd);
+          if (it == conns_.end()) continue;
+          Conn* c = it->second.get();
+          if (ev & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) OnReadable(c);
+          if (conns_.count(fd) && (ev & EPOLLOUT)) Flush(c);
+        }
+      }
+      double now = MonoUs();
+      if (now - last_publish >= 100000) {
+        Publish();
+        last_publish = now;
+      }
+      if (draining_) {
+        if (handoff_fd_ >= 0) HandOff();
+        CloseIdle();
+        if (conns_.empty() || now >= drain_deadline_ + 1e6) {
+          Publish();
+          return 0;
+        }
+      }
+    }
+  }
+
+  void Publish() {
+    local_.connections = conns_.size();
+    local_.http_requests = ctx_.http_requests;
+    stats_.Publish(cfg_.slot, local_);
+  }
+
+  void StartDrain() {
+    if (draining_) return;
+    draining_ = true;
+    drain_deadline_ = MonoUs() + cfg_.drain_ms * 1000.0;
+    // The master keeps the listening sockets: connections still queued
+    // there are accepted by the replacement worker.
+    for (int fd : {cfg_.resp_fd, cfg_.http_fd}) {
+      if (fd < 0) continue;
+      epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+      close(fd);
+    }
+  }
+
+  // The master names our replacement: a socket to hand connections to.
+  void OnControl() {
+    std::string msg;
+    int fd = -1;
+    ssize_t n = RecvFd(cfg_.ctl_fd, &msg, &fd);
+    if (n <= 0) {
+      // The master is gone (or closed our control socket): drain.
+      epoll_ctl(ep_, EPOLL_CTL_DEL, cfg_.ctl_fd, nullptr);
+      close(cfg_.ctl_fd);
+      cfg_.ctl_fd = -1;
+      StartDrain();
+      return;
+    }
+    if (fd >= 0) {
+      handoff_fd_ = fd;
+      StartDrain();
+      HandOff();
+    }
+  }
+
+  // Passes every connection that is between requests (its reply sent) to
+  // the replacement, with the bytes of a request it has only partly
+  // received; bytes still in the kernel socket travel with the socket.
+  void HandOff() {
+    std::vector<int> moved;
+    for (auto& kv : conns_) {
+      Conn* c = kv.second.get();
+      if (c->closing || c->pending_out() > 0) continue;
+      size_t partial = c->in.size() - c->in_off;
+      if (partial > kMaxHandoffBytes) continue;
+      std::string msg(1, c->http ? 'H' : 'R');
+      msg.append(c->in, c->in_off, partial);
+      if (!SendFd(handoff_fd_, c->fd, msg)) {
+        // The replacement is gone: finish the drain by closing instead.
+        close(handoff_fd_);
+        handoff_fd_ = -1;
+        break;
+      }
+      moved.push_back(kv.first);
+    }
+    for (int fd : moved) Close(fd);
+  }
+
+  // A connection handed over by the worker this one replaces.
+  void Adopt() {
+    for (;;) {
+      std::string msg;
+      int fd = -1;
+      ssize_t n = RecvFd(adopt_fd_, &msg, &fd);
+      if (n <= 0) {
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+        epoll_ctl(ep_, EPOLL_CTL_DEL, adopt_fd_, nullptr);
+        close(adopt_fd_);  // the old worker is done
+        adopt_fd_ = -1;
+        return;
+      }
+      if (fd < 0) continue;
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      auto c = std::make_unique<Conn>();
+      c->fd = fd;
+      c->http = !msg.empty() && msg[0] == 'H';
+      if (msg.size() > 1) c->in.assign(msg, 1, std::string::npos);
+      Conn* raw = c.get();
+      Add(fd, EPOLLIN | EPOLLRDHUP);
+      conns_[fd] = std::move(c);
+      ++local_.adopted;
+      if (!raw->in.empty()) {
+        Process(raw);
+        Flush(raw);
+      }
+    }
+  }
+
+  void CloseIdle() {
+    std::vector<int> idle;
+    for (auto& kv : conns_) {
+      if (kv.second->idle()) idle.push_back(kv.first);
+    }
+    for (int fd : idle) Close(fd);
+  }
+
+  void Accept(int lfd, bool http) {
+    for (int i = 0; i < 64; ++i) {
+      int fd = accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE) {
+          std::fprintf(stderr, "shmkv: accept: %s (raise ulimit -n)\n",
+                       std::strerror(errno));
+        }
+        return;
+      }
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      auto c = std::make_unique<Conn>();
+      c->fd = fd;
+      c->http = http;
+      Add(fd, EPOLLIN | EPOLLRDHUP);
+      conns_[fd] = std::move(c);
+      ++local_.connections_total;
+    }
+  }
+
+  void Close(int fd) {
+    epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+    close(fd);
+    conns_.erase(fd);
+  }
+
+  void OnReadable(Conn* c) {
+    bool eof = false;
+    char buf[kReadChunk];
+    for (int round = 0; round < 16 && c->reading; ++round) {
+      ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
+      if (n > 0) {
+        c->in.append(buf, static_cast<size_t>(n));
+        local_.bytes_in += static_cast<uint64_t>(n);
+        if (static_cast<size_t>(n) < sizeof(buf)) break;
+        continue;
+      }
+      if (n == 0) {
+        eof = true;
+        break;
+      }
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close(c->fd);  // reset by peer
+      return;
+    }
+    Process(c);
+    if (eof) c->closing = true;
+    Flush(c);
+  }
+
+  void Process(Conn* c) {
+    while (!c->closing && c->in_off < c->in.size() &&
+           c->pending_out() < kMaxPendingOut) {
+      const char* p = c->in.data() + c->in_off;
+      size_t avail = c->in.size() - c->in_off;
+      size_t used = 0;
+      if (c->http) {
+        HttpResult r = HandleHttp(p, avail, cfg_.store.max_value, &ctx_,
+                                  &c->out, &used);
+        if (r == HttpResult::kIncomplete) break;
+        if (r == HttpResult::kClose) {
+          c->closing = true;
+          break;
+        }
+        c->in_off += used;
+        continue;
+      }
+      std::string err;
+      ParseResult r = ParseCommand(p, avail, limits_, &args_, &used, &err);
+      if (r == ParseResult::kIncomplete) break;
+      if (r == ParseResult::kError) {
+        ReplyError(&c->out, "ERR " + err);
+        ++local_.errors;
+        c->closing = true;
+        break;
+      }
+      c->in_off += used;
+      if (args_.empty()) continue;  // an empty inline line
+      double t0 = MonoUs();
+      bool error = false;
+      size_t idx = Execute(args_, &ctx_, &c->out, &error);
+      local_.Record(idx, MonoUs() - t0);
+      ++local_.commands;
+      local_.errors += error;
+      if (ctx_.quit) {
+        ctx_.quit = false;
+        c->closing = true;
+      }
+    }
+    if (c->in_off == c->in.size()) {
+      c->in.clear();
+      c->in_off = 0;
+    } else if (c->in_off > (1 << 20) || c->in_off * 2 > c->in.size()) {
+      c->in.erase(0, c->in_off);
+      c->in_off = 0;
+    }
+    if (!c->closing && c->in.size() > max_request_) {
+      ReplyError(&c->out, "ERR request too large");
+      c->closing = true;
+    }
+  }
+
+  void Flush(Conn* c) {
+    while (c->pending_out() > 0) {
+      ssize_t n = send(c->fd, c->out.data() + c->out_off, c->pending_out(),
+                       MSG_NOSIGNAL);
+      if (n > 0) {
+        c->out_off += static_cast<size_t>(n);
+        local_.bytes_out += static_cast<uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      Close(c->fd);
+      return;
+    }
+    if (c->pending_out() == 0) {
+      c->out.clear();
+      c->out_off = 0;
+      if (c->closing) {
+        Close(c->fd);
+        return;
+      }
+      // Output drained below the limit: go on with buffered input.
+      if (c->in_off < c->in.size() && !c->reading) {
+        Process(c);
+        if (c->pending_out() > 0) return Flush(c);
+      }
+    }
+    Update(c);
+  }
+
+  WorkerConfig cfg_;
+  std::unique_ptr<Store> store_;
+  SharedStats stats_;
+  LocalStats local_;
+  CommandContext ctx_;
+  RespLimits limits_;
+  size_t max_request_ = 0;
+  int ep_ = -1, sig_fd_ = -1;
+  std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  std::vector<std::string_view> args_;
+  bool draining_ = false;
+  double drain_deadline_ = 0;
+  int handoff_fd_ = -1;
+  int adopt_fd_ = -1;
+};
+
+}  // namespace
+
+int RunWorker(const WorkerConfig& cfg) {
+  Worker w(cfg);
+  return w.Run();
+}
+
+}  // namespace shmkv

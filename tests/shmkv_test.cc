@@ -1,0 +1,661 @@
+// shmkv, started as a real server and spoken to over sockets: every
+// command, pipelining, binary and large values, 1,000 connections, bad
+// RESP and bad HTTP, kill -9 of every process then a restart with nothing
+// lost, and a hot restart under load with no failed request. redis-cli is
+// used too when it is installed (Debian redis-tools; .ci/run installs it).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_hash_table.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa));
+  socklen_t len = sizeof(sa);
+  getsockname(fd, reinterpret_cast<struct sockaddr*>(&sa), &len);
+  close(fd);
+  return ntohs(sa.sin_port);
+}
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) != 0) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+// A RESP client on one connection.
+class Client {
+ public:
+  explicit Client(int port) : fd_(Connect(port)) {}
+  ~Client() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+  static std::string Encode(const std::vector<std::string>& args) {
+    std::string s = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string& a : args) {
+      s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    }
+    return s;
+  }
+  bool SendRaw(const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+      ssize_t n = send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // One reply, in its RESP text; "" on EOF or timeout.
+  std::string Reply() {
+    std::string out;
+    return ReadReply(&out) ? out : std::string();
+  }
+  std::string Call(const std::vector<std::string>& args) {
+    if (!SendRaw(Encode(args))) return "";
+    return Reply();
+  }
+  // True if the server closed the connection (EOF) within the timeout.
+  bool Closed() {
+    char c;
+    for (;;) {
+      if (pos_ < buf_.size()) return false;
+      struct pollfd p = {fd_, POLLIN, 0};
+      if (poll(&p, 1, 5000) <= 0) return false;
+      ssize_t n = recv(fd_, &c, 1, 0);
+      if (n <= 0) return true;
+      buf_.push_back(c);
+    }
+  }
+
+ private:
+  bool Fill(size_t need) {
+    while (buf_.size() - pos_ < need) {
+      struct pollfd p = {fd_, POLLIN, 0};
+      if (poll(&p, 1, 10000) <= 0) return false;
+      char tmp[65536];
+      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+      if (n <= 0) return false;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  bool Line(std::string* line) {
+    for (;;) {
+      size_t e = buf_.find("\r\n", pos_);
+      if (e != std::string::npos) {
+        *line = buf_.substr(pos_, e - pos_);
+        pos_ = e + 2;
+        return true;
+      }
+      if (!Fill(buf_.size() - pos_ + 1)) return false;
+    }
+  }
+  bool ReadReply(std::string* out) {
+    std::string line;
+    if (!Line(&line) || line.empty()) return false;
+    *out += line + "\r\n";
+    if (line[0] == '$') {
+      long n = std::stol(line.substr(1));
+      if (n < 0) return true;
+      if (!Fill(static_cast<size_t>(n) + 2)) return false;
+      *out += buf_.substr(pos_, static_cast<size_t>(n) + 2);
+      pos_ += static_cast<size_t>(n) + 2;
+    } else if (line[0] == '*') {
+      long n = std::stol(line.substr(1));
+      for (long i = 0; i < n; ++i) {
+        if (!ReadReply(out)) return false;
+      }
+    }
+    if (pos_ > (1 << 20)) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+    return true;
+  }
+
+  int fd_;
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+std::string Bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+// A shmkv server (master + workers) in its own process group.
+class Server {
+ public:
+  // own: the segments are this test's to remove (a second server on a
+  // running server's segment does not own them).
+  explicit Server(const std::string& tag, bool own = true) : own_(own) {
+    name_ = "/shmkv_test_" + std::to_string(getpid()) + "_" + tag;
+    port_ = FreePort();
+    http_port_ = FreePort();
+    if (own_) Cleanup();
+  }
+  ~Server() {
+    Stop();
+    if (own_) Cleanup();
+    unlink(LogPath().c_str());  // shown by the failing assertions already
+  }
+  int port() const { return port_; }
+  int http_port() const { return http_port_; }
+  const std::string& name() const { return name_; }
+  pid_t pid() const { return pid_; }
+  std::string log() const {
+    std::ifstream in(LogPath());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  bool Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        SHMKV_BIN, "--port", std::to_string(port_), "--http-port",
+        std::to_string(http_port_), "--name", name_, "--workers",
+        std::to_string(workers_), "--capacity", "100000", "--memory", "64M"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      FILE* f = std::fopen(LogPath().c_str(), "a");
+      dup2(fileno(f), 2);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(&a[0]);
+      argv.push_back(nullptr);
+      execv(SHMKV_BIN, argv.data());
+      _exit(127);
+    }
+    setpgid(pid_, pid_);
+    for (int i = 0; i < 500; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        pid_ = 0;
+        return false;
+      }
+      Client c(port_);
+      if (c.ok() && c.Call({"PING"}) == "+PONG\r\n") return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  int exit_code() const { return exit_code_; }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+  }
+  // kill -9 of the master and every worker at once.
+  void KillAll() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+    std::this_thread::sleep_for(100ms);  // workers die with the group
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+
+  void Cleanup() {
+    shmc::POSIX a;
+    for (const char* s : {"0", "1", ".ctl", ".ctl.stats"}) a.Unlink(name_ + s);
+  }
+
+ private:
+  std::string LogPath() const { return "/tmp" + name_ + ".log"; }
+  std::string name_;
+  int port_ = 0, http_port_ = 0, workers_ = 2;
+  bool own_ = true;
+  pid_t pid_ = 0;
+  int exit_code_ = -1;
+};
+
+// Raw HTTP exchange on a fresh or given connection.
+std::string HttpExchange(int fd, const std::string& req) {
+  send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+  std::string resp;
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, 3000) <= 0) break;
+    char buf[65536];
+    ssize_t n = recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    resp.append(buf, static_cast<size_t>(n));
+    size_t he = resp.find("\r\n\r\n");
+    if (he != std::string::npos) {
+      size_t cl = resp.find("Content-Length: ");
+      if (cl != std::string::npos && cl < he) {
+        size_t len = std::stoul(resp.substr(cl + 16));
+        if (resp.size() >= he + 4 + len) break;
+      }
+    }
+  }
+  return resp;
+}
+
+std::string InfoField(Client* c, const std::string& field) {
+  std::string r = c->Call({"INFO"});
+  size_t p = r.find(field + ":");
+  if (p == std::string::npos) return "";
+  size_t e = r.find("\r\n", p);
+  return r.substr(p + field.size() + 1, e - p - field.size() - 1);
+}
+
+TEST(Shmkv, EveryCommand) {
+  Server s("cmds");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  struct Case {
+    std::vector<std::string> cmd;
+    std::string want;
+  };
+  std::vector<Case> cases = {
+      {{"PING"}, "+PONG\r\n"},
+      {{"ping", "hi"}, Bulk("hi")},
+      {{"ECHO", "x y"}, Bulk("x y")},
+      {{"GET", "k"}, "$-1\r\n"},
+      {{"SET", "k", "v1"}, "+OK\r\n"},
+      {{"GET", "k"}, Bulk("v1")},
+      {{"SET", "k", "v2", "NX"}, "$-1\r\n"},
+      {{"SET", "k2", "v", "XX"}, "$-1\r\n"},
+      {{"SET", "k", "v3", "XX"}, "+OK\r\n"},
+      {{"SET", "k", "v", "EX", "0"}, "-ERR invalid expire time in 'set' command\r\n"},
+      {{"SET", "k", "v", "BOGUS"}, "-ERR syntax error\r\n"},
+      {{"EXISTS", "k", "k", "nope"}, ":2\r\n"},
+      {{"MSET", "a", "1", "b", "2"}, "+OK\r\n"},
+      {{"MGET", "a", "nope", "b"}, "*3\r\n" + Bulk("1") + "$-1\r\n" + Bulk("2")},
+      {{"INCR", "a"}, ":2\r\n"},
+      {{"INCRBY", "a", "40"}, ":42\r\n"},
+      {{"DECR", "a"}, ":41\r\n"},
+      {{"DECRBY", "a", "50"}, ":-9\r\n"},
+      {{"INCR", "k"}, "-ERR value is not an integer or out of range\r\n"},
+      {{"SET", "big", "9223372036854775807"}, "+OK\r\n"},
+      {{"INCR", "big"}, "-ERR value is not an integer or out of range\r\n"},
+      {{"APPEND", "ap", "abc"}, ":3\r\n"},
+      {{"APPEND", "ap", "de"}, ":5\r\n"},
+      {{"STRLEN", "ap"}, ":5\r\n"},
+      {{"STRLEN", "nope"}, ":0\r\n"},
+      {{"TTL", "ap"}, ":-1\r\n"},
+      {{"TTL", "nope"}, ":-2\r\n"},
+      {{"EXPIRE", "ap", "100"}, ":1\r\n"},
+      {{"TTL", "ap"}, ":100\r\n"},
+      {{"PERSIST", "ap"}, ":1\r\n"},
+      {{"PERSIST", "ap"}, ":0\r\n"},
+      {{"PEXPIRE", "ap", "100000"}, ":1\r\n"},
+      {{"EXPIRE", "nope", "10"}, ":0\r\n"},
+      {{"DEL", "b", "nope"}, ":1\r\n"},
+      {{"DBSIZE"}, ":4\r\n"},
+      {{"KEYS", "a*"}, "*2\r\n"},  // order varies: checked below
+      {{"CONFIG", "GET", "save"}, "*2\r\n" + Bulk("save") + Bulk("")},
+      {{"SELECT", "0"}, "+OK\r\n"},
+      {{"NOSUCH", "x"}, "-ERR unknown command 'NOSUCH', with args beginning with: 'x' \r\n"},
+      {{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
+  };
+  for (const Case& k : cases) {
+    std::string got = c.Call(k.cmd);
+    if (k.cmd[0] == "KEYS") {
+      EXPECT_EQ(got.compare(0, 4, "*2\r\n"), 0) << got;
+      EXPECT_NE(got.find(Bulk("a")), std::string::npos);
+      EXPECT_NE(got.find(Bulk("ap")), std::string::npos);
+      continue;
+    }
+    EXPECT_EQ(got, k.want) << k.cmd[0];
+  }
+  std::string pttl = c.Call({"PTTL", "ap"});
+  ASSERT_EQ(pttl[0], ':');
+  EXPECT_GT(std::stol(pttl.substr(1)), 90000);
+  // SCAN walks everything with cursors, MATCH filters.
+  std::vector<std::string> seen;
+  std::string cursor = "0";
+  do {
+    std::string r = c.Call({"SCAN", cursor, "COUNT", "500"});
+    ASSERT_EQ(r.compare(0, 4, "*2\r\n"), 0) << r;
+    size_t p = r.find("\r\n", 4);
+    size_t q = r.find("\r\n", p + 2);
+    cursor = r.substr(p + 2, q - p - 2);
+    std::string rest = r.substr(q + 2);
+    size_t n = std::stoul(rest.substr(1));
+    size_t pos = rest.find("\r\n") + 2;
+    for (size_t i = 0; i < n; ++i) {
+      size_t e = rest.find("\r\n", pos);
+      size_t len = std::stoul(rest.substr(pos + 1, e - pos - 1));
+      seen.push_back(rest.substr(e + 2, len));
+      pos = e + 2 + len + 2;
+    }
+  } while (cursor != "0");
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "ap", "big", "k"}));
+  std::string all;
+  cursor = "0";
+  do {  // MATCH filters each batch; a batch may well be empty
+    std::string r = c.Call({"SCAN", cursor, "MATCH", "b*", "COUNT", "5000"});
+    size_t p = r.find("\r\n", 4);
+    cursor = r.substr(p + 2, r.find("\r\n", p + 2) - p - 2);
+    all += r.substr(r.find("\r\n", p + 2) + 2);
+  } while (cursor != "0");
+  EXPECT_NE(all.find(Bulk("big")), std::string::npos) << all;
+  EXPECT_EQ(all.find(Bulk("ap")), std::string::npos) << all;
+  // INFO carries the sections and the latency percentiles.
+  std::this_thread::sleep_for(250ms);  // stats are published every 100 ms
+  std::string info = c.Call({"INFO"});
+  for (const char* f : {"# Server", "redis_version:", "connected_clients:",
+                        "used_memory:", "total_commands_processed:",
+                        "cmdstat_get:calls=", "latency_percentiles_usec_set:p50=",
+                        "db0:keys=4"}) {
+    EXPECT_NE(info.find(f), std::string::npos) << f << "\n" << info;
+  }
+  EXPECT_EQ(c.Call({"FLUSHALL"}), "+OK\r\n");
+  EXPECT_EQ(c.Call({"DBSIZE"}), ":0\r\n");
+  EXPECT_EQ(c.Call({"QUIT"}), "+OK\r\n");
+  EXPECT_TRUE(c.Closed());
+}
+
+TEST(Shmkv, ExpiryLazyAndActive) {
+  Server s("ttl");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  EXPECT_EQ(c.Call({"SET", "short", "v", "PX", "100"}), "+OK\r\n");
+  EXPECT_EQ(c.Call({"GET", "short"}), Bulk("v"));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(c.Call({"GET", "short"}), "$-1\r\n") << "lazily expired";
+  for (int i = 0; i < 200; ++i) {
+    c.SendRaw(Client::Encode({"SET", "t" + std::to_string(i), "v", "PX", "50"}));
+  }
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(c.Reply(), "+OK\r\n");
+  EXPECT_EQ(c.Call({"SET", "keep", "v"}), "+OK\r\n");
+  // Never read again: only the master's sweep can remove them.
+  std::string n;
+  for (int i = 0; i < 200; ++i) {
+    std::this_thread::sleep_for(50ms);
+    n = c.Call({"DBSIZE"});
+    if (n == ":1\r\n") break;
+  }
+  EXPECT_EQ(n, ":1\r\n") << "the active sweep removed expired keys";
+  EXPECT_EQ(c.Call({"SET", "gone", "v"}), "+OK\r\n");
+  EXPECT_EQ(c.Call({"EXPIRE", "gone", "-1"}), ":1\r\n");
+  EXPECT_EQ(c.Call({"EXISTS", "gone"}), ":0\r\n") << "a past deadline deletes";
+}
+
+TEST(Shmkv, PipeliningBinaryAndLargeValues) {
+  Server s("pipe");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  std::string batch;
+  for (int i = 0; i < 20000; ++i) {
+    batch += Client::Encode({"SET", "p" + std::to_string(i), std::to_string(i * 7)});
+    batch += Client::Encode({"GET", "p" + std::to_string(i)});
+  }
+  ASSERT_TRUE(c.SendRaw(batch));
+  for (int i = 0; i < 20000; ++i) {
+    ASSERT_EQ(c.Reply(), "+OK\r\n") << i;
+    ASSERT_EQ(c.Reply(), Bulk(std::to_string(i * 7))) << i;
+  }
+  std::string bin;
+  for (int i = 0; i < 256; ++i) bin.push_back(static_cast<char>(i));
+  bin += "\r\n*1\r\n$";
+  std::string key = std::string("k\0\r\n y", 6);
+  EXPECT_EQ(c.Call({"SET", key, bin}), "+OK\r\n");
+  EXPECT_EQ(c.Call({"GET", key}), Bulk(bin));
+  std::string large(3 << 20, 'x');
+  for (size_t i = 0; i < large.size(); i += 4099) large[i] = static_cast<char>(i);
+  EXPECT_EQ(c.Call({"SET", "large", large}), "+OK\r\n");
+  EXPECT_EQ(c.Call({"GET", "large"}), Bulk(large));
+  EXPECT_EQ(c.Call({"STRLEN", "large"}), ":" + std::to_string(large.size()) + "\r\n");
+  EXPECT_EQ(c.Call({"SET", "huge", std::string(17 << 20, 'y')}).substr(0, 4), "-ERR")
+      << "over --max-value";
+  // Inline commands, as typed into telnet.
+  ASSERT_TRUE(c.SendRaw("SET inl 42\r\nINCR inl\r\n"));
+  EXPECT_EQ(c.Reply(), "+OK\r\n");
+  EXPECT_EQ(c.Reply(), ":43\r\n");
+}
+
+TEST(Shmkv, ThousandConnections) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < 1100) GTEST_SKIP() << "needs ulimit -n >= 1100";
+  Server s("conns");
+  ASSERT_TRUE(s.Start()) << s.log();
+  std::vector<std::unique_ptr<Client>> cs;
+  for (int i = 0; i < 1000; ++i) {
+    cs.push_back(std::make_unique<Client>(s.port()));
+    ASSERT_TRUE(cs.back()->ok()) << i;
+  }
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(cs[i]->SendRaw(Client::Encode({"SET", "c" + std::to_string(i), std::to_string(i)})));
+  }
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(cs[i]->Reply(), "+OK\r\n") << i;
+  for (int i = 999; i >= 0; --i) {
+    ASSERT_EQ(cs[i]->Call({"GET", "c" + std::to_string(i)}), Bulk(std::to_string(i)));
+  }
+  std::this_thread::sleep_for(250ms);
+  EXPECT_EQ(InfoField(cs[0].get(), "connected_clients"), "1000");
+}
+
+TEST(Shmkv, MalformedInputClosesOnlyThatConnection) {
+  Server s("bad");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client other(s.port());
+  ASSERT_EQ(other.Call({"SET", "k", "v"}), "+OK\r\n");
+  for (std::string bad : {std::string("*2\r\n$x\r\n"), std::string("*1\r\n:5\r\n"),
+                          std::string("*-5x\r\n"), std::string("*1\r\n$3\r\nabcXY")}) {
+    Client c(s.port());
+    ASSERT_TRUE(c.SendRaw(bad));
+    std::string r = c.Reply();
+    EXPECT_EQ(r.compare(0, 20, "-ERR Protocol error:"), 0) << r;
+    EXPECT_TRUE(c.Closed()) << bad;
+  }
+  // HTTP: a malformed request gets 400 and a close; chunked gets 501.
+  int fd = Connect(s.http_port());
+  std::string r = HttpExchange(fd, "GARBAGE\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 24, "HTTP/1.1 400 Bad Request"), 0) << r;
+  char ch;
+  EXPECT_EQ(recv(fd, &ch, 1, 0), 0) << "closed";
+  close(fd);
+  fd = Connect(s.http_port());
+  r = HttpExchange(fd, "PUT /kv/x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 12, "HTTP/1.1 501"), 0) << r;
+  close(fd);
+  EXPECT_EQ(other.Call({"GET", "k"}), Bulk("v")) << "the server is unharmed";
+}
+
+TEST(Shmkv, Http) {
+  Server s("http");
+  ASSERT_TRUE(s.Start()) << s.log();
+  int fd = Connect(s.http_port());
+  std::string r = HttpExchange(fd, "PUT /kv/hello%20world HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nvalue");
+  EXPECT_EQ(r.compare(0, 12, "HTTP/1.1 204"), 0) << r;
+  // Keep-alive: the same connection goes on.
+  r = HttpExchange(fd, "GET /kv/hello%20world HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 15, "HTTP/1.1 200 OK"), 0) << r;
+  EXPECT_EQ(r.substr(r.size() - 5), "value");
+  r = HttpExchange(fd, "DELETE /kv/hello%20world HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 12, "HTTP/1.1 204"), 0) << r;
+  r = HttpExchange(fd, "GET /kv/hello%20world HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 12, "HTTP/1.1 404"), 0) << r;
+  r = HttpExchange(fd, "GET /stats HTTP/1.1\r\n\r\n");
+  EXPECT_NE(r.find("\"http_requests\":"), std::string::npos) << r;
+  EXPECT_NE(r.find("application/json"), std::string::npos) << r;
+  close(fd);
+  // The RESP side sees what HTTP wrote.
+  fd = Connect(s.http_port());
+  HttpExchange(fd, "PUT /kv/shared HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc");
+  close(fd);
+  Client c(s.port());
+  EXPECT_EQ(c.Call({"GET", "shared"}), Bulk("abc"));
+}
+
+// Every process is SIGKILLed at once in the middle of a write stream; a
+// new server finds every acknowledged write.
+TEST(Shmkv, KillNineEverythingLosesNothing) {
+  Server s("kill9");
+  ASSERT_TRUE(s.Start()) << s.log();
+  std::atomic<bool> stop{false};
+  std::atomic<int> acked{0};
+  std::thread writer([&] {
+    Client c(s.port());
+    for (int i = 0; !stop; ++i) {
+      if (c.Call({"SET", "w" + std::to_string(i), std::to_string(i)}) != "+OK\r\n") break;
+      acked = i + 1;
+    }
+  });
+  while (acked < 3000) std::this_thread::sleep_for(1ms);
+  s.KillAll();
+  stop = true;
+  writer.join();
+  int n = acked;
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  for (int i = 0; i < n; ++i) {
+    ASSERT_EQ(c.Call({"GET", "w" + std::to_string(i)}), Bulk(std::to_string(i))) << i;
+  }
+}
+
+// SIGHUP replaces every worker while clients keep writing and reading: no
+// request fails, and each connection moves, open, to a new worker process.
+TEST(Shmkv, HotRestartUnderLoadFailsNothing) {
+  Server s("hot");
+  ASSERT_TRUE(s.Start()) << s.log();
+  constexpr int kClients = 8;
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::atomic<long> done{0};
+  std::vector<std::string> before(kClients), after(kClients);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kClients; ++t) {
+    ts.emplace_back([&, t] {
+      Client c(s.port());
+      before[t] = InfoField(&c, "process_id");
+      for (long i = 0; !stop; ++i) {
+        std::string k = "h" + std::to_string(t) + "_" + std::to_string(i % 500);
+        std::string v = std::to_string(i);
+        if (c.Call({"SET", k, v}) != "+OK\r\n" || c.Call({"GET", k}) != Bulk(v) ||
+            c.Call({"INCR", "counter" + std::to_string(t)}).substr(0, 1) != ":") {
+          ++failures;
+          return;
+        }
+        ++done;
+      }
+      after[t] = InfoField(&c, "process_id");
+    });
+  }
+  std::this_thread::sleep_for(300ms);
+  long at_hup = done;
+  s.Signal(SIGHUP);
+  std::this_thread::sleep_for(1500ms);
+  stop = true;
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures, 0) << s.log();
+  EXPECT_GT(done, at_hup + 100) << "traffic went on";
+  for (int t = 0; t < kClients; ++t) {
+    EXPECT_NE(before[t], after[t]) << "connection " << t << " moved to a new worker";
+    EXPECT_FALSE(after[t].empty());
+  }
+  Client c(s.port());
+  EXPECT_EQ(InfoField(&c, "reloads"), "1");
+  long sum = 0;
+  for (int t = 0; t < kClients; ++t) {
+    std::string r = c.Call({"GET", "counter" + std::to_string(t)});
+    sum += std::stol(r.substr(r.find("\r\n") + 2));
+  }
+  EXPECT_EQ(sum, done) << "every acknowledged INCR counted once";
+}
+
+TEST(Shmkv, ClearStartupErrors) {
+  Server a("errs");
+  ASSERT_TRUE(a.Start()) << a.log();
+  {  // another server on a's port: refused, with the reason
+    Server c("errs3");
+    EXPECT_FALSE(c.Start({"--port", std::to_string(a.port())}));
+    EXPECT_EQ(c.exit_code(), 1);
+    EXPECT_NE(c.log().find("is in use"), std::string::npos) << c.log();
+  }
+  // A second server on the same segment.
+  {
+    Server d("errs", false);
+    EXPECT_FALSE(d.Start());
+    EXPECT_NE(d.log().find("already running"), std::string::npos) << d.log();
+  }
+  // A segment of another layout under the name.
+  {
+    Server e("layout");
+    struct Other {
+      uint64_t k, v[3];
+      std::pair<bool, uint64_t> Key() const volatile { return {k != 0, k}; }
+    };
+    shmc::ShmHashTable<uint64_t, Other, shmc::POSIX> t;
+    ASSERT_TRUE(t.InitForWrite(e.name() + "0", 1000));
+    EXPECT_FALSE(e.Start());
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(e.log().find("layout_mismatch"), std::string::npos) << e.log();
+  }
+}
+
+TEST(Shmkv, RedisCli) {
+  if (access("/usr/bin/redis-cli", X_OK) != 0) {
+    GTEST_SKIP() << "redis-cli not installed (apt-get install redis-tools)";
+  }
+  Server s("cli");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto run = [&](const std::string& args) {
+    std::string cmd = "/usr/bin/redis-cli -p " + std::to_string(s.port()) + " " + args;
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    pclose(p);
+    return out;
+  };
+  EXPECT_EQ(run("set greeting 'hello world'"), "OK\n");
+  EXPECT_EQ(run("get greeting"), "hello world\n");
+  EXPECT_EQ(run("incrby n 5"), "5\n");  // not a tty: raw replies
+  std::string scan = run("--scan");
+  EXPECT_NE(scan.find("greeting"), std::string::npos) << scan;
+  EXPECT_NE(run("info server").find("redis_version"), std::string::npos);
+  EXPECT_NE(run("nosuch").find("ERR unknown command 'nosuch'"), std::string::npos);
+}
+
+}  // namespace
