@@ -19,8 +19,9 @@
 //
 // Search: kSorted (the default) is a branch-free binary search over keys in
 // order; kEytzinger lays keys out in BFS order and prefetches the line of
-// descendants log2(64 / sizeof(Key)) levels down (3 for 8-byte keys), which wins on point lookups once the keys outgrow the caches but
-// makes in-order iteration jump about (bench/RESULTS.md). Equal keys are
+// descendants log2(64 / sizeof(Key)) levels down (3 for 8-byte keys),
+// which wins on point lookups once the keys outgrow the caches but makes
+// in-order iteration jump about (bench/RESULTS.md). Equal keys are
 // allowed; Find and LowerBound return the first of them.
 //
 // Limits: Key and Value are trivially copyable, at most 1 MiB each; up to
