@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# shmkv_bench.sh: shmkv against redis-server (Debian's, persistence off) on
+# this machine, in the same run, with the same client:
+#   redis-benchmark -t get,set -n N -c 50        (and with -P 16)
+#   wrk on shmkv's HTTP GET (redis has no HTTP side: absolute figures)
+# Requests/s on a shared 2-vCPU machine swing by +-30% from run to run, so
+# each run also records the servers' own CPU time per request (user + sys
+# of redis-server, or of shmkv's master and workers, from /proc): a steadier
+# measure of the work each server does per request.
+#
+#   bench/shmkv_bench.sh [--runs R] [--requests N] [--out DIR]
+#
+# Needs redis-server, redis-tools and wrk (apt-get install redis-server
+# redis-tools wrk) and a release build (build/release/server/shmkv). Writes
+# DIR/shmkv_bench.csv (one line per run, target, test and pipeline depth)
+# and DIR/shmkv_bench.svg (bench/plot_shmkv.py), and prints a summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=5
+requests=100000
+out=bench
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --requests) requests=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs R] [--requests N] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+for tool in redis-server redis-benchmark wrk; do
+  command -v "$tool" >/dev/null || { echo "$0: $tool not installed" >&2; exit 1; }
+done
+shmkv=build/release/server/shmkv
+[ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
+
+redis_port=7301 kv_port=7302 kv_http=7303 seg=/shmkv_bench
+cleanup() {
+  [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null || true
+  [ -n "${kv_pid:-}" ] && kill "$kv_pid" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -f /dev/shm${seg}0 /dev/shm${seg}1 /dev/shm${seg}.ctl /dev/shm${seg}.ctl.stats
+}
+trap cleanup EXIT
+rm -f /dev/shm${seg}0 /dev/shm${seg}1 /dev/shm${seg}.ctl /dev/shm${seg}.ctl.stats
+
+redis-server --port $redis_port --save '' --appendonly no --daemonize no \
+  --logfile /dev/null &
+redis_pid=$!
+"$shmkv" --port $kv_port --http-port $kv_http --name $seg 2>/dev/null &
+kv_pid=$!
+for p in $redis_port $kv_port; do
+  for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+
+# CPU ticks (user + sys) used so far by the given pids.
+ticks() {
+  local t=0 p
+  for p in "$@"; do
+    [ -r /proc/$p/stat ] || continue
+    t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat)))
+  done
+  echo $t
+}
+hz=$(getconf CLK_TCK)
+
+csv=$out/shmkv_bench.csv
+echo "run,target,test,pipeline,rps,avg_ms,p50_ms,p99_ms,server_cpu_us_per_req" > "$csv"
+for run in $(seq "$runs"); do
+  for pipe in 1 16; do
+    # Alternate the order so neither server always runs on a warmer machine.
+    if [ $((run % 2)) -eq 1 ]; then order="redis shmkv"; else order="shmkv redis"; fi
+    for target in $order; do
+      port=$redis_port pids=$redis_pid
+      if [ "$target" = shmkv ]; then
+        port=$kv_port pids="$kv_pid $(pgrep -P $kv_pid | tr '\n' ' ')"
+      fi
+      for t in set get; do
+        before=$(ticks $pids)
+        line=$(redis-benchmark -p $port -t $t -n "$requests" -c 50 -P $pipe --csv 2>/dev/null |
+               tail -n 1 | tr -d '"')
+        after=$(ticks $pids)
+        echo "$line" | awk -F, -v r="$run" -v tg="$target" -v p="$pipe" \
+          -v cpu="$(( (after - before) * 1000000 / hz ))" -v n="$requests" \
+          '{printf "%s,%s,%s,%s,%s,%s,%s,%s,%.2f\n", r, tg, $1, p, $2, $3, $5, $7, cpu / n}' >> "$csv"
+      done
+    done
+  done
+done
+
+redis-cli -p $kv_port set benchkey "$(head -c 100 /dev/zero | tr '\0' v)" >/dev/null
+wrk_out=$(wrk -t2 -c50 -d10s --latency http://127.0.0.1:$kv_http/kv/benchkey)
+
+echo "# redis-benchmark -n $requests -c 50, $runs runs: medians"
+python3 - "$csv" <<'PY'
+import csv, statistics, sys
+from collections import defaultdict
+runs = defaultdict(list)
+for r in csv.DictReader(open(sys.argv[1])):
+    runs[(r["test"], r["pipeline"], r["target"])].append(r)
+def med(rows, k):
+    return statistics.median(float(r[k]) for r in rows)
+print(f"{'test':10} {'shmkv rps':>10} {'redis rps':>10} {'ratio':>6} "
+      f"{'p99 ms shmkv':>12} {'redis':>6} {'cpu us/req shmkv':>16} {'redis':>6}")
+for (test, pipe) in sorted({(k[0], k[1]) for k in runs}):
+    s, r = runs[(test, pipe, "shmkv")], runs[(test, pipe, "redis")]
+    print(f"{test + ' -P ' + pipe:10} {med(s, 'rps'):10.0f} {med(r, 'rps'):10.0f} "
+          f"{med(s, 'rps') / med(r, 'rps'):6.2f} {med(s, 'p99_ms'):12.3f} "
+          f"{med(r, 'p99_ms'):6.3f} {med(s, 'server_cpu_us_per_req'):16.2f} "
+          f"{med(r, 'server_cpu_us_per_req'):6.2f}")
+PY
+echo "# wrk -t2 -c50 -d10s GET /kv/benchkey (100-byte value)"
+echo "$wrk_out" | grep -E "Requests/sec|Latency|50%|99%"
+echo "$wrk_out" > "$out/shmkv_bench_wrk.txt"
+python3 bench/plot_shmkv.py "$csv" "$out/shmkv_bench.svg"
