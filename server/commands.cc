@@ -528,6 +528,7 @@ std::string InfoText(CommandContext* c, std::string_view section) {
     s += "# Stats\r\n";
     line("total_connections_received", std::to_string(t.connections_total));
     line("total_commands_processed", std::to_string(t.commands));
+    line("instantaneous_ops_per_sec", std::to_string(t.ops_per_sec));
     line("total_error_replies", std::to_string(t.errors));
     line("total_net_input_bytes", std::to_string(t.bytes_in));
     line("total_net_output_bytes", std::to_string(t.bytes_out));
@@ -582,6 +583,7 @@ std::string StatsJson(CommandContext* c) {
   kv("connections", std::to_string(t.connections));
   kv("connections_total", std::to_string(t.connections_total));
   kv("commands", std::to_string(t.commands));
+  kv("ops_per_sec", std::to_string(t.ops_per_sec));
   kv("errors", std::to_string(t.errors));
   kv("http_requests", std::to_string(t.http_requests));
   kv("keys", std::to_string(c->store->Keys()));

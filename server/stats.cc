@@ -85,6 +85,7 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   Store(&s->bytes_out, l.bytes_out);
   Store(&s->http_requests, l.http_requests);
   Store(&s->adopted, l.adopted);
+  Store(&s->ops_per_sec, l.ops_per_sec);
   for (size_t c = 0; c < kMaxCommands; ++c) {
     if (l.calls[c] == 0) continue;
     CommandWords& w = s->cmd[c];
@@ -119,6 +120,7 @@ StatsTotals SharedStats::Merge() const {
     if (Alive(copy.pid)) {
       ++t.workers_alive;
       t.connections += copy.connections;
+      t.ops_per_sec += copy.ops_per_sec;
     }
     t.connections_total += copy.connections_total;
     t.commands += copy.commands;

@@ -40,7 +40,8 @@ struct StatsSlot {
   uint64_t bytes_in, bytes_out;
   uint64_t http_requests;
   uint64_t adopted;  // connections taken over in hot restarts
-  uint64_t reserved[6];
+  uint64_t ops_per_sec;  // commands per second over the last ~1 s
+  uint64_t reserved[5];
   CommandWords cmd[kMaxCommands];
 };
 
@@ -49,6 +50,7 @@ struct LocalStats {
   LocalStats();
   uint64_t connections = 0, connections_total = 0, commands = 0, errors = 0;
   uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
+  uint64_t ops_per_sec = 0;
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::PercentileEstimator> est;  // kMaxCommands * 3
@@ -60,6 +62,7 @@ struct StatsTotals {
   uint64_t workers_alive = 0;
   uint64_t connections = 0, connections_total = 0, commands = 0, errors = 0;
   uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
+  uint64_t ops_per_sec = 0;  // live workers only
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::PercentileEstimator> est;

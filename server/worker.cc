@@ -174,6 +174,14 @@ class Worker {
   }
 
   void Publish() {
+    double now = MonoUs();
+    if (now - rate_start_ >= 1e6) {  // commands per second, ~1 s window
+      local_.ops_per_sec = static_cast<uint64_t>(
+          static_cast<double>(local_.commands + ctx_.http_requests -
+                              rate_ops_) * 1e6 / (now - rate_start_));
+      rate_ops_ = local_.commands + ctx_.http_requests;
+      rate_start_ = now;
+    }
     local_.connections = conns_.size();
     local_.http_requests = ctx_.http_requests;
     stats_.Publish(cfg_.slot, local_);
@@ -421,6 +429,8 @@ class Worker {
   double drain_deadline_ = 0;
   int handoff_fd_ = -1;
   int adopt_fd_ = -1;
+  double rate_start_ = MonoUs();
+  uint64_t rate_ops_ = 0;
 };
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
 
@@ -380,6 +381,7 @@ TEST(Shmkv, EveryCommand) {
   std::this_thread::sleep_for(250ms);  // stats are published every 100 ms
   std::string info = c.Call({"INFO"});
   for (const char* f : {"# Server", "redis_version:", "connected_clients:",
+                        "instantaneous_ops_per_sec:",
                         "used_memory:", "total_commands_processed:",
                         "cmdstat_get:calls=", "latency_percentiles_usec_set:p50=",
                         "db0:keys=4"}) {
@@ -551,6 +553,43 @@ TEST(Shmkv, KillNineEverythingLosesNothing) {
   for (int i = 0; i < n; ++i) {
     ASSERT_EQ(c.Call({"GET", "w" + std::to_string(i)}), Bulk(std::to_string(i))) << i;
   }
+}
+
+// With a file backend the data is in a file: a server killed with -9 and
+// started again (as after a reboot, the shared-memory control block is
+// made anew) finds it, TTLs included.
+TEST(Shmkv, FileBackendKeepsData) {
+  std::string path = "/tmp/shmkv_test_" + std::to_string(getpid()) + ".seg";
+  Server s("file");
+  auto clean = [&] {
+    for (const char* suf : {"0", "1"}) unlink((path + suf).c_str());
+  };
+  clean();
+  ASSERT_TRUE(s.Start({"--backend", "file:" + path})) << s.log();
+  {
+    Client c(s.port());
+    ASSERT_EQ(c.Call({"SET", "durable", "yes"}), "+OK\r\n");
+    ASSERT_EQ(c.Call({"SET", "ttl", "v", "EX", "1000"}), "+OK\r\n");
+  }
+  s.KillAll();
+  // A reboot empties /dev/shm: remove the control segment (named from the
+  // path's hash, docs/server.md) and its stats, as a reboot would.
+  char ctl[64];
+  std::snprintf(ctl, sizeof(ctl), "/shmkv-%016llx.ctl",
+                static_cast<unsigned long long>(shmc::HashBytes(path.data(), path.size())));
+  auto clean_ctl = [&] {
+    shmc::POSIX().Unlink(ctl);
+    shmc::POSIX().Unlink(std::string(ctl) + ".stats");
+  };
+  clean_ctl();
+  ASSERT_TRUE(s.Start({"--backend", "file:" + path})) << s.log();
+  Client c(s.port());
+  EXPECT_EQ(c.Call({"GET", "durable"}), Bulk("yes"));
+  std::string ttl = c.Call({"TTL", "ttl"});
+  EXPECT_GT(std::stol(ttl.substr(1)), 990) << ttl;
+  s.Stop();
+  clean();
+  clean_ctl();
 }
 
 // SIGHUP replaces every worker while clients keep writing and reading: no
