@@ -8,7 +8,7 @@
 # of redis-server, or of shmkv's master and workers, from /proc): a steadier
 # measure of the work each server does per request.
 #
-#   bench/shmkv_bench.sh [--runs R] [--requests N] [--out DIR]
+#   bench/shmkv_bench.sh [--runs R] [--requests N] [--workers W] [--out DIR]
 #
 # Needs redis-server, redis-tools and wrk (apt-get install redis-server
 # redis-tools wrk) and a release build (build/release/server/shmkv). Writes
@@ -20,12 +20,14 @@ cd "$(dirname "$0")/.."
 runs=5
 requests=100000
 out=bench
+workers=0  # shmkv's default: one per core
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --requests) requests=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--runs R] [--requests N] [--out DIR]" >&2; exit 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 for tool in redis-server redis-benchmark wrk; do
@@ -47,7 +49,9 @@ rm -f /dev/shm${seg}0 /dev/shm${seg}1 /dev/shm${seg}.ctl /dev/shm${seg}.ctl.stat
 redis-server --port $redis_port --save '' --appendonly no --daemonize no \
   --logfile /dev/null &
 redis_pid=$!
-"$shmkv" --port $kv_port --http-port $kv_http --name $seg 2>/dev/null &
+worker_opt=()
+[ "$workers" -gt 0 ] && worker_opt=(--workers "$workers")
+"$shmkv" --port $kv_port --http-port $kv_http --name $seg "${worker_opt[@]}" 2>/dev/null &
 kv_pid=$!
 for p in $redis_port $kv_port; do
   for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done

@@ -97,8 +97,8 @@ void Echo(const Args& a, CommandContext*, std::string* out, bool*) {
 }
 
 void Get(const Args& a, CommandContext* c, std::string* out, bool*) {
-  thread_local std::string v;
-  if (c->store->Get(a[1], &v)) {
+  std::string_view v;
+  if (c->store->GetView(a[1], &v)) {
     ReplyBulk(out, v);
   } else {
     ReplyNull(out);
@@ -157,9 +157,9 @@ void Exists(const Args& a, CommandContext* c, std::string* out, bool*) {
 
 void MGet(const Args& a, CommandContext* c, std::string* out, bool*) {
   ReplyArray(out, a.size() - 1);
-  std::string v;
+  std::string_view v;
   for (size_t i = 1; i < a.size(); ++i) {
-    if (c->store->Get(a[i], &v)) {
+    if (c->store->GetView(a[i], &v)) {
       ReplyBulk(out, v);
     } else {
       ReplyNull(out);
@@ -220,8 +220,9 @@ void Append(const Args& a, CommandContext* c, std::string* out, bool* e) {
 }
 
 void Strlen(const Args& a, CommandContext* c, std::string* out, bool*) {
-  std::string v;
-  ReplyInt(out, c->store->Get(a[1], &v) ? static_cast<int64_t>(v.size()) : 0);
+  std::string_view v;
+  ReplyInt(out, c->store->GetView(a[1], &v) ? static_cast<int64_t>(v.size())
+                                            : 0);
 }
 
 void ExpireCommon(const Args& a, bool ms, bool abs, CommandContext* c,

@@ -145,8 +145,8 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
       return HttpResult::kClose;
     }
     if (method == "GET") {
-      std::string v;
-      if (ctx->store->Get(key, &v)) {
+      std::string_view v;
+      if (ctx->store->GetView(key, &v)) {
         Respond(out, 200, "OK", v, close, "application/octet-stream");
       } else {
         Respond(out, 404, "Not Found", "no such key\n", close);

@@ -191,24 +191,22 @@ class StoreT : public Store {
   bool Get(std::string_view key, std::string* value,
            int64_t* expire_ms) override {
     Blob b;
-    if (!Read(key, &b)) return false;
-    if (b.Expired(NowMs())) {
-      ExpireNow(key);
-      return false;
-    }
+    if (!Lookup(key, &b)) return false;
     value->assign(b.value.data(), b.value.size());
     if (expire_ms != nullptr) *expire_ms = b.expire_ms;
     return true;
   }
 
+  bool GetView(std::string_view key, std::string_view* value) override {
+    Blob b;
+    if (!Lookup(key, &b)) return false;
+    *value = b.value;
+    return true;
+  }
+
   bool Exists(std::string_view key) override {
     Blob b;
-    if (!Read(key, &b)) return false;
-    if (b.Expired(NowMs())) {
-      ExpireNow(key);
-      return false;
-    }
-    return true;
+    return Lookup(key, &b);
   }
 
   Status Set(std::string_view key, std::string_view value, int64_t expire_ms,
@@ -392,6 +390,16 @@ class StoreT : public Store {
     }
   }
   void Unlock() { pthread_mutex_unlock(&ctl_->write_lock); }
+
+  // The live blob of `key` (in scratch_); an expired one is removed.
+  bool Lookup(std::string_view key, Blob* b) {
+    if (!Read(key, b)) return false;
+    if (b->Expired(NowMs())) {
+      ExpireNow(key);
+      return false;
+    }
+    return true;
+  }
 
   // Copies the blob of `key` into scratch_; false if absent or not this key.
   bool Read(std::string_view key, Blob* b) {

@@ -86,6 +86,9 @@ class Store {
   // Reads: lock-free.
   virtual bool Get(std::string_view key, std::string* value,
                    int64_t* expire_ms = nullptr) = 0;
+  // As Get, without a copy: *value points into this Store's buffer and is
+  // valid until its next call.
+  virtual bool GetView(std::string_view key, std::string_view* value) = 0;
   virtual bool Exists(std::string_view key) = 0;
 
   // Writes. expire_ms: absolute, 0 = none; keep_ttl keeps an existing TTL.
