@@ -19,26 +19,13 @@
 #include <vector>
 
 #include "shmc/shm_hash_map.h"
+#include "bench/bench_util.h"
 
 namespace {
 
-template <class T>
-inline void Keep(const T& v) {
-  asm volatile("" : : "r,m"(v) : "memory");
-}
-
-double Measure(int reps, size_t ops, const std::function<void()>& body) {
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    body();
-    double ns = std::chrono::duration<double, std::nano>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count();
-    best = std::min(best, ns / static_cast<double>(ops));
-  }
-  return best;
-}
+using shmc_bench::Keep;
+using shmc_bench::Measure;
+using shmc_bench::NowNs;
 
 }  // namespace
 

@@ -25,8 +25,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
+#include "bench/bench_util.h"
 
 namespace {
+
+using shmc_bench::Keep;
+using shmc_bench::Measure;
+using shmc_bench::NowNs;
 
 struct Node {
   uint64_t key;
@@ -34,31 +39,6 @@ struct Node {
   std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
 };
 static_assert(sizeof(Node) == 16, "the workload asks for 16-byte nodes");
-
-template <class T>
-inline void Keep(const T& v) {
-  asm volatile("" : : "r,m"(v) : "memory");
-}
-
-double NowNs() {
-  return std::chrono::duration<double, std::nano>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// Best-of-reps ns per op of `body`, which performs `ops` operations; `setup`
-// runs untimed before each repetition.
-double Measure(int reps, size_t ops, const std::function<void()>& setup,
-               const std::function<void()>& body) {
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    if (setup) setup();
-    double t0 = NowNs();
-    body();
-    best = std::min(best, (NowNs() - t0) / static_cast<double>(ops));
-  }
-  return best;
-}
 
 // The reference's ShmHashTable design, modelled in process memory: rows of
 // prime sizes shrinking by 0.6, cut to min(x, 3*sqrt(x)) rows, one probe per

@@ -34,8 +34,13 @@
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_sorted_array.h"
+#include "bench/bench_util.h"
 
 namespace {
+
+using shmc_bench::Keep;
+using shmc_bench::Measure;
+using shmc_bench::NowNs;
 
 using Rec = std::pair<uint64_t, uint64_t>;
 constexpr size_t kScan = 100;
@@ -45,29 +50,6 @@ struct Node {
   uint64_t val;
   std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
 };
-
-template <class T>
-inline void Keep(const T& v) {
-  asm volatile("" : : "r,m"(v) : "memory");
-}
-
-double NowNs() {
-  return std::chrono::duration<double, std::nano>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double Measure(int reps, size_t ops, const std::function<void()>& setup,
-               const std::function<void()>& body) {
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    if (setup) setup();
-    double t0 = NowNs();
-    body();
-    best = std::min(best, (NowNs() - t0) / static_cast<double>(ops));
-  }
-  return best;
-}
 
 struct Row {
   std::string name;

@@ -15,15 +15,25 @@ namespace shmkv {
 // Largest partial request passed along with a connection.
 constexpr size_t kMaxHandoffBytes = 60 << 10;
 
-// Sends `fd` with one message of `data` over a SOCK_SEQPACKET socket.
-inline bool SendFd(int sock, int fd, const std::string& data) {
-  struct iovec iov = {const_cast<char*>(data.data()), data.size()};
+// One message of `len` bytes at `buf` with room for one passed fd.
+struct FdMessage {
+  struct iovec iov;
   char cbuf[CMSG_SPACE(sizeof(int))] = {};
   struct msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof(cbuf);
+  FdMessage(void* buf, size_t len) : iov{buf, len} {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf;
+    msg.msg_controllen = sizeof(cbuf);
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+};
+
+// Sends `fd` with one message of `data` over a SOCK_SEQPACKET socket.
+inline bool SendFd(int sock, int fd, const std::string& data) {
+  FdMessage m(const_cast<char*>(data.data()), data.size());
+  struct msghdr& msg = m.msg;
   struct cmsghdr* cm = CMSG_FIRSTHDR(&msg);
   cm->cmsg_level = SOL_SOCKET;
   cm->cmsg_type = SCM_RIGHTS;
@@ -40,13 +50,8 @@ inline bool SendFd(int sock, int fd, const std::string& data) {
 // message length, 0 at end of stream, -1 on error (errno).
 inline ssize_t RecvFd(int sock, std::string* data, int* fd) {
   data->resize(kMaxHandoffBytes + 16);
-  struct iovec iov = {&(*data)[0], data->size()};
-  char cbuf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr msg = {};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof(cbuf);
+  FdMessage m(&(*data)[0], data->size());
+  struct msghdr& msg = m.msg;
   ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
   *fd = -1;
   if (n < 0) return n;
