@@ -400,9 +400,7 @@ class ShmSortedArray {
     return const_iterator(this, LowerIndex(k));
   }
   const_iterator UpperBound(const Key& k) const {
-    const_iterator it = LowerBound(k);
-    while (it != end() && !cmp_(k, it.key())) ++it;
-    return it;
+    return const_iterator(this, Search<true>(k));
   }
   // Records with lo <= key < hi; all records equal to k.
   Range Between(const Key& lo, const Key& hi) const {
@@ -641,8 +639,19 @@ class ShmSortedArray {
 
   uint64_t EndIndex() const { return v_.eytz ? 0 : v_.n; }
 
-  // Array index of the first record with key >= k, or EndIndex().
-  uint64_t LowerIndex(const Key& x) const {
+  // Whether the search goes right of `key`: key < x for a lower bound,
+  // key <= x for an upper bound.
+  template <bool kUpper>
+  bool Right(const Key& key, const Key& x) const {
+    return kUpper ? !cmp_(x, key) : cmp_(key, x);
+  }
+
+  uint64_t LowerIndex(const Key& x) const { return Search<false>(x); }
+
+  // Array index of the first record with key >= x (kUpper: key > x), or
+  // EndIndex().
+  template <bool kUpper>
+  uint64_t Search(const Key& x) const {
     const Key* a = v_.keys;
     if (v_.eytz) {
       uint64_t k = 1;
@@ -650,7 +659,7 @@ class ShmSortedArray {
         // Prefetch never faults: past the array end it is a no-op.
         detail::PrefetchLine(reinterpret_cast<const void*>(
             reinterpret_cast<uintptr_t>(a) + k * kStride * sizeof(Key)));
-        k = 2 * k + static_cast<uint64_t>(cmp_(a[k], x));
+        k = 2 * k + static_cast<uint64_t>(Right<kUpper>(a[k], x));
       }
       // Undo the right turns taken after the last left one.
       return k >> __builtin_ffsll(static_cast<long long>(~k));
@@ -664,11 +673,11 @@ class ShmSortedArray {
       // (a threshold on `half` was tried and measured no faster).
       detail::PrefetchLine(base + half / 2);
       detail::PrefetchLine(base + half + half / 2);
-      base = cmp_(base[half], x) ? base + half : base;  // a cmov, no branch
+      base = Right<kUpper>(base[half], x) ? base + half : base;  // a cmov
       len -= half;
     }
     return static_cast<uint64_t>(base - a) +
-           static_cast<uint64_t>(cmp_(*base, x));
+           static_cast<uint64_t>(Right<kUpper>(*base, x));
   }
 
   Compare cmp_;
