@@ -35,6 +35,7 @@
 #include <string>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/counter.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
@@ -238,7 +239,7 @@ class ShmQueue {
       ++done;
     }
     if (done > 0) {
-      hdr_->popped.fetch_add(done, std::memory_order_relaxed);
+      detail::SoleWriterAdd(&hdr_->popped, done);
       hdr_->head.store(head_, std::memory_order_release);
     }
     return done;
@@ -390,7 +391,7 @@ class ShmQueue {
     // space before it is no longer read.
     cached_head_ = hdr_->head.load(std::memory_order_acquire);
     if (tail_ + bytes - cached_head_ <= cap_) return true;
-    hdr_->full_spins.fetch_add(1, std::memory_order_relaxed);
+    detail::SoleWriterAdd(&hdr_->full_spins, 1);
     return false;
   }
 
@@ -410,7 +411,7 @@ class ShmQueue {
   // SYNC POINT (release): publishes every staged record to the consumer.
   void Release(uint64_t records) {
     hdr_->tail.store(tail_, std::memory_order_release);
-    hdr_->pushed.fetch_add(records, std::memory_order_relaxed);
+    detail::SoleWriterAdd(&hdr_->pushed, records);
     uint64_t used = tail_ - cached_head_;
     if (used > hdr_->high_water.load(std::memory_order_relaxed)) {
       hdr_->high_water.store(used, std::memory_order_relaxed);
@@ -425,7 +426,7 @@ class ShmQueue {
   void Consume() {
     head_ += popped_size_;
     popped_size_ = 0;
-    hdr_->popped.fetch_add(1, std::memory_order_relaxed);
+    detail::SoleWriterAdd(&hdr_->popped, 1);
     // SYNC POINT (release): the record's space may be reused by the producer.
     hdr_->head.store(head_, std::memory_order_release);
   }

@@ -32,6 +32,7 @@
 #include <string>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/counter.h"
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/writer_open.h"
@@ -153,7 +154,7 @@ class ShmSyncBuf {
     // SYNC POINT (release): publishes the record and its index entry to
     // readers that acquire tail.
     hdr_->tail.store(pos + size, std::memory_order_release);
-    hdr_->pushed.fetch_add(1, std::memory_order_relaxed);
+    detail::SoleWriterAdd(&hdr_->pushed, 1);
     return true;
   }
   // Timestamped now (gettimeofday; the reference used whole seconds).
@@ -370,7 +371,7 @@ class ShmSyncBuf {
       // each recycling push on x86 for nothing).
       hdr_->head.store(head, std::memory_order_release);
       std::atomic_thread_fence(std::memory_order_release);
-      hdr_->recycled.fetch_add(dropped, std::memory_order_relaxed);
+      detail::SoleWriterAdd(&hdr_->recycled, dropped);
     }
   }
 
