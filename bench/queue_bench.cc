@@ -1,12 +1,16 @@
 // queue_bench: ShmQueue and ShmSyncBuf against a minimal single-producer
 // ring of fixed 64-byte slots written here (the baseline), same run.
 //
-//   queue_bench [--messages N]
+//   queue_bench [--messages N] [--rounds R]
 //
 // Throughput: a producer process and a consumer process pinned to CPUs 0 and
 // 1 move N 64-byte messages. Both sides spin on full/empty and yield after
 // 64 failed tries (the same policy for every queue). Latency: ping-pong
 // round trips over two queues. SyncBuf: push and read rates in one process.
+// Two spinning processes on this 2-vCPU guest get about one core between
+// them, so one transfer says little: the ring and both queue forms run R
+// rounds (default 5), in a rotating order, and the table gives medians of
+// the rates and of each round's own ratio to the ring, with their range.
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -17,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -101,15 +106,75 @@ double Transfer(uint64_t n, const std::function<void()>& producer,
   return static_cast<double>(n) / dt;
 }
 
+// Round trips between two processes over two ShmQueues (request on KEY_a,
+// reply on KEY_b); microseconds per round trip.
+double PingPongUs(const std::string& key, uint64_t trips) {
+  char msg[64] = "shmc-queue-ping";
+  shmc::POSIX().Unlink(key + "_a");
+  shmc::POSIX().Unlink(key + "_b");
+  {
+    shmc::ShmQueue<shmc::POSIX> a, b;
+    a.InitForWrite(key + "_a", 4096);
+    b.InitForWrite(key + "_b", 4096);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    Pin(0);
+    shmc::ShmQueue<shmc::POSIX> in, out;
+    if (!in.InitForRead(key + "_a") || !out.InitForWrite(key + "_b", 4096)) {
+      _exit(1);
+    }
+    char buf[64];
+    for (uint64_t i = 0; i < trips; ++i) {
+      size_t len = sizeof(buf);
+      Retry([&] { return in.Pop(buf, &len); });
+      Retry([&] { return out.Push(buf, len); });
+    }
+    _exit(0);
+  }
+  Pin(1);
+  shmc::ShmQueue<shmc::POSIX> out, in;
+  if (!out.InitForWrite(key + "_a", 4096) || !in.InitForRead(key + "_b")) {
+    std::fprintf(stderr, "queue_bench: cannot attach the ping-pong queues\n");
+    std::exit(1);
+  }
+  double t0 = Now();
+  char buf[64];
+  for (uint64_t i = 0; i < trips; ++i) {
+    Retry([&] { return out.Push(msg, sizeof(msg)); });
+    size_t len = sizeof(buf);
+    Retry([&] { return in.Pop(buf, &len); });
+  }
+  double us = (Now() - t0) / static_cast<double>(trips) * 1e6;
+  waitpid(pid, nullptr, 0);
+  return us;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   uint64_t n = 5000000;
-  if (argc == 3 && std::string(argv[1]) == "--messages") {
-    n = std::strtoull(argv[2], nullptr, 10);
-  } else if (argc != 1) {
-    std::fprintf(stderr, "usage: %s [--messages N]\n", argv[0]);
-    return 2;
+  int rounds = 5;
+  for (int i = 1; i < argc; i += 2) {
+    std::string a = argv[i];
+    if (i + 1 < argc && a == "--messages") {
+      n = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (i + 1 < argc && a == "--rounds") {
+      rounds = std::atoi(argv[i + 1]);
+    } else {
+      n = 0;
+    }
+    if (n == 0 || rounds < 1) {
+      std::fprintf(stderr, "usage: %s [--messages N] [--rounds R]\n",
+                   argv[0]);
+      return 2;
+    }
   }
   char msg[64] = "shmc-queue-bench";
   const std::string key = "/shmc_queue_bench";
@@ -120,17 +185,21 @@ int main(int argc, char** argv) {
                                        PROT_READ | PROT_WRITE,
                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   new (ring) Ring();
-  double ring_rate = Transfer(
-      n,
-      [&] {
-        RingProducer p{ring};
-        for (uint64_t i = 0; i < n; ++i) Retry([&] { return p.Push(msg); });
-      },
-      [&] {
-        RingConsumer c{ring};
-        char out[64];
-        for (uint64_t i = 0; i < n; ++i) Retry([&] { return c.Pop(out); });
-      });
+  auto ring_rate = [&] {
+    ring->head.store(0);
+    ring->tail.store(0);
+    return Transfer(
+        n,
+        [&] {
+          RingProducer p{ring};
+          for (uint64_t i = 0; i < n; ++i) Retry([&] { return p.Push(msg); });
+        },
+        [&] {
+          RingConsumer c{ring};
+          char out[64];
+          for (uint64_t i = 0; i < n; ++i) Retry([&] { return c.Pop(out); });
+        });
+  };
 
   auto queue_rate = [&](bool batched) {
     shmc::POSIX().Unlink(key);
@@ -182,59 +251,46 @@ int main(int argc, char** argv) {
           }
         });
   };
-  double q_rate = queue_rate(false);
-  double qb_rate = queue_rate(true);
+  // rates[k][round]: k = 0 ring, 1 ShmQueue, 2 batched ShmQueue.
+  std::vector<double> rates[3];
+  for (int r = 0; r < rounds; ++r) {
+    for (int j = 0; j < 3; ++j) {
+      int k = (j + r) % 3;
+      rates[k].push_back(k == 0 ? ring_rate() : queue_rate(k == 2));
+    }
+  }
 
   // Ping-pong: request on one queue, reply on another.
-  const uint64_t trips = 100000;
-  shmc::POSIX().Unlink(key + "_a");
-  shmc::POSIX().Unlink(key + "_b");
-  { shmc::ShmQueue<shmc::POSIX> a, b; a.InitForWrite(key + "_a", 4096); b.InitForWrite(key + "_b", 4096); }
-  pid_t pid = fork();
-  if (pid == 0) {
-    Pin(0);
-    shmc::ShmQueue<shmc::POSIX> in, out;
-    in.InitForRead(key + "_a");
-    out.InitForWrite(key + "_b", 4096);
-    char buf[64];
-    for (uint64_t i = 0; i < trips; ++i) {
-      size_t len = sizeof(buf);
-      Retry([&] { return in.Pop(buf, &len); });
-      Retry([&] { return out.Push(buf, len); });
-    }
-    _exit(0);
-  }
-  Pin(1);
-  shmc::ShmQueue<shmc::POSIX> out, in;
-  out.InitForWrite(key + "_a", 4096);
-  in.InitForRead(key + "_b");
-  double t0 = Now();
-  char buf[64];
-  for (uint64_t i = 0; i < trips; ++i) {
-    Retry([&] { return out.Push(msg, sizeof(msg)); });
-    size_t len = sizeof(buf);
-    Retry([&] { return in.Pop(buf, &len); });
-  }
-  double rtt_us = (Now() - t0) / trips * 1e6;
-  waitpid(pid, nullptr, 0);
+  std::vector<double> rtts;
+  for (int r = 0; r < rounds; ++r) rtts.push_back(PingPongUs(key, 100000));
 
   // SyncBuf rates, one process, against the ring's single-process rate.
   std::printf("messages %llu of 64 bytes, producer on CPU 0, consumer on "
-              "CPU 1\n\n", static_cast<unsigned long long>(n));
-  std::printf("| queue | messages/s | ratio to ring |\n|---|---:|---:|\n");
-  std::printf("| 64-byte-slot ring (baseline) | %.0f | 1.00 |\n", ring_rate);
-  std::printf("| ShmQueue Push/Pop | %.0f | %.2f [goal >= 1.2] |\n", q_rate,
-              q_rate / ring_rate);
-  std::printf("| ShmQueue PushBatch/PopBatch (16) | %.0f | %.2f [goal >= 2] |\n",
-              qb_rate, qb_rate / ring_rate);
-  std::printf("\nping-pong round trip (ShmQueue, two processes): %.2f us\n\n",
-              rtt_us);
+              "CPU 1, %d rounds\n\n",
+              static_cast<unsigned long long>(n), rounds);
+  std::printf("| queue | messages/s (median) | ratio to ring (median of "
+              "rounds) | ratio range |\n|---|---:|---:|---:|\n");
+  const char* names[3] = {"64-byte-slot ring (baseline)", "ShmQueue Push/Pop",
+                          "ShmQueue PushBatch/PopBatch (16)"};
+  const char* goals[3] = {"", " [goal >= 1.2]", " [goal >= 2]"};
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> ratio;
+    for (int r = 0; r < rounds; ++r) ratio.push_back(rates[k][r] / rates[0][r]);
+    std::printf("| %s | %.0f | %.2f%s | %.2f-%.2f |\n", names[k],
+                Median(rates[k]), Median(ratio), goals[k],
+                *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()));
+  }
+  std::printf("\nping-pong round trip (ShmQueue, two processes): median "
+              "%.2f us, range %.2f-%.2f us\n\n",
+              Median(rtts), *std::min_element(rtts.begin(), rtts.end()),
+              *std::max_element(rtts.begin(), rtts.end()));
   RingProducer rp{ring};
   RingConsumer rc{ring};
   ring->head = 0;
   ring->tail = 0;
   const uint64_t m = 1000000;
-  t0 = Now();
+  double t0 = Now();
   char tmp[64];
   for (uint64_t i = 0; i < m; ++i) {
     rp.Push(msg);
