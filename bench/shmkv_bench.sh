@@ -8,7 +8,14 @@
 # of redis-server, or of shmkv's master and workers, from /proc): a steadier
 # measure of the work each server does per request.
 #
-#   bench/shmkv_bench.sh [--runs R] [--requests N] [--workers W] [--out DIR]
+#   bench/shmkv_bench.sh [--runs R] [--requests N] [--workers W] [--pin]
+#                        [--out DIR]
+#
+# --pin runs both servers on CPU 0 and the clients on CPU 1 (taskset): each
+# server gets one core to itself and never competes with the client, which
+# takes most of the scheduler's noise out of a 2-vCPU machine. It is the
+# fair setting for a single-threaded redis-server against one shmkv worker
+# (--workers 1); shmkv's master shares CPU 0 with its worker.
 #
 # Needs redis-server, redis-tools and wrk (apt-get install redis-server
 # redis-tools wrk) and a release build (build/release/server/shmkv). Writes
@@ -21,15 +28,22 @@ runs=5
 requests=100000
 out=bench
 workers=0  # shmkv's default: one per core
+pin=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --requests) requests=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
-    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--out DIR]" >&2; exit 2 ;;
+    --pin) pin=1; shift ;;
+    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--pin] [--out DIR]" >&2; exit 2 ;;
   esac
 done
+server_cpu=() client_cpu=()
+if [ "$pin" = 1 ]; then
+  [ "$(nproc)" -ge 2 ] || { echo "$0: --pin needs two CPUs" >&2; exit 1; }
+  server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
+fi
 for tool in redis-server redis-benchmark wrk; do
   command -v "$tool" >/dev/null || { echo "$0: $tool not installed" >&2; exit 1; }
 done
@@ -46,12 +60,12 @@ cleanup() {
 trap cleanup EXIT
 rm -f /dev/shm${seg}0 /dev/shm${seg}1 /dev/shm${seg}.ctl /dev/shm${seg}.ctl.stats
 
-redis-server --port $redis_port --save '' --appendonly no --daemonize no \
+${server_cpu[@]+"${server_cpu[@]}"} redis-server --port $redis_port --save '' --appendonly no --daemonize no \
   --logfile /dev/null &
 redis_pid=$!
 worker_opt=()
 [ "$workers" -gt 0 ] && worker_opt=(--workers "$workers")
-"$shmkv" --port $kv_port --http-port $kv_http --name $seg "${worker_opt[@]}" 2>/dev/null &
+${server_cpu[@]+"${server_cpu[@]}"} "$shmkv" --port $kv_port --http-port $kv_http --name $seg "${worker_opt[@]}" 2>/dev/null &
 kv_pid=$!
 for p in $redis_port $kv_port; do
   for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -81,7 +95,7 @@ for run in $(seq "$runs"); do
       fi
       for t in set get; do
         before=$(ticks $pids)
-        line=$(redis-benchmark -p $port -t $t -n "$requests" -c 50 -P $pipe --csv 2>/dev/null |
+        line=$(${client_cpu[@]+"${client_cpu[@]}"} redis-benchmark -p $port -t $t -n "$requests" -c 50 -P $pipe --csv 2>/dev/null |
                tail -n 1 | tr -d '"')
         after=$(ticks $pids)
         echo "$line" | awk -F, -v r="$run" -v tg="$target" -v p="$pipe" \
@@ -93,7 +107,7 @@ for run in $(seq "$runs"); do
 done
 
 redis-cli -p $kv_port set benchkey "$(head -c 100 /dev/zero | tr '\0' v)" >/dev/null
-wrk_out=$(wrk -t2 -c50 -d10s --latency http://127.0.0.1:$kv_http/kv/benchkey)
+wrk_out=$(${client_cpu[@]+"${client_cpu[@]}"} wrk -t2 -c50 -d10s --latency http://127.0.0.1:$kv_http/kv/benchkey)
 
 echo "# redis-benchmark -n $requests -c 50, $runs runs: medians"
 python3 - "$csv" <<'PY'
@@ -104,13 +118,22 @@ for r in csv.DictReader(open(sys.argv[1])):
     runs[(r["test"], r["pipeline"], r["target"])].append(r)
 def med(rows, k):
     return statistics.median(float(r[k]) for r in rows)
+def paired(s, r, k):
+    # Median over runs of shmkv / redis within one run: the two ran minutes
+    # apart at most, so this ratio drifts less than the ratio of medians.
+    rv = {x["run"]: float(x[k]) for x in r}
+    return statistics.median(float(x[k]) / rv[x["run"]] for x in s
+                             if rv.get(x["run"]))
 print(f"{'test':10} {'shmkv rps':>10} {'redis rps':>10} {'ratio':>6} "
-      f"{'p99 ms shmkv':>12} {'redis':>6} {'cpu us/req shmkv':>16} {'redis':>6}")
+      f"{'paired':>6} {'p99 ms shmkv':>12} {'redis':>6} {'p99 paired':>10} "
+      f"{'cpu us/req shmkv':>16} {'redis':>6}")
 for (test, pipe) in sorted({(k[0], k[1]) for k in runs}):
     s, r = runs[(test, pipe, "shmkv")], runs[(test, pipe, "redis")]
     print(f"{test + ' -P ' + pipe:10} {med(s, 'rps'):10.0f} {med(r, 'rps'):10.0f} "
-          f"{med(s, 'rps') / med(r, 'rps'):6.2f} {med(s, 'p99_ms'):12.3f} "
-          f"{med(r, 'p99_ms'):6.3f} {med(s, 'server_cpu_us_per_req'):16.2f} "
+          f"{med(s, 'rps') / med(r, 'rps'):6.2f} {paired(s, r, 'rps'):6.2f} "
+          f"{med(s, 'p99_ms'):12.3f} {med(r, 'p99_ms'):6.3f} "
+          f"{paired(s, r, 'p99_ms'):10.2f} "
+          f"{med(s, 'server_cpu_us_per_req'):16.2f} "
           f"{med(r, 'server_cpu_us_per_req'):6.2f}")
 PY
 echo "# wrk -t2 -c50 -d10s GET /kv/benchkey (100-byte value)"
