@@ -35,6 +35,7 @@
 #include <string>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/copy.h"
 #include "shmc/detail/counter.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/writer_open.h"
@@ -116,10 +117,8 @@ class ShmQueue {
   }
 
   bool Push(const void* buf, size_t len) {
-    ZeroCopyBuf zcb;
-    if (!ZeroCopyPushPrepare(len, &zcb)) return false;
-    if (len > 0) std::memcpy(zcb.ptr, buf, len);
-    Publish(prepared_pos_, len);
+    if (!Append(buf, len)) return false;
+    Release(1);
     return true;
   }
   bool Push(const std::string& data) { return Push(data.data(), data.size()); }
@@ -128,16 +127,15 @@ class ShmQueue {
   // when *len (buf's size) is smaller than the record. len == nullptr (or
   // buf == nullptr) drops the head record.
   bool Pop(void* buf, size_t* len) {
-    ZeroCopyBuf zcb;
-    if (!ZeroCopyPopPrepare(&zcb)) return false;
+    uint64_t at = 0;
+    uint32_t n = 0;
+    if (!Front(&at, &n)) return false;
     if (len != nullptr && buf != nullptr) {
-      if (*len < zcb.len) return false;
-      if (zcb.len > 0) std::memcpy(buf, zcb.ptr, zcb.len);
-      *len = zcb.len;
-    } else if (len != nullptr) {
-      *len = zcb.len;
+      if (*len < n) return false;
+      detail::CopyBytes(buf, ring_ + (at & mask_) + 8, n);
     }
-    Consume();
+    if (len != nullptr) *len = n;
+    Advance(at + detail::QueueRecordSize(n));
     return true;
   }
   // Pops into *data; nullptr drops the head record.
@@ -180,23 +178,9 @@ class ShmQueue {
 
   // The head record in place; ZeroCopyPopCommit consumes it.
   bool ZeroCopyPopPrepare(ZeroCopyBuf* zcb) {
-    if (producer_ || inspector_ || hdr_ == nullptr) return false;
-    if (head_ == cached_tail_) {
-      // SYNC POINT (acquire): pairs with the producer's release of tail;
-      // the records before it are complete.
-      cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
-    }
     uint64_t at = 0;
     uint32_t len = 0;
-    int rc = Locate(head_, cached_tail_, &at, &len);
-    if (rc < 0) {
-      detail::Segment<Alloc>::Fail(
-          &error_, ErrorCode::kCorrupted, 0, seg_.key(), "ShmQueue::Pop",
-          "bad record at position %llu",
-          static_cast<unsigned long long>(at));
-      return false;
-    }
-    if (rc == 0) return false;
+    if (!Front(&at, &len)) return false;
     popped_at_ = at;
     popped_size_ = at - head_ + detail::QueueRecordSize(len);
     if (zcb != nullptr) {
@@ -218,28 +202,29 @@ class ShmQueue {
   // Pushes records[0..n) until one does not fit; returns how many.
   size_t PushBatch(const std::string* records, size_t n) {
     size_t done = 0;
-    for (; done < n; ++done) {
-      ZeroCopyBuf zcb;
-      if (!ZeroCopyPushPrepare(records[done].size(), &zcb)) break;
-      if (zcb.len > 0) std::memcpy(zcb.ptr, records[done].data(), zcb.len);
-      Stage(prepared_pos_, zcb.len);
+    while (done < n && Append(records[done].data(), records[done].size())) {
+      ++done;
     }
     if (done > 0) Release(done);
     return done;
   }
-  // Calls f(data, len) for up to max records; returns how many.
-  size_t PopBatch(const std::function<void(const void*, size_t)>& f,
-                  size_t max) {
+  // Calls f(data, len) for up to max records; returns how many. f is any
+  // callable taking (const void*, size_t), called in place (no type
+  // erasure per record); it must not call back into this queue.
+  template <class F>
+  size_t PopBatch(F&& f, size_t max) {
     size_t done = 0;
-    ZeroCopyBuf zcb;
-    while (done < max && ZeroCopyPopPrepare(&zcb)) {
-      f(zcb.ptr, zcb.len);
-      head_ += popped_size_;
-      popped_size_ = 0;
+    uint64_t at = 0;
+    uint32_t len = 0;
+    while (done < max && Front(&at, &len)) {
+      f(static_cast<const void*>(ring_ + (at & mask_) + 8),
+        static_cast<size_t>(len));
+      head_ = at + detail::QueueRecordSize(len);
       ++done;
     }
     if (done > 0) {
-      detail::SoleWriterAdd(&hdr_->popped, done);
+      popped_size_ = 0;  // voids a zero-copy pop not committed
+      popped_.Add(done);
       hdr_->head.store(head_, std::memory_order_release);
     }
     return done;
@@ -317,6 +302,10 @@ class ShmQueue {
     head_ = hdr_->head.load(std::memory_order_acquire);
     cached_head_ = head_;
     cached_tail_ = tail_;
+    pushed_.Bind(&hdr_->pushed);
+    full_spins_.Bind(&hdr_->full_spins);
+    high_water_.Bind(&hdr_->high_water);
+    popped_.Bind(&hdr_->popped);
     if (tail_ - head_ > cap_ || (tail_ & 7) != 0 || (head_ & 7) != 0) {
       detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
                                    seg_.key(), who,
@@ -373,6 +362,14 @@ class ShmQueue {
     return -1;  // two pads in a row
   }
 
+  // Out of line: keeps the pop path small enough to inline.
+  __attribute__((noinline, cold)) void BadRecord(uint64_t at) {
+    detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
+                                 seg_.key(), "ShmQueue::Pop",
+                                 "bad record at position %llu",
+                                 static_cast<unsigned long long>(at));
+  }
+
   // True when the consumer has moved past ring position `pos`.
   bool Overtaken(uint64_t pos) const {
     // SYNC POINT (acquire): orders the copy before this check; pairs with
@@ -391,8 +388,35 @@ class ShmQueue {
     // space before it is no longer read.
     cached_head_ = hdr_->head.load(std::memory_order_acquire);
     if (tail_ + bytes - cached_head_ <= cap_) return true;
-    detail::SoleWriterAdd(&hdr_->full_spins, 1);
+    full_spins_.Add(1);
     return false;
+  }
+
+  // Writes a record of `len` bytes from buf at the tail (after a pad record
+  // if it must wrap) and moves tail_ past it; not yet published. False when
+  // it does not fit. Works in locals and stores the object's state once:
+  // the ring writes go through char*, which may alias any member, so
+  // state kept in members would be stored and reloaded around each write.
+  bool Append(const void* buf, size_t len) {
+    if (!producer_ || len > cap_ / 2) return false;
+    uint64_t tail = tail_;
+    uint64_t off = tail & mask_;
+    uint64_t need = detail::QueueRecordSize(len);
+    uint64_t pad = cap_ - off < need ? cap_ - off : 0;
+    if (!Room(pad + need)) return false;
+    char* ring = ring_;
+    if (pad > 0) {
+      uint32_t pad_hdr[2] = {static_cast<uint32_t>(pad - 8),
+                             detail::kQueuePad};
+      std::memcpy(ring + off, pad_hdr, 8);
+      off = 0;
+    }
+    uint32_t rec_hdr[2] = {static_cast<uint32_t>(len), detail::kQueueData};
+    std::memcpy(ring + off, rec_hdr, 8);
+    detail::CopyBytes(ring + off + 8, buf, len);
+    tail_ = tail + pad + need;
+    prepared_len_ = kNone;  // voids a zero-copy reservation not committed
+    return true;
   }
 
   // Writes the record's header (and the pad before it); tail not yet moved.
@@ -411,11 +435,8 @@ class ShmQueue {
   // SYNC POINT (release): publishes every staged record to the consumer.
   void Release(uint64_t records) {
     hdr_->tail.store(tail_, std::memory_order_release);
-    detail::SoleWriterAdd(&hdr_->pushed, records);
-    uint64_t used = tail_ - cached_head_;
-    if (used > hdr_->high_water.load(std::memory_order_relaxed)) {
-      hdr_->high_water.store(used, std::memory_order_relaxed);
-    }
+    pushed_.Add(records);
+    high_water_.Max(tail_ - cached_head_);
   }
 
   void Publish(uint64_t pos, size_t len) {
@@ -423,13 +444,36 @@ class ShmQueue {
     Release(1);
   }
 
-  void Consume() {
-    head_ += popped_size_;
-    popped_size_ = 0;
-    detail::SoleWriterAdd(&hdr_->popped, 1);
-    // SYNC POINT (release): the record's space may be reused by the producer.
-    hdr_->head.store(head_, std::memory_order_release);
+  // The head record: its position (after any pad) and length; false when
+  // the queue is empty, this is not the consumer, or the record is damaged
+  // (last_error() says so). Changes no state but the cached tail.
+  bool Front(uint64_t* at, uint32_t* len) {
+    if (producer_ || inspector_ || hdr_ == nullptr) return false;
+    uint64_t head = head_;
+    if (head == cached_tail_) {
+      // SYNC POINT (acquire): pairs with the producer's release of tail;
+      // the records before it are complete.
+      cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
+      if (head == cached_tail_) return false;
+    }
+    int rc = Locate(head, cached_tail_, at, len);
+    if (rc <= 0) {
+      if (rc < 0) BadRecord(*at);
+      return false;
+    }
+    return true;
   }
+
+  // Consumes every record before `new_head`.
+  void Advance(uint64_t new_head) {
+    head_ = new_head;
+    popped_size_ = 0;  // voids a zero-copy pop not committed
+    popped_.Add(1);
+    // SYNC POINT (release): the record's space may be reused by the producer.
+    hdr_->head.store(new_head, std::memory_order_release);
+  }
+
+  void Consume() { Advance(head_ + popped_size_); }
 
   detail::Segment<Alloc> seg_;
   Error error_;
@@ -440,10 +484,12 @@ class ShmQueue {
   bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
+  detail::OwnedCounter pushed_, full_spins_, high_water_;
   uint64_t prepared_pos_ = 0, prepared_pad_ = 0;
   size_t prepared_len_ = kNone;
   // consumer state
   uint64_t head_ = 0, cached_tail_ = 0, popped_size_ = 0, popped_at_ = 0;
+  detail::OwnedCounter popped_;
 };
 
 }  // namespace shmc

@@ -154,7 +154,7 @@ class ShmSyncBuf {
     // SYNC POINT (release): publishes the record and its index entry to
     // readers that acquire tail.
     hdr_->tail.store(pos + size, std::memory_order_release);
-    detail::SoleWriterAdd(&hdr_->pushed, 1);
+    pushed_.Add(1);
     return true;
   }
   // Timestamped now (gettimeofday; the reference used whole seconds).
@@ -322,6 +322,8 @@ class ShmSyncBuf {
       seg_.Reset();
       return false;
     }
+    pushed_.Bind(&hdr_->pushed);
+    recycled_.Bind(&hdr_->recycled);
     return true;
   }
 
@@ -371,7 +373,7 @@ class ShmSyncBuf {
       // each recycling push on x86 for nothing).
       hdr_->head.store(head, std::memory_order_release);
       std::atomic_thread_fence(std::memory_order_release);
-      detail::SoleWriterAdd(&hdr_->recycled, dropped);
+      recycled_.Add(dropped);
     }
   }
 
@@ -418,6 +420,7 @@ class ShmSyncBuf {
   std::atomic<uint64_t>* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
   bool writer_ = false;
+  detail::OwnedCounter pushed_, recycled_;  // the writer's
 };
 
 }  // namespace shmc
