@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -336,6 +338,208 @@ TEST(ShmHashTableStale, StaleKeyInFreeSlotIsNotAHit) {
   ASSERT_NE(got, nullptr);
   EXPECT_EQ(got->val, 2u);
   EXPECT_EQ(got, b);
+}
+
+// --- Tags: one byte per slot that lookups read before any node ---
+
+TEST(ShmHashTableTags, MatchTagWordFindsExactlyTheEqualBytes) {
+  std::mt19937_64 rng(5);
+  for (uint32_t tag = 1; tag < 256; ++tag) {
+    for (int i = 0; i < 2000; ++i) {
+      uint32_t word = static_cast<uint32_t>(rng());
+      // Plant the tag (and its neighbours, which a borrow-based test
+      // would confuse with it) in random bytes.
+      for (int b = 0; b < 4; ++b) {
+        uint32_t pick = static_cast<uint32_t>(rng() % 4);
+        uint32_t byte = pick == 0 ? tag : pick == 1 ? (tag + 1) & 0xff
+                                  : pick == 2 ? tag - 1 : (word >> (8 * b)) & 0xff;
+        word = (word & ~(0xffu << (8 * b))) | (byte << (8 * b));
+      }
+      uint32_t expect = 0;
+      for (int b = 0; b < 4; ++b) {
+        expect |= static_cast<uint32_t>(((word >> (8 * b)) & 0xff) == tag) << b;
+      }
+      ASSERT_EQ(shmc::detail::MatchTagWord(word, tag), expect)
+          << std::hex << word << " tag " << tag;
+    }
+  }
+  for (uint64_t h : {0ULL, 1ULL, ~0ULL, 0x8000000000000000ULL}) {
+    EXPECT_NE(shmc::detail::TagOf(h), 0u);  // 0 marks a never-used slot
+    EXPECT_LT(shmc::detail::TagOf(h), 256u);
+  }
+}
+
+// Nodes of 8 and 12 bytes: 8 and 5 slots a bucket, so tags span two words
+// (the second one padded for 5).
+struct Node8 {
+  std::atomic<uint64_t> key;
+  std::pair<bool, uint64_t> Key() const volatile {
+    uint64_t k = key.load(std::memory_order_acquire);
+    return {k != 0, k};
+  }
+  void Set(uint64_t k, uint64_t) volatile {
+    key.store(k, std::memory_order_release);
+  }
+  void Clear() volatile { key.store(0, std::memory_order_release); }
+  uint64_t Val() const volatile { return 0; }
+};
+struct Node12 {
+  std::atomic<uint32_t> lo, hi;
+  uint32_t val;
+  std::pair<bool, uint64_t> Key() const volatile {
+    uint32_t h = hi.load(std::memory_order_acquire);
+    uint64_t k = (static_cast<uint64_t>(h) << 32) | lo.load();
+    return {k != 0, k};
+  }
+  void Set(uint64_t k, uint64_t v) volatile {
+    val = static_cast<uint32_t>(v);
+    lo.store(static_cast<uint32_t>(k));
+    hi.store(static_cast<uint32_t>(k >> 32), std::memory_order_release);
+  }
+  void Clear() volatile {
+    hi.store(0, std::memory_order_release);
+    lo.store(0);
+  }
+};
+struct Node16 : Node {};
+
+template <class N>
+class ShmHashTableTagsTyped : public ::testing::Test {};
+using TagNodes = ::testing::Types<Node8, Node12, Node16>;
+TYPED_TEST_SUITE(ShmHashTableTagsTyped, TagNodes);
+
+// Random inserts, erases and re-inserts into a nearly full table (overflow
+// rows in use, slots reused with stale tags), checked after every step
+// against a std::set, by Find, FindMany and FindOrAlloc's is_found.
+TYPED_TEST(ShmHashTableTagsTyped, RandomOpsAgreeWithAReferenceSet) {
+  using N = TypeParam;
+  for (size_t capacity : {60, 3000}) {
+    ScopedKey<shmc::POSIX> key(std::to_string(capacity));
+    shmc::ShmHashTable<uint64_t, N, shmc::POSIX> t;
+    ASSERT_TRUE(t.InitForWrite(key, capacity));
+    std::set<uint64_t> live;
+    std::mt19937_64 rng(capacity);
+    // Keys from a small pool so that erased keys come back.
+    size_t pool = t.expected_capacity() * 5 / 4;
+    for (int step = 0; step < 40000; ++step) {
+      uint64_t k = KeyOf(rng() % pool);
+      bool erase = rng() % 3 == 0;
+      if (erase) {
+        volatile N* n = t.Find(k);
+        ASSERT_EQ(n != nullptr, live.count(k) == 1) << step;
+        if (n != nullptr) {
+          n->Clear();
+          live.erase(k);
+        }
+      } else if (live.size() < t.expected_capacity()) {
+        bool found = false;
+        volatile N* n = t.FindOrAlloc(k, &found);
+        ASSERT_NE(n, nullptr) << step;
+        ASSERT_EQ(found, live.count(k) == 1) << step;
+        if (!found) {
+          n->Set(k, step);
+          live.insert(k);
+        }
+      }
+      if (step % 4000 == 3999) {
+        std::vector<uint64_t> keys;
+        for (size_t i = 0; i < pool; ++i) keys.push_back(KeyOf(i));
+        std::vector<const volatile N*> out(keys.size());
+        size_t found = t.FindMany(keys.data(), keys.size(), out.data());
+        ASSERT_EQ(found, live.size());
+        for (size_t i = 0; i < keys.size(); ++i) {
+          const auto& ct = t;
+          const volatile N* one = ct.Find(keys[i]);
+          ASSERT_EQ(one != nullptr, live.count(keys[i]) == 1) << i;
+          ASSERT_EQ(out[i], one) << i;
+          if (one != nullptr) {
+            ASSERT_EQ(one->Key().second, keys[i]);
+          }
+        }
+      }
+    }
+    EXPECT_GT(t.overflow_depth(), 0u) << "the overflow rows were not reached";
+  }
+}
+
+// Keys that share both a main bucket and a tag: the tag matches more than
+// one slot and the keys decide.
+TEST(ShmHashTableTags, KeysSharingBucketAndTagAreTold) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 200));
+  uint64_t main_buckets = t.row_slots(0) / decltype(t)::kSlots;
+  auto place = [&](uint64_t k) {
+    uint64_t h = shmc::ShmHash<uint64_t>()(k);
+    uint64_t b0 = shmc::detail::ReduceRange(static_cast<uint32_t>(h),
+                                            main_buckets);
+    uint64_t b1 = shmc::detail::ReduceRange(static_cast<uint32_t>(h >> 32),
+                                            main_buckets);
+    return (b0 << 40) | (b1 << 8) | shmc::detail::TagOf(h);
+  };
+  // Three keys with the same row-0 bucket, row-1 bucket and tag.
+  uint64_t want = place(KeyOf(0));
+  std::vector<uint64_t> same = {KeyOf(0)};
+  for (uint64_t i = 1; same.size() < 3 && i < 50000000; ++i) {
+    if (place(KeyOf(i)) == want) same.push_back(KeyOf(i));
+  }
+  ASSERT_EQ(same.size(), 3u) << "no colliding keys found";
+  for (uint64_t k : same) {
+    bool found = true;
+    volatile Node* n = t.FindOrAlloc(k, &found);
+    ASSERT_NE(n, nullptr);
+    ASSERT_FALSE(found);
+    n->Set(k, k ^ 1);
+  }
+  for (uint64_t k : same) {
+    const auto& ct = t;
+    const volatile Node* n = ct.Find(k);
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->val, k ^ 1);
+  }
+  t.Find(same[0])->Clear();
+  EXPECT_EQ(t.Find(same[0]), nullptr);
+  EXPECT_NE(t.Find(same[1]), nullptr);
+  EXPECT_NE(t.Find(same[2]), nullptr);
+  std::vector<const volatile Node*> out(3);
+  EXPECT_EQ(t.FindMany(same.data(), 3, out.data()), 2u);
+  EXPECT_EQ(out[0], nullptr);
+}
+
+// A damaged tag hides its key; CheckTags finds it and the writer's
+// CheckTags(true) makes it findable again.
+TEST(ShmHashTableTags, CheckTagsFindsAndFixesADamagedTag) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 1000));
+  for (uint64_t i = 0; i < 500; ++i) {
+    bool found;
+    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
+  }
+  EXPECT_EQ(t.CheckTags(false), 0);
+  // Flip the tag byte of KeyOf(7)'s slot through a second mapping.
+  uint64_t slot = t.node_index(t.Find(KeyOf(7)));
+  constexpr uint64_t kSlots = decltype(t)::kSlots;
+  uint64_t main_buckets = t.row_slots(0) / kSlots;
+  uint64_t off = shmc::detail::TableTagsOffset(main_buckets) +
+                 (slot / kSlots) * shmc::detail::TagWordsPerBucket(kSlots) * 4 +
+                 slot % kSlots;
+  int fd = shm_open(key.str().c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  void* p = mmap(nullptr, off + 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(p, MAP_FAILED);
+  static_cast<volatile uint8_t*>(p)[off] ^= 0x5a;
+  munmap(p, off + 1);
+  EXPECT_EQ(t.Find(KeyOf(7)), nullptr);
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> reader;
+  ASSERT_TRUE(reader.InitForRead(key));
+  EXPECT_EQ(reader.CheckTags(false), 1);
+  EXPECT_EQ(reader.CheckTags(true), -1);  // a reader may not fix
+  EXPECT_EQ(t.CheckTags(true), 1);
+  EXPECT_EQ(t.CheckTags(false), 0);
+  ASSERT_NE(t.Find(KeyOf(7)), nullptr);
+  EXPECT_EQ(t.Find(KeyOf(7))->val, 7u);
 }
 
 // Keys that are not integers: a fixed-size string key and a key type known

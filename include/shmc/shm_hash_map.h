@@ -75,6 +75,9 @@ struct MapHealthStat {
   size_t cleared_key_values;
   size_t leaked_values;
   size_t recycled_leaked_values;
+  // Index nodes whose tag does not match their key (unreachable by lookups;
+  // ShmHashMap::HealthCheck only, and re-tagged with auto_fix).
+  size_t untagged_keys;
 };
 
 // ShmHashMap::HealthCheck over any index: each_slot(f) calls f with the
@@ -250,13 +253,19 @@ class ShmHashMap {
   // and every live value must be pointed to. With auto_fix (writer only),
   // keys with bad values are dropped and unreferenced values freed.
   bool HealthCheck(HealthStat* hs, bool auto_fix) {
-    return detail::MapHealthCheck(
-        links_,
-        [this](const std::function<void(std::atomic<uint64_t>*)>& slot) {
-          return table_.Travel(
-              [&](volatile Node* n) { slot(n->link_word()); });
-        },
-        hs, auto_fix);
+    if (!detail::MapHealthCheck(
+            links_,
+            [this](const std::function<void(std::atomic<uint64_t>*)>& slot) {
+              return table_.Travel(
+                  [&](volatile Node* n) { slot(n->link_word()); });
+            },
+            hs, auto_fix)) {
+      return false;
+    }
+    long untagged = table_.CheckTags(auto_fix);
+    if (untagged < 0) untagged = table_.CheckTags(false);
+    hs->untagged_keys = untagged < 0 ? 0 : static_cast<size_t>(untagged);
+    return true;
   }
 
   size_t size() const { return links_.link_bufs(); }

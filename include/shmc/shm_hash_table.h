@@ -3,14 +3,15 @@
 //
 // Geometry (docs/hash_table.md, detail/table_geometry.h): buckets of
 // `kSlots` consecutive nodes (one 64-byte line for 16-byte nodes); two main
-// rows probed in parallel (a key lives in bucket b0 of row 0 or b1 of row 1,
-// inserted into the less loaded) and four small overflow rows behind them.
-// A hit costs one round trip to memory for ~89% of keys; a miss stops after
-// the two main lines unless both buckets once overflowed, which a bitmap of
-// 2 bits per bucket pair (cache-resident: 1/512 of the table for 16-byte
-// nodes) records.
+// rows (a key lives in bucket b0 of row 0 or b1 of row 1, inserted into the
+// less loaded) and four small overflow rows behind them. Every slot has a
+// one-byte tag (8 bits of the key's hash) in a separate array, 1/16 of the
+// nodes' size for 16-byte nodes: a lookup reads the two main buckets' tags
+// and then only the node they point at, so a hit reads one node line and a
+// miss usually none. A miss goes past the main rows only if both buckets
+// once overflowed, which a bitmap of 2 bits per bucket pair records.
 //
-//   [SegmentHeader 512][TableHeader 64][bitmap row 0][bitmap row 1]
+//   [SegmentHeader 512][TableHeader 64][bitmap row 0][bitmap row 1][tags]
 //   [row 0 buckets][row 1 buckets][overflow row 0]...[overflow row 3]
 //
 // Node contract (as in the reference): a standard-layout type with
@@ -19,12 +20,18 @@
 // caller fills the node FindOrAlloc returns, and clears it to erase.
 //
 // Concurrency: one writer process (FindOrAlloc) and any number of readers
-// (Find, FindMany, Travel). The table's own metadata (overflow bitmap and
-// depth) is updated before FindOrAlloc returns, followed by a release fence,
-// so a reader that sees the caller's key (written after FindOrAlloc
-// returns, published with release and read with acquire in Node::Key())
-// also sees the metadata needed to reach it: no false misses. Node contents
-// are the caller's to synchronise (docs/memory-ordering.md).
+// (Find, FindMany, Travel). The table's own metadata (the slot's tag, and
+// the overflow bitmap and depth) is updated before FindOrAlloc returns,
+// followed by a release fence, so a reader that sees the caller's key
+// (written after FindOrAlloc returns, published with release and read with
+// acquire in Node::Key()) also sees the metadata needed to reach it: no
+// false misses. Node contents are the caller's to synchronise
+// (docs/memory-ordering.md).
+//
+// A node gets its key only through the slot FindOrAlloc returned (as in the
+// reference); a key written into another slot would not be found, since
+// its tag is not there. Erasing (clearing the node) leaves a stale tag,
+// which lookups skip after comparing the key.
 //
 // Differences from the reference: a fixed hash (shmc/hash.h) instead of
 // std::hash; no division on the lookup path; misses stop early; FindMany.
@@ -75,7 +82,8 @@ class ShmHashTable {
                 "Node lives in shared memory: it must be standard-layout");
 
  public:
-  static constexpr uint32_t kLayoutVersion = 1;
+  // 2: tag array (one byte per slot) between the bitmaps and the nodes.
+  static constexpr uint32_t kLayoutVersion = 2;
   // Nodes per bucket: a whole cache line of small nodes, and never fewer
   // than 4 (with fewer, two-choice buckets cannot reach 90% fill).
   static constexpr uint32_t kSlots =
@@ -158,8 +166,11 @@ class ShmHashTable {
   }
 
   // Batched lookup (shmc addition): out[i] = Find(keys[i]). Hashes and
-  // prefetches both main-row lines of keys up to kBatchAhead positions ahead,
-  // so several cache misses are in flight at once. Returns how many were
+  // prefetches both main-row node lines of the key kBatchAhead positions
+  // ahead, then compares the keys in both lines directly (no tags), so many
+  // misses are in flight at once and no lookup waits for its tags first.
+  // (Measured: faster than prefetching tags and then the tagged node, which
+  // adds a dependent step per key; bench/RESULTS.md.) Returns how many were
   // found.
   size_t FindMany(const Key* keys, size_t n, const volatile Node** out) const {
     constexpr size_t kAhead = kBatchAhead;
@@ -177,7 +188,7 @@ class ShmHashTable {
         hashes[i % kAhead] = next;
         PrefetchMain(next);
       }
-      out[i] = Lookup(keys[i], h, detail::NodeKey(), true);
+      out[i] = LookupPrefetched(keys[i], h, detail::NodeKey());
       found += out[i] != nullptr;
     }
     return found;
@@ -230,6 +241,26 @@ class ShmHashTable {
     return hdr_ ? hdr_->overflow_depth.load(std::memory_order_relaxed) : 0;
   }
   bool Sync() { return seg_.Sync(); }
+  // Checks that every node in use carries its key's tag: a node whose tag
+  // is wrong (a damaged segment, or a key written into a slot FindOrAlloc
+  // did not hand out) cannot be found. Returns how many are wrong; with
+  // `fix` (writer only) rewrites their tags, after which they are found
+  // again. -1 if not initialized, or `fix` on a read-only handle.
+  long CheckTags(bool fix) {
+    if (nodes_ == nullptr || (fix && seg_.read_only())) return -1;
+    long bad = 0;
+    for (uint64_t i = 0; i < geo_.total_slots(); ++i) {
+      volatile Node* n = nodes_ + i;
+      auto kv = detail::NodeKey()(n);
+      if (!kv.first) continue;
+      uint32_t tag = detail::TagOf(Hash(kv.second));
+      uint32_t word = TagWord(i)->load(std::memory_order_relaxed);
+      if (((word >> TagShift(i)) & 0xff) == tag) continue;
+      ++bad;
+      if (fix) Claim(n, tag);
+    }
+    return bad;
+  }
   // Index of a node returned by this table, and the node at an index
   // (nullptr when out of range): let containers built on the table name a
   // node in shared memory, e.g. in a crash-recovery record.
@@ -256,8 +287,9 @@ class ShmHashTable {
     return detail::TableBitmapBytes(buckets);
   }
   static uint64_t NodeOffset(const detail::TableGeometry& g) {
-    return detail::TableNodesOffset(g.main_buckets, alignof(Node));
+    return detail::TableNodesOffset(g, alignof(Node));
   }
+  static constexpr uint32_t kTagWords = detail::TagWordsPerBucket(kSlots);
 
   static detail::SegmentSpec Spec(const detail::TableGeometry& g) {
     detail::SegmentSpec spec;
@@ -288,6 +320,8 @@ class ShmHashTable {
     bits_[0] = reinterpret_cast<std::atomic<uint64_t>*>(base + kBitmapOffset);
     bits_[1] = reinterpret_cast<std::atomic<uint64_t>*>(
         base + kBitmapOffset + BitmapBytes(g.main_buckets));
+    tags_ = reinterpret_cast<std::atomic<uint32_t>*>(
+        base + detail::TableTagsOffset(g.main_buckets));
     nodes_ = reinterpret_cast<volatile Node*>(base + NodeOffset(g));
   }
 
@@ -301,9 +335,9 @@ class ShmHashTable {
     return detail::ReduceRange(static_cast<uint32_t>(h >> 32),
                                geo_.main_buckets);
   }
-  volatile Node* OverBucket(uint64_t h, uint32_t r) const {
-    return Bucket(2 + r, detail::ReduceRange(detail::OverflowHash(h, r),
-                                             geo_.row_buckets[2 + r]));
+  uint64_t OverIndex(uint64_t h, uint32_t r) const {
+    return detail::ReduceRange(detail::OverflowHash(h, r),
+                               geo_.row_buckets[2 + r]);
   }
 
   static void Prefetch(const volatile Node* bucket) {
@@ -315,33 +349,60 @@ class ShmHashTable {
     }
     if (kBytes % detail::kCacheLine != 0) detail::PrefetchLine(p + kBytes - 1);
   }
+  const std::atomic<uint32_t>* BucketTags(uint32_t row, uint64_t b) const {
+    return tags_ + (geo_.row_first[row] + b) * kTagWords;
+  }
+  // Slots of a bucket whose tag is `tag` (bit i: slot i). A tag is a hint:
+  // the slot's key still has to be compared (Verify).
+  uint64_t MatchTags(const std::atomic<uint32_t>* words, uint32_t tag) const {
+    uint64_t m = 0;
+    for (uint32_t w = 0; w < kTagWords; ++w) {
+      // Relaxed: see SetTag.
+      uint32_t word = words[w].load(std::memory_order_relaxed);
+      m |= static_cast<uint64_t>(detail::MatchTagWord(word, tag)) << (4 * w);
+    }
+    return m;
+  }
+  // Records the tag of the key about to be stored in `n`. Single writer:
+  // load and store, no read-modify-write. Ordered before the caller's
+  // release store of the node's key by the release fence in FindOrAlloc.
+  std::atomic<uint32_t>* TagWord(uint64_t slot) const {
+    return tags_ + (slot / kSlots) * kTagWords + (slot % kSlots) / 4;
+  }
+  static uint32_t TagShift(uint64_t slot) { return 8 * ((slot % kSlots) % 4); }
+  void SetTag(volatile Node* n, uint32_t tag) {
+    uint64_t slot = node_index(n);
+    std::atomic<uint32_t>* word = TagWord(slot);
+    uint32_t shift = TagShift(slot);
+    uint32_t v = word->load(std::memory_order_relaxed);
+    v = (v & ~(0xffu << shift)) | (tag << shift);
+    word->store(v, std::memory_order_relaxed);
+  }
+  // The first slot whose tag matched: in bucket b0 of row 0 if m0 has a
+  // bit, else in bucket b1 of row 1 (the last slot of b1 if neither has
+  // one). Selected without a branch: which row holds a key is a coin toss,
+  // and a mispredicted branch here would throw away the next lookups' loads
+  // already in flight.
+  volatile Node* Candidate(uint64_t b0, uint64_t m0, uint64_t b1,
+                           uint64_t m1) const {
+    constexpr uint64_t kLast = 1ULL << (kSlots - 1);
+    uintptr_t a0 = reinterpret_cast<uintptr_t>(Bucket(0, b0)) +
+                   __builtin_ctzll(m0 | kLast) * sizeof(Node);
+    uintptr_t a1 = reinterpret_cast<uintptr_t>(Bucket(1, b1)) +
+                   __builtin_ctzll(m1 | kLast) * sizeof(Node);
+    uintptr_t pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
+    // Opaque to the optimizer, which otherwise turns the select back into
+    // the very branch this avoids.
+    asm("" : "+r"(pick1));
+    return reinterpret_cast<volatile Node*>(a0 ^ ((a0 ^ a1) & pick1));
+  }
   void PrefetchMain(uint64_t h) const {
     Prefetch(Bucket(0, B0(h)));
     Prefetch(Bucket(1, B1(h)));
   }
 
-  // Compares every slot of a bucket without early exits (a mispredicted
-  // "found it?" branch would serialize the two main-row misses). Returns a
-  // bit mask of slots holding `key`; *used gets the mask of slots in use.
-  template <class Getter>
-  static uint64_t Scan(volatile Node* bucket, const Key& key,
-                       const Getter& get, uint64_t* used) {
-    uint64_t hit = 0;
-    uint64_t in_use = 0;
-#pragma GCC unroll 64
-    for (uint32_t i = 0; i < kSlots; ++i) {
-      auto kv = get(bucket + i);
-      uint64_t u = static_cast<uint64_t>(static_cast<bool>(kv.first));
-      in_use |= u << i;
-      hit |= (u & static_cast<uint64_t>(kv.second == key)) << i;
-    }
-    if (used != nullptr) *used = in_use;
-    return hit;
-  }
-
-  // Slots whose key equals `key`, ignoring whether they are in use: fewer
-  // operations per slot than Scan. A stale key in a free slot can match, so
-  // the caller verifies the slot it picks (Verify) and falls back to Scan.
+  // Slots whose key equals `key`, in use or not (a free slot may keep a
+  // stale key: the caller verifies the slot it picks).
   template <class Getter>
   static uint64_t ScanKeys(volatile Node* bucket, const Key& key,
                            const Getter& get) {
@@ -353,10 +414,35 @@ class ShmHashTable {
     return hit;
   }
 
+  // Mask of the bucket's slots in use (bit i: slot i).
+  template <class Getter>
+  static uint64_t UsedSlots(volatile Node* bucket, const Getter& get) {
+    uint64_t in_use = 0;
+#pragma GCC unroll 64
+    for (uint32_t i = 0; i < kSlots; ++i) {
+      in_use |= static_cast<uint64_t>(static_cast<bool>(get(bucket + i).first))
+                << i;
+    }
+    return in_use;
+  }
+
   template <class Getter>
   static bool Verify(volatile Node* node, const Key& key, const Getter& get) {
     auto kv = get(node);
     return kv.first && kv.second == key;
+  }
+
+  // The slot of `bucket` (tag words `words`) holding `key`, or nullptr.
+  template <class Getter>
+  volatile Node* FindInBucket(volatile Node* bucket,
+                              const std::atomic<uint32_t>* words,
+                              uint32_t tag, const Key& key,
+                              const Getter& get) const {
+    for (uint64_t m = MatchTags(words, tag); m != 0; m &= m - 1) {
+      volatile Node* n = bucket + __builtin_ctzll(m);
+      if (Verify(n, key, get)) return n;
+    }
+    return nullptr;
   }
 
   static bool TestBit(const std::atomic<uint64_t>* bits, uint64_t i) {
@@ -370,53 +456,59 @@ class ShmHashTable {
     return d < geo_.over_rows ? d : geo_.over_rows;  // untrusted bytes
   }
 
-  // `prefetched`: FindMany already requested both main lines.
+  // A lookup reads the two main buckets' tag words (1/16 of the nodes'
+  // bytes for 16-byte nodes: mostly cache-resident) and then only the node
+  // line the tags point at, so a hit costs one line from memory and a miss
+  // usually none.
   template <class Getter>
-  volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get,
-                        bool prefetched = false) const {
+  volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get) const {
     assert(nodes_ != nullptr);
+    uint32_t tag = detail::TagOf(h);
     uint64_t b0 = B0(h), b1 = B1(h);
-    volatile Node* n0 = Bucket(0, b0);
-    volatile Node* n1 = Bucket(1, b1);
-    if (!prefetched) Prefetch(n1);
-    // Both buckets are scanned and the match is selected without a branch:
-    // which of the two holds the key is a coin toss, and a mispredicted
-    // branch here would throw away the next lookups' loads already in
-    // flight (measured: 30 ns -> 12 ns per cached hit).
-    uint64_t m0 = ScanKeys(n0, key, get);
-    uint64_t m1 = ScanKeys(n1, key, get);
-    uintptr_t a0 = reinterpret_cast<uintptr_t>(n0);
-    uintptr_t a1 = reinterpret_cast<uintptr_t>(n1);
-    uintptr_t pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
-    // Opaque to the optimizer, which otherwise turns the select back into
-    // the very branch this avoids.
-    asm("" : "+r"(pick1));
-    uintptr_t base = a0 ^ ((a0 ^ a1) & pick1);
-    uint64_t m = m0 | m1;
-    if (m != 0) {
-      volatile Node* n = reinterpret_cast<volatile Node*>(base) +
-                         __builtin_ctzll(m);
+    uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
+    uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
+    if ((m0 | m1) != 0) {
+      volatile Node* n = Candidate(b0, m0, b1, m1);
       if (__builtin_expect(Verify(n, key, get), 1)) return n;
-      // A stale key in a free slot matched: redo it the careful way.
-      uint64_t hit = Scan(n0, key, get, nullptr);
-      if (hit != 0) return n0 + __builtin_ctzll(hit);
-      hit = Scan(n1, key, get, nullptr);
-      if (hit != 0) return n1 + __builtin_ctzll(hit);
+      // Another key with the same tag, or a stale tag of a freed slot.
+      n = FindInBucket(Bucket(0, b0), BucketTags(0, b0), tag, key, get);
+      if (n == nullptr) {
+        n = FindInBucket(Bucket(1, b1), BucketTags(1, b1), tag, key, get);
+      }
+      if (n != nullptr) return n;
     }
-    return LookupOverflow(key, h, b0, b1, get);
+    return LookupOverflow(key, h, tag, b0, b1, get);
+  }
+
+  // FindMany's lookup: both main node lines are in cache already, so the
+  // keys are compared in place instead of going through the tags.
+  template <class Getter>
+  volatile Node* LookupPrefetched(const Key& key, uint64_t h,
+                                  const Getter& get) const {
+    uint64_t b0 = B0(h), b1 = B1(h);
+    uint64_t m0 = ScanKeys(Bucket(0, b0), key, get);
+    uint64_t m1 = ScanKeys(Bucket(1, b1), key, get);
+    if ((m0 | m1) != 0) {
+      volatile Node* n = Candidate(b0, m0, b1, m1);
+      if (__builtin_expect(Verify(n, key, get), 1)) return n;
+    }
+    // Not in a main row, or a stale key matched: the tagged lookup decides.
+    return Lookup(key, h, get);
   }
 
   template <class Getter>
-  volatile Node* LookupOverflow(const Key& key, uint64_t h, uint64_t b0,
-                                uint64_t b1, const Getter& get) const {
+  volatile Node* LookupOverflow(const Key& key, uint64_t h, uint32_t tag,
+                                uint64_t b0, uint64_t b1,
+                                const Getter& get) const {
     uint32_t depth = Depth();
     if (depth == 0 || !TestBit(bits_[0], b0) || !TestBit(bits_[1], b1)) {
       return nullptr;
     }
     for (uint32_t r = 0; r < depth; ++r) {
-      volatile Node* n = OverBucket(h, r);
-      uint64_t hit = Scan(n, key, get, nullptr);
-      if (hit != 0) return n + __builtin_ctzll(hit);
+      uint64_t b = OverIndex(h, r);
+      volatile Node* n =
+          FindInBucket(Bucket(2 + r, b), BucketTags(2 + r, b), tag, key, get);
+      if (n != nullptr) return n;
     }
     return nullptr;
   }
@@ -426,40 +518,53 @@ class ShmHashTable {
     return ~used & all;
   }
 
+  // Hands out slot `n` for a new key: its tag first, then (release fence)
+  // the caller's store of the key.
+  volatile Node* Claim(volatile Node* n, uint32_t tag) {
+    SetTag(n, tag);
+    // SYNC POINT: the tag (and, for overflow rows, the bitmap bits and
+    // depth stored before this) must be visible before the caller's store
+    // of the key into the node (a release store by the caller, acquired by
+    // readers in Node::Key()): a reader that sees the key finds its tag.
+    std::atomic_thread_fence(std::memory_order_release);
+    return n;
+  }
+
   template <class Getter>
   volatile Node* Allocate(const Key& key, bool* is_found, const Getter& get) {
     assert(nodes_ != nullptr && !seg_.read_only());
     if (is_found != nullptr) *is_found = false;
     uint64_t h = Hash(key);
+    uint32_t tag = detail::TagOf(h);
     uint64_t b0 = B0(h), b1 = B1(h);
     volatile Node* n0 = Bucket(0, b0);
     volatile Node* n1 = Bucket(1, b1);
+    // The node lines are needed for the free slots if the key is new.
+    Prefetch(n0);
     Prefetch(n1);
-    uint64_t used0 = 0, used1 = 0;
-    uint64_t hit = Scan(n0, key, get, &used0);
-    volatile Node* found = hit ? n0 + __builtin_ctzll(hit) : nullptr;
+    volatile Node* found = FindInBucket(n0, BucketTags(0, b0), tag, key, get);
     if (found == nullptr) {
-      hit = Scan(n1, key, get, &used1);
-      if (hit) found = n1 + __builtin_ctzll(hit);
+      found = FindInBucket(n1, BucketTags(1, b1), tag, key, get);
     }
-    if (found == nullptr) found = LookupOverflow(key, h, b0, b1, get);
+    if (found == nullptr) found = LookupOverflow(key, h, tag, b0, b1, get);
     if (found != nullptr) {
       if (is_found != nullptr) *is_found = true;
       return found;
     }
     // New key: the less loaded main bucket (row 0 on a tie).
-    uint64_t free0 = FreeMask(used0), free1 = FreeMask(used1);
+    uint64_t free0 = FreeMask(UsedSlots(n0, get));
+    uint64_t free1 = FreeMask(UsedSlots(n1, get));
     if (free0 != 0 || free1 != 0) {
       bool pick0 = detail::BitCount(free0) >= detail::BitCount(free1);
-      return pick0 ? n0 + __builtin_ctzll(free0) : n1 + __builtin_ctzll(free1);
+      return Claim(pick0 ? n0 + __builtin_ctzll(free0)
+                         : n1 + __builtin_ctzll(free1),
+                   tag);
     }
     // Both main buckets full: mark the pair, then take the first overflow
     // row with room.
     for (uint32_t r = 0; r < geo_.over_rows; ++r) {
-      volatile Node* n = OverBucket(h, r);
-      uint64_t used = 0;
-      Scan(n, key, get, &used);
-      uint64_t fr = FreeMask(used);
+      volatile Node* n = Bucket(2 + r, OverIndex(h, r));
+      uint64_t fr = FreeMask(UsedSlots(n, get));
       if (fr == 0) continue;
       bits_[0][b0 / 64].fetch_or(1ULL << (b0 % 64), std::memory_order_relaxed);
       bits_[1][b1 / 64].fetch_or(1ULL << (b1 % 64), std::memory_order_relaxed);
@@ -467,11 +572,7 @@ class ShmHashTable {
         hdr_->overflow_depth.store(r + 1, std::memory_order_relaxed);
       }
       hdr_->overflow_allocs.fetch_add(1, std::memory_order_relaxed);
-      // SYNC POINT: the bitmap and depth above must be visible before the
-      // caller's store of the key into the node we return (a release store
-      // by the caller, acquired by readers in Node::Key()).
-      std::atomic_thread_fence(std::memory_order_release);
-      return n + __builtin_ctzll(fr);
+      return Claim(n + __builtin_ctzll(fr), tag);
     }
     return nullptr;
   }
@@ -481,6 +582,7 @@ class ShmHashTable {
   detail::TableGeometry geo_;
   detail::HashTableHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* bits_[2] = {nullptr, nullptr};
+  std::atomic<uint32_t>* tags_ = nullptr;
   volatile Node* nodes_ = nullptr;
 };
 

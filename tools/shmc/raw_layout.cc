@@ -118,8 +118,7 @@ bool DeriveLayout(ContainerKind kind, const HeaderPeek& peek, RawLayout* lay,
         *why = "impossible hash table geometry";
         return false;
       }
-      lay->nodes_offset = sd::TableNodesOffset(g.main_buckets,
-                                               lay->node_align);
+      lay->nodes_offset = sd::TableNodesOffset(g, lay->node_align);
       spec->header_size = static_cast<uint32_t>(sd::kTableBitmapOffset);
       slots = g.total_slots();
       for (uint32_t r = 0; r < g.rows(); ++r) {

@@ -95,16 +95,45 @@ struct TableGeometry {
 // Byte layout of a ShmHashTable segment after the 512-byte segment header
 // and the 64-byte table header (docs/layout/hash_table.md): two overflow
 // bitmaps of one bit per main bucket, each rounded up to a cache line, then
-// the nodes.
+// the tag array (one byte per slot, each bucket's tags in whole 32-bit
+// words), then the nodes.
 constexpr uint64_t kTableBitmapOffset = 512 + 64;
 constexpr uint64_t TableBitmapBytes(uint64_t main_buckets) {
   return (((main_buckets + 63) / 64 * 8) + 63) / 64 * 64;
 }
-constexpr uint64_t TableNodesOffset(uint64_t main_buckets,
-                                    uint64_t node_align) {
-  uint64_t end = kTableBitmapOffset + 2 * TableBitmapBytes(main_buckets);
+// 32-bit tag words per bucket.
+constexpr uint32_t TagWordsPerBucket(uint32_t slots) {
+  return (slots + 3) / 4;
+}
+constexpr uint64_t TableTagsOffset(uint64_t main_buckets) {
+  return kTableBitmapOffset + 2 * TableBitmapBytes(main_buckets);
+}
+inline uint64_t TableTagBytes(const TableGeometry& g) {
+  return (g.total_buckets() * TagWordsPerBucket(g.slots) * 4 + 63) / 64 * 64;
+}
+inline uint64_t TableNodesOffset(const TableGeometry& g, uint64_t node_align) {
+  uint64_t end = TableTagsOffset(g.main_buckets) + TableTagBytes(g);
   uint64_t align = node_align > 64 ? node_align : 64;
   return (end + align - 1) / align * align;
+}
+
+// The tag of a key with hash h: a byte that is never 0 (0 marks a slot that
+// was never handed out). Taken from a multiply of all 64 bits, so it is
+// independent of the bucket choices, which use the two 32-bit halves.
+inline uint32_t TagOf(uint64_t h) {
+  uint32_t t = static_cast<uint32_t>((h * 0x9e3779b97f4a7c15ULL) >> 56);
+  return t + (t == 0);
+}
+
+// Bit i set where byte i of `word` equals `tag` (i = 0..3), exactly: no
+// false positives from borrows between bytes.
+inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
+  uint32_t v = word ^ (tag * 0x01010101u);
+  uint32_t zero = ~(((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v | 0x7f7f7f7fu);
+  // zero has bit 7 of every byte that was equal; gather bits 7, 15, 23, 31
+  // into bits 0..3 (the shifted copies land on distinct bits: no carries).
+  return static_cast<uint32_t>(
+      ((static_cast<uint64_t>(zero >> 7) * 0x204081u) >> 21) & 0xf);
 }
 
 // Prefetches the cache line holding `p` into all cache levels. GCC 12 was
