@@ -365,13 +365,14 @@ class ShmHashTable {
     }
     return m;
   }
-  // Records the tag of the key about to be stored in `n`. Single writer:
-  // load and store, no read-modify-write. Ordered before the caller's
-  // release store of the node's key by the release fence in FindOrAlloc.
+  // The tag word holding slot `slot`'s tag, and the tag's bit offset in it.
   std::atomic<uint32_t>* TagWord(uint64_t slot) const {
     return tags_ + (slot / kSlots) * kTagWords + (slot % kSlots) / 4;
   }
   static uint32_t TagShift(uint64_t slot) { return 8 * ((slot % kSlots) % 4); }
+  // Records the tag of the key about to be stored in `n`. Single writer:
+  // load and store, no read-modify-write. Ordered before the caller's
+  // release store of the node's key by the release fence in Claim.
   void SetTag(volatile Node* n, uint32_t tag) {
     uint64_t slot = node_index(n);
     std::atomic<uint32_t>* word = TagWord(slot);
