@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "tests/support/tag_damage.h"
 #include "tests/support/test_util.h"
 #include "tests/support/values.h"
 
@@ -176,6 +177,40 @@ TEST(ShmHashMapKeys, StructKeys) {
   ASSERT_TRUE(m.Find(Pair{1, 2}, &v));
   EXPECT_EQ(v, "one-two");
   EXPECT_FALSE(m.Find(Pair{2, 1}, &v));
+}
+
+// A key whose tag byte is damaged cannot be found; HealthCheck counts it as
+// untagged (reader and writer alike) and the writer's auto_fix re-tags it,
+// after which its value is found whole.
+TEST(ShmHashMapHealth, DamagedTagIsReportedAndFixed) {
+  MapKeys<shmc::POSIX> keys;
+  shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 1000, 64, 2000));
+  for (uint64_t k = 1; k <= 300; ++k) {
+    ASSERT_TRUE(m.Insert(k, MakeValue(k, 0, 50 + k % 100)));
+  }
+  shmc::ShmHashMap<uint64_t, shmc::POSIX>::HealthStat hs;
+  ASSERT_TRUE(m.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.untagged_keys, 0u);
+  const auto& table = m.hash_table();
+  uint64_t slot = table.node_index(table.Find(uint64_t{42}));
+  ASSERT_TRUE(shmc_test::FlipTagByte(keys.base + "0", table, slot));
+  std::string v;
+  EXPECT_FALSE(m.Find(42, &v)) << "the damaged tag hides the key";
+
+  shmc::ShmHashMap<uint64_t, shmc::POSIX> reader;
+  ASSERT_TRUE(reader.InitForRead(keys.base));
+  ASSERT_TRUE(reader.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.untagged_keys, 1u);
+  EXPECT_FALSE(reader.HealthCheck(&hs, true)) << "a reader may not fix";
+
+  ASSERT_TRUE(m.HealthCheck(&hs, true));
+  EXPECT_EQ(hs.untagged_keys, 1u);
+  EXPECT_EQ(hs.total_key_values, 300u);
+  ASSERT_TRUE(m.HealthCheck(&hs, false));
+  EXPECT_EQ(hs.untagged_keys, 0u);
+  ASSERT_TRUE(reader.Find(42, &v));
+  EXPECT_EQ(v, MakeValue(42, 0, 50 + 42 % 100));
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -19,6 +18,7 @@
 
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_table_m.h"
+#include "tests/support/tag_damage.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -519,18 +519,7 @@ TEST(ShmHashTableTags, CheckTagsFindsAndFixesADamagedTag) {
   EXPECT_EQ(t.CheckTags(false), 0);
   // Flip the tag byte of KeyOf(7)'s slot through a second mapping.
   uint64_t slot = t.node_index(t.Find(KeyOf(7)));
-  constexpr uint64_t kSlots = decltype(t)::kSlots;
-  uint64_t main_buckets = t.row_slots(0) / kSlots;
-  uint64_t off = shmc::detail::TableTagsOffset(main_buckets) +
-                 (slot / kSlots) * shmc::detail::TagWordsPerBucket(kSlots) * 4 +
-                 slot % kSlots;
-  int fd = shm_open(key.str().c_str(), O_RDWR, 0);
-  ASSERT_GE(fd, 0);
-  void* p = mmap(nullptr, off + 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  ASSERT_NE(p, MAP_FAILED);
-  static_cast<volatile uint8_t*>(p)[off] ^= 0x5a;
-  munmap(p, off + 1);
+  ASSERT_TRUE(shmc_test::FlipTagByte(key.str(), t, slot));
   EXPECT_EQ(t.Find(KeyOf(7)), nullptr);
   shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> reader;
   ASSERT_TRUE(reader.InitForRead(key));
