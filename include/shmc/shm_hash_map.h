@@ -262,9 +262,11 @@ class ShmHashMap {
             hs, auto_fix)) {
       return false;
     }
+    // MapHealthCheck has already refused auto_fix on a read-only map, so
+    // CheckTags(auto_fix) fails only for an uninitialized table.
     long untagged = table_.CheckTags(auto_fix);
-    if (untagged < 0) untagged = table_.CheckTags(false);
-    hs->untagged_keys = untagged < 0 ? 0 : static_cast<size_t>(untagged);
+    if (untagged < 0) return false;
+    hs->untagged_keys = static_cast<size_t>(untagged);
     return true;
   }
 

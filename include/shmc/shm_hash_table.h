@@ -256,8 +256,7 @@ class ShmHashTable {
       auto kv = detail::NodeKey()(n);
       if (!kv.first) continue;
       uint32_t tag = detail::TagOf(Hash(kv.second));
-      uint32_t word = TagWord(i)->load(std::memory_order_relaxed);
-      if (((word >> TagShift(i)) & 0xff) == tag) continue;
+      if (TagAt(i) == tag) continue;
       ++bad;
       if (fix) Claim(n, tag);
     }
@@ -370,6 +369,11 @@ class ShmHashTable {
     return tags_ + (slot / kSlots) * kTagWords + (slot % kSlots) / 4;
   }
   static uint32_t TagShift(uint64_t slot) { return 8 * ((slot % kSlots) % 4); }
+  // The tag recorded for slot `slot` (relaxed: see SetTag).
+  uint32_t TagAt(uint64_t slot) const {
+    uint32_t word = TagWord(slot)->load(std::memory_order_relaxed);
+    return (word >> TagShift(slot)) & 0xffu;
+  }
   // Records the tag of the key about to be stored in `n`. Single writer:
   // load and store, no read-modify-write. Ordered before the caller's
   // release store of the node's key by the release fence in Claim.
