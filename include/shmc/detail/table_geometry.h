@@ -16,6 +16,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "shmc/detail/prefetch.h"
+
 namespace shmc {
 namespace detail {
 
@@ -134,18 +136,6 @@ inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
   // into bits 0..3 (the shifted copies land on distinct bits: no carries).
   return static_cast<uint32_t>(
       ((static_cast<uint64_t>(zero >> 7) * 0x204081u) >> 21) & 0xf);
-}
-
-// Prefetches the cache line holding `p` into all cache levels. GCC 12 was
-// seen deleting __builtin_prefetch in FindMany's look-ahead once inlined
-// (objdump showed the hash computed and no prefetch issued), so on x86 the
-// instruction is emitted directly, where the optimizer cannot remove it.
-inline void PrefetchLine(const void* p) {
-#if defined(__x86_64__) || defined(__i386__)
-  asm volatile("prefetcht0 %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p);
-#endif
 }
 
 // Bits set in x; avoids a libgcc call when popcnt is not a target feature.
