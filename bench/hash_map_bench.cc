@@ -78,6 +78,19 @@ int main(int argc, char** argv) {
     }
     Keep(sum);
   });
+  constexpr size_t kMany = 256;
+  std::vector<char> many_bufs(kMany * vlen);
+  size_t many_lens[kMany];
+  double find_many = Measure(reps, nkeys, [&] {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < lookups.size(); i += kMany) {
+      size_t n = std::min(kMany, lookups.size() - i);
+      sum += cm.FindMany(lookups.data() + i, n, many_bufs.data(), vlen,
+                         many_lens);
+      sum += static_cast<unsigned char>(many_bufs[0]);
+    }
+    Keep(sum);
+  });
   std::string out;
   double as_string = Measure(reps, nkeys, [&] {
     uint64_t sum = 0;
@@ -126,6 +139,8 @@ int main(int argc, char** argv) {
               nkeys, vlen, reps);
   std::printf("| operation | ns/op |\n|---|---:|\n");
   std::printf("| ShmHashMap Find, copy-free (caller buffer) | %.1f |\n", copy_free);
+  std::printf("| ShmHashMap FindMany, %zu keys a call (caller buffers) | %.1f |\n",
+              kMany, find_many);
   std::printf("| ShmHashMap Find, std::string | %.1f |\n", as_string);
   std::printf("| ShmHashMap Visit (in place) | %.1f |\n", visit);
   std::printf("| unordered_map find (touch value) | %.1f |\n", um_find);
@@ -137,6 +152,8 @@ int main(int argc, char** argv) {
               um_find / copy_free);
   std::printf("  copy-free Find vs unordered_map find + copy: %.2fx\n",
               um_copy / copy_free);
+  std::printf("  FindMany vs unordered_map find:              %.2fx\n",
+              um_find / find_many);
   std::printf("  Visit vs unordered_map find:                 %.2fx\n",
               um_find / visit);
   std::printf("  std::string Find vs unordered_map find:      %.2fx\n",

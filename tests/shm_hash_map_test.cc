@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "tests/support/tag_damage.h"
 #include "tests/support/test_util.h"
@@ -111,6 +113,47 @@ TYPED_TEST(ShmHashMapTest, InsertFindReplaceErase) {
   EXPECT_LE(m.free_percentage(), 100u);
 }
 
+// FindMany against single Finds and a model: keys present and absent in
+// random order, every batch size around the pipeline's batches, values
+// longer than the stride (truncated, full length reported) and values
+// spread over several nodes; stride 0 reports lengths only.
+TYPED_TEST(ShmHashMapTest, FindManyAgreesWithFind) {
+  MapKeys<TypeParam> keys;
+  using Map = shmc::ShmHashMap<uint64_t, TypeParam>;
+  Map m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 2000, 40, 20000));
+  std::map<uint64_t, std::string> model;
+  std::mt19937_64 rng(17);
+  for (uint64_t k = 1; k <= 1500; ++k) {
+    if (rng() % 3 == 0) continue;  // absent
+    model[k] = MakeValue(k, 1, rng() % 200);
+    ASSERT_TRUE(m.Insert(k, model[k]));
+  }
+  for (size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 100, 1500}) {
+    for (size_t stride : {size_t{0}, size_t{24}, size_t{256}}) {
+      std::vector<uint64_t> q(n);
+      for (auto& k : q) k = rng() % 1600 + 1;
+      std::vector<char> bufs(n * stride + 1);
+      std::vector<size_t> lens(n, 12345);
+      size_t found = m.FindMany(q.data(), n, bufs.data(), stride, lens.data());
+      size_t want_found = 0;
+      for (size_t i = 0; i < n; ++i) {
+        auto it = model.find(q[i]);
+        if (it == model.end()) {
+          ASSERT_EQ(lens[i], Map::kNotFound) << q[i];
+          continue;
+        }
+        ++want_found;
+        ASSERT_EQ(lens[i], it->second.size()) << q[i];
+        size_t shown = std::min(stride, it->second.size());
+        ASSERT_EQ(std::string(&bufs[i * stride], shown),
+                  it->second.substr(0, shown));
+      }
+      ASSERT_EQ(found, want_found) << n << " keys, stride " << stride;
+    }
+  }
+}
+
 TYPED_TEST(ShmHashMapTest, EmptyValuesAndFullStorage) {
   MapKeys<TypeParam> keys;
   shmc::ShmHashMap<uint64_t, TypeParam> m;
@@ -148,7 +191,23 @@ TYPED_TEST(ShmHashMapTest, ReaderProcessNeverSeesTornValues) {
       if (!shmc_test::ValidValue(k, v, nullptr)) _exit(11);
       ++reads;
     }
-    _exit(reads > 1000 ? 0 : 12);
+    // The batched read, over all keys at once, under the same churn.
+    constexpr size_t kStride = 1024;
+    std::vector<uint64_t> all(100);
+    for (uint64_t k = 0; k < 100; ++k) all[k] = k + 1;
+    std::vector<char> bufs(all.size() * kStride);
+    std::vector<size_t> lens(all.size());
+    for (int i = 0; i < 3000; ++i) {
+      r.FindMany(all.data(), all.size(), bufs.data(), kStride, lens.data());
+      for (size_t j = 0; j < all.size(); ++j) {
+        if (lens[j] == r.kNotFound) continue;
+        if (lens[j] > kStride) _exit(13);
+        v.assign(&bufs[j * kStride], lens[j]);
+        if (!shmc_test::ValidValue(all[j], v, nullptr)) _exit(11);
+        ++reads;
+      }
+    }
+    _exit(reads > 2000 ? 0 : 12);
   }
   std::mt19937_64 rng(9);
   int status = 0;
@@ -161,7 +220,8 @@ TYPED_TEST(ShmHashMapTest, ReaderProcessNeverSeesTornValues) {
     }
   }
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: torn value, 12: too few reads";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "11: torn value, 12: too few reads, 13: length over the stride";
 }
 
 TEST(ShmHashMapKeys, StructKeys) {

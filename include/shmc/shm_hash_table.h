@@ -196,6 +196,12 @@ class ShmHashTable {
     return found;
   }
 
+  // Requests the lines a lookup of `key` reads first (both main buckets),
+  // for callers that pipeline their own batches (ShmHashMap::FindMany).
+  void PrefetchKey(const Key& key) const {
+    if (nodes_ != nullptr) PrefetchMain(Hash(key));
+  }
+
   struct TravelPos {
     uint32_t row;
     uint32_t col;

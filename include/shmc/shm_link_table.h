@@ -33,6 +33,7 @@
 
 #include "shmc/common_utils.h"
 #include "shmc/detail/link_layout.h"
+#include "shmc/detail/prefetch.h"
 #include "shmc/detail/segment.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
@@ -170,6 +171,20 @@ class ShmLinkTable {
                               size_t n) {
       visit(reinterpret_cast<const char*>(words), n);
     });
+  }
+
+  // Requests the lines of the value's first node (its header and up to
+  // 192 bytes of data), for batched readers. Never faults: a stale or
+  // invalid handle is ignored.
+  void Prefetch(link_buf_t lb) const {
+    if (hdr_ == nullptr || lb.head == 0 || lb.head > nodes_) return;
+    const char* p = reinterpret_cast<const char*>(Head(lb.head));
+    uint64_t bytes = stride_ < 4 * detail::kCacheLine ? stride_
+                                                       : 4 * detail::kCacheLine;
+    for (uint64_t off = 0; off < bytes; off += detail::kCacheLine) {
+      detail::PrefetchLine(p + off);
+    }
+    detail::PrefetchLine(p + bytes - 1);
   }
 
   // Returns the value's nodes to the pool.
