@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <string>
 #include <vector>
@@ -166,6 +167,27 @@ TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
   // A forked child writes through the inherited handle.
   EXPECT_EQ(shmc_test::RunInChild([&] { return t.New("kid", 3) ? 0 : 1; }), 0);
   EXPECT_EQ(t.link_bufs(), 1u);
+}
+
+// The word-wise copy out of shared memory: exactly n bytes, in order, for
+// every length around a few words and every destination alignment; the
+// bytes after them are left alone.
+TEST(LoadWords, EveryLengthExactlyItsBytes) {
+  std::vector<std::atomic<uint64_t>> words(6);
+  for (size_t w = 0; w < words.size(); ++w) {
+    words[w].store(0x0706050403020100ull + w * 0x0808080808080808ull);
+  }
+  for (size_t align = 0; align < 8; ++align) {
+    for (size_t n = 0; n <= 8 * words.size(); ++n) {
+      std::vector<unsigned char> dst(64, 0xee);
+      shmc::detail::LoadWords(dst.data() + align, words.data(), n);
+      for (size_t i = 0; i < dst.size(); ++i) {
+        bool inside = i >= align && i < align + n;
+        ASSERT_EQ(dst[i], inside ? i - align : 0xee)
+            << "n " << n << " align " << align << " byte " << i;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -340,7 +340,8 @@ class ShmLinkTable {
     // FillAndDetach; the data read after it is the value's.
     if (Head(i)->tag.load(std::memory_order_acquire) != want) return false;
     uint32_t len = Head(i)->len.load(std::memory_order_relaxed);
-    uint64_t n = len == 0 ? 1 : (len + cap - 1) / cap;
+    // Most values fit one node: no division for them.
+    uint64_t n = len <= cap ? 1 : (len + cap - 1) / cap;
     if (n > nodes_) return false;
     uint64_t offset = 0;
     for (uint64_t k = 0; k < n; ++k) {

@@ -87,8 +87,21 @@ inline void LoadWords(void* dst, const std::atomic<uint64_t>* src, size_t n) {
     std::memcpy(d, &w, 8);
   }
   if (n > 0) {
+    // The last 1-7 bytes in fixed-size pieces: a variable-length memcpy
+    // here compiled to a byte loop.
     uint64_t w = src[i].load(std::memory_order_relaxed);
-    std::memcpy(d, &w, n);
+    char b[8];
+    std::memcpy(b, &w, 8);
+    size_t at = 0;
+    if (n & 4) {
+      std::memcpy(d, b, 4);
+      at = 4;
+    }
+    if (n & 2) {
+      std::memcpy(d + at, b + at, 2);
+      at += 2;
+    }
+    if (n & 1) d[at] = b[at];
   }
 }
 
