@@ -1,12 +1,15 @@
 // hash_map_bench: ShmHashMap reads and writes of 100-byte values against
 // std::unordered_map<uint64_t, std::string> in the same run (issue #4).
 //
-//   hash_map_bench [--keys N] [--value BYTES] [--reps R]
+//   hash_map_bench [--keys N] [--value BYTES] [--rounds R]
 //
-// Find paths: copy-free (into a caller buffer), std::string (allocating),
-// and Visit (in place); the baseline is measured both as a bare find that
+// Find paths: copy-free (into a caller buffer), batched (FindMany, 256
+// keys a call), std::string (allocating) and Visit (in place); the baseline is measured both as a bare find that
 // touches the value (reads its first and last byte) and as find + copy of
 // the value into a caller buffer (what ShmHashMap's copy-free Find does).
+// Every operation runs once per round, rounds rotate the order (default
+// 7), and ratios are each round's own: this machine's speed drifts by
+// tens of percent between minutes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,27 +27,31 @@
 namespace {
 
 using shmc_bench::Keep;
-using shmc_bench::Measure;
-using shmc_bench::NowNs;
+using shmc_bench::Median;
+using shmc_bench::Rounds;
 
 }  // namespace
 
 int main(int argc, char** argv) {
   size_t nkeys = 1000000, vlen = 100;
-  int reps = 3;
+  int rounds = 7;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--keys" && i + 1 < argc) {
       nkeys = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--value" && i + 1 < argc) {
       vlen = std::strtoull(argv[++i], nullptr, 10);
-    } else if (a == "--reps" && i + 1 < argc) {
-      reps = std::atoi(argv[++i]);
+    } else if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--keys N] [--value BYTES] [--reps R]\n",
+      std::fprintf(stderr, "usage: %s [--keys N] [--value BYTES] [--rounds R]\n",
                    argv[0]);
       return 2;
     }
+  }
+  if (nkeys == 0 || rounds < 1) {
+    std::fprintf(stderr, "hash_map_bench: --keys and --rounds must be >= 1\n");
+    return 2;
   }
   std::mt19937_64 rng(1);
   std::vector<uint64_t> keys(nkeys);
@@ -69,97 +76,117 @@ int main(int argc, char** argv) {
 
   std::vector<char> buf(vlen + 64);
   const auto& cm = m;
-  double copy_free = Measure(reps, nkeys, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      size_t len = buf.size();
-      cm.Find(k, buf.data(), &len);
-      sum += len + static_cast<unsigned char>(buf[0]);
-    }
-    Keep(sum);
-  });
   constexpr size_t kMany = 256;
   std::vector<char> many_bufs(kMany * vlen);
   size_t many_lens[kMany];
-  double find_many = Measure(reps, nkeys, [&] {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < lookups.size(); i += kMany) {
-      size_t n = std::min(kMany, lookups.size() - i);
-      sum += cm.FindMany(lookups.data() + i, n, many_bufs.data(), vlen,
-                         many_lens);
-      sum += static_cast<unsigned char>(many_bufs[0]);
-    }
-    Keep(sum);
-  });
   std::string out;
-  double as_string = Measure(reps, nkeys, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      cm.Find(k, &out);
-      sum += out.size();
-    }
-    Keep(sum);
-  });
-  double visit = Measure(reps, nkeys, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      cm.Visit(k, [&](const char* p, size_t n) {
-        sum += n + static_cast<unsigned char>(p[0]);
-      });
-    }
-    Keep(sum);
-  });
-  double um_find = Measure(reps, nkeys, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      const std::string& s = um.find(k)->second;
-      sum += static_cast<unsigned char>(s[0]) +
-             static_cast<unsigned char>(s[s.size() - 1]);
-    }
-    Keep(sum);
-  });
-  double um_copy = Measure(reps, nkeys, [&] {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      const std::string& s = um.find(k)->second;
-      std::memcpy(buf.data(), s.data(), s.size());
-      sum += static_cast<unsigned char>(buf[0]);
-    }
-    Keep(sum);
-  });
-  double replace = Measure(reps, nkeys, [&] {
-    for (uint64_t k : lookups) m.Replace(k, value);
-  });
-  double um_replace = Measure(reps, nkeys, [&] {
-    for (uint64_t k : lookups) um[k] = value;
-  });
+  struct Op {
+    const char* name;
+    std::function<void()> body;
+  };
+  std::vector<Op> ops = {
+      {"ShmHashMap Find, copy-free (caller buffer)",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           size_t len = buf.size();
+           cm.Find(k, buf.data(), &len);
+           sum += len + static_cast<unsigned char>(buf[0]);
+         }
+         Keep(sum);
+       }},
+      {"ShmHashMap FindMany, 256 keys a call (caller buffers)",
+       [&] {
+         uint64_t sum = 0;
+         for (size_t i = 0; i < lookups.size(); i += kMany) {
+           size_t n = std::min(kMany, lookups.size() - i);
+           sum += cm.FindMany(lookups.data() + i, n, many_bufs.data(), vlen,
+                              many_lens);
+           sum += static_cast<unsigned char>(many_bufs[0]);
+         }
+         Keep(sum);
+       }},
+      {"ShmHashMap Find, std::string",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           cm.Find(k, &out);
+           sum += out.size();
+         }
+         Keep(sum);
+       }},
+      {"ShmHashMap Visit (in place)",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           cm.Visit(k, [&](const char* p, size_t n) {
+             sum += n + static_cast<unsigned char>(p[0]);
+           });
+         }
+         Keep(sum);
+       }},
+      {"unordered_map find (touch value)",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           const std::string& s = um.find(k)->second;
+           sum += static_cast<unsigned char>(s[0]) +
+                  static_cast<unsigned char>(s[s.size() - 1]);
+         }
+         Keep(sum);
+       }},
+      {"unordered_map find + copy value out",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           const std::string& s = um.find(k)->second;
+           std::memcpy(buf.data(), s.data(), s.size());
+           sum += static_cast<unsigned char>(buf[0]);
+         }
+         Keep(sum);
+       }},
+      {"ShmHashMap Replace",
+       [&] {
+         for (uint64_t k : lookups) m.Replace(k, value);
+       }},
+      {"unordered_map assign",
+       [&] {
+         for (uint64_t k : lookups) um[k] = value;
+       }},
+  };
+  enum { kFind, kFindMany, kString, kVisit, kUm, kUmCopy, kReplace, kUmAssign };
+  std::vector<std::function<void()>> bodies;
+  for (const Op& op : ops) bodies.push_back(op.body);
+  std::vector<std::vector<double>> ns = Rounds(rounds, nkeys, bodies);
+
   size_t seg_bytes = m.hash_table().ideal_capacity() * 16 +
                      m.link_table().total_nodes() * (16 + node);
-  std::printf("keys %zu, %zu-byte values, best of %d, POSIX segments\n\n",
-              nkeys, vlen, reps);
-  std::printf("| operation | ns/op |\n|---|---:|\n");
-  std::printf("| ShmHashMap Find, copy-free (caller buffer) | %.1f |\n", copy_free);
-  std::printf("| ShmHashMap FindMany, %zu keys a call (caller buffers) | %.1f |\n",
-              kMany, find_many);
-  std::printf("| ShmHashMap Find, std::string | %.1f |\n", as_string);
-  std::printf("| ShmHashMap Visit (in place) | %.1f |\n", visit);
-  std::printf("| unordered_map find (touch value) | %.1f |\n", um_find);
-  std::printf("| unordered_map find + copy value out | %.1f |\n", um_copy);
-  std::printf("| ShmHashMap Replace | %.1f |\n", replace);
-  std::printf("| unordered_map assign | %.1f |\n", um_replace);
-  std::printf("\nratios (baseline / shmc; goal in brackets)\n");
-  std::printf("  copy-free Find vs unordered_map find:        %.2fx [>= 1.5]\n",
-              um_find / copy_free);
-  std::printf("  copy-free Find vs unordered_map find + copy: %.2fx\n",
-              um_copy / copy_free);
-  std::printf("  FindMany vs unordered_map find:              %.2fx\n",
-              um_find / find_many);
-  std::printf("  Visit vs unordered_map find:                 %.2fx\n",
-              um_find / visit);
-  std::printf("  std::string Find vs unordered_map find:      %.2fx\n",
-              um_find / as_string);
-  std::printf("  Replace vs unordered_map assign:             %.2fx\n",
-              um_replace / replace);
+  std::printf("keys %zu, %zu-byte values, %d rounds (every operation once a "
+              "round, rotating order), POSIX segments\n\n",
+              nkeys, vlen, rounds);
+  std::printf("| operation | median ns/op | min-max |\n|---|---:|---:|\n");
+  for (size_t k = 0; k < ops.size(); ++k) {
+    std::printf("| %s | %.1f | %.1f-%.1f |\n", ops[k].name, Median(ns[k]),
+                *std::min_element(ns[k].begin(), ns[k].end()),
+                *std::max_element(ns[k].begin(), ns[k].end()));
+  }
+  // Each round's own ratio: the two sides ran minutes apart at most.
+  auto ratio = [&](int base, int ours, const char* what, const char* goal) {
+    std::vector<double> r;
+    for (int i = 0; i < rounds; ++i) r.push_back(ns[base][i] / ns[ours][i]);
+    std::printf("  %-46s %.2fx (%.2f-%.2f)%s\n", what, Median(r),
+                *std::min_element(r.begin(), r.end()),
+                *std::max_element(r.begin(), r.end()), goal);
+  };
+  std::printf("\nratios, baseline / shmc, median of the rounds' own (range)\n");
+  ratio(kUm, kFind, "copy-free Find vs unordered_map find:", " [goal >= 1.5]");
+  ratio(kUmCopy, kFind, "copy-free Find vs unordered_map find + copy:", "");
+  ratio(kUm, kFindMany, "FindMany vs unordered_map find:", "");
+  ratio(kUmCopy, kFindMany, "FindMany vs unordered_map find + copy:", "");
+  ratio(kUm, kVisit, "Visit vs unordered_map find:", "");
+  ratio(kUm, kString, "std::string Find vs unordered_map find:", "");
+  ratio(kUmAssign, kReplace, "Replace vs unordered_map assign:", "");
+  ratio(kFind, kFindMany, "FindMany vs copy-free Find:", "");
   std::printf("memory: %.1f bytes per value in segments (%.1f MB), sized for "
               "%zu keys\n", static_cast<double>(seg_bytes) / nkeys,
               seg_bytes / 1e6, nkeys * 5 / 4);

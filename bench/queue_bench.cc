@@ -28,8 +28,11 @@
 
 #include "shmc/shm_queue.h"
 #include "shmc/shm_sync_buf.h"
+#include "bench/bench_util.h"
 
 namespace {
+
+using shmc_bench::Median;
 
 double Now() {
   return std::chrono::duration<double>(
@@ -148,12 +151,6 @@ double PingPongUs(const std::string& key, uint64_t trips) {
   double us = (Now() - t0) / static_cast<double>(trips) * 1e6;
   waitpid(pid, nullptr, 0);
   return us;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 }  // namespace
