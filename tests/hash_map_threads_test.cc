@@ -30,10 +30,29 @@ TEST(HashMapThreads, ReadersRaceTheWriterWithoutTornValues) {
     std::mt19937_64 rng(seed);
     std::string v;
     char buf[1024];
+    // FindMany over a batch of 40 random keys (three pipeline stages).
+    constexpr size_t kBatch = 40, kStride = 1024;
+    std::vector<uint64_t> batch(kBatch);
+    std::vector<char> bufs(kBatch * kStride);
+    std::vector<size_t> lens(kBatch);
     while (!stop.load(std::memory_order_relaxed)) {
       uint64_t k = rng() % kKeys + 1;
       bool ok;
-      if (rng() % 2) {
+      int how = static_cast<int>(rng() % 3);
+      if (how == 2) {
+        for (auto& b : batch) b = rng() % kKeys + 1;
+        cm.FindMany(batch.data(), kBatch, bufs.data(), kStride, lens.data());
+        for (size_t i = 0; i < kBatch; ++i) {
+          if (lens[i] == cm.kNotFound) continue;
+          reads.fetch_add(1, std::memory_order_relaxed);
+          v.assign(&bufs[i * kStride], std::min(lens[i], kStride));
+          if (lens[i] > kStride || !shmc_test::ValidValue(batch[i], v, nullptr)) {
+            torn.fetch_add(1);
+          }
+        }
+        continue;
+      }
+      if (how == 1) {
         ok = cm.Find(k, &v);
       } else {
         size_t len = sizeof(buf);
