@@ -152,6 +152,13 @@ TYPED_TEST(ShmHashMapTest, FindManyAgreesWithFind) {
       ASSERT_EQ(found, want_found) << n << " keys, stride " << stride;
     }
   }
+  // No buffers at all: lengths only, whatever the stride says.
+  uint64_t q[2] = {1, 1601};
+  size_t lens[2];
+  size_t want = model.count(1);
+  ASSERT_EQ(m.FindMany(q, 2, nullptr, 64, lens), want);
+  EXPECT_EQ(lens[0], want ? model[1].size() : Map::kNotFound);
+  EXPECT_EQ(lens[1], Map::kNotFound);
 }
 
 TYPED_TEST(ShmHashMapTest, EmptyValuesAndFullStorage) {

@@ -191,9 +191,12 @@ class ShmHashMap {
   // its values' first nodes requested, batch b read; so one core keeps
   // many misses in flight. Each value is read and validated as Find reads
   // it (a node found a stage earlier is checked again). Returns how many
-  // keys were found.
+  // keys were found. With bufs null (or stride 0) only lengths are
+  // reported; keys and lens must hold n entries.
   size_t FindMany(const KeyType* keys, size_t n, void* bufs, size_t stride,
                   size_t* lens) const {
+    if (keys == nullptr || lens == nullptr) return 0;
+    if (bufs == nullptr) stride = 0;
     const volatile Node* nodes[2][kBatch];
     char* out = static_cast<char*>(bufs);
     size_t found = 0;
