@@ -531,6 +531,42 @@ TEST(ShmHashTableTags, CheckTagsFindsAndFixesADamagedTag) {
   EXPECT_EQ(t.Find(KeyOf(7))->val, 7u);
 }
 
+// Inserts take a slot whose tag is 0 (never handed out) without reading
+// the other nodes; a live node whose tag was damaged to 0 must still not
+// be handed out again. Filling the table to the brim reaches its bucket.
+TEST(ShmHashTableTags, ZeroedTagOfALiveNodeIsNotHandedOut) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 1000));
+  for (uint64_t i = 0; i < 200; ++i) {
+    bool found;
+    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
+  }
+  std::vector<uint64_t> damaged;
+  for (uint64_t i = 0; i < 200; i += 10) {
+    uint64_t slot = t.node_index(t.Find(KeyOf(i)));
+    damaged.push_back(slot);
+    ASSERT_TRUE(shmc_test::ChangeTagByte(key.str(), t, slot,
+                                         [](uint8_t) { return uint8_t{0}; }));
+  }
+  uint64_t i = 200;
+  for (;; ++i) {
+    bool found;
+    volatile Node* n = t.FindOrAlloc(KeyOf(i), &found);
+    if (n == nullptr) break;
+    ASSERT_FALSE(found);
+    n->Set(KeyOf(i), i);
+  }
+  EXPECT_GT(i, 900u) << "filled";
+  for (size_t d = 0; d < damaged.size(); ++d) {
+    const volatile Node* n = t.node_at(damaged[d]);
+    EXPECT_EQ(n->key.load(), KeyOf(d * 10)) << "live node handed out again";
+    EXPECT_EQ(n->val, d * 10);
+  }
+  EXPECT_EQ(t.CheckTags(true), static_cast<long>(damaged.size()));
+  for (uint64_t k = 0; k < i; ++k) ASSERT_NE(t.Find(KeyOf(k)), nullptr) << k;
+}
+
 // Keys that are not integers: a fixed-size string key and a key type known
 // only through std::hash (programs written for the reference).
 struct NameNode {

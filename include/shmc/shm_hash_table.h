@@ -581,7 +581,22 @@ class ShmHashTable {
       if (is_found != nullptr) *is_found = true;
       return found;
     }
-    // New key: the less loaded main bucket (row 0 on a tie).
+    // New key. A slot whose tag is still 0 was never handed out (TagOf is
+    // never 0 and tags outlive erases), so the tags alone say which slots
+    // are free: the less loaded main bucket by them (row 0 on a tie), and
+    // only the chosen node is read, to be sure it is empty (a damaged tag
+    // must not hand out a live node).
+    uint64_t all = FreeMask(0);
+    uint64_t z0 = MatchTags(BucketTags(0, b0), 0) & all;
+    uint64_t z1 = MatchTags(BucketTags(1, b1), 0) & all;
+    if ((z0 | z1) != 0) {
+      volatile Node* n = detail::BitCount(z0) >= detail::BitCount(z1)
+                             ? n0 + __builtin_ctzll(z0)
+                             : n1 + __builtin_ctzll(z1);
+      if (!get(n).first) return Claim(n, tag);
+    }
+    // No never-used slot (or a damaged tag): erased slots keep their tags,
+    // so the nodes decide.
     uint64_t free0 = FreeMask(UsedSlots(n0, get));
     uint64_t free1 = FreeMask(UsedSlots(n1, get));
     if (free0 != 0 || free1 != 0) {

@@ -15,11 +15,12 @@
 
 namespace shmc_test {
 
-// Flips bits of the tag of node `slot` of table `t`, which lives in the
-// POSIX segment named `posix_key`.
-template <class Table>
-::testing::AssertionResult FlipTagByte(const std::string& posix_key,
-                                       const Table& t, uint64_t slot) {
+// Rewrites the tag byte of node `slot` of table `t`, which lives in the
+// POSIX segment named `posix_key`, as change(old byte).
+template <class Table, class Change>
+::testing::AssertionResult ChangeTagByte(const std::string& posix_key,
+                                         const Table& t, uint64_t slot,
+                                         const Change& change) {
   constexpr uint64_t kSlots = Table::kSlots;
   uint64_t main_buckets = t.row_slots(0) / kSlots;
   uint64_t off = shmc::detail::TableTagsOffset(main_buckets) +
@@ -30,9 +31,18 @@ template <class Table>
   void* p = mmap(nullptr, off + 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED) return ::testing::AssertionFailure() << "mmap";
-  static_cast<volatile uint8_t*>(p)[off] ^= 0x5a;
+  volatile uint8_t* b = static_cast<volatile uint8_t*>(p) + off;
+  *b = change(*b);
   munmap(p, off + 1);
   return ::testing::AssertionSuccess();
+}
+
+// Flips bits of the tag: the key it belongs to can no longer be found.
+template <class Table>
+::testing::AssertionResult FlipTagByte(const std::string& posix_key,
+                                       const Table& t, uint64_t slot) {
+  return ChangeTagByte(posix_key, t, slot,
+                       [](uint8_t v) { return static_cast<uint8_t>(v ^ 0x5a); });
 }
 
 }  // namespace shmc_test
