@@ -280,4 +280,39 @@ TEST(ShmHashMapHealth, DamagedTagIsReportedAndFixed) {
   EXPECT_EQ(v, MakeValue(42, 0, 50 + 42 % 100));
 }
 
+// Misuse gets a refusal, not a crash: every call on a map that was never
+// initialized, and writes through a read-only handle.
+TEST(ShmHashMapMisuse, UninitializedAndReadOnlyHandlesRefuse) {
+  using Map = shmc::ShmHashMap<uint64_t, shmc::POSIX>;
+  Map none;
+  std::string v;
+  char buf[8];
+  size_t len = sizeof(buf);
+  uint64_t keys[3] = {1, 2, 3};
+  size_t lens[3];
+  EXPECT_FALSE(none.Find(1, &v));
+  EXPECT_FALSE(none.Find(1, buf, &len));
+  EXPECT_EQ(none.FindMany(keys, 3, buf, 0, lens), 0u);
+  EXPECT_EQ(lens[2], Map::kNotFound);
+  EXPECT_EQ(none.Visit(1, [](const char*, size_t) {}), Map::kVisitNotFound);
+  EXPECT_FALSE(none.Replace(1, "x"));
+  EXPECT_FALSE(none.Insert(1, "x"));
+  EXPECT_FALSE(none.Erase(1));
+
+  MapKeys<shmc::POSIX> mk;
+  Map w;
+  ASSERT_TRUE(w.InitForWrite(mk.base, 100, 32, 100));
+  ASSERT_TRUE(w.Insert(1, "one"));
+  Map r;
+  ASSERT_TRUE(r.InitForRead(mk.base));
+  EXPECT_FALSE(r.Replace(1, "uno")) << "existing key, read-only handle";
+  EXPECT_FALSE(r.Replace(2, "two")) << "new key, read-only handle";
+  EXPECT_FALSE(r.Insert(3, "three"));
+  EXPECT_FALSE(r.Erase(1));
+  ASSERT_TRUE(r.Find(1, &v));
+  EXPECT_EQ(v, "one");
+  EXPECT_FALSE(r.Find(2, &v));
+  EXPECT_EQ(w.size(), 1u);
+}
+
 }  // namespace

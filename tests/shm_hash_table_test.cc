@@ -567,6 +567,48 @@ TEST(ShmHashTableTags, ZeroedTagOfALiveNodeIsNotHandedOut) {
   for (uint64_t k = 0; k < i; ++k) ASSERT_NE(t.Find(KeyOf(k)), nullptr) << k;
 }
 
+// Misuse gets a refusal, not a crash: a table never initialized finds
+// nothing and hands out nothing; a read-only handle returns an existing
+// key's node but never hands out a slot.
+TEST(ShmHashTableMisuse, UninitializedAndReadOnlyHandles) {
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> none;
+  bool found = true;
+  EXPECT_EQ(none.Find(KeyOf(1)), nullptr);
+  EXPECT_EQ(none.FindOrAlloc(KeyOf(1), &found), nullptr);
+  EXPECT_FALSE(found);
+  uint64_t keys[2] = {KeyOf(1), KeyOf(2)};
+  const volatile Node* out[2] = {nullptr, nullptr};
+  EXPECT_EQ(none.FindMany(keys, 2, out), 0u);
+  EXPECT_EQ(out[1], nullptr);
+
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> w;
+  ASSERT_TRUE(w.InitForWrite(key, 100));
+  w.FindOrAlloc(KeyOf(1), &found)->Set(KeyOf(1), 1);
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> r;
+  ASSERT_TRUE(r.InitForRead(key));
+  volatile Node* n = r.FindOrAlloc(KeyOf(1), &found);
+  ASSERT_NE(n, nullptr);
+  EXPECT_TRUE(found);
+  EXPECT_EQ(n->val, 1u);
+  EXPECT_EQ(r.FindOrAlloc(KeyOf(2), &found), nullptr);
+  EXPECT_FALSE(found);
+  EXPECT_EQ(w.Find(KeyOf(2)), nullptr);
+
+  // The same for the classic multi-row table.
+  shmc::ShmHashTableM<uint64_t, Node, shmc::POSIX> none_m;
+  EXPECT_EQ(none_m.Find(KeyOf(1)), nullptr);
+  EXPECT_EQ(none_m.FindOrAlloc(KeyOf(1), &found), nullptr);
+  ScopedKey<shmc::POSIX> key_m("m");
+  shmc::ShmHashTableM<uint64_t, Node, shmc::POSIX> wm, rm;
+  ASSERT_TRUE(wm.InitForWrite(key_m, 100, 10));
+  wm.FindOrAlloc(KeyOf(1), &found)->Set(KeyOf(1), 1);
+  ASSERT_TRUE(rm.InitForRead(key_m));
+  ASSERT_NE(rm.FindOrAlloc(KeyOf(1), &found), nullptr);
+  EXPECT_TRUE(found);
+  EXPECT_EQ(rm.FindOrAlloc(KeyOf(2), &found), nullptr);
+}
+
 // Keys that are not integers: a fixed-size string key and a key type known
 // only through std::hash (programs written for the reference).
 struct NameNode {

@@ -158,7 +158,8 @@ class ShmHashTable {
   }
 
   // Returns the node holding `key` (*is_found = true), else an empty node
-  // the caller may fill with it (*is_found = false), else nullptr (full).
+  // the caller may fill with it (*is_found = false), else nullptr (full,
+  // or a read-only or uninitialized handle).
   volatile Node* FindOrAlloc(const Key& key, bool* is_found) {
     return Allocate(key, is_found, detail::NodeKey());
   }
@@ -175,6 +176,10 @@ class ShmHashTable {
   // adds a dependent step per key; bench/RESULTS.md.) Returns how many were
   // found.
   size_t FindMany(const Key* keys, size_t n, const volatile Node** out) const {
+    if (nodes_ == nullptr) {
+      for (size_t i = 0; i < n; ++i) out[i] = nullptr;
+      return 0;
+    }
     constexpr size_t kAhead = kBatchAhead;
     uint64_t hashes[kAhead];
     size_t warm = n < kAhead ? n : kAhead;
@@ -476,7 +481,7 @@ class ShmHashTable {
   template <class Getter>
   volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get,
                         bool prefetched = false) const {
-    assert(nodes_ != nullptr);
+    if (nodes_ == nullptr) return nullptr;  // never initialized
     uint32_t tag = detail::TagOf(h);
     uint64_t b0 = B0(h), b1 = B1(h);
     // Both node lines are requested while the tags are compared: a hit then
@@ -562,8 +567,8 @@ class ShmHashTable {
 
   template <class Getter>
   volatile Node* Allocate(const Key& key, bool* is_found, const Getter& get) {
-    assert(nodes_ != nullptr && !seg_.read_only());
     if (is_found != nullptr) *is_found = false;
+    if (nodes_ == nullptr) return nullptr;  // never initialized
     uint64_t h = Hash(key);
     uint32_t tag = detail::TagOf(h);
     uint64_t b0 = B0(h), b1 = B1(h);
@@ -581,6 +586,10 @@ class ShmHashTable {
       if (is_found != nullptr) *is_found = true;
       return found;
     }
+    // Attached for reading: an existing key's node is returned (as the
+    // reference did), but nothing is handed out: its tag would be written
+    // through a read-only mapping.
+    if (seg_.read_only()) return nullptr;
     // New key. A slot whose tag is still 0 was never handed out (TagOf is
     // never 0 and tags outlive erases), so the tags alone say which slots
     // are free: the less loaded main bucket by them (row 0 on a tie), and

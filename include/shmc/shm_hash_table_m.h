@@ -119,8 +119,8 @@ class ShmHashTableM {
   volatile Node* Find(const Key& key) { return Lookup(key); }
 
   volatile Node* FindOrAlloc(const Key& key, bool* is_found) {
-    assert(nodes_ != nullptr && !seg_.read_only());
     if (is_found != nullptr) *is_found = false;
+    if (nodes_ == nullptr) return nullptr;  // never initialized
     uint64_t h = ShmHash<Key>()(key);
     volatile Node* empty = nullptr;
     for (size_t r = 0; r < mods_.size(); ++r) {
@@ -135,7 +135,9 @@ class ShmHashTableM {
         empty = n;
       }
     }
-    return empty;
+    // A read-only handle returns an existing key's node but hands out no
+    // empty one: the caller's write to it would fault.
+    return seg_.read_only() ? nullptr : empty;
   }
 
   struct TravelPos {
@@ -198,7 +200,7 @@ class ShmHashTableM {
   }
 
   volatile Node* Lookup(const Key& key) const {
-    assert(nodes_ != nullptr);
+    if (nodes_ == nullptr) return nullptr;  // never initialized
     uint64_t h = ShmHash<Key>()(key);
     for (size_t r = 0; r < mods_.size(); ++r) {
       volatile Node* n = nodes_ + r * cols_ + h % mods_[r];
