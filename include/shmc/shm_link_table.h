@@ -173,9 +173,9 @@ class ShmLinkTable {
     });
   }
 
-  // Requests the lines of the value's first node (its header and up to
-  // 192 bytes of data), for batched readers. Never faults: a stale or
-  // invalid handle is ignored.
+  // Requests the lines of the value's first node (at most its first 256
+  // bytes: the header and 240 bytes of data), for batched readers. Never
+  // faults: a stale or invalid handle is ignored.
   void Prefetch(link_buf_t lb) const {
     if (hdr_ == nullptr || lb.head == 0 || lb.head > nodes_) return;
     const char* p = reinterpret_cast<const char*>(Head(lb.head));
