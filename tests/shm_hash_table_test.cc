@@ -48,6 +48,15 @@ struct Node {
 
 uint64_t KeyOf(uint64_t i) { return shmc::Mix64(i + 1) | 1; }
 
+// Inserts KeyOf(i) -> i for i in [0, n): the table must have room.
+template <class Table>
+void InsertKeys(Table* t, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    bool found;
+    t->FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
+  }
+}
+
 template <class Alloc>
 class ShmHashTableTest : public ::testing::Test {
  protected:
@@ -106,10 +115,7 @@ TYPED_TEST(ShmHashTableTest, EraseAndReinsert) {
   // At the expected capacity, so that overflow rows are in use but
   // re-insertion in another order has room (a 100% full table may not).
   size_t n = t.expected_capacity();
-  for (size_t i = 0; i < n; ++i) {
-    bool found;
-    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
-  }
+  InsertKeys(&t, n);
   ASSERT_GT(t.overflow_depth(), 0u);
   // Free every third node, then make sure every remaining key is still found
   // (including those in overflow rows) and freed room is reused.
@@ -130,10 +136,7 @@ TYPED_TEST(ShmHashTableTest, EraseAndReinsert) {
 TYPED_TEST(ShmHashTableTest, TravelVisitsEachNodeOnceAndResumes) {
   shmc::ShmHashTable<uint64_t, Node, TypeParam> t;
   ASSERT_TRUE(t.InitForWrite(this->key_, 5000));
-  for (size_t i = 0; i < 4000; ++i) {
-    bool found;
-    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
-  }
+  InsertKeys(&t, 4000);
   std::multiset<uint64_t> all;
   ASSERT_TRUE(t.Travel([&](volatile Node* n) { all.insert(+n->val); }));
   EXPECT_EQ(all.size(), 4000u);
@@ -512,10 +515,7 @@ TEST(ShmHashTableTags, CheckTagsFindsAndFixesADamagedTag) {
   ScopedKey<shmc::POSIX> key;
   shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
   ASSERT_TRUE(t.InitForWrite(key, 1000));
-  for (uint64_t i = 0; i < 500; ++i) {
-    bool found;
-    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
-  }
+  InsertKeys(&t, 500);
   EXPECT_EQ(t.CheckTags(false), 0);
   // Flip the tag byte of KeyOf(7)'s slot through a second mapping.
   uint64_t slot = t.node_index(t.Find(KeyOf(7)));
@@ -538,10 +538,7 @@ TEST(ShmHashTableTags, ZeroedTagOfALiveNodeIsNotHandedOut) {
   ScopedKey<shmc::POSIX> key;
   shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
   ASSERT_TRUE(t.InitForWrite(key, 1000));
-  for (uint64_t i = 0; i < 200; ++i) {
-    bool found;
-    t.FindOrAlloc(KeyOf(i), &found)->Set(KeyOf(i), i);
-  }
+  InsertKeys(&t, 200);
   std::vector<uint64_t> damaged;
   for (uint64_t i = 0; i < 200; i += 10) {
     uint64_t slot = t.node_index(t.Find(KeyOf(i)));
