@@ -479,8 +479,9 @@ class ShmHashTable {
   // at: a miss usually compares no key at all and returns once the tags
   // are in.
   template <class Getter>
-  volatile Node* Lookup(const Key& key, uint64_t h, const Getter& get,
-                        bool prefetched = false) const {
+  __attribute__((always_inline)) volatile Node* Lookup(
+      const Key& key, uint64_t h, const Getter& get,
+      bool prefetched = false) const {
     if (nodes_ == nullptr) return nullptr;  // never initialized
     uint32_t tag = detail::TagOf(h);
     uint64_t b0 = B0(h), b1 = B1(h);
@@ -499,13 +500,22 @@ class ShmHashTable {
       volatile Node* n = Candidate(b0, m0, b1, m1);
       if (__builtin_expect(Verify(n, key, get), 1)) return n;
       // Another key with the same tag, or a stale tag of a freed slot.
-      n = FindInBucket(Bucket(0, b0), BucketTags(0, b0), tag, key, get);
-      if (n == nullptr) {
-        n = FindInBucket(Bucket(1, b1), BucketTags(1, b1), tag, key, get);
-      }
-      if (n != nullptr) return n;
+      return LookupAgain(key, h, tag, b0, b1, get);
     }
     return LookupOverflow(key, h, tag, b0, b1, get);
+  }
+  // The rare rest of a lookup whose first candidate was not the key, out
+  // of line so that the common path stays small where it is inlined.
+  template <class Getter>
+  __attribute__((noinline)) volatile Node* LookupAgain(
+      const Key& key, uint64_t h, uint32_t tag, uint64_t b0, uint64_t b1,
+      const Getter& get) const {
+    volatile Node* n =
+        FindInBucket(Bucket(0, b0), BucketTags(0, b0), tag, key, get);
+    if (n == nullptr) {
+      n = FindInBucket(Bucket(1, b1), BucketTags(1, b1), tag, key, get);
+    }
+    return n != nullptr ? n : LookupOverflow(key, h, tag, b0, b1, get);
   }
 
   // FindMany's lookup: both main node lines are in cache already, so the
@@ -531,6 +541,8 @@ class ShmHashTable {
     return Lookup(key, h, get, true);
   }
 
+  // A key in no main bucket can only be in an overflow row if both its
+  // buckets are marked; most misses end at that check, inline.
   template <class Getter>
   volatile Node* LookupOverflow(const Key& key, uint64_t h, uint32_t tag,
                                 uint64_t b0, uint64_t b1,
@@ -539,6 +551,12 @@ class ShmHashTable {
     if (depth == 0 || !TestBit(bits_[0], b0) || !TestBit(bits_[1], b1)) {
       return nullptr;
     }
+    return SearchOverflow(key, h, tag, depth, get);
+  }
+  template <class Getter>
+  __attribute__((noinline)) volatile Node* SearchOverflow(
+      const Key& key, uint64_t h, uint32_t tag, uint32_t depth,
+      const Getter& get) const {
     for (uint32_t r = 0; r < depth; ++r) {
       uint64_t b = OverIndex(h, r);
       volatile Node* n =
