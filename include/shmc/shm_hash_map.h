@@ -197,18 +197,19 @@ class ShmHashMap {
                   size_t* lens) const {
     if (keys == nullptr || lens == nullptr) return 0;
     if (bufs == nullptr) stride = 0;
+    // Two of each stage buffer suffice: batch b+2's hashes go where batch
+    // b's were, which were used when batch b was looked up.
     const volatile Node* nodes[2][kBatch];
+    // Zeroed only to quiet GCC 12 (maybe-uninitialized): reads stay below n.
+    uint64_t hashes[2][kBatch] = {};
     char* out = static_cast<char*>(bufs);
     size_t found = 0;
-    for (size_t i = 0; i < n && i < 2 * kBatch; ++i) {
-      table_.PrefetchKey(keys[i]);
-    }
-    LookUpBatch(keys, n, 0, nodes[0]);
+    PrefetchBatch(keys, n, 0, hashes[0]);
+    PrefetchBatch(keys, n, kBatch, hashes[1]);
+    LookUpBatch(keys, n, 0, hashes[0], nodes[0]);
     for (size_t c = 0, b = 0; c < n; c += kBatch, b ^= 1) {
-      LookUpBatch(keys, n, c + kBatch, nodes[b ^ 1]);
-      for (size_t i = c + 2 * kBatch; i < n && i < c + 3 * kBatch; ++i) {
-        table_.PrefetchKey(keys[i]);
-      }
+      LookUpBatch(keys, n, c + kBatch, hashes[b ^ 1], nodes[b ^ 1]);
+      PrefetchBatch(keys, n, c + 2 * kBatch, hashes[b]);
       for (size_t i = c; i < n && i < c + kBatch; ++i) {
         const volatile Node* node = nodes[b][i - c];
         char* buf = out + i * stride;
@@ -403,16 +404,23 @@ class ShmHashMap {
 
   static constexpr size_t kBatch = 16;
 
-  // FindMany's middle stage: looks up keys [c, c + kBatch) (when c < n)
-  // and requests the first node of each value found.
+  // FindMany's first stage: requests the index lines of keys
+  // [c, c + kBatch) (those below n) and keeps their hashes.
+  void PrefetchBatch(const KeyType* keys, size_t n, size_t c,
+                     uint64_t* hashes) const {
+    for (size_t i = c; i < n && i < c + kBatch; ++i) {
+      hashes[i - c] = table_.PrefetchKey(keys[i]);
+    }
+  }
+  // FindMany's middle stage: looks those keys up in the lines requested a
+  // stage earlier and requests the first node of each value found.
   void LookUpBatch(const KeyType* keys, size_t n, size_t c,
-                   const volatile Node** nodes) const {
-    if (c >= n) return;
-    size_t m = n - c < kBatch ? n - c : kBatch;
-    table_.FindMany(keys + c, m, nodes);
-    for (size_t j = 0; j < m; ++j) {
-      if (nodes[j] != nullptr) {
-        links_.Prefetch(link_buf_t::Unpack(nodes[j]->LoadLink()));
+                   const uint64_t* hashes, const volatile Node** nodes) const {
+    for (size_t i = c; i < n && i < c + kBatch; ++i) {
+      const volatile Node* node = table_.FindPrefetched(keys[i], hashes[i - c]);
+      nodes[i - c] = node;
+      if (node != nullptr) {
+        links_.Prefetch(link_buf_t::Unpack(node->LoadLink()));
       }
     }
   }

@@ -40,7 +40,6 @@
 #pragma once
 
 #include <atomic>
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -201,10 +200,19 @@ class ShmHashTable {
     return found;
   }
 
-  // Requests the lines a lookup of `key` reads first (both main buckets),
-  // for callers that pipeline their own batches (ShmHashMap::FindMany).
-  void PrefetchKey(const Key& key) const {
-    if (nodes_ != nullptr) PrefetchMain(Hash(key));
+  // For callers that pipeline their own batches (ShmHashMap::FindMany):
+  // PrefetchKey requests the lines a lookup of `key` reads (both main
+  // buckets) and returns the key's hash; FindPrefetched(key, hash), once
+  // those lines had time to arrive, is Find(key) comparing the keys in
+  // them directly, as FindMany does.
+  uint64_t PrefetchKey(const Key& key) const {
+    uint64_t h = Hash(key);
+    if (nodes_ != nullptr) PrefetchMain(h);
+    return h;
+  }
+  const volatile Node* FindPrefetched(const Key& key, uint64_t hash) const {
+    if (nodes_ == nullptr) return nullptr;
+    return LookupPrefetched(key, hash, detail::NodeKey());
   }
 
   struct TravelPos {

@@ -11,7 +11,6 @@
 // geometry; nothing but the header describes the table.
 #pragma once
 
-#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
