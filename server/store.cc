@@ -473,7 +473,32 @@ std::unique_ptr<Store> OpenT(const StoreConfig& cfg, bool master,
   return s;
 }
 
+template <class Alloc>
+bool UnlinkIfPresent(const std::string& key, std::string* err) {
+  Alloc a;
+  if (a.Unlink(key) || a.last_errno() == shmc::impl::kErrNotExist) return true;
+  *err = "cannot remove segment " + key + ": " + std::strerror(a.sys_errno());
+  return false;
+}
+
+template <class Alloc>
+bool RemoveT(const StoreConfig& cfg, std::string* err) {
+  return UnlinkIfPresent<Alloc>(cfg.name + "0", err) &&
+         UnlinkIfPresent<Alloc>(cfg.name + "1", err) &&
+         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err);
+}
+
 }  // namespace
+
+bool RemoveStore(const StoreConfig& cfg, std::string* err) {
+  switch (cfg.backend) {
+    case Backend::kPosix: return RemoveT<shmc::POSIX>(cfg, err);
+    case Backend::kSysv: return RemoveT<shmc::SVIPC>(cfg, err);
+    case Backend::kFile: return RemoveT<shmc::MAPFILE>(cfg, err);
+  }
+  return false;
+}
 
 std::unique_ptr<Store> Store::Open(const StoreConfig& cfg, bool master,
                                    std::string* err) {

@@ -63,6 +63,12 @@ int64_t NowMs();
 // ".stats" appended, the statistics) of a store.
 std::string ControlKey(const StoreConfig& cfg);
 
+// Removes every segment of the store `cfg` names (the map's two, the
+// control block, the statistics); segments that do not exist are skipped.
+// Processes still attached keep their mappings. Returns false with `err`
+// set when a segment exists and cannot be removed.
+bool RemoveStore(const StoreConfig& cfg, std::string* err);
+
 class Store {
  public:
   virtual ~Store() = default;

@@ -32,14 +32,16 @@ class StoreFixture : public ::testing::Test {
     cfg_.name = key_.str();
     cfg_.capacity = 4096;
     cfg_.memory = 8ULL << 20;
-    shmc::POSIX().Unlink(shmkv::ControlKey(cfg_));
     std::string err;
+    // A segment left by an earlier run (a reused pid) must not be attached.
+    ASSERT_TRUE(shmkv::RemoveStore(cfg_, &err)) << err;
     master_ = shmkv::Store::Open(cfg_, true, &err);
     ASSERT_NE(master_, nullptr) << err;
   }
   void TearDown() override {
     master_.reset();
-    shmc::POSIX().Unlink(shmkv::ControlKey(cfg_));
+    std::string err;
+    EXPECT_TRUE(shmkv::RemoveStore(cfg_, &err)) << err;
   }
 
   // A worker's store in a child process; exits 90 when it cannot open.

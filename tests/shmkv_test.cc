@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/store.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
@@ -239,8 +240,10 @@ class Server {
   void Signal(int sig) { kill(pid_, sig); }
 
   void Cleanup() {
-    shmc::POSIX a;
-    for (const char* s : {"0", "1", ".ctl", ".ctl.stats"}) a.Unlink(name_ + s);
+    shmkv::StoreConfig cfg;
+    cfg.name = name_;
+    std::string err;
+    EXPECT_TRUE(shmkv::RemoveStore(cfg, &err)) << err;
   }
 
  private:
@@ -561,10 +564,11 @@ TEST(Shmkv, KillNineEverythingLosesNothing) {
 TEST(Shmkv, FileBackendKeepsData) {
   std::string path = "/tmp/shmkv_test_" + std::to_string(getpid()) + ".seg";
   Server s("file");
-  auto clean = [&] {
-    for (const char* suf : {"0", "1"}) unlink((path + suf).c_str());
-  };
-  clean();
+  shmkv::StoreConfig file_cfg;
+  file_cfg.backend = shmkv::Backend::kFile;
+  file_cfg.name = path;
+  std::string err;
+  ASSERT_TRUE(shmkv::RemoveStore(file_cfg, &err)) << err;
   ASSERT_TRUE(s.Start({"--backend", "file:" + path})) << s.log();
   {
     Client c(s.port());
@@ -588,8 +592,7 @@ TEST(Shmkv, FileBackendKeepsData) {
   std::string ttl = c.Call({"TTL", "ttl"});
   EXPECT_GT(std::stol(ttl.substr(1)), 990) << ttl;
   s.Stop();
-  clean();
-  clean_ctl();
+  EXPECT_TRUE(shmkv::RemoveStore(file_cfg, &err)) << err;
 }
 
 // SIGHUP replaces every worker while clients keep writing and reading: no
