@@ -218,6 +218,51 @@ TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {
   EXPECT_EQ(rc, 0) << "2: the lease was left held by a refused producer";
 }
 
+// A producer killed after publishing records by their headers and before
+// storing tail leaves tail behind them (here: tail written back by hand,
+// the state such a kill leaves). The next producer must continue after the
+// published records, whether or not the consumer has already passed the
+// stale tail; nothing is lost, overwritten or reordered.
+TEST(ShmQueue, ProducerDeadBeforeStoringTailLosesNothing) {
+  for (int consumed_first : {1, 4}) {
+    SCOPED_TRACE(consumed_first);
+    ScopedKey<shmc::POSIX> key;
+    std::vector<std::string> recs;
+    for (int i = 0; i < 8; ++i) recs.push_back(Record(i, 40));  // 48 bytes
+    {
+      shmc::ShmQueue<shmc::POSIX> p;
+      ASSERT_TRUE(p.InitForWrite(key, 4096));
+      for (int i = 0; i < 5; ++i) ASSERT_TRUE(p.Push(recs[i]));
+    }
+    shmc::POSIX raw;
+    size_t mapped = 0;
+    char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
+    ASSERT_NE(base, nullptr);
+    uint64_t stale_tail = 2 * 48;  // as if records 2-4 never moved tail
+    std::memcpy(base + 512, &stale_tail, 8);
+    raw.Detach(base, mapped);
+
+    shmc::ShmQueue<shmc::POSIX> c;
+    ASSERT_TRUE(c.InitForRead(key)) << c.last_error().message;
+    std::string out;
+    int next = 0;
+    for (; next < consumed_first; ++next) {
+      ASSERT_TRUE(c.Pop(&out));
+      ASSERT_EQ(out, recs[next]);
+    }
+    EXPECT_LE(c.used_bytes(), 5u * 48) << "a lagging tail is not a huge count";
+    shmc::ShmQueue<shmc::POSIX> p;
+    ASSERT_TRUE(p.InitForWrite(key, 4096)) << p.last_error().message;
+    for (int i = 5; i < 8; ++i) ASSERT_TRUE(p.Push(recs[i]));
+    EXPECT_EQ(c.used_bytes(), (8u - next) * 48);
+    for (; next < 8; ++next) {
+      ASSERT_TRUE(c.Pop(&out)) << next;
+      ASSERT_EQ(out, recs[next]) << next;
+    }
+    EXPECT_FALSE(c.Pop(&out));
+  }
+}
+
 // Peek while a producer and a consumer process run: every record Peek
 // reports is a whole record (its bytes match its embedded sequence), in
 // order within one walk, even as the consumer recycles space under it.
@@ -322,5 +367,8 @@ TEST(CopyBytes, EveryLengthAndAlignmentExactlyItsBytes) {
 
 // 300K records here; 10M in the stress suite (tests/stress).
 TEST(ShmQueueStream, RecordsAcrossProcesses) { Stream(300000); }
+// Batches become visible whole (their first header is stored last),
+// zero-copy commits and pads in every combination with the other forms.
+TEST(ShmQueueStream, MixedFormsAcrossProcesses) { Stream(300000, true); }
 
 }  // namespace

@@ -13,18 +13,27 @@
 // record that does not fit before the ring's end is preceded by a pad record
 // (kind 2) covering the rest of the ring.
 //
-// Synchronisation: the producer writes a record, then publishes it by
-// storing tail with release; the consumer loads tail with acquire, reads,
-// then frees the space by storing head with release, which the producer
-// acquires before reusing it. Each side keeps the other's position cached
-// and reloads it only when it looks full/empty. tail and head sit on
-// separate cache lines (no false sharing between the two cores).
+// Synchronisation (layout version 2): a record is published in band, by
+// its own header. The 8-byte header word at the producer's tail is always
+// zero; the producer writes a record's data, zeroes the header word after
+// it (the next tail), then stores the record's header with release. The
+// consumer loads the header at its head with acquire: zero means empty,
+// anything else is a whole record. So the consumer never reads `tail`, and
+// a consumer waiting on an empty queue polls the one line the producer
+// writes next, not a separate index line as well. `tail` is still stored
+// (release) after each push or batch, for inspectors, statistics and the
+// next producer. The consumer frees space by storing head with release,
+// which the producer acquires before reusing it (cached; reloaded only
+// when the ring looks full). tail and head sit on separate cache lines.
 //
 // Roles: InitForWrite = producer (takes the writer lease: one live producer;
 // kSharedWriters opts out), InitForRead = consumer. The consumer must store
 // its head, so InitForRead maps the segment read-write (the reference did the
 // same, silently). A producer killed mid-push leaves no partial record: a
-// record exists only once tail covers it.
+// record exists once its header word is stored, one atomic store. A
+// producer killed between that store and the store of tail leaves tail
+// behind; the next producer walks forward from tail over published headers
+// (at most one batch) before it writes.
 #pragma once
 
 #include <atomic>
@@ -81,7 +90,9 @@ inline uint64_t QueueRecordSize(uint64_t len) { return 8 + ((len + 7) & ~7ULL); 
 template <class Alloc = SVIPC>
 class ShmQueue {
  public:
-  static constexpr uint32_t kLayoutVersion = 1;
+  // 2: publication by record header (v1 published by tail alone; its ring
+  // does not keep the header at tail zeroed, so it cannot be attached).
+  static constexpr uint32_t kLayoutVersion = 2;
   static constexpr size_t kMinBytes = 1024;
 
   ShmQueue() = default;
@@ -97,7 +108,10 @@ class ShmQueue {
     }
     uint64_t cap = detail::RingCapacityFor(buf_size_bytes);
     int flags = DefaultCreateFlags();
-    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, nullptr, who, &error_) ||
+    // The word at tail must be zero (in-band publication): fresh pages are,
+    // but a created segment does not rely on it.
+    auto init = [](char* base) { std::memset(base + kRingOffset, 0, 8); };
+    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, init, who, &error_) ||
         !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
@@ -154,7 +168,7 @@ class ShmQueue {
     uint64_t off = tail_ & mask_;
     uint64_t need = detail::QueueRecordSize(len);
     uint64_t pad = cap_ - off < need ? cap_ - off : 0;
-    if (!Room(pad + need)) return false;
+    if (!Room(pad + need + 8)) return false;
     prepared_pos_ = tail_ + pad;
     prepared_len_ = len;
     prepared_pad_ = pad;
@@ -198,14 +212,22 @@ class ShmQueue {
     return true;
   }
 
-  // Batch forms (shmc additions): several records, one publication.
+  // Batch forms (shmc additions): several records, one publication (the
+  // first record's header), one store of tail and of the counters.
   // Pushes records[0..n) until one does not fit; returns how many.
+  // The first record's header is stored last: the consumer sees the whole
+  // batch at once, not records whose lines the producer is still writing.
   size_t PushBatch(const std::string* records, size_t n) {
-    size_t done = 0;
+    Held first;
+    if (n == 0 || !Append(records[0].data(), records[0].size(), &first)) {
+      return 0;
+    }
+    size_t done = 1;
     while (done < n && Append(records[done].data(), records[done].size())) {
       ++done;
     }
-    if (done > 0) Release(done);
+    Reveal(first);
+    Release(done);
     return done;
   }
   // Calls f(data, len) for up to max records; returns how many. f is any
@@ -270,9 +292,10 @@ class ShmQueue {
   uint64_t full_spins() const { return Load(&detail::QueueHeader::full_spins); }
   uint64_t high_water() const { return Load(&detail::QueueHeader::high_water); }
   uint64_t used_bytes() const {
-    return hdr_ ? hdr_->tail.load(std::memory_order_acquire) -
-                      hdr_->head.load(std::memory_order_acquire)
-                : 0;
+    if (hdr_ == nullptr) return 0;
+    uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+    uint64_t head = hdr_->head.load(std::memory_order_acquire);
+    return tail > head ? tail - head : 0;  // tail may lag a dead producer
   }
   size_t capacity() const { return cap_; }
   const Error& last_error() const { return error_; }
@@ -301,12 +324,16 @@ class ShmQueue {
     tail_ = hdr_->tail.load(std::memory_order_acquire);
     head_ = hdr_->head.load(std::memory_order_acquire);
     cached_head_ = head_;
-    cached_tail_ = tail_;
     pushed_.Bind(&hdr_->pushed);
     full_spins_.Bind(&hdr_->full_spins);
     high_water_.Bind(&hdr_->high_water);
     popped_.Bind(&hdr_->popped);
-    if (tail_ - head_ > cap_ || (tail_ & 7) != 0 || (head_ & 7) != 0) {
+    // A producer that died before storing tail may have been overtaken by
+    // the consumer: head up to a ring ahead of tail is possible, and such
+    // a tail is behind published records, which the producer walks over.
+    bool lagging = head_ > tail_ && head_ - tail_ <= cap_;
+    if ((!lagging && tail_ - head_ > cap_) || (tail_ & 7) != 0 ||
+        (head_ & 7) != 0) {
       detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
                                    seg_.key(), who,
                                    "head %llu / tail %llu impossible",
@@ -315,6 +342,45 @@ class ShmQueue {
       hdr_ = nullptr;
       seg_.Reset();
       return false;
+    }
+    if (producer_ && !CatchUpTail(who)) {
+      hdr_ = nullptr;
+      seg_.Reset();
+      return false;
+    }
+    return true;
+  }
+
+  // A producer killed after publishing records by their headers and before
+  // storing tail left tail behind them: walks forward over published
+  // headers (at most one batch) to the zero word that ends them, and stores
+  // that as tail, so nothing published is overwritten.
+  bool CatchUpTail(const char* who) {
+    uint64_t pos = tail_ < head_ ? head_ : tail_;
+    for (;;) {
+      uint64_t off = pos & mask_;
+      uint32_t len = 0, kind = 0;
+      if (LoadHeader(ring_ + off, &len, &kind) == 0) break;
+      uint64_t next = 0;
+      if (kind == detail::kQueuePad && len == cap_ - off - 8) {
+        next = pos + (cap_ - off);
+      } else if (kind == detail::kQueueData &&
+                 detail::QueueRecordSize(len) <= cap_ - off) {
+        next = pos + detail::QueueRecordSize(len);
+      }
+      if (next == 0 || next + 8 - head_ > cap_) {
+        detail::Segment<Alloc>::Fail(
+            &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
+            "impossible record header at position %llu (tail %llu)",
+            static_cast<unsigned long long>(pos),
+            static_cast<unsigned long long>(tail_));
+        return false;
+      }
+      pos = next;
+    }
+    if (pos != tail_) {
+      tail_ = pos;
+      hdr_->tail.store(pos, std::memory_order_release);
     }
     return true;
   }
@@ -343,7 +409,7 @@ class ShmQueue {
   int Locate(uint64_t pos, uint64_t tail, uint64_t* at, uint32_t* len) const {
     for (int pass = 0; pass < 2; ++pass) {
       *at = pos;
-      if (pos == tail) return 0;
+      if (pos >= tail) return 0;  // (tail may lag a dead producer)
       uint64_t off = pos & mask_;
       uint32_t kind = 0;
       std::memcpy(len, ring_ + off, 4);
@@ -392,55 +458,92 @@ class ShmQueue {
     return false;
   }
 
+  // A data record written but not yet visible: where its header goes, and
+  // the pad before it (pad == 0: none). Reveal stores them.
+  struct Held {
+    uint64_t rec = 0, len = 0, pad_off = 0, pad = 0;
+  };
+
   // Writes a record of `len` bytes from buf at the tail (after a pad record
-  // if it must wrap) and moves tail_ past it; not yet published. False when
-  // it does not fit. Works in locals and stores the object's state once:
+  // if it must wrap), publishes it (or, with `hold`, leaves its header to
+  // Reveal) and moves tail_ past it; tail itself is stored by Release.
+  // False when it does not fit. Works in locals and stores state once:
   // the ring writes go through char*, which may alias any member, so
   // state kept in members would be stored and reloaded around each write.
-  bool Append(const void* buf, size_t len) {
+  bool Append(const void* buf, size_t len, Held* hold = nullptr) {
     if (!producer_ || len > cap_ / 2) return false;
     uint64_t tail = tail_;
     uint64_t off = tail & mask_;
     uint64_t need = detail::QueueRecordSize(len);
     uint64_t pad = cap_ - off < need ? cap_ - off : 0;
-    if (!Room(pad + need)) return false;
+    if (!Room(pad + need + 8)) return false;  // + the zeroed next header
     char* ring = ring_;
-    if (pad > 0) {
-      uint32_t pad_hdr[2] = {static_cast<uint32_t>(pad - 8),
-                             detail::kQueuePad};
-      std::memcpy(ring + off, pad_hdr, 8);
-      off = 0;
+    uint64_t rec = pad > 0 ? 0 : off;
+    detail::CopyBytes(ring + rec + 8, buf, len);
+    ZeroNext(ring, rec, need);
+    Held h{rec, len, off, pad};
+    if (hold == nullptr) {
+      Reveal(h);
+    } else {
+      *hold = h;
     }
-    uint32_t rec_hdr[2] = {static_cast<uint32_t>(len), detail::kQueueData};
-    std::memcpy(ring + off, rec_hdr, 8);
-    detail::CopyBytes(ring + off + 8, buf, len);
     tail_ = tail + pad + need;
     prepared_len_ = kNone;  // voids a zero-copy reservation not committed
     return true;
   }
 
-  // Writes the record's header (and the pad before it); tail not yet moved.
-  void Stage(uint64_t pos, size_t len) {
-    if (prepared_pad_ > 0) {
-      uint32_t pad_hdr[2] = {static_cast<uint32_t>(prepared_pad_ - 8),
-                             detail::kQueuePad};
-      std::memcpy(ring_ + (tail_ & mask_), pad_hdr, 8);
-    }
-    uint32_t rec_hdr[2] = {static_cast<uint32_t>(len), detail::kQueueData};
-    std::memcpy(ring_ + (pos & mask_), rec_hdr, 8);
-    tail_ = pos + detail::QueueRecordSize(len);
-    prepared_len_ = kNone;
+  // The header word of a record at `at` (8-byte aligned), stored and loaded
+  // whole: {uint32 len, uint32 kind} in memory order, zero when nothing is
+  // published there.
+  static void StoreHeader(char* at, uint64_t len, uint32_t kind) {
+    uint32_t h[2] = {static_cast<uint32_t>(len), kind};
+    uint64_t word = 0;
+    std::memcpy(&word, h, 8);
+    // SYNC POINT (release): publishes the record (or pad) and everything
+    // written before it, the zeroed header after it included; pairs with
+    // the consumer's acquire load in LoadHeader.
+    __atomic_store_n(reinterpret_cast<uint64_t*>(at), word, __ATOMIC_RELEASE);
+  }
+  static uint64_t LoadHeader(const char* at, uint32_t* len, uint32_t* kind) {
+    uint64_t word =
+        __atomic_load_n(reinterpret_cast<const uint64_t*>(at), __ATOMIC_ACQUIRE);
+    uint32_t h[2];
+    std::memcpy(h, &word, 8);
+    *len = h[0];
+    *kind = h[1];
+    return word;
   }
 
-  // SYNC POINT (release): publishes every staged record to the consumer.
+  // Zeroes the header word after the record at ring offset `rec` (`size`
+  // bytes with its header), where the next record will go; the record's
+  // header, stored after this, publishes the zero with it.
+  void ZeroNext(char* ring, uint64_t rec, uint64_t size) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(ring + ((rec + size) & mask_)),
+                     uint64_t{0}, __ATOMIC_RELAXED);
+  }
+
+  // Publishes a written record: its header, then the pad before it (a
+  // consumer that passes the pad must find the record published).
+  void Reveal(const Held& h) {
+    StoreHeader(ring_ + h.rec, h.len, detail::kQueueData);
+    if (h.pad > 0) StoreHeader(ring_ + h.pad_off, h.pad - 8, detail::kQueuePad);
+  }
+
+  // Stores tail (release: Peek and the next producer read it), after the
+  // records it covers were published by their headers.
   void Release(uint64_t records) {
     hdr_->tail.store(tail_, std::memory_order_release);
     pushed_.Add(records);
     high_water_.Max(tail_ - cached_head_);
   }
 
+  // Commits the zero-copy record of `len` bytes prepared at `pos`.
   void Publish(uint64_t pos, size_t len) {
-    Stage(pos, len);
+    uint64_t size = detail::QueueRecordSize(len);
+    ZeroNext(ring_, pos & mask_, size);
+    Reveal(Held{pos & mask_, len, tail_ & mask_, prepared_pad_});
+    tail_ = pos + size;
+    prepared_len_ = kNone;
     Release(1);
   }
 
@@ -450,17 +553,22 @@ class ShmQueue {
   bool Front(uint64_t* at, uint32_t* len) {
     if (producer_ || inspector_ || hdr_ == nullptr) return false;
     uint64_t head = head_;
-    if (head == cached_tail_) {
-      // SYNC POINT (acquire): pairs with the producer's release of tail;
-      // the records before it are complete.
-      cached_tail_ = hdr_->tail.load(std::memory_order_acquire);
-      if (head == cached_tail_) return false;
+    uint64_t off = head & mask_;
+    uint32_t kind = 0;
+    // SYNC POINT (acquire): the header word; nonzero means the record (or
+    // pad) and what was written before it are complete (StoreHeader).
+    if (LoadHeader(ring_ + off, len, &kind) == 0) return false;
+    if (kind == detail::kQueuePad && *len == cap_ - off - 8) {
+      head += cap_ - off;  // the pad was stored after the record at 0
+      off = 0;
+      LoadHeader(ring_, len, &kind);
     }
-    int rc = Locate(head, cached_tail_, at, len);
-    if (rc <= 0) {
-      if (rc < 0) BadRecord(*at);
+    if (kind != detail::kQueueData ||
+        detail::QueueRecordSize(*len) > cap_ - off) {
+      BadRecord(head);
       return false;
     }
+    *at = head;
     return true;
   }
 
@@ -488,7 +596,7 @@ class ShmQueue {
   uint64_t prepared_pos_ = 0, prepared_pad_ = 0;
   size_t prepared_len_ = kNone;
   // consumer state
-  uint64_t head_ = 0, cached_tail_ = 0, popped_size_ = 0, popped_at_ = 0;
+  uint64_t head_ = 0, popped_size_ = 0, popped_at_ = 0;
   detail::OwnedCounter popped_;
 };
 

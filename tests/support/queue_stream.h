@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "shmc/hash.h"
 #include "shmc/shm_queue.h"
@@ -30,8 +32,10 @@ inline std::string Record(uint64_t seq, size_t len) {
   return r;
 }
 
-// Producer and consumer processes; records of random length 0..2 KiB.
-inline void Stream(uint64_t records) {
+// Producer and consumer processes; records of random length 0..2 KiB. With
+// `mixed_forms` each side picks, step by step at random, among the single,
+// batched (1-16 records) and zero-copy forms.
+inline void Stream(uint64_t records, bool mixed_forms = false) {
   ScopedKey<shmc::POSIX> key;
   {
     shmc::ShmQueue<shmc::POSIX> create;
@@ -43,25 +47,76 @@ inline void Stream(uint64_t records) {
   if (producer == 0) {
     shmc::ShmQueue<shmc::POSIX> p;
     if (!p.InitForWrite(k, 1 << 16)) _exit(20);
-    std::mt19937_64 rng(1);
-    for (uint64_t seq = 0; seq < records; ++seq) {
+    std::mt19937_64 rng(1), form(7);
+    std::vector<std::string> batch;
+    for (uint64_t seq = 0; seq < records;) {
+      int f = mixed_forms ? static_cast<int>(form() % 3) : 0;
+      if (f == 1) {
+        uint64_t n = std::min<uint64_t>(1 + form() % 16, records - seq);
+        batch.clear();
+        for (uint64_t i = 0; i < n; ++i) {
+          batch.push_back(Record(seq + i, rng() % 2049));
+        }
+        for (uint64_t done = 0; done < n;) {
+          size_t d = p.PushBatch(batch.data() + done, n - done);
+          if (d == 0) sched_yield();
+          done += d;
+        }
+        seq += n;
+        continue;
+      }
       std::string r = Record(seq, rng() % 2049);
-      while (!p.Push(r)) sched_yield();  // the machine may give one core
+      if (f == 2) {
+        shmc::ZeroCopyBuf zcb;
+        while (!p.ZeroCopyPushPrepare(r.size(), &zcb)) sched_yield();
+        std::memcpy(zcb.ptr, r.data(), r.size());
+        if (!p.ZeroCopyPushCommit(zcb)) _exit(21);
+      } else {
+        while (!p.Push(r)) sched_yield();  // the machine may give one core
+      }
+      ++seq;
     }
     _exit(0);
   }
   shmc::ShmQueue<shmc::POSIX> c;
   ASSERT_TRUE(c.InitForRead(k));
-  std::mt19937_64 rng(1);
+  std::mt19937_64 rng(1), form(9);
   std::string out;
   uint64_t bad = 0;
-  for (uint64_t seq = 0; seq < records; ++seq) {
-    size_t len = rng() % 2049;
-    while (!c.Pop(&out)) {
+  for (uint64_t seq = 0; seq < records;) {
+    int f = mixed_forms ? static_cast<int>(form() % 3) : 0;
+    size_t got = 0;
+    if (f == 1) {
+      size_t max = static_cast<size_t>(
+          std::min<uint64_t>(1 + form() % 16, records - seq));
+      got = c.PopBatch([&](const void* d, size_t n) {
+        // lost, reordered or corrupted
+        if (std::string(static_cast<const char*>(d), n) !=
+            Record(seq, rng() % 2049)) {
+          ++bad;
+        }
+        ++seq;
+      }, max);
+    } else if (f == 2) {
+      shmc::ZeroCopyBuf zcb;
+      if (c.ZeroCopyPopPrepare(&zcb)) {
+        if (std::string(static_cast<const char*>(zcb.ptr), zcb.len) !=
+            Record(seq, rng() % 2049)) {
+          ++bad;
+        }
+        ASSERT_TRUE(c.ZeroCopyPopCommit(zcb));
+        ++seq;
+        got = 1;
+      }
+    } else if (c.Pop(&out)) {
+      if (out != Record(seq, rng() % 2049)) ++bad;
+      ++seq;
+      got = 1;
+    }
+    if (got == 0) {
       ASSERT_TRUE(c.last_error().ok()) << c.last_error().message;
       sched_yield();
     }
-    if (out != Record(seq, len)) ++bad;  // lost, reordered or corrupted
   }
   int status = 0;
   ASSERT_EQ(waitpid(producer, &status, 0), producer);
