@@ -218,6 +218,47 @@ TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {
   EXPECT_EQ(rc, 0) << "2: the lease was left held by a refused producer";
 }
 
+// kSharedWriters: producers that serialize their pushes themselves share
+// the queue. Two handles in this process and a forked child push in turns
+// (each handle caches the tail; every push must start from the segment's).
+TEST(ShmQueue, SharedProducersTakingTurnsLoseNothing) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kSharedWriters);
+  shmc::ShmQueue<shmc::POSIX> a, b;
+  bool ok = a.InitForWrite(key, 4096) && b.InitForWrite(key, 4096);
+  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
+  ASSERT_TRUE(ok) << a.last_error().message << b.last_error().message;
+  shmc::ShmQueue<shmc::POSIX> c;
+  ASSERT_TRUE(c.InitForRead(key));
+  std::vector<std::string> recs;
+  for (int i = 0; i < 12; ++i) recs.push_back(Record(i, 8 + 60 * i));
+  ASSERT_TRUE(a.Push(recs[0]));
+  ASSERT_TRUE(b.Push(recs[1]));
+  ASSERT_EQ(b.PushBatch(&recs[2], 2), 2u);
+  shmc::ZeroCopyBuf zcb;
+  ASSERT_TRUE(a.ZeroCopyPushPrepare(recs[4].size(), &zcb));
+  std::memcpy(zcb.ptr, recs[4].data(), recs[4].size());
+  ASSERT_TRUE(a.ZeroCopyPushCommit(zcb));
+  // Wrap the ring between turns: pop what is there, then push more.
+  std::string out;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(c.Pop(&out));
+    ASSERT_EQ(out, recs[i]) << i;
+  }
+  EXPECT_EQ(shmc_test::RunInChild([&] {
+    return b.Push(recs[5]) && a.Push(recs[6]) && b.Push(recs[7]) ? 0 : 1;
+  }), 0);
+  for (int i = 8; i < 12; ++i) {
+    ASSERT_TRUE((i % 2 ? a : b).Push(recs[i])) << i;
+  }
+  for (int i = 5; i < 12; ++i) {
+    ASSERT_TRUE(c.Pop(&out)) << i;
+    ASSERT_EQ(out, recs[i]) << i;
+  }
+  EXPECT_FALSE(c.Pop(&out));
+  EXPECT_EQ(a.pushed(), 12u) << "one count, shared";
+}
+
 // A producer killed after publishing records by their headers and before
 // storing tail leaves tail behind them (here: tail written back by hand,
 // the state such a kill leaves). The next producer must continue after the

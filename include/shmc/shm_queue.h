@@ -27,7 +27,9 @@
 // when the ring looks full). tail and head sit on separate cache lines.
 //
 // Roles: InitForWrite = producer (takes the writer lease: one live producer;
-// kSharedWriters opts out), InitForRead = consumer. The consumer must store
+// kSharedWriters opts out, for producers that serialize their pushes
+// themselves: each push then starts from the tail the last one stored),
+// InitForRead = consumer. The consumer must store
 // its head, so InitForRead maps the segment read-write (the reference did the
 // same, silently). A producer killed mid-push leaves no partial record: a
 // record exists once its header word is stored, one atomic store. A
@@ -116,6 +118,7 @@ class ShmQueue {
       return false;
     }
     producer_ = true;
+    resync_ = (flags & kSharedWriters) != 0;
     return Bind(cap, who);
   }
 
@@ -131,6 +134,7 @@ class ShmQueue {
   }
 
   bool Push(const void* buf, size_t len) {
+    if (resync_ && !Resync()) return false;
     if (!Append(buf, len)) return false;
     Release(1);
     return true;
@@ -165,6 +169,7 @@ class ShmQueue {
   // ZeroCopyPushCommit (zcb.len may be lowered to commit fewer bytes).
   bool ZeroCopyPushPrepare(size_t len, ZeroCopyBuf* zcb) {
     if (!producer_ || len > cap_ / 2) return false;
+    if (resync_ && !Resync()) return false;
     uint64_t off = tail_ & mask_;
     uint64_t need = detail::QueueRecordSize(len);
     uint64_t pad = cap_ - off < need ? cap_ - off : 0;
@@ -219,6 +224,7 @@ class ShmQueue {
   // batch at once, not records whose lines the producer is still writing.
   size_t PushBatch(const std::string* records, size_t n) {
     Held first;
+    if (resync_ && !Resync()) return 0;
     if (n == 0 || !Append(records[0].data(), records[0].size(), &first)) {
       return 0;
     }
@@ -349,6 +355,20 @@ class ShmQueue {
       return false;
     }
     return true;
+  }
+
+  // Producers that share the queue (kSharedWriters: they serialize their
+  // pushes themselves, with a lock or by taking turns after fork) each hold
+  // a handle with its own cached tail and counters: before each push,
+  // reload them from the segment, where the last producer left them.
+  bool Resync() {
+    if (hdr_ == nullptr) return false;
+    tail_ = hdr_->tail.load(std::memory_order_acquire);
+    head_ = cached_head_ = hdr_->head.load(std::memory_order_acquire);
+    pushed_.Bind(&hdr_->pushed);
+    full_spins_.Bind(&hdr_->full_spins);
+    high_water_.Bind(&hdr_->high_water);
+    return CatchUpTail("ShmQueue::Push");
   }
 
   // A producer killed after publishing records by their headers and before
@@ -589,6 +609,7 @@ class ShmQueue {
   char* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0;
   bool producer_ = false;
+  bool resync_ = false;     // kSharedWriters: producers take turns
   bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
