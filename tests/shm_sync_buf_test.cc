@@ -146,6 +146,39 @@ int Follow(const std::string& key, uint64_t last, bool slow) {
   return 0;
 }
 
+// kSharedWriters: two writer handles taking turns (as writers that
+// serialize themselves do) keep one sequence and one count, recycling
+// included.
+TEST(ShmSyncBuf, SharedWritersTakingTurnsKeepOneCount) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kSharedWriters);
+  shmc::ShmSyncBuf<shmc::POSIX> a, b;
+  bool ok = a.InitForWrite(key, 4096) && b.InitForWrite(key, 4096);
+  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
+  ASSERT_TRUE(ok) << a.last_error().message << b.last_error().message;
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((i % 3 ? a : b).Push(Record(i, 40), timeval{i, 0})) << i;
+  }
+  EXPECT_EQ(a.pushed(), 200u);
+  EXPECT_GT(a.recycled(), 0u) << "the ring wrapped";
+  shmc::ShmSyncBuf<shmc::POSIX> r;
+  ASSERT_TRUE(r.InitForRead(key));
+  EXPECT_EQ(r.pushed() - r.recycled(), 200u - a.recycled());
+  shmc::SyncIter it = r.Head();
+  shmc::SyncMeta m;
+  std::string s;
+  uint64_t n = 0, prev = 0;
+  while (r.Read(it, &m, &s) == 1) {
+    if (n++ > 0) {
+      EXPECT_EQ(m.seq, prev + 1);
+    }
+    prev = m.seq;
+    EXPECT_EQ(s, Record(m.time.tv_sec, 40));
+    if (!r.Next(&it)) break;
+  }
+  EXPECT_EQ(n, 200u - a.recycled()) << "every record not recycled is there";
+}
+
 TEST(ShmSyncBuf, OneWriterManyReaderProcesses) {
   ScopedKey<shmc::POSIX> key;
   shmc::ShmSyncBuf<shmc::POSIX> w;

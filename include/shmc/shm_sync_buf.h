@@ -112,6 +112,7 @@ class ShmSyncBuf {
       return false;
     }
     writer_ = true;
+    shared_writers_ = (flags & kSharedWriters) != 0;
     return Bind(cap, who);
   }
 
@@ -133,6 +134,12 @@ class ShmSyncBuf {
     if (!writer_ || hdr_ == nullptr) return false;
     uint64_t size = detail::SyncRecordSize(len);
     if (size > cap_ / 4) return false;  // too big for this buffer
+    if (shared_writers_) {
+      // Writers taking turns (kSharedWriters): continue the counts the
+      // last one stored, not this handle's copies.
+      pushed_.Bind(&hdr_->pushed);
+      recycled_.Bind(&hdr_->recycled);
+    }
     uint64_t tail = hdr_->tail.load(std::memory_order_relaxed);
     uint64_t off = tail & mask_;
     uint64_t pad = cap_ - off < size ? cap_ - off : 0;
@@ -421,6 +428,7 @@ class ShmSyncBuf {
   uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
   bool writer_ = false;
   detail::OwnedCounter pushed_, recycled_;  // the writer's
+  bool shared_writers_ = false;
 };
 
 }  // namespace shmc
