@@ -135,7 +135,13 @@ class ShmQueue {
 
   bool Push(const void* buf, size_t len) {
     if (resync_ && !Resync()) return false;
-    if (!Append(buf, len)) return false;
+    if (!producer_) return false;
+    Cursor c = Start();
+    if (!Append(&c, buf, len, nullptr)) {
+      cached_head_ = c.head;
+      return false;
+    }
+    Finish(c);
     Release(1);
     return true;
   }
@@ -223,16 +229,21 @@ class ShmQueue {
   // The first record's header is stored last: the consumer sees the whole
   // batch at once, not records whose lines the producer is still writing.
   size_t PushBatch(const std::string* records, size_t n) {
-    Held first;
     if (resync_ && !Resync()) return 0;
-    if (n == 0 || !Append(records[0].data(), records[0].size(), &first)) {
+    if (!producer_ || n == 0) return 0;
+    Held first;
+    Cursor c = Start();
+    if (!Append(&c, records[0].data(), records[0].size(), &first)) {
+      cached_head_ = c.head;
       return 0;
     }
     size_t done = 1;
-    while (done < n && Append(records[done].data(), records[done].size())) {
+    while (done < n &&
+           Append(&c, records[done].data(), records[done].size(), nullptr)) {
       ++done;
     }
-    Reveal(first);
+    Reveal(c.ring, first);
+    Finish(c);
     Release(done);
     return done;
   }
@@ -241,19 +252,31 @@ class ShmQueue {
   // erasure per record); it must not call back into this queue.
   template <class F>
   size_t PopBatch(F&& f, size_t max) {
+    if (producer_ || inspector_ || hdr_ == nullptr) return 0;
+    // In locals: f may write through any pointer, so members would be
+    // reloaded after every call.
+    const char* ring = ring_;
+    const uint64_t cap = cap_;
+    uint64_t head = head_;
     size_t done = 0;
-    uint64_t at = 0;
-    uint32_t len = 0;
-    while (done < max && Front(&at, &len)) {
-      f(static_cast<const void*>(ring_ + (at & mask_) + 8),
+    while (done < max) {
+      uint64_t at = 0;
+      uint32_t len = 0;
+      int rc = HeadRecord(ring, cap, head, &at, &len);
+      if (rc <= 0) {
+        if (rc < 0) BadRecord(at);
+        break;
+      }
+      f(static_cast<const void*>(ring + (at & (cap - 1)) + 8),
         static_cast<size_t>(len));
-      head_ = at + detail::QueueRecordSize(len);
+      head = at + detail::QueueRecordSize(len);
       ++done;
     }
     if (done > 0) {
+      head_ = head;
       popped_size_ = 0;  // voids a zero-copy pop not committed
       popped_.Add(done);
-      hdr_->head.store(head_, std::memory_order_release);
+      hdr_->head.store(head, std::memory_order_release);
     }
     return done;
   }
@@ -468,14 +491,34 @@ class ShmQueue {
     return hdr_ ? (hdr_->*field).load(std::memory_order_relaxed) : 0;
   }
 
-  bool Room(uint64_t bytes) {
-    if (tail_ + bytes - cached_head_ <= cap_) return true;
+  // The producer's view in locals, for the length of one push or batch:
+  // ring writes go through char*, which may alias any member, so state
+  // kept in members would be stored and reloaded around each write.
+  struct Cursor {
+    char* ring;
+    uint64_t cap, tail, head;  // head: the consumer's, as last loaded
+  };
+  Cursor Start() const { return Cursor{ring_, cap_, tail_, cached_head_}; }
+  void Finish(const Cursor& c) {
+    tail_ = c.tail;
+    cached_head_ = c.head;
+    prepared_len_ = kNone;  // voids a zero-copy reservation not committed
+  }
+
+  bool Room(Cursor* c, uint64_t bytes) {
+    if (c->tail + bytes - c->head <= c->cap) return true;
     // SYNC POINT (acquire): pairs with the consumer's release of head; the
     // space before it is no longer read.
-    cached_head_ = hdr_->head.load(std::memory_order_acquire);
-    if (tail_ + bytes - cached_head_ <= cap_) return true;
+    c->head = hdr_->head.load(std::memory_order_acquire);
+    if (c->tail + bytes - c->head <= c->cap) return true;
     full_spins_.Add(1);
     return false;
+  }
+  bool Room(uint64_t bytes) {
+    Cursor c = Start();
+    bool ok = Room(&c, bytes);
+    cached_head_ = c.head;
+    return ok;
   }
 
   // A data record written but not yet visible: where its header goes, and
@@ -484,31 +527,26 @@ class ShmQueue {
     uint64_t rec = 0, len = 0, pad_off = 0, pad = 0;
   };
 
-  // Writes a record of `len` bytes from buf at the tail (after a pad record
-  // if it must wrap), publishes it (or, with `hold`, leaves its header to
-  // Reveal) and moves tail_ past it; tail itself is stored by Release.
-  // False when it does not fit. Works in locals and stores state once:
-  // the ring writes go through char*, which may alias any member, so
-  // state kept in members would be stored and reloaded around each write.
-  bool Append(const void* buf, size_t len, Held* hold = nullptr) {
-    if (!producer_ || len > cap_ / 2) return false;
-    uint64_t tail = tail_;
-    uint64_t off = tail & mask_;
+  // Writes a record of `len` bytes from buf at c's tail (after a pad
+  // record if it must wrap), publishes it (or, with `hold`, leaves its
+  // header to Reveal) and moves c's tail past it; tail itself is stored by
+  // Release, after Finish. False when it does not fit.
+  bool Append(Cursor* c, const void* buf, size_t len, Held* hold) {
+    if (len > c->cap / 2) return false;
+    uint64_t off = c->tail & (c->cap - 1);
     uint64_t need = detail::QueueRecordSize(len);
-    uint64_t pad = cap_ - off < need ? cap_ - off : 0;
-    if (!Room(pad + need + 8)) return false;  // + the zeroed next header
-    char* ring = ring_;
+    uint64_t pad = c->cap - off < need ? c->cap - off : 0;
+    if (!Room(c, pad + need + 8)) return false;  // + the zeroed next header
     uint64_t rec = pad > 0 ? 0 : off;
-    detail::CopyBytes(ring + rec + 8, buf, len);
-    ZeroNext(ring, rec, need);
+    detail::CopyBytes(c->ring + rec + 8, buf, len);
+    ZeroNext(c->ring, c->cap, rec, need);
     Held h{rec, len, off, pad};
     if (hold == nullptr) {
-      Reveal(h);
+      Reveal(c->ring, h);
     } else {
       *hold = h;
     }
-    tail_ = tail + pad + need;
-    prepared_len_ = kNone;  // voids a zero-copy reservation not committed
+    c->tail += pad + need;
     return true;
   }
 
@@ -537,16 +575,17 @@ class ShmQueue {
   // Zeroes the header word after the record at ring offset `rec` (`size`
   // bytes with its header), where the next record will go; the record's
   // header, stored after this, publishes the zero with it.
-  void ZeroNext(char* ring, uint64_t rec, uint64_t size) {
-    __atomic_store_n(reinterpret_cast<uint64_t*>(ring + ((rec + size) & mask_)),
-                     uint64_t{0}, __ATOMIC_RELAXED);
+  static void ZeroNext(char* ring, uint64_t cap, uint64_t rec, uint64_t size) {
+    __atomic_store_n(
+        reinterpret_cast<uint64_t*>(ring + ((rec + size) & (cap - 1))),
+        uint64_t{0}, __ATOMIC_RELAXED);
   }
 
   // Publishes a written record: its header, then the pad before it (a
   // consumer that passes the pad must find the record published).
-  void Reveal(const Held& h) {
-    StoreHeader(ring_ + h.rec, h.len, detail::kQueueData);
-    if (h.pad > 0) StoreHeader(ring_ + h.pad_off, h.pad - 8, detail::kQueuePad);
+  static void Reveal(char* ring, const Held& h) {
+    StoreHeader(ring + h.rec, h.len, detail::kQueueData);
+    if (h.pad > 0) StoreHeader(ring + h.pad_off, h.pad - 8, detail::kQueuePad);
   }
 
   // Stores tail (release: Peek and the next producer read it), after the
@@ -560,8 +599,8 @@ class ShmQueue {
   // Commits the zero-copy record of `len` bytes prepared at `pos`.
   void Publish(uint64_t pos, size_t len) {
     uint64_t size = detail::QueueRecordSize(len);
-    ZeroNext(ring_, pos & mask_, size);
-    Reveal(Held{pos & mask_, len, tail_ & mask_, prepared_pad_});
+    ZeroNext(ring_, cap_, pos & mask_, size);
+    Reveal(ring_, Held{pos & mask_, len, tail_ & mask_, prepared_pad_});
     tail_ = pos + size;
     prepared_len_ = kNone;
     Release(1);
@@ -572,24 +611,33 @@ class ShmQueue {
   // (last_error() says so). Changes no state but the cached tail.
   bool Front(uint64_t* at, uint32_t* len) {
     if (producer_ || inspector_ || hdr_ == nullptr) return false;
-    uint64_t head = head_;
-    uint64_t off = head & mask_;
+    int rc = HeadRecord(ring_, cap_, head_, at, len);
+    if (rc < 0) BadRecord(*at);
+    return rc > 0;
+  }
+
+  // The consumer's record at position `head` of a ring of `cap` bytes: 1
+  // with its position (after any pad) in *at and its length in *len; 0
+  // when none is published there; -1 when the header is impossible (*at:
+  // where).
+  static int HeadRecord(const char* ring, uint64_t cap, uint64_t head,
+                        uint64_t* at, uint32_t* len) {
+    uint64_t off = head & (cap - 1);
     uint32_t kind = 0;
     // SYNC POINT (acquire): the header word; nonzero means the record (or
     // pad) and what was written before it are complete (StoreHeader).
-    if (LoadHeader(ring_ + off, len, &kind) == 0) return false;
-    if (kind == detail::kQueuePad && *len == cap_ - off - 8) {
-      head += cap_ - off;  // the pad was stored after the record at 0
+    if (LoadHeader(ring + off, len, &kind) == 0) return 0;
+    if (kind == detail::kQueuePad && *len == cap - off - 8) {
+      head += cap - off;  // the pad was stored after the record at 0
       off = 0;
-      LoadHeader(ring_, len, &kind);
-    }
-    if (kind != detail::kQueueData ||
-        detail::QueueRecordSize(*len) > cap_ - off) {
-      BadRecord(head);
-      return false;
+      LoadHeader(ring, len, &kind);
     }
     *at = head;
-    return true;
+    if (kind != detail::kQueueData ||
+        detail::QueueRecordSize(*len) > cap - off) {
+      return -1;
+    }
+    return 1;
   }
 
   // Consumes every record before `new_head`.
