@@ -309,10 +309,11 @@ TEST(SegmentErrors, MissingKeyIsNotFound) {
   EXPECT_FALSE(r.InitForRead(key));
   EXPECT_EQ(r.last_error().code, ErrorCode::kNotFound);
   EXPECT_EQ(r.last_error().sys_errno, ENOENT);
-  shmc::SetDefaultCreateFlags(shmc::kNoCreate);
   shmc::ShmArray<Node, shmc::SVIPC> w;
-  EXPECT_FALSE(w.InitForWrite(key, 10));
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
+  {
+    shmc_test::ScopedCreateFlags no_create(shmc::kNoCreate);
+    EXPECT_FALSE(w.InitForWrite(key, 10));
+  }
   EXPECT_EQ(w.last_error().code, ErrorCode::kNotFound);
 }
 
@@ -423,20 +424,16 @@ TEST(SegmentErrors, ExtendingRecreatesWithAWarning) {
     EXPECT_EQ(a.last_error().code, ErrorCode::kSizeMismatch);
   }
   shmc_test::LogCapture log;
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kCreateIfExtending);
+  shmc_test::ScopedCreateFlags extending(shmc::kCreateIfNotExist |
+                                         shmc::kCreateIfExtending);
   shmc::ShmArray<Node, shmc::POSIX> a;
-  bool ok = a.InitForWrite(key, 200);
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
-  ASSERT_TRUE(ok) << a.last_error().message;
+  ASSERT_TRUE(a.InitForWrite(key, 200)) << a.last_error().message;
   EXPECT_EQ(a.size(), 200u);
   EXPECT_EQ(a[5].id, 0u) << "recreated: old data is gone";
   EXPECT_TRUE(log.Contains(shmc::kWarning, "data is lost"));
   // Shrinking is never done implicitly.
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kCreateIfExtending);
   shmc::ShmArray<Node, shmc::POSIX> b;
-  ok = b.InitForWrite(key, 50);
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
-  EXPECT_FALSE(ok);
+  EXPECT_FALSE(b.InitForWrite(key, 50));
   EXPECT_EQ(b.last_error().code, ErrorCode::kSizeMismatch);
 }
 

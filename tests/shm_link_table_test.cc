@@ -149,11 +149,13 @@ TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
     EXPECT_EQ(t.last_error().code, shmc::ErrorCode::kWriterBusy);
     EXPECT_NE(t.last_error().message.find(std::to_string(writer)),
               std::string::npos);
-    shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kSharedWriters);
     shmc::ShmLinkTable<shmc::POSIX> shared;
-    bool ok = shared.InitForWrite(key, 32, 100);
-    shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
-    EXPECT_TRUE(ok) << "kSharedWriters opts out of the lease";
+    {
+      shmc_test::ScopedCreateFlags flags(shmc::kCreateIfNotExist |
+                                         shmc::kSharedWriters);
+      EXPECT_TRUE(shared.InitForWrite(key, 32, 100))
+          << "kSharedWriters opts out of the lease";
+    }
     shmc::ShmLinkTable<shmc::POSIX> reader;
     EXPECT_TRUE(reader.InitForRead(key)) << "readers need no lease";
   }

@@ -223,11 +223,11 @@ TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {
 // (each handle caches the tail; every push must start from the segment's).
 TEST(ShmQueue, SharedProducersTakingTurnsLoseNothing) {
   ScopedKey<shmc::POSIX> key;
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kSharedWriters);
+  shmc_test::ScopedCreateFlags shared(shmc::kCreateIfNotExist |
+                                      shmc::kSharedWriters);
   shmc::ShmQueue<shmc::POSIX> a, b;
-  bool ok = a.InitForWrite(key, 4096) && b.InitForWrite(key, 4096);
-  shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
-  ASSERT_TRUE(ok) << a.last_error().message << b.last_error().message;
+  ASSERT_TRUE(a.InitForWrite(key, 4096)) << a.last_error().message;
+  ASSERT_TRUE(b.InitForWrite(key, 4096)) << b.last_error().message;
   shmc::ShmQueue<shmc::POSIX> c;
   ASSERT_TRUE(c.InitForRead(key));
   std::vector<std::string> recs;

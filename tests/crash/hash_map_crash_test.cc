@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <set>
 #include <random>
 #include <string>
@@ -146,7 +147,8 @@ TEST(HashMapCrash, SharedWritersRecoverExplicitly) {
   for (int id : {2, 4, 5, 7}) {
     SCOPED_TRACE("kill point " + std::to_string(id));
     MapSegments seg;
-    shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist | shmc::kSharedWriters);
+    auto shared = std::make_unique<shmc_test::ScopedCreateFlags>(
+        shmc::kCreateIfNotExist | shmc::kSharedWriters);
     Map m;
     ASSERT_TRUE(m.InitForWrite(seg.base, 100, 64, 200));
     ASSERT_TRUE(m.Insert(1, v0));
@@ -162,7 +164,7 @@ TEST(HashMapCrash, SharedWritersRecoverExplicitly) {
     }
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, 0), child);
-    shmc::SetDefaultCreateFlags(shmc::kCreateIfNotExist);
+    shared.reset();
     ASSERT_TRUE(WIFSIGNALED(status)) << "the writer must die mid-write";
     Map::HealthStat before;
     ASSERT_TRUE(m.HealthCheck(&before, false));

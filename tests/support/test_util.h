@@ -112,6 +112,22 @@ std::string MakeKey(const std::string& extra = "") {
   return buf;
 }
 
+// Sets the default create flags for a scope and restores the previous ones
+// at its end, also when an assertion leaves the test early (a flag left set
+// would change every later test in the binary).
+class ScopedCreateFlags {
+ public:
+  explicit ScopedCreateFlags(int flags) : saved_(shmc::DefaultCreateFlags()) {
+    shmc::SetDefaultCreateFlags(flags);
+  }
+  ~ScopedCreateFlags() { shmc::SetDefaultCreateFlags(saved_); }
+  ScopedCreateFlags(const ScopedCreateFlags&) = delete;
+  ScopedCreateFlags& operator=(const ScopedCreateFlags&) = delete;
+
+ private:
+  int saved_;
+};
+
 // Owns a unique key: removes any leftover segment now and at scope exit.
 template <class Alloc>
 class ScopedKey {
