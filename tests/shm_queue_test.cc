@@ -223,11 +223,8 @@ TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {
 // (each handle caches the tail; every push must start from the segment's).
 TEST(ShmQueue, SharedProducersTakingTurnsLoseNothing) {
   ScopedKey<shmc::POSIX> key;
-  shmc_test::ScopedCreateFlags shared(shmc::kCreateIfNotExist |
-                                      shmc::kSharedWriters);
   shmc::ShmQueue<shmc::POSIX> a, b;
-  ASSERT_TRUE(a.InitForWrite(key, 4096)) << a.last_error().message;
-  ASSERT_TRUE(b.InitForWrite(key, 4096)) << b.last_error().message;
+  ASSERT_TRUE(shmc_test::InitSharedWriters(&a, &b, key, 4096));
   shmc::ShmQueue<shmc::POSIX> c;
   ASSERT_TRUE(c.InitForRead(key));
   std::vector<std::string> recs;

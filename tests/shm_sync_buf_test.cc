@@ -151,11 +151,8 @@ int Follow(const std::string& key, uint64_t last, bool slow) {
 // included.
 TEST(ShmSyncBuf, SharedWritersTakingTurnsKeepOneCount) {
   ScopedKey<shmc::POSIX> key;
-  shmc_test::ScopedCreateFlags shared(shmc::kCreateIfNotExist |
-                                      shmc::kSharedWriters);
   shmc::ShmSyncBuf<shmc::POSIX> a, b;
-  ASSERT_TRUE(a.InitForWrite(key, 4096)) << a.last_error().message;
-  ASSERT_TRUE(b.InitForWrite(key, 4096)) << b.last_error().message;
+  ASSERT_TRUE(shmc_test::InitSharedWriters(&a, &b, key, 4096));
   for (int i = 0; i < 200; ++i) {
     ASSERT_TRUE((i % 3 ? a : b).Push(Record(i, 40), timeval{i, 0})) << i;
   }

@@ -128,6 +128,21 @@ class ScopedCreateFlags {
   int saved_;
 };
 
+// Attaches two writer handles of one container (a queue, a sync buffer)
+// to `key` with kSharedWriters, as writers that serialize themselves do.
+template <class C>
+::testing::AssertionResult InitSharedWriters(C* a, C* b,
+                                             const std::string& key,
+                                             size_t bytes) {
+  ScopedCreateFlags shared(shmc::kCreateIfNotExist | shmc::kSharedWriters);
+  for (C* w : {a, b}) {
+    if (!w->InitForWrite(key, bytes)) {
+      return ::testing::AssertionFailure() << w->last_error().message;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Owns a unique key: removes any leftover segment now and at scope exit.
 template <class Alloc>
 class ScopedKey {
