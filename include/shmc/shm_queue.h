@@ -262,7 +262,7 @@ class ShmQueue {
     while (done < max) {
       uint64_t at = 0;
       uint32_t len = 0;
-      int rc = HeadRecord(ring, cap, head, &at, &len);
+      int rc = RecordAt(ring, cap, head, &at, &len);
       if (rc <= 0) {
         if (rc < 0) BadRecord(at);
         break;
@@ -300,9 +300,10 @@ class ShmQueue {
     for (size_t n = 0; max == 0 || n < max; ++n) {
       uint64_t at = 0;
       uint32_t len = 0;
-      int rc = Locate(pos, tail, &at, &len);
-      if (rc == 0) break;
-      if (rc < 0) {
+      if (pos >= tail) break;  // (tail may lag a dead producer)
+      int rc = RecordAt(ring_, cap_, pos, &at, &len);
+      // Below tail every header is published: zero there is damage too.
+      if (rc <= 0 || at + detail::QueueRecordSize(len) > tail) {
         if (Overtaken(pos)) return kPeekOvertaken;
         if (bad_pos != nullptr) *bad_pos = at;
         return kPeekCorrupted;
@@ -401,17 +402,12 @@ class ShmQueue {
   bool CatchUpTail(const char* who) {
     uint64_t pos = tail_ < head_ ? head_ : tail_;
     for (;;) {
-      uint64_t off = pos & mask_;
-      uint32_t len = 0, kind = 0;
-      if (LoadHeader(ring_ + off, &len, &kind) == 0) break;
-      uint64_t next = 0;
-      if (kind == detail::kQueuePad && len == cap_ - off - 8) {
-        next = pos + (cap_ - off);
-      } else if (kind == detail::kQueueData &&
-                 detail::QueueRecordSize(len) <= cap_ - off) {
-        next = pos + detail::QueueRecordSize(len);
-      }
-      if (next == 0 || next + 8 - head_ > cap_) {
+      uint64_t at = 0;
+      uint32_t len = 0;
+      int rc = RecordAt(ring_, cap_, pos, &at, &len);
+      if (rc == 0) break;
+      uint64_t next = at + detail::QueueRecordSize(len);
+      if (rc < 0 || next + 8 - head_ > cap_) {
         detail::Segment<Alloc>::Fail(
             &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
             "impossible record header at position %llu (tail %llu)",
@@ -443,32 +439,6 @@ class ShmQueue {
     producer_ = false;
     inspector_ = !consumer;
     return Bind(cap, who);
-  }
-
-  // The record at ring position `pos` (< tail), skipping a pad record that
-  // ends the ring: 1 with its position in *at and length in *len; 0 when
-  // nothing is there; -1 when the header is impossible (*at: where).
-  // Ring bytes are untrusted: every length is checked against the ring.
-  int Locate(uint64_t pos, uint64_t tail, uint64_t* at, uint32_t* len) const {
-    for (int pass = 0; pass < 2; ++pass) {
-      *at = pos;
-      if (pos >= tail) return 0;  // (tail may lag a dead producer)
-      uint64_t off = pos & mask_;
-      uint32_t kind = 0;
-      std::memcpy(len, ring_ + off, 4);
-      std::memcpy(&kind, ring_ + off + 4, 4);
-      uint64_t avail = tail - pos;
-      if (kind == detail::kQueuePad && cap_ - off <= avail) {
-        pos += cap_ - off;  // skip to the ring's start
-        continue;
-      }
-      uint64_t size = detail::QueueRecordSize(*len);
-      if (kind != detail::kQueueData || size > avail || size > cap_ - off) {
-        return -1;
-      }
-      return 1;
-    }
-    return -1;  // two pads in a row
   }
 
   // Out of line: keeps the pop path small enough to inline.
@@ -611,21 +581,23 @@ class ShmQueue {
   // (last_error() says so). Changes no state but the cached tail.
   bool Front(uint64_t* at, uint32_t* len) {
     if (producer_ || inspector_ || hdr_ == nullptr) return false;
-    int rc = HeadRecord(ring_, cap_, head_, at, len);
+    int rc = RecordAt(ring_, cap_, head_, at, len);
     if (rc < 0) BadRecord(*at);
     return rc > 0;
   }
 
-  // The consumer's record at position `head` of a ring of `cap` bytes: 1
-  // with its position (after any pad) in *at and its length in *len; 0
-  // when none is published there; -1 when the header is impossible (*at:
-  // where).
-  static int HeadRecord(const char* ring, uint64_t cap, uint64_t head,
+  // The record at position `head` of a ring of `cap` bytes (the consumer's
+  // head, a walk of Peek or of CatchUpTail): 1 with its position (after any
+  // pad) in *at and its length in *len; 0 when none is published there; -1
+  // when the header is impossible (*at: where).
+  static int RecordAt(const char* ring, uint64_t cap, uint64_t head,
                         uint64_t* at, uint32_t* len) {
     uint64_t off = head & (cap - 1);
     uint32_t kind = 0;
+    *at = head;
     // SYNC POINT (acquire): the header word; nonzero means the record (or
     // pad) and what was written before it are complete (StoreHeader).
+    // Ring bytes are untrusted: every length is checked against the ring.
     if (LoadHeader(ring + off, len, &kind) == 0) return 0;
     if (kind == detail::kQueuePad && *len == cap - off - 8) {
       head += cap - off;  // the pad was stored after the record at 0
