@@ -13,6 +13,18 @@ namespace detail {
 // power of two with k <= n <= 2k), which the compiler emits inline as
 // register or vector moves. Longer copies go to memcpy, whose call is
 // small against them. dst and src must not overlap.
+// GCC 12 may warn, after inlining into a caller with a fixed-size buffer,
+// about branches for lengths the caller has already ruled out (Pop checks
+// the record fits the buffer before copying): -Warray-bounds and
+// -Wstringop-overflow/-overread false positives, silenced here only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#if __GNUC__ >= 11
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+#endif
+#endif
 inline void CopyBytes(void* dst, const void* src, size_t n) {
   char* d = static_cast<char*>(dst);
   const char* s = static_cast<const char*>(src);
@@ -38,6 +50,9 @@ inline void CopyBytes(void* dst, const void* src, size_t n) {
     d[n - 1] = s[n - 1];
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace detail
 }  // namespace shmc
