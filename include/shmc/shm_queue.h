@@ -135,13 +135,7 @@ class ShmQueue {
 
   bool Push(const void* buf, size_t len) {
     if (resync_ && !Resync()) return false;
-    if (!producer_) return false;
-    Cursor c = Start();
-    if (!Append(&c, buf, len, nullptr)) {
-      cached_head_ = c.head;
-      return false;
-    }
-    Finish(c);
+    if (!Append(buf, len)) return false;
     Release(1);
     return true;
   }
@@ -229,21 +223,16 @@ class ShmQueue {
   // The first record's header is stored last: the consumer sees the whole
   // batch at once, not records whose lines the producer is still writing.
   size_t PushBatch(const std::string* records, size_t n) {
-    if (resync_ && !Resync()) return 0;
-    if (!producer_ || n == 0) return 0;
     Held first;
-    Cursor c = Start();
-    if (!Append(&c, records[0].data(), records[0].size(), &first)) {
-      cached_head_ = c.head;
+    if (resync_ && !Resync()) return 0;
+    if (n == 0 || !Append(records[0].data(), records[0].size(), &first)) {
       return 0;
     }
     size_t done = 1;
-    while (done < n &&
-           Append(&c, records[done].data(), records[done].size(), nullptr)) {
+    while (done < n && Append(records[done].data(), records[done].size())) {
       ++done;
     }
-    Reveal(c.ring, first);
-    Finish(c);
+    Reveal(first);
     Release(done);
     return done;
   }
@@ -252,31 +241,19 @@ class ShmQueue {
   // erasure per record); it must not call back into this queue.
   template <class F>
   size_t PopBatch(F&& f, size_t max) {
-    if (producer_ || inspector_ || hdr_ == nullptr) return 0;
-    // In locals: f may write through any pointer, so members would be
-    // reloaded after every call.
-    const char* ring = ring_;
-    const uint64_t cap = cap_;
-    uint64_t head = head_;
     size_t done = 0;
-    while (done < max) {
-      uint64_t at = 0;
-      uint32_t len = 0;
-      int rc = RecordAt(ring, cap, head, &at, &len);
-      if (rc <= 0) {
-        if (rc < 0) BadRecord(at);
-        break;
-      }
-      f(static_cast<const void*>(ring + (at & (cap - 1)) + 8),
+    uint64_t at = 0;
+    uint32_t len = 0;
+    while (done < max && Front(&at, &len)) {
+      f(static_cast<const void*>(ring_ + (at & mask_) + 8),
         static_cast<size_t>(len));
-      head = at + detail::QueueRecordSize(len);
+      head_ = at + detail::QueueRecordSize(len);
       ++done;
     }
     if (done > 0) {
-      head_ = head;
       popped_size_ = 0;  // voids a zero-copy pop not committed
       popped_.Add(done);
-      hdr_->head.store(head, std::memory_order_release);
+      hdr_->head.store(head_, std::memory_order_release);
     }
     return done;
   }
@@ -461,34 +438,14 @@ class ShmQueue {
     return hdr_ ? (hdr_->*field).load(std::memory_order_relaxed) : 0;
   }
 
-  // The producer's view in locals, for the length of one push or batch:
-  // ring writes go through char*, which may alias any member, so state
-  // kept in members would be stored and reloaded around each write.
-  struct Cursor {
-    char* ring;
-    uint64_t cap, tail, head;  // head: the consumer's, as last loaded
-  };
-  Cursor Start() const { return Cursor{ring_, cap_, tail_, cached_head_}; }
-  void Finish(const Cursor& c) {
-    tail_ = c.tail;
-    cached_head_ = c.head;
-    prepared_len_ = kNone;  // voids a zero-copy reservation not committed
-  }
-
-  bool Room(Cursor* c, uint64_t bytes) {
-    if (c->tail + bytes - c->head <= c->cap) return true;
+  bool Room(uint64_t bytes) {
+    if (tail_ + bytes - cached_head_ <= cap_) return true;
     // SYNC POINT (acquire): pairs with the consumer's release of head; the
     // space before it is no longer read.
-    c->head = hdr_->head.load(std::memory_order_acquire);
-    if (c->tail + bytes - c->head <= c->cap) return true;
+    cached_head_ = hdr_->head.load(std::memory_order_acquire);
+    if (tail_ + bytes - cached_head_ <= cap_) return true;
     full_spins_.Add(1);
     return false;
-  }
-  bool Room(uint64_t bytes) {
-    Cursor c = Start();
-    bool ok = Room(&c, bytes);
-    cached_head_ = c.head;
-    return ok;
   }
 
   // A data record written but not yet visible: where its header goes, and
@@ -497,26 +454,31 @@ class ShmQueue {
     uint64_t rec = 0, len = 0, pad_off = 0, pad = 0;
   };
 
-  // Writes a record of `len` bytes from buf at c's tail (after a pad
-  // record if it must wrap), publishes it (or, with `hold`, leaves its
-  // header to Reveal) and moves c's tail past it; tail itself is stored by
-  // Release, after Finish. False when it does not fit.
-  bool Append(Cursor* c, const void* buf, size_t len, Held* hold) {
-    if (len > c->cap / 2) return false;
-    uint64_t off = c->tail & (c->cap - 1);
+  // Writes a record of `len` bytes from buf at the tail (after a pad record
+  // if it must wrap), publishes it (or, with `hold`, leaves its header to
+  // Reveal) and moves tail_ past it; tail itself is stored by Release.
+  // False when it does not fit. Works in locals and stores state once:
+  // the ring writes go through char*, which may alias any member, so
+  // state kept in members would be stored and reloaded around each write.
+  bool Append(const void* buf, size_t len, Held* hold = nullptr) {
+    if (!producer_ || len > cap_ / 2) return false;
+    uint64_t tail = tail_;
+    uint64_t off = tail & mask_;
     uint64_t need = detail::QueueRecordSize(len);
-    uint64_t pad = c->cap - off < need ? c->cap - off : 0;
-    if (!Room(c, pad + need + 8)) return false;  // + the zeroed next header
+    uint64_t pad = cap_ - off < need ? cap_ - off : 0;
+    if (!Room(pad + need + 8)) return false;  // + the zeroed next header
+    char* ring = ring_;
     uint64_t rec = pad > 0 ? 0 : off;
-    detail::CopyBytes(c->ring + rec + 8, buf, len);
-    ZeroNext(c->ring, c->cap, rec, need);
+    detail::CopyBytes(ring + rec + 8, buf, len);
+    ZeroNext(ring, rec, need);
     Held h{rec, len, off, pad};
     if (hold == nullptr) {
-      Reveal(c->ring, h);
+      Reveal(h);
     } else {
       *hold = h;
     }
-    c->tail += pad + need;
+    tail_ = tail + pad + need;
+    prepared_len_ = kNone;  // voids a zero-copy reservation not committed
     return true;
   }
 
@@ -545,17 +507,16 @@ class ShmQueue {
   // Zeroes the header word after the record at ring offset `rec` (`size`
   // bytes with its header), where the next record will go; the record's
   // header, stored after this, publishes the zero with it.
-  static void ZeroNext(char* ring, uint64_t cap, uint64_t rec, uint64_t size) {
-    __atomic_store_n(
-        reinterpret_cast<uint64_t*>(ring + ((rec + size) & (cap - 1))),
-        uint64_t{0}, __ATOMIC_RELAXED);
+  void ZeroNext(char* ring, uint64_t rec, uint64_t size) {
+    __atomic_store_n(reinterpret_cast<uint64_t*>(ring + ((rec + size) & mask_)),
+                     uint64_t{0}, __ATOMIC_RELAXED);
   }
 
   // Publishes a written record: its header, then the pad before it (a
   // consumer that passes the pad must find the record published).
-  static void Reveal(char* ring, const Held& h) {
-    StoreHeader(ring + h.rec, h.len, detail::kQueueData);
-    if (h.pad > 0) StoreHeader(ring + h.pad_off, h.pad - 8, detail::kQueuePad);
+  void Reveal(const Held& h) {
+    StoreHeader(ring_ + h.rec, h.len, detail::kQueueData);
+    if (h.pad > 0) StoreHeader(ring_ + h.pad_off, h.pad - 8, detail::kQueuePad);
   }
 
   // Stores tail (release: Peek and the next producer read it), after the
@@ -569,8 +530,8 @@ class ShmQueue {
   // Commits the zero-copy record of `len` bytes prepared at `pos`.
   void Publish(uint64_t pos, size_t len) {
     uint64_t size = detail::QueueRecordSize(len);
-    ZeroNext(ring_, cap_, pos & mask_, size);
-    Reveal(ring_, Held{pos & mask_, len, tail_ & mask_, prepared_pad_});
+    ZeroNext(ring_, pos & mask_, size);
+    Reveal(Held{pos & mask_, len, tail_ & mask_, prepared_pad_});
     tail_ = pos + size;
     prepared_len_ = kNone;
     Release(1);
