@@ -177,6 +177,16 @@ TEST(ShmQueue, OneProducerAndDamageIsAnError) {
   size_t mapped = 0;
   char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
   ASSERT_NE(base, nullptr);
+  {
+    shmc::ShmQueue<shmc::POSIX> look;
+    ASSERT_TRUE(look.InitForInspect(key));
+    EXPECT_EQ(look.PublishedPastTail(), 0);
+    std::memset(base + 512 + 256 + 16, 0x77, 8);  // the zero word at tail
+    uint64_t bad = 0;
+    EXPECT_EQ(look.PublishedPastTail(&bad), -1);
+    EXPECT_EQ(bad, 16u);
+    std::memset(base + 512 + 256 + 16, 0, 8);
+  }
   std::memset(base + 512 + 256, 0xff, 8);
   raw.Detach(base, mapped);
   shmc::ShmQueue<shmc::POSIX> c;
@@ -288,10 +298,16 @@ TEST(ShmQueue, ProducerDeadBeforeStoringTailLosesNothing) {
       ASSERT_TRUE(c.Pop(&out));
       ASSERT_EQ(out, recs[next]);
     }
+    shmc::ShmQueue<shmc::POSIX> look;
+    ASSERT_TRUE(look.InitForInspect(key));
+    EXPECT_EQ(look.PublishedPastTail(), consumed_first == 1 ? 3 : 1)
+        << "records 2-4 lie past the stale tail (only record 4 once the "
+           "consumer has passed it)";
     EXPECT_LE(c.used_bytes(), 5u * 48) << "a lagging tail is not a huge count";
     shmc::ShmQueue<shmc::POSIX> p;
     ASSERT_TRUE(p.InitForWrite(key, 4096)) << p.last_error().message;
     for (int i = 5; i < 8; ++i) ASSERT_TRUE(p.Push(recs[i]));
+    EXPECT_EQ(look.PublishedPastTail(), 0);
     EXPECT_EQ(c.used_bytes(), (8u - next) * 48);
     for (; next < 8; ++next) {
       ASSERT_TRUE(c.Pop(&out)) << next;

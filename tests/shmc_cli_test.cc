@@ -474,6 +474,42 @@ TEST(ShmcCli, MapDamageFoundAndRepaired) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// A queue whose word at the tail is not zero (damage) is reported: the
+// consumer would read it as a record. Records published past a stale tail
+// (a producer killed before storing it) are counted, not a problem.
+TEST(ShmcCli, QueueTailWordChecked) {
+  ScopedKey<shmc::POSIX> key;
+  {
+    shmc::ShmQueue<shmc::POSIX> p;
+    ASSERT_TRUE(p.InitForWrite(key, 4096));
+    ASSERT_TRUE(p.Push(std::string(40, 'q')));  // 48 bytes
+    ASSERT_TRUE(p.Push(std::string(40, 'r')));
+  }
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  char* tail_word = base + 512;  // QueueHeader::tail (docs/layout/queue.md)
+  char* ring = base + 768;
+  uint64_t stale = 48;
+  std::memcpy(tail_word, &stale, 8);
+  std::string seg = "posix:" + key.str();
+  Result r = Shmc({"check", seg, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(ParseOrFail(r.out).get("stats")->number("records_past_tail"), 1)
+      << r.out;
+  uint64_t tail = 96;
+  std::memcpy(tail_word, &tail, 8);
+  std::memset(ring + 96, 0x5a, 8);
+  r = Shmc({"check", seg, "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  JValue check = ParseOrFail(r.out);
+  ASSERT_FALSE(check.get("problems")->arr.empty()) << r.out;
+  EXPECT_NE(check.get("problems")->arr[0].str.find("position 96"),
+            std::string::npos) << r.out;
+  raw.Detach(base, mapped);
+}
+
 TEST(ShmcCli, UnreachableOverflowRowFoundAndRepaired) {
   ScopedKey<shmc::POSIX> k;
   shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> t;

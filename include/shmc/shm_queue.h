@@ -293,6 +293,30 @@ class ShmQueue {
     return kPeekDone;
   }
 
+  // Records published past the stored tail (shmc addition, for checks): a
+  // producer killed between publishing records and storing tail leaves
+  // some; the next producer continues after them. The count, or -1 when
+  // the word at tail is neither zero nor a chain of whole records (damage:
+  // the consumer would stop or misread there; *bad_pos says where).
+  int64_t PublishedPastTail(uint64_t* bad_pos = nullptr) const {
+    if (hdr_ == nullptr) return 0;
+    int64_t n = 0;
+    uint64_t end = 0;
+    // A live producer and consumer may move while the walk runs: an odd
+    // header counts only if neither position moved meanwhile.
+    for (int tries = 0; tries < 3; ++tries) {
+      uint64_t head = hdr_->head.load(std::memory_order_acquire);
+      uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+      n = WalkPastTail(tail, head, &end);
+      if (n >= 0 || (hdr_->head.load(std::memory_order_acquire) == head &&
+                     hdr_->tail.load(std::memory_order_acquire) == tail)) {
+        break;
+      }
+    }
+    if (n < 0 && bad_pos != nullptr) *bad_pos = end;
+    return n;
+  }
+
   // Statistics any process can read (shmc additions).
   uint64_t pushed() const { return Load(&detail::QueueHeader::pushed); }
   uint64_t popped() const { return Load(&detail::QueueHeader::popped); }
@@ -377,28 +401,39 @@ class ShmQueue {
   // headers (at most one batch) to the zero word that ends them, and stores
   // that as tail, so nothing published is overwritten.
   bool CatchUpTail(const char* who) {
-    uint64_t pos = tail_ < head_ ? head_ : tail_;
-    for (;;) {
-      uint64_t at = 0;
-      uint32_t len = 0;
-      int rc = RecordAt(ring_, cap_, pos, &at, &len);
-      if (rc == 0) break;
-      uint64_t next = at + detail::QueueRecordSize(len);
-      if (rc < 0 || next + 8 - head_ > cap_) {
-        detail::Segment<Alloc>::Fail(
-            &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
-            "impossible record header at position %llu (tail %llu)",
-            static_cast<unsigned long long>(pos),
-            static_cast<unsigned long long>(tail_));
-        return false;
-      }
-      pos = next;
+    uint64_t pos = 0;
+    if (WalkPastTail(tail_, head_, &pos) < 0) {
+      detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
+          "impossible record header at position %llu (tail %llu)",
+          static_cast<unsigned long long>(pos),
+          static_cast<unsigned long long>(tail_));
+      return false;
     }
     if (pos != tail_) {
       tail_ = pos;
       hdr_->tail.store(pos, std::memory_order_release);
     }
     return true;
+  }
+
+  // Walks from max(tail, head) over published headers to the zero word that
+  // ends them (*end); returns how many records it passed, or -1 at an
+  // impossible header or a chain longer than the ring (*end: where).
+  int64_t WalkPastTail(uint64_t tail, uint64_t head, uint64_t* end) const {
+    uint64_t pos = tail < head ? head : tail;
+    int64_t n = 0;
+    for (;;) {
+      uint64_t at = 0;
+      uint32_t len = 0;
+      *end = pos;
+      int rc = RecordAt(ring_, cap_, pos, &at, &len);
+      if (rc == 0) return n;
+      uint64_t next = at + detail::QueueRecordSize(len);
+      if (rc < 0 || next + 8 - head > cap_) return -1;
+      pos = next;
+      ++n;
+    }
   }
 
   bool AttachExisting(const std::string& shm_key, bool consumer,

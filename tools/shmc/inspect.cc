@@ -343,7 +343,15 @@ struct Ops {
         problems.Push("damaged record header at ring position " +
                       std::to_string(bad) + " (the consumer will stop there)");
       }
+      uint64_t bad_tail = 0;
+      int64_t past = q.PublishedPastTail(&bad_tail);
+      if (past < 0) {
+        problems.Push("damaged ring at position " + std::to_string(bad_tail) +
+                      ": the word at the tail is not zero (the consumer "
+                      "may read it as a record)");
+      }
       stats.Set("pending_records", records);
+      stats.Set("records_past_tail", past < 0 ? 0 : past);
     } else if (kind == ContainerKind::kSyncBuf) {
       shmc::ShmSyncBuf<Alloc> sb;
       if (!sb.InitForRead(n.key)) return Fail(sb.last_error(), err);
