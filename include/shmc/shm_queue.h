@@ -168,12 +168,9 @@ class ShmQueue {
   // Reserves room for a record of `len` bytes; write it at zcb->ptr, then
   // ZeroCopyPushCommit (zcb.len may be lowered to commit fewer bytes).
   bool ZeroCopyPushPrepare(size_t len, ZeroCopyBuf* zcb) {
-    if (!producer_ || len > cap_ / 2) return false;
-    if (resync_ && !Resync()) return false;
-    uint64_t off = tail_ & mask_;
-    uint64_t need = detail::QueueRecordSize(len);
-    uint64_t pad = cap_ - off < need ? cap_ - off : 0;
-    if (!Room(pad + need + 8)) return false;
+    if (!producer_ || (resync_ && !Resync())) return false;
+    uint64_t pad = 0, need = 0;
+    if (!Place(tail_, len, &pad, &need)) return false;
     prepared_pos_ = tail_ + pad;
     prepared_len_ = len;
     prepared_pad_ = pad;
@@ -374,7 +371,7 @@ class ShmQueue {
       seg_.Reset();
       return false;
     }
-    if (producer_ && !CatchUpTail(who)) {
+    if (producer_ && !CatchUpTail(head_, who)) {
       hdr_ = nullptr;
       seg_.Reset();
       return false;
@@ -389,20 +386,20 @@ class ShmQueue {
   bool Resync() {
     if (hdr_ == nullptr) return false;
     tail_ = hdr_->tail.load(std::memory_order_acquire);
-    head_ = cached_head_ = hdr_->head.load(std::memory_order_acquire);
+    cached_head_ = hdr_->head.load(std::memory_order_acquire);
     pushed_.Bind(&hdr_->pushed);
     full_spins_.Bind(&hdr_->full_spins);
     high_water_.Bind(&hdr_->high_water);
-    return CatchUpTail("ShmQueue::Push");
+    return CatchUpTail(cached_head_, "ShmQueue::Push");
   }
 
   // A producer killed after publishing records by their headers and before
   // storing tail left tail behind them: walks forward over published
   // headers (at most one batch) to the zero word that ends them, and stores
   // that as tail, so nothing published is overwritten.
-  bool CatchUpTail(const char* who) {
+  bool CatchUpTail(uint64_t head, const char* who) {
     uint64_t pos = 0;
-    if (WalkPastTail(tail_, head_, &pos) < 0) {
+    if (WalkPastTail(tail_, head, &pos) < 0) {
       detail::Segment<Alloc>::Fail(
           &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
           "impossible record header at position %llu (tail %llu)",
@@ -483,6 +480,19 @@ class ShmQueue {
     return false;
   }
 
+  // Where a record of `len` bytes goes at position `tail`: *pad, the pad
+  // record before it (0 when it fits before the ring's end), and *need,
+  // its size with its header. False when it is longer than half the ring
+  // or there is no room for the pad, the record and the zeroed header word
+  // after it.
+  bool Place(uint64_t tail, size_t len, uint64_t* pad, uint64_t* need) {
+    if (len > cap_ / 2) return false;
+    uint64_t off = tail & mask_;
+    *need = detail::QueueRecordSize(len);
+    *pad = cap_ - off < *need ? cap_ - off : 0;
+    return Room(*pad + *need + 8);
+  }
+
   // A data record written but not yet visible: where its header goes, and
   // the pad before it (pad == 0: none). Reveal stores them.
   struct Held {
@@ -496,12 +506,11 @@ class ShmQueue {
   // the ring writes go through char*, which may alias any member, so
   // state kept in members would be stored and reloaded around each write.
   bool Append(const void* buf, size_t len, Held* hold = nullptr) {
-    if (!producer_ || len > cap_ / 2) return false;
+    if (!producer_) return false;
     uint64_t tail = tail_;
+    uint64_t pad = 0, need = 0;
+    if (!Place(tail, len, &pad, &need)) return false;
     uint64_t off = tail & mask_;
-    uint64_t need = detail::QueueRecordSize(len);
-    uint64_t pad = cap_ - off < need ? cap_ - off : 0;
-    if (!Room(pad + need + 8)) return false;  // + the zeroed next header
     char* ring = ring_;
     uint64_t rec = pad > 0 ? 0 : off;
     detail::CopyBytes(ring + rec + 8, buf, len);
@@ -574,7 +583,7 @@ class ShmQueue {
 
   // The head record: its position (after any pad) and length; false when
   // the queue is empty, this is not the consumer, or the record is damaged
-  // (last_error() says so). Changes no state but the cached tail.
+  // (last_error() says so). Changes no state.
   bool Front(uint64_t* at, uint32_t* len) {
     if (producer_ || inspector_ || hdr_ == nullptr) return false;
     int rc = RecordAt(ring_, cap_, head_, at, len);
