@@ -484,8 +484,10 @@ class ShmQueue {
   // record before it (0 when it fits before the ring's end), and *need,
   // its size with its header. False when it is longer than half the ring
   // or there is no room for the pad, the record and the zeroed header word
-  // after it.
-  bool Place(uint64_t tail, size_t len, uint64_t* pad, uint64_t* need) {
+  // after it. Always inlined: otherwise GCC stops inlining Append into
+  // PushBatch's loop (measured: batches slower).
+  __attribute__((always_inline)) bool Place(uint64_t tail, size_t len,
+                                            uint64_t* pad, uint64_t* need) {
     if (len > cap_ / 2) return false;
     uint64_t off = tail & mask_;
     *need = detail::QueueRecordSize(len);
