@@ -30,7 +30,7 @@ TEST(HashMapThreads, ReadersRaceTheWriterWithoutTornValues) {
     std::mt19937_64 rng(seed);
     std::string v;
     char buf[1024];
-    // FindMany over a batch of 40 random keys (three pipeline stages).
+    // FindMany over a batch of 40 random keys (all four pipeline stages).
     constexpr size_t kBatch = 40, kStride = 1024;
     std::vector<uint64_t> batch(kBatch);
     std::vector<char> bufs(kBatch * kStride);

@@ -129,7 +129,7 @@ TYPED_TEST(ShmHashMapTest, FindManyAgreesWithFind) {
     model[k] = MakeValue(k, 1, rng() % 200);
     ASSERT_TRUE(m.Insert(k, model[k]));
   }
-  for (size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 100, 1500}) {
+  for (size_t n : {0, 1, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 100, 1500}) {
     for (size_t stride : {size_t{0}, size_t{24}, size_t{256}}) {
       std::vector<uint64_t> q(n);
       for (auto& k : q) k = rng() % 1600 + 1;

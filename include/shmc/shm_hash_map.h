@@ -186,30 +186,38 @@ class ShmHashMap {
   // Batched copy-free read (shmc addition): for each keys[i], copies at
   // most `stride` bytes of its value to bufs + i * stride and sets lens[i]
   // to the value's full length (as Find(key, buf, len) does), or kNotFound.
-  // No allocation. Keys go through in batches of 16 on a three-stage
-  // pipeline: index lines of batch b+2 requested, batch b+1 looked up and
-  // its values' first nodes requested, batch b read; so one core keeps
-  // many misses in flight. Each value is read and validated as Find reads
-  // it (a node found a stage earlier is checked again). Returns how many
-  // keys were found. With bufs null (or stride 0) only lengths are
-  // reported; keys and lens must hold n entries.
+  // No allocation. Keys go through in batches of 16 on a four-stage
+  // pipeline: the index tags of batch b+3 requested, batch b+2's tags
+  // compared and only the index node they point at requested, batch b+1
+  // looked up in those nodes and its values' first nodes requested, batch
+  // b read; so one core keeps many misses in flight. Each value is read
+  // and validated as Find reads it (a node found a stage earlier is
+  // checked again). Returns how many keys were found. With bufs null (or
+  // stride 0) only lengths are reported; keys and lens must hold n
+  // entries.
   size_t FindMany(const KeyType* keys, size_t n, void* bufs, size_t stride,
                   size_t* lens) const {
     if (keys == nullptr || lens == nullptr) return 0;
     if (bufs == nullptr) stride = 0;
-    // Two of each stage buffer suffice: batch b+2's hashes go where batch
-    // b's were, which were used when batch b was looked up.
-    const volatile Node* nodes[2][kBatch];
+    // Stage buffers by batch number mod 4: batch b+3's hashes go where
+    // batch b-1's were, which its read no longer needs.
+    const volatile Node* nodes[4][kBatch];
     // Zeroed only to quiet GCC 12 (maybe-uninitialized): reads stay below n.
-    uint64_t hashes[2][kBatch] = {};
+    uint64_t hashes[4][kBatch] = {};
     char* out = static_cast<char*>(bufs);
     size_t found = 0;
-    PrefetchBatch(keys, n, 0, hashes[0]);
-    PrefetchBatch(keys, n, kBatch, hashes[1]);
+    for (size_t s = 0; s < 3; ++s) {
+      PrefetchTags(keys, n, s * kBatch, hashes[s]);
+    }
+    PrefetchCandidates(n, 0, hashes[0], nodes[0]);
+    PrefetchCandidates(n, kBatch, hashes[1], nodes[1]);
     LookUpBatch(keys, n, 0, hashes[0], nodes[0]);
-    for (size_t c = 0, b = 0; c < n; c += kBatch, b ^= 1) {
-      LookUpBatch(keys, n, c + kBatch, hashes[b ^ 1], nodes[b ^ 1]);
-      PrefetchBatch(keys, n, c + 2 * kBatch, hashes[b]);
+    for (size_t c = 0, b = 0; c < n; c += kBatch, b = (b + 1) % 4) {
+      PrefetchTags(keys, n, c + 3 * kBatch, hashes[(b + 3) % 4]);
+      PrefetchCandidates(n, c + 2 * kBatch, hashes[(b + 2) % 4],
+                         nodes[(b + 2) % 4]);
+      LookUpBatch(keys, n, c + kBatch, hashes[(b + 1) % 4],
+                  nodes[(b + 1) % 4]);
       for (size_t i = c; i < n && i < c + kBatch; ++i) {
         const volatile Node* node = nodes[b][i - c];
         char* buf = out + i * stride;
@@ -404,20 +412,30 @@ class ShmHashMap {
 
   static constexpr size_t kBatch = 16;
 
-  // FindMany's first stage: requests the index lines of keys
-  // [c, c + kBatch) (those below n) and keeps their hashes.
-  void PrefetchBatch(const KeyType* keys, size_t n, size_t c,
-                     uint64_t* hashes) const {
+  // FindMany's stages, each on keys [c, c + kBatch) (those below n).
+  // First: requests the keys' index tags and keeps their hashes.
+  void PrefetchTags(const KeyType* keys, size_t n, size_t c,
+                    uint64_t* hashes) const {
     for (size_t i = c; i < n && i < c + kBatch; ++i) {
-      hashes[i - c] = table_.PrefetchKey(keys[i]);
+      hashes[i - c] = table_.PrefetchTags(keys[i]);
     }
   }
-  // FindMany's middle stage: looks those keys up in the lines requested a
-  // stage earlier and requests the first node of each value found.
+  // Second: compares the tags requested a stage earlier and requests the
+  // index node each points at (the candidate, or nullptr).
+  void PrefetchCandidates(size_t n, size_t c, const uint64_t* hashes,
+                          const volatile Node** nodes) const {
+    for (size_t i = c; i < n && i < c + kBatch; ++i) {
+      nodes[i - c] = table_.PrefetchCandidate(hashes[i - c]);
+    }
+  }
+  // Third: looks the keys up given their candidates, replacing each with
+  // the node found (or nullptr), and requests the first node of each value
+  // found.
   void LookUpBatch(const KeyType* keys, size_t n, size_t c,
                    const uint64_t* hashes, const volatile Node** nodes) const {
     for (size_t i = c; i < n && i < c + kBatch; ++i) {
-      const volatile Node* node = table_.FindPrefetched(keys[i], hashes[i - c]);
+      const volatile Node* node =
+          table_.FindCandidate(keys[i], hashes[i - c], nodes[i - c]);
       nodes[i - c] = node;
       if (node != nullptr) {
         links_.Prefetch(link_buf_t::Unpack(node->LoadLink()));

@@ -168,73 +168,70 @@ class ShmHashTable {
   }
 
   // Batched lookup (shmc addition): out[i] = Find(keys[i]). A three-stage
-  // pipeline: the two tag words of key i + 2*kStage are requested, the tags
-  // of key i + kStage compared and only the node they point at requested
-  // (nothing more when no tag matched), and key i verified in that node. A
-  // hit reads two tag words (from an array 1/16 of the nodes' size for
-  // 16-byte nodes) and one node, where Find requests both buckets' nodes,
-  // and many keys are in flight at once. Returns how many were found.
+  // pipeline, kStage keys apart: the tag words of a key are requested
+  // (PrefetchTags), then its tags compared and only the node they point at
+  // requested (PrefetchCandidate), then the key verified in that node
+  // (FindCandidate). A hit reads two tag words (from an array 1/16 of the
+  // nodes' size for 16-byte nodes) and one node, where Find requests both
+  // buckets' nodes, and many keys are in flight at once. Returns how many
+  // were found.
   size_t FindMany(const Key* keys, size_t n, const volatile Node** out) const {
-    if (nodes_ == nullptr) {
-      for (size_t i = 0; i < n; ++i) out[i] = nullptr;
-      return 0;
-    }
     constexpr size_t kRing = 4 * kStage;  // > 2 * kStage, a power of two
     uint64_t hashes[kRing];
-    uintptr_t cands[kRing];  // candidate node, 0 if no tag matched
+    const volatile Node* cands[kRing];
     size_t found = 0;
     for (size_t j = 0; j < n + 2 * kStage; ++j) {
-      if (j < n) {
-        uint64_t h = Hash(keys[j]);
-        hashes[j % kRing] = h;
-        detail::PrefetchLine(BucketTags(0, B0(h)));
-        detail::PrefetchLine(BucketTags(1, B1(h)));
-      }
+      if (j < n) hashes[j % kRing] = PrefetchTags(keys[j]);
       if (j >= kStage && j - kStage < n) {
-        size_t k = j - kStage;
-        uint64_t h = hashes[k % kRing];
-        uint32_t tag = detail::TagOf(h);
-        uint64_t b0 = B0(h), b1 = B1(h);
-        uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
-        uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
-        uintptr_t c = reinterpret_cast<uintptr_t>(Candidate(b0, m0, b1, m1));
-        uintptr_t any = 0 - static_cast<uintptr_t>((m0 | m1) != 0);
-        asm("" : "+r"(any));  // a select, not a branch (see Candidate)
-        c &= any;
-        // No match: the tag word, already in cache, instead of a node.
-        uintptr_t tags = reinterpret_cast<uintptr_t>(BucketTags(0, b0));
-        PrefetchNode(reinterpret_cast<const volatile void*>(c | (tags & ~any)));
-        cands[k % kRing] = c;
+        size_t k = (j - kStage) % kRing;
+        cands[k] = PrefetchCandidate(hashes[k]);
       }
       if (j >= 2 * kStage) {
         size_t i = j - 2 * kStage;
-        auto* c = reinterpret_cast<volatile Node*>(cands[i % kRing]);
-        const volatile Node* r;
-        if (__builtin_expect(c != nullptr && Verify(c, keys[i],
-                                                    detail::NodeKey()), 1)) {
-          r = c;
-        } else {
-          r = LookupSlow(keys[i], hashes[i % kRing], detail::NodeKey());
-        }
-        out[i] = r;
-        found += r != nullptr;
+        out[i] = FindCandidate(keys[i], hashes[i % kRing], cands[i % kRing]);
+        found += out[i] != nullptr;
       }
     }
     return found;
   }
-  // For callers that pipeline their own batches (ShmHashMap::FindMany):
-  // PrefetchKey requests the lines a lookup of `key` reads (both main
-  // buckets) and returns the key's hash; FindPrefetched(key, hash), once
-  // those lines had time to arrive, is Find(key) comparing the keys in
-  // them directly.
-  uint64_t PrefetchKey(const Key& key) const {
+
+  // FindMany's steps, for callers that pipeline their own batches
+  // (ShmHashMap::FindMany); each step wants the lines the one before
+  // requested to have arrived. PrefetchTags requests the key's two tag
+  // words and returns its hash. PrefetchCandidate compares them, requests
+  // the node they point at and returns it (nullptr if no tag matched: then
+  // nothing more is requested). FindCandidate is Find(key) given those.
+  uint64_t PrefetchTags(const Key& key) const {
     uint64_t h = Hash(key);
-    if (nodes_ != nullptr) PrefetchMain(h);
+    if (nodes_ != nullptr) {
+      detail::PrefetchLine(BucketTags(0, B0(h)));
+      detail::PrefetchLine(BucketTags(1, B1(h)));
+    }
     return h;
   }
-  const volatile Node* FindPrefetched(const Key& key, uint64_t hash) const {
+  const volatile Node* PrefetchCandidate(uint64_t h) const {
     if (nodes_ == nullptr) return nullptr;
-    return LookupPrefetched(key, hash, detail::NodeKey());
+    uint32_t tag = detail::TagOf(h);
+    uint64_t b0 = B0(h), b1 = B1(h);
+    uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
+    uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
+    uintptr_t c = reinterpret_cast<uintptr_t>(Candidate(b0, m0, b1, m1));
+    uintptr_t any = 0 - static_cast<uintptr_t>((m0 | m1) != 0);
+    asm("" : "+r"(any));  // a select, not a branch (see Candidate)
+    c &= any;
+    // No match: the tag word, already in cache, instead of a node.
+    uintptr_t tags = reinterpret_cast<uintptr_t>(BucketTags(0, b0));
+    PrefetchNode(reinterpret_cast<const volatile void*>(c | (tags & ~any)));
+    return reinterpret_cast<const volatile Node*>(c);
+  }
+  const volatile Node* FindCandidate(const Key& key, uint64_t h,
+                                     const volatile Node* cand) const {
+    auto* c = const_cast<volatile Node*>(cand);
+    if (__builtin_expect(c != nullptr && Verify(c, key, detail::NodeKey()),
+                         1)) {
+      return c;
+    }
+    return LookupSlow(key, h, detail::NodeKey());
   }
 
   struct TravelPos {
@@ -458,24 +455,6 @@ class ShmHashTable {
     asm("" : "+r"(pick1));
     return reinterpret_cast<volatile Node*>(a0 ^ ((a0 ^ a1) & pick1));
   }
-  void PrefetchMain(uint64_t h) const {
-    Prefetch(Bucket(0, B0(h)));
-    Prefetch(Bucket(1, B1(h)));
-  }
-
-  // Slots whose key equals `key`, in use or not (a free slot may keep a
-  // stale key: the caller verifies the slot it picks).
-  template <class Getter>
-  static uint64_t ScanKeys(volatile Node* bucket, const Key& key,
-                           const Getter& get) {
-    uint64_t hit = 0;
-#pragma GCC unroll 64
-    for (uint32_t i = 0; i < kSlots; ++i) {
-      hit |= static_cast<uint64_t>(get(bucket + i).second == key) << i;
-    }
-    return hit;
-  }
-
   // Mask of the bucket's slots in use (bit i: slot i).
   template <class Getter>
   static uint64_t UsedSlots(volatile Node* bucket, const Getter& get) {
@@ -562,22 +541,9 @@ class ShmHashTable {
     return n != nullptr ? n : LookupOverflow(key, h, tag, b0, b1, get);
   }
 
-  // FindMany's lookup: both main node lines are in cache already, so the
-  // keys are compared in place instead of going through the tags.
-  template <class Getter>
-  volatile Node* LookupPrefetched(const Key& key, uint64_t h,
-                                  const Getter& get) const {
-    uint64_t b0 = B0(h), b1 = B1(h);
-    uint64_t m0 = ScanKeys(Bucket(0, b0), key, get);
-    uint64_t m1 = ScanKeys(Bucket(1, b1), key, get);
-    if ((m0 | m1) != 0) {
-      volatile Node* n = Candidate(b0, m0, b1, m1);
-      if (__builtin_expect(Verify(n, key, get), 1)) return n;
-    }
-    // Not in a main row, or a stale key matched: the tagged lookup decides
-    // (out of line: keeps the batched loop small).
-    return LookupSlow(key, h, get);
-  }
+  // The whole lookup, its node lines not requested again: for
+  // FindCandidate when the candidate was not the key (out of line: keeps
+  // the batched loop small).
   template <class Getter>
   __attribute__((noinline)) volatile Node* LookupSlow(const Key& key,
                                                       uint64_t h,
