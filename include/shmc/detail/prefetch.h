@@ -16,5 +16,16 @@ inline void PrefetchLine(const void* p) {
 #endif
 }
 
+// Requests the line holding `p` for writing (exclusive), so that stores to
+// it later do not wait for other cores' copies to be invalidated. CPUs
+// without the instruction execute it as a no-op.
+inline void PrefetchLineForWrite(const void* p) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 }  // namespace detail
 }  // namespace shmc
