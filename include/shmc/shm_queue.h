@@ -347,7 +347,7 @@ class ShmQueue {
   bool Bind(uint64_t cap, const char* who) {
     cap_ = cap;
     mask_ = cap - 1;
-    write_ahead_ = cap / 4 < kWriteAhead ? cap / 4 : kWriteAhead;
+    write_ahead_ = detail::WriteAheadBytes(cap);
     hdr_ = reinterpret_cast<detail::QueueHeader*>(
         seg_.base() + sizeof(detail::SegmentHeader));
     ring_ = seg_.base() + kRingOffset;
@@ -494,7 +494,10 @@ class ShmQueue {
     uint64_t off = tail & mask_;
     // The consumer read the ring's lines last: claiming the line
     // write_ahead_ bytes on early keeps the writes from waiting for the
-    // consumer's copy to be invalidated (bench/RESULTS.md).
+    // consumer's copy to be invalidated. Unconditional: in a ring over
+    // three quarters full the line is one the consumer has yet to read,
+    // which then comes back from this core's cache; skipping those lines
+    // measured far slower (bench/RESULTS.md).
     detail::PrefetchLineForWrite(ring_ + ((off + write_ahead_) & mask_));
     *need = detail::QueueRecordSize(len);
     *pad = cap_ - off < *need ? cap_ - off : 0;
@@ -641,12 +644,7 @@ class ShmQueue {
   detail::QueueHeader* hdr_ = nullptr;
   char* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0;
-  // How far ahead of the tail Place claims a line for writing: kWriteAhead,
-  // or a quarter of a smaller ring. A line the consumer has yet to read is
-  // claimed only when the ring is over three quarters full (a hint: the
-  // consumer then fetches it again, nothing more).
-  static constexpr uint64_t kWriteAhead = 2048;
-  uint64_t write_ahead_ = 0;
+  uint64_t write_ahead_ = 0;  // how far ahead Place claims a line
   bool producer_ = false;
   bool resync_ = false;     // kSharedWriters: producers take turns
   bool inspector_ = false;  // InitForInspect: read-only, no role

@@ -316,7 +316,7 @@ class ShmSyncBuf {
   bool Bind(uint64_t cap, const char* who) {
     cap_ = cap;
     mask_ = cap - 1;
-    write_ahead_ = cap / 4 < kWriteAhead ? cap / 4 : kWriteAhead;
+    write_ahead_ = detail::WriteAheadBytes(cap);
     index_mask_ = IndexSize(cap) - 1;
     hdr_ = reinterpret_cast<detail::SyncHeader*>(
         seg_.base() + sizeof(detail::SegmentHeader));
@@ -337,7 +337,6 @@ class ShmSyncBuf {
     return true;
   }
 
-  // Ring offsets are multiples of 8: copy whole words (TSan-clean).
   // Requests for writing the lines a record of `size` bytes will take
   // write_ahead_ bytes past ring offset `off`: Recycle reads the oldest
   // record's header there and the writer overwrites it soon after, and in
@@ -349,6 +348,8 @@ class ShmSyncBuf {
       detail::PrefetchLineForWrite(ring + ((off + write_ahead_ + x) & mask_));
     }
   }
+
+  // Ring offsets are multiples of 8: copy whole words (TSan-clean).
   void StoreBytes(uint64_t off, const void* src, size_t n) {
     detail::StoreWords(ring_ + off / 8, src, n);
   }
@@ -439,10 +440,7 @@ class ShmSyncBuf {
   detail::SyncHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* index_ = nullptr;
   std::atomic<uint64_t>* ring_ = nullptr;
-  // How far ahead of the tail Push claims lines: kWriteAhead, or a quarter
-  // of a smaller ring.
-  static constexpr uint64_t kWriteAhead = 2048;
-  uint64_t write_ahead_ = 0;
+  uint64_t write_ahead_ = 0;  // how far ahead Push claims lines
   uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
   bool writer_ = false;
   detail::OwnedCounter pushed_, recycled_;  // the writer's

@@ -1,6 +1,8 @@
 // A software prefetch the optimizer keeps (used by batched lookups).
 #pragma once
 
+#include <cstdint>
+
 namespace shmc {
 namespace detail {
 
@@ -25,6 +27,13 @@ inline void PrefetchLineForWrite(const void* p) {
 #else
   __builtin_prefetch(p, 1);
 #endif
+}
+
+// How far past its tail a ring's writer claims lines with
+// PrefetchLineForWrite: 2 KiB (measured against 512 B and 8 KiB in
+// bench/RESULTS.md), or a quarter of a smaller ring.
+inline uint64_t WriteAheadBytes(uint64_t ring_bytes) {
+  return ring_bytes / 4 < 2048 ? ring_bytes / 4 : 2048;
 }
 
 }  // namespace detail
