@@ -192,6 +192,67 @@ TYPED_TEST(ShmHashTableTest, FindManyMatchesFind) {
   EXPECT_EQ(t.FindMany(keys.data(), 0, out.data()), 0u);
 }
 
+// FindMany's steps used one by one, as a caller pipelining its own batches
+// does: a candidate gone stale between the steps (its slot erased and
+// handed to another key, or simply a wrong node) never yields a wrong
+// node, and a key inserted after its tags were compared is still found.
+TEST(ShmHashTableSteps, StaleCandidatesFallBackToTheWholeLookup) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 5000));
+  size_t n = FillToFull(&t);
+  const auto& ct = t;
+  for (size_t i = 0; i < n; i += 7) {
+    uint64_t k = KeyOf(i);
+    uint64_t h = ct.PrefetchTags(k);
+    const volatile Node* cand = ct.PrefetchCandidate(h);
+    const volatile Node* want = ct.Find(k);
+    ASSERT_NE(want, nullptr);
+    EXPECT_EQ(ct.FindCandidate(k, h, cand), want) << i;
+    EXPECT_EQ(ct.FindCandidate(k, h, nullptr), want) << i;
+    // Another key's node as the candidate.
+    EXPECT_EQ(ct.FindCandidate(k, h, ct.Find(KeyOf(i + 1))), want) << i;
+  }
+  // Tags compared, then the key erased and its slot reused by a new key:
+  // the old candidate now holds the new key, and neither key is mistaken.
+  uint64_t old_key = KeyOf(3);
+  uint64_t h = ct.PrefetchTags(old_key);
+  const volatile Node* cand = ct.PrefetchCandidate(h);
+  ASSERT_NE(cand, nullptr);
+  t.Find(old_key)->Clear();
+  bool found = true;
+  uint64_t new_key = 0;
+  // The table is (nearly) full: new keys go to the few free slots left
+  // until one whose buckets hold the freed slot comes along.
+  for (uint64_t j = n; new_key == 0; ++j) {
+    ASSERT_LT(j, n + 10000000) << "the freed slot was never handed out";
+    volatile Node* slot = t.FindOrAlloc(KeyOf(j), &found);
+    if (slot == nullptr) continue;
+    ASSERT_FALSE(found);
+    slot->Set(KeyOf(j), j);
+    if (slot == cand) new_key = KeyOf(j);
+  }
+  EXPECT_EQ(ct.FindCandidate(old_key, h, cand), nullptr);
+  uint64_t h_new = ct.PrefetchTags(new_key);
+  EXPECT_EQ(ct.FindCandidate(new_key, h_new, nullptr), cand);
+  // A key absent when its tags were compared, inserted before the lookup
+  // (even keys are never KeyOf values; the first with a free slot).
+  for (size_t i = 0; i < n; i += 2) t.Find(KeyOf(i))->Clear();  // room
+  uint64_t late = 2;
+  uint64_t h_late = ct.PrefetchTags(late);
+  const volatile Node* none = ct.PrefetchCandidate(h_late);
+  EXPECT_EQ(ct.FindCandidate(late, h_late, none), nullptr);
+  volatile Node* slot = t.FindOrAlloc(late, &found);
+  ASSERT_NE(slot, nullptr);
+  slot->Set(late, 1);
+  EXPECT_EQ(ct.FindCandidate(late, h_late, none), slot);
+  // A handle never initialized: the steps find nothing.
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> blank;
+  uint64_t hb = blank.PrefetchTags(late);
+  EXPECT_EQ(blank.PrefetchCandidate(hb), nullptr);
+  EXPECT_EQ(blank.FindCandidate(late, hb, nullptr), nullptr);
+}
+
 TYPED_TEST(ShmHashTableTest, ReaderSeesWriterData) {
   if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
   {
