@@ -219,7 +219,9 @@ TEST(ShmHashTableSteps, StaleCandidatesFallBackToTheWholeLookup) {
   uint64_t h = ct.PrefetchTags(old_key);
   const volatile Node* cand = ct.PrefetchCandidate(h);
   ASSERT_NE(cand, nullptr);
-  t.Find(old_key)->Clear();
+  volatile Node* old_node = t.Find(old_key);
+  ASSERT_EQ(old_node, cand);
+  old_node->Clear();
   bool found = true;
   uint64_t new_key = 0;
   // The table is (nearly) full: new keys go to the few free slots left
@@ -237,7 +239,11 @@ TEST(ShmHashTableSteps, StaleCandidatesFallBackToTheWholeLookup) {
   EXPECT_EQ(ct.FindCandidate(new_key, h_new, nullptr), cand);
   // A key absent when its tags were compared, inserted before the lookup
   // (even keys are never KeyOf values; the first with a free slot).
-  for (size_t i = 0; i < n; i += 2) t.Find(KeyOf(i))->Clear();  // room
+  for (size_t i = 0; i < n; i += 2) {  // room
+    volatile Node* present = t.Find(KeyOf(i));
+    ASSERT_NE(present, nullptr) << i;
+    present->Clear();
+  }
   uint64_t late = 2;
   uint64_t h_late = ct.PrefetchTags(late);
   const volatile Node* none = ct.PrefetchCandidate(h_late);
