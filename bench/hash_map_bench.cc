@@ -7,6 +7,8 @@
 // keys a call), std::string (allocating) and Visit (in place); the baseline is measured both as a bare find that
 // touches the value (reads its first and last byte) and as find + copy of
 // the value into a caller buffer (what ShmHashMap's copy-free Find does).
+// Last, Find's two parts are timed alone: the index lookup, and the value
+// read given its handle.
 // Every operation runs once per round, rounds rotate the order (default
 // 7), and ratios are each round's own: this machine's speed drifts by
 // tens of percent between minutes.
@@ -190,6 +192,46 @@ int main(int argc, char** argv) {
   std::printf("memory: %.1f bytes per value in segments (%.1f MB), sized for "
               "%zu keys\n", static_cast<double>(seg_bytes) / nkeys,
               seg_bytes / 1e6, nkeys * 5 / 4);
+
+  // Find's two parts, each alone in the same shuffled order, with nothing
+  // linking one lookup to the next: the index lookup (key to value handle),
+  // and the value read given its handle. Their sum against Find shows what
+  // the dependency between them costs. Measured after the Replace rounds,
+  // which give every key a new handle.
+  std::vector<shmc::link_buf_t> handles;
+  handles.reserve(lookups.size());
+  for (uint64_t k : lookups) {
+    handles.push_back(shmc::link_buf_t::Unpack(
+        cm.hash_table().Find(k)->LoadLink()));
+  }
+  std::vector<std::function<void()>> parts = {
+      bodies[kFind],
+      [&] {
+        uint64_t sum = 0;
+        for (uint64_t k : lookups) sum += cm.hash_table().Find(k)->LoadLink();
+        Keep(sum);
+      },
+      [&] {
+        uint64_t sum = 0;
+        for (shmc::link_buf_t lb : handles) {
+          size_t len = buf.size();
+          cm.link_table().Read(lb, buf.data(), &len);
+          sum += len + static_cast<unsigned char>(buf[0]);
+        }
+        Keep(sum);
+      },
+      bodies[kUm],
+  };
+  const char* part_names[] = {"copy-free Find", "index lookup only",
+                              "value read only (handle known)",
+                              "unordered_map find (touch value)"};
+  std::vector<std::vector<double>> pns = Rounds(rounds, nkeys, parts);
+  std::printf("\nFind's parts, each alone (median ns/op, min-max)\n");
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::printf("  %-34s %.1f (%.1f-%.1f)\n", part_names[k], Median(pns[k]),
+                *std::min_element(pns[k].begin(), pns[k].end()),
+                *std::max_element(pns[k].begin(), pns[k].end()));
+  }
   shmc::POSIX().Unlink(seg + "0");
   shmc::POSIX().Unlink(seg + "1");
   return 0;
