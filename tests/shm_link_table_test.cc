@@ -127,6 +127,51 @@ TYPED_TEST(ShmLinkTableTest, HealthCheckFindsAndFixesDamage) {
   EXPECT_EQ(t.link_bufs(), 9u);
 }
 
+// The seqlock check after each node's copy, for one-node values (their own
+// path) and chains: a value freed while a reader is in the middle of it,
+// and its nodes reused or not, fails the read instead of handing out bytes
+// that are no longer the value's. The visitor runs between a node's copy
+// and its check, where the writer of another process could strike.
+TYPED_TEST(ShmLinkTableTest, AValueFreedDuringAReadFailsTheRead) {
+  shmc::ShmLinkTable<TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 64, 100));
+  struct Case {
+    size_t len;    // 64 fits one node; longer values are chains
+    size_t piece;  // the piece (0-based) during which the value is freed
+    bool reuse;    // a new value then takes the freed nodes
+  };
+  for (Case c : {Case{0, 0, false}, Case{64, 0, false}, Case{64, 0, true},
+                 Case{200, 0, true}, Case{200, 3, false}, Case{200, 3, true}}) {
+    SCOPED_TRACE(testing::Message() << "len " << c.len << " piece " << c.piece
+                                    << " reuse " << c.reuse);
+    std::string v = shmc_test::MakeValue(c.len, 7, c.len);
+    shmc::link_buf_t lb = t.New(v.data(), v.size());
+    ASSERT_TRUE(lb);
+    // Untouched, the same visit succeeds and sees the value.
+    std::string seen;
+    ASSERT_TRUE(t.Visit(lb, [&](const char* p, size_t n) { seen.append(p, n); }));
+    ASSERT_EQ(seen, v);
+    size_t pieces = 0;
+    shmc::link_buf_t other;
+    bool ok = t.Visit(lb, [&](const char*, size_t) {
+      if (pieces++ != c.piece) return;
+      ASSERT_TRUE(t.Free(lb));
+      if (c.reuse) {
+        std::string w = shmc_test::MakeValue(c.len, 8, c.len);
+        other = t.New(w.data(), w.size());
+        ASSERT_TRUE(other);
+        EXPECT_EQ(other.head, lb.head) << "the freed nodes are taken first";
+      }
+    });
+    EXPECT_FALSE(ok) << "the read must fail: its value was freed mid-read";
+    EXPECT_EQ(pieces, c.piece + 1) << "no node read after the failed check";
+    if (other) {
+      ASSERT_TRUE(t.Free(other));
+    }
+  }
+  EXPECT_EQ(t.free_nodes(), 100u);
+}
+
 TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
   ScopedKey<shmc::POSIX> key;
   int ready[2], go[2];
