@@ -340,8 +340,15 @@ class ShmLinkTable {
     // FillAndDetach; the data read after it is the value's.
     if (Head(i)->tag.load(std::memory_order_acquire) != want) return false;
     uint32_t len = Head(i)->len.load(std::memory_order_relaxed);
-    // Most values fit one node: no division for them.
-    uint64_t n = len <= cap ? 1 : (len + cap - 1) / cap;
+    if (len <= cap) {  // most values: one node, no chain to follow
+      sink(Data(i), 0, len);
+      // Seqlock check, as below for each node of a chain.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (Head(i)->tag.load(std::memory_order_relaxed) != want) return false;
+      *len_out = len;
+      return true;
+    }
+    uint64_t n = (len + cap - 1) / cap;
     if (n > nodes_) return false;
     uint64_t offset = 0;
     for (uint64_t k = 0; k < n; ++k) {
