@@ -1,7 +1,7 @@
 // queue_bench: ShmQueue and ShmSyncBuf against a minimal single-producer
 // ring of fixed 64-byte slots written here (the baseline), same run.
 //
-//   queue_bench [--messages N] [--rounds R]
+//   queue_bench [--messages N] [--rounds R] [--batch B]
 //
 // Throughput: a producer process and a consumer process pinned to CPUs 0 and
 // 1 move N 64-byte messages. Both sides spin on full/empty and yield after
@@ -158,17 +158,21 @@ double PingPongUs(const std::string& key, uint64_t trips) {
 int main(int argc, char** argv) {
   uint64_t n = 5000000;
   int rounds = 5;
+  size_t batch = 16;  // records per PushBatch / PopBatch
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 < argc && a == "--messages") {
       n = std::strtoull(argv[i + 1], nullptr, 10);
     } else if (i + 1 < argc && a == "--rounds") {
       rounds = std::atoi(argv[i + 1]);
+    } else if (i + 1 < argc && a == "--batch") {
+      batch = std::strtoull(argv[i + 1], nullptr, 10);
     } else {
       n = 0;
     }
-    if (n == 0 || rounds < 1) {
-      std::fprintf(stderr, "usage: %s [--messages N] [--rounds R]\n",
+    if (n == 0 || rounds < 1 || batch < 1 || batch > 4096) {
+      std::fprintf(stderr,
+                   "usage: %s [--messages N] [--rounds R] [--batch 1-4096]\n",
                    argv[0]);
       return 2;
     }
@@ -211,12 +215,12 @@ int main(int argc, char** argv) {
               Retry([&] { return q.Push(msg, sizeof(msg)); });
             }
           } else {
-            std::vector<std::string> batch(16, std::string(msg, sizeof(msg)));
+            std::vector<std::string> recs(batch, std::string(msg, sizeof(msg)));
             for (uint64_t i = 0; i < n;) {
-              size_t want = std::min<uint64_t>(16, n - i);
+              size_t want = std::min<uint64_t>(batch, n - i);
               size_t done = 0;
               Retry([&] {
-                done = q.PushBatch(batch.data(), want);
+                done = q.PushBatch(recs.data(), want);
                 return done > 0;
               });
               i += done;
@@ -240,7 +244,7 @@ int main(int argc, char** argv) {
               Retry([&] {
                 got = q.PopBatch([&](const void* d, size_t l) {
                   std::memcpy(out, d, l);
-                }, 16);
+                }, batch);
                 return got > 0;
               });
               i += got;
@@ -267,8 +271,10 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(n), rounds);
   std::printf("| queue | messages/s (median) | ratio to ring (median of "
               "rounds) | ratio range |\n|---|---:|---:|---:|\n");
+  const std::string batched =
+      "ShmQueue PushBatch/PopBatch (" + std::to_string(batch) + ")";
   const char* names[3] = {"64-byte-slot ring (baseline)", "ShmQueue Push/Pop",
-                          "ShmQueue PushBatch/PopBatch (16)"};
+                          batched.c_str()};
   const char* goals[3] = {"", " [goal >= 1.2]", " [goal >= 2]"};
   for (int k = 0; k < 3; ++k) {
     std::vector<double> ratio;
