@@ -4,6 +4,7 @@
 // to the next line when full; a lookup matches the home line's tags with
 // SWAR, verifies the node, and stops at a line with a free slot. Measured
 // against absl::flat_hash_map in the same process, on the workload
+// (single finds; and batched: each home line requested 16 keys ahead)
 // (2.1M random keys, sized for 2.5M, lookups shuffled). Segment-like memory:
 // MAP_SHARED anonymous, 4 KiB pages. Results: docs/hash_table.md.
 // Build (from the repository root), one line:
@@ -62,8 +63,10 @@ class OneLineTable {
     }
     return false;
   }
-  const Node* Find(uint64_t key) const {
-    uint64_t h = shmc::Mix64(key);
+  const Node* Find(uint64_t key) const { return Find(key, shmc::Mix64(key)); }
+  // Batched lookups: request the key's home line, find it some keys later.
+  void Prefetch(uint64_t h) const { __builtin_prefetch(&lines_[Home(h)]); }
+  const Node* Find(uint64_t key, uint64_t h) const {
     uint32_t t = Tag(h);
     for (uint64_t l = Home(h);; l = l + 1 == lines_n_ ? 0 : l + 1) {
       const Line& line = lines_[l];
@@ -136,13 +139,33 @@ int main() {
       }
       return s;
     });
+    double many = time_ns([&] {
+      constexpr size_t kAhead = 16;  // a power of two
+      uint64_t hashes[kAhead];
+      uint64_t s = 0;
+      size_t n = lookups.size();
+      for (size_t j = 0; j < n + kAhead; ++j) {
+        if (j >= kAhead) {
+          size_t i = j - kAhead;
+          const Node* node = table.Find(lookups[i], hashes[i % kAhead]);
+          s += node ? node->val : 0;
+        }
+        if (j < n) {
+          hashes[j % kAhead] = shmc::Mix64(lookups[j]);
+          table.Prefetch(hashes[j % kAhead]);
+        }
+      }
+      return s;
+    });
     double miss = time_ns([&] {
       uint64_t s = 0;
       for (uint64_t k : absent) s += table.Find(k) != nullptr;
       return s;
     });
     std::printf("one-line hit %.1f ns, absl hit %.1f ns: %.2fx absl; "
-                "one-line miss %.1f ns\n", one, ab, ab / one, miss);
+                "one-line batched hit %.1f ns: %.2fx absl's single hit; "
+                "one-line miss %.1f ns\n", one, ab, ab / one, many, ab / many,
+                miss);
   }
   return 0;
 }
