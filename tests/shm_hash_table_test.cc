@@ -412,7 +412,7 @@ TEST(ShmHashTableStale, StaleKeyInFreeSlotIsNotAHit) {
 
 // --- Tags: one byte per slot that lookups read before any node ---
 
-TEST(ShmHashTableTags, MatchTagWordFindsExactlyTheEqualBytes) {
+TEST(ShmHashTableTags, MatchTagWordAndPairFindExactlyTheEqualBytes) {
   std::mt19937_64 rng(5);
   for (uint32_t tag = 1; tag < 256; ++tag) {
     for (int i = 0; i < 2000; ++i) {
@@ -431,6 +431,24 @@ TEST(ShmHashTableTags, MatchTagWordFindsExactlyTheEqualBytes) {
       }
       ASSERT_EQ(shmc::detail::MatchTagWord(word, tag), expect)
           << std::hex << word << " tag " << tag;
+    }
+  }
+  // The two-word form agrees with two one-word matches.
+  for (uint32_t tag = 1; tag < 256; ++tag) {
+    for (int i = 0; i < 2000; ++i) {
+      uint64_t words = rng();
+      for (int b = 0; b < 8; ++b) {
+        uint64_t pick = rng() % 4;
+        uint64_t byte = pick == 0 ? tag : pick == 1 ? (tag + 1) & 0xff
+                        : pick == 2 ? tag - 1 : (words >> (8 * b)) & 0xff;
+        words = (words & ~(0xffULL << (8 * b))) | (byte << (8 * b));
+      }
+      uint32_t expect =
+          shmc::detail::MatchTagWord(static_cast<uint32_t>(words), tag) |
+          shmc::detail::MatchTagWord(static_cast<uint32_t>(words >> 32), tag)
+              << 4;
+      ASSERT_EQ(shmc::detail::MatchTagPair(words, tag), expect)
+          << std::hex << words << " tag " << tag;
     }
   }
   for (uint64_t h : {0ULL, 1ULL, ~0ULL, 0x8000000000000000ULL}) {

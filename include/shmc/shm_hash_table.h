@@ -180,18 +180,27 @@ class ShmHashTable {
     uint64_t hashes[kRing];
     const volatile Node* cands[kRing];
     size_t found = 0;
-    for (size_t j = 0; j < n + 2 * kStage; ++j) {
-      if (j < n) hashes[j % kRing] = PrefetchTags(keys[j]);
-      if (j >= kStage && j - kStage < n) {
+    // Step j runs stage 1 for key j, stage 2 for key j - kStage and stage 3
+    // for key j - 2 * kStage, where those keys exist.
+    // (`full` is a compile-time bool: the full loop has no checks at all.)
+    auto step = [&](size_t j, auto full) __attribute__((always_inline)) {
+      constexpr bool all_stages = decltype(full)::value;
+      if (all_stages || j < n) hashes[j % kRing] = PrefetchTags(keys[j]);
+      if (all_stages || (j >= kStage && j - kStage < n)) {
         size_t k = (j - kStage) % kRing;
         cands[k] = PrefetchCandidate(hashes[k]);
       }
-      if (j >= 2 * kStage) {
+      if (all_stages || j >= 2 * kStage) {
         size_t i = j - 2 * kStage;
         out[i] = FindCandidate(keys[i], hashes[i % kRing], cands[i % kRing]);
         found += out[i] != nullptr;
       }
-    }
+    };
+    // Filling the pipeline, running full (no checks), draining it.
+    size_t j = 0;
+    for (; j < 2 * kStage && j < n + 2 * kStage; ++j) step(j, std::false_type());
+    for (; j < n; ++j) step(j, std::true_type());
+    for (; j < n + 2 * kStage; ++j) step(j, std::false_type());
     return found;
   }
 
@@ -211,12 +220,11 @@ class ShmHashTable {
   }
   const volatile Node* PrefetchCandidate(uint64_t h) const {
     if (nodes_ == nullptr) return nullptr;
-    uint32_t tag = detail::TagOf(h);
     uint64_t b0 = B0(h), b1 = B1(h);
-    uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
-    uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
-    uintptr_t c = reinterpret_cast<uintptr_t>(Candidate(b0, m0, b1, m1));
-    uintptr_t any = 0 - static_cast<uintptr_t>((m0 | m1) != 0);
+    bool matched;
+    uintptr_t c = reinterpret_cast<uintptr_t>(
+        Candidate(detail::TagOf(h), b0, b1, &matched));
+    uintptr_t any = 0 - static_cast<uintptr_t>(matched);
     asm("" : "+r"(any));  // a select, not a branch (see Candidate)
     c &= any;
     // No match: the tag word, already in cache, instead of a node.
@@ -437,23 +445,59 @@ class ShmHashTable {
     v = (v & ~(0xffu << shift)) | (tag << shift);
     word->store(v, std::memory_order_relaxed);
   }
-  // The first slot whose tag matched: in bucket b0 of row 0 if m0 has a
-  // bit, else in bucket b1 of row 1 (the last slot of b1 if neither has
-  // one). Selected without a branch: which row holds a key is a coin toss,
-  // and a mispredicted branch here would throw away the next lookups' loads
-  // already in flight.
-  volatile Node* Candidate(uint64_t b0, uint64_t m0, uint64_t b1,
-                           uint64_t m1) const {
-    constexpr uint64_t kLast = 1ULL << (kSlots - 1);
-    uintptr_t a0 = reinterpret_cast<uintptr_t>(Bucket(0, b0)) +
-                   __builtin_ctzll(m0 | kLast) * sizeof(Node);
-    uintptr_t a1 = reinterpret_cast<uintptr_t>(Bucket(1, b1)) +
-                   __builtin_ctzll(m1 | kLast) * sizeof(Node);
-    uintptr_t pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
-    // Opaque to the optimizer, which otherwise turns the select back into
-    // the very branch this avoids.
-    asm("" : "+r"(pick1));
-    return reinterpret_cast<volatile Node*>(a0 ^ ((a0 ^ a1) & pick1));
+  // With one tag word per bucket (4 slots): the key's two main buckets'
+  // words, row 0's in the low half.
+  uint64_t MainTagPair(uint64_t b0, uint64_t b1) const {
+    return BucketTags(0, b0)->load(std::memory_order_relaxed) |
+           static_cast<uint64_t>(
+               BucketTags(1, b1)->load(std::memory_order_relaxed))
+               << 32;
+  }
+  // Tag matches in the key's two main buckets (bit i: slot i).
+  void MatchMain(uint32_t tag, uint64_t b0, uint64_t b1, uint64_t* m0,
+                 uint64_t* m1) const {
+    if constexpr (kTagWords == 1) {
+      uint32_t m = detail::MatchTagPair(MainTagPair(b0, b1), tag);
+      *m0 = m & 0xfu;
+      *m1 = m >> 4;
+    } else {
+      *m0 = MatchTags(BucketTags(0, b0), tag);
+      *m1 = MatchTags(BucketTags(1, b1), tag);
+    }
+  }
+  // The first slot of the key's main buckets whose tag is `tag`: in bucket
+  // b0 of row 0 if one matched there, else in bucket b1 of row 1 (the last
+  // slot of b1 if none matched: *matched says which). Selected without a
+  // branch: which row holds a key is a coin toss, and a mispredicted branch
+  // here would throw away the next lookups' loads already in flight.
+  volatile Node* Candidate(uint32_t tag, uint64_t b0, uint64_t b1,
+                           bool* matched) const {
+    uintptr_t a0 = reinterpret_cast<uintptr_t>(Bucket(0, b0));
+    uintptr_t a1 = reinterpret_cast<uintptr_t>(Bucket(1, b1));
+    uintptr_t pick1, slot;
+    if constexpr (kTagWords == 1) {
+      // One match and one count over both buckets' 8 slots (4 each).
+      uint32_t m = detail::MatchTagPair(MainTagPair(b0, b1), tag);
+      *matched = m != 0;
+      uint32_t first = static_cast<uint32_t>(__builtin_ctz(m | 0x80u));
+      pick1 = 0 - static_cast<uintptr_t>(first >> 2);
+      asm("" : "+r"(pick1));  // see below
+      slot = first & 3;
+    } else {
+      constexpr uint64_t kLast = 1ULL << (kSlots - 1);
+      uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
+      uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
+      *matched = (m0 | m1) != 0;
+      uintptr_t s0 = static_cast<uintptr_t>(__builtin_ctzll(m0 | kLast));
+      uintptr_t s1 = static_cast<uintptr_t>(__builtin_ctzll(m1 | kLast));
+      pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
+      // Opaque to the optimizer, which otherwise turns the select back
+      // into the very branch this avoids.
+      asm("" : "+r"(pick1));
+      slot = s0 ^ ((s0 ^ s1) & pick1);
+    }
+    return reinterpret_cast<volatile Node*>((a0 ^ ((a0 ^ a1) & pick1)) +
+                                            slot * sizeof(Node));
   }
   // Mask of the bucket's slots in use (bit i: slot i).
   template <class Getter>
@@ -517,10 +561,9 @@ class ShmHashTable {
       Prefetch(Bucket(0, b0));
       Prefetch(Bucket(1, b1));
     }
-    uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
-    uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
-    if ((m0 | m1) != 0) {
-      volatile Node* n = Candidate(b0, m0, b1, m1);
+    bool matched;
+    volatile Node* n = Candidate(tag, b0, b1, &matched);
+    if (matched) {
       if (__builtin_expect(Verify(n, key, get), 1)) return n;
       // Another key with the same tag, or a stale tag of a freed slot.
       return LookupAgain(key, h, tag, b0, b1, get);
@@ -624,8 +667,10 @@ class ShmHashTable {
     // only the chosen node is read, to be sure it is empty (a damaged tag
     // must not hand out a live node).
     uint64_t all = FreeMask(0);
-    uint64_t z0 = MatchTags(BucketTags(0, b0), 0) & all;
-    uint64_t z1 = MatchTags(BucketTags(1, b1), 0) & all;
+    uint64_t z0, z1;
+    MatchMain(0, b0, b1, &z0, &z1);
+    z0 &= all;
+    z1 &= all;
     if ((z0 | z1) != 0) {
       volatile Node* n = detail::BitCount(z0) >= detail::BitCount(z1)
                              ? n0 + __builtin_ctzll(z0)

@@ -138,6 +138,17 @@ inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
       ((static_cast<uint64_t>(zero >> 7) * 0x204081u) >> 21) & 0xf);
 }
 
+// Bit i set where byte i of `words` equals `tag` (i = 0..7), exactly: the
+// same test as MatchTagWord on two tag words at once.
+inline uint32_t MatchTagPair(uint64_t words, uint32_t tag) {
+  constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7fULL;
+  uint64_t v = words ^ (tag * 0x0101010101010101ULL);
+  uint64_t zero = ~(((v & kLow7) + kLow7) | v | kLow7);
+  // Bit 8i+7 of `zero` lands on bit 56+i of the product, and no two
+  // partial products share a bit, so nothing carries into the top byte.
+  return static_cast<uint32_t>((zero * 0x0002040810204081ULL) >> 56);
+}
+
 // Bits set in x; avoids a libgcc call when popcnt is not a target feature.
 inline int BitCount(uint64_t x) {
   int n = 0;
