@@ -1,0 +1,110 @@
+// Where FindMany's time goes: the table (2.1M random keys, capacity
+// 2.5M, 16-byte nodes, POSIX segment, lookups shuffled) timed through the
+// public pipeline steps, one stage added at a time, beside the same node
+// lines touched with no table logic. Every figure is ns per key, best of
+// three rounds. Results: docs/hash_table.md.
+//   stage 1        PrefetchTags only (hash, request two tag words)
+//   stages 1+2     + PrefetchCandidate kStage keys later (tags compared,
+//                  the candidate node requested; nothing waits for it)
+//   FindMany       all three stages (FindCandidate reads the node)
+//   node lines     the same nodes (addresses found beforehand), each
+//                  requested kStage keys ahead, then its key read
+// Build (from the repository root), one line:
+//   g++ -O2 -DNDEBUG -std=c++17 -Iinclude bench/machine/findmany_parts.cc
+//   -lrt -pthread
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_hash_table.h"
+
+namespace {
+
+struct Node {
+  uint64_t key;
+  uint64_t val;
+  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
+};
+using Table = shmc::ShmHashTable<uint64_t, Node, shmc::POSIX>;
+
+template <class F>
+double NsPerKey(size_t n, const F& f) {
+  double best = 1e18;
+  for (int round = 0; round < 3; ++round) {
+    auto t0 = std::chrono::steady_clock::now();
+    f();
+    double ns = std::chrono::duration<double, std::nano>(
+                    std::chrono::steady_clock::now() - t0)
+                    .count() / static_cast<double>(n);
+    best = std::min(best, ns);
+  }
+  return best;
+}
+
+}  // namespace
+
+int main() {
+  const char* seg = "/shmc_findmany_parts";
+  shmc::POSIX().Unlink(seg);
+  Table t;
+  if (!t.InitForWrite(seg, 2500000)) {
+    std::fprintf(stderr, "%s\n", t.last_error().message.c_str());
+    return 1;
+  }
+  std::mt19937_64 rng(1);
+  std::vector<uint64_t> keys(2100000);
+  for (uint64_t& k : keys) {
+    k = rng() | 1;
+    bool found;
+    volatile Node* n = t.FindOrAlloc(k, &found);
+    if (n == nullptr) return 1;
+    n->key = k;
+    n->val = k;
+  }
+  std::shuffle(keys.begin(), keys.end(), rng);
+  const Table& ct = t;
+  std::vector<const volatile Node*> nodes(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) nodes[i] = ct.Find(keys[i]);
+
+  const size_t n = keys.size();
+  constexpr size_t kAhead = 16, kRing = 64;
+  uint64_t sink = 0;
+  double s1 = NsPerKey(n, [&] {
+    for (size_t j = 0; j < n; ++j) sink += t.PrefetchTags(keys[j]);
+  });
+  double s12 = NsPerKey(n, [&] {
+    uint64_t h[kRing];
+    for (size_t j = 0; j < n + kAhead; ++j) {
+      if (j < n) h[j % kRing] = t.PrefetchTags(keys[j]);
+      if (j >= kAhead) {
+        sink += reinterpret_cast<uintptr_t>(
+            t.PrefetchCandidate(h[(j - kAhead) % kRing]));
+      }
+    }
+  });
+  std::vector<const volatile Node*> out(1024);
+  double many = NsPerKey(n, [&] {
+    for (size_t i = 0; i < n; i += out.size()) {
+      sink += t.FindMany(&keys[i], std::min(out.size(), n - i), out.data());
+    }
+  });
+  double lines = NsPerKey(n, [&] {
+    for (size_t j = 0; j < n; ++j) {
+      if (j + kAhead < n) {
+        const volatile char* p =
+            reinterpret_cast<const volatile char*>(nodes[j + kAhead]);
+        asm volatile("prefetcht0 %0" : : "m"(*const_cast<const char*>(p)));
+      }
+      sink += nodes[j]->key;
+    }
+  });
+  std::printf("stage 1 %.1f | stages 1+2 %.1f | FindMany %.1f | node lines "
+              "%.1f ns/key (%llu)\n",
+              s1, s12, many, lines, static_cast<unsigned long long>(sink & 1));
+  shmc::POSIX().Unlink(seg);
+  return 0;
+}
