@@ -11,6 +11,10 @@
 // them, so one transfer says little: the ring and both queue forms run R
 // rounds (default 5), in a rotating order, and the table gives medians of
 // the rates and of each round's own ratio to the ring, with their range.
+// Every message carries its sequence number and every consumer checks it and
+// folds all 64 bytes into a checksum (Received): a consumer whose copy the
+// compiler could drop would measure only the index traffic (it did, until
+// 2026-11-23: the ring's consumer copied into a buffer nobody read).
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -46,6 +50,31 @@ void Pin(int cpu) {
   CPU_SET(cpu, &set);
   sched_setaffinity(0, sizeof(set), &set);
 }
+
+// What every consumer does with a message: check its sequence number and
+// read all of it. A wrong sequence ends the bench with an error.
+struct Received {
+  uint64_t next = 0;
+  uint64_t sum = 0;
+  void Take(const void* m, size_t len) {
+    uint64_t w[8] = {};
+    std::memcpy(w, m, len < sizeof(w) ? len : sizeof(w));
+    if (len != 64 || w[0] != next) {
+      std::fprintf(stderr, "queue_bench: message %llu arrived as %llu (%zu bytes)\n",
+                   static_cast<unsigned long long>(next),
+                   static_cast<unsigned long long>(w[0]), len);
+      std::exit(1);
+    }
+    ++next;
+    for (uint64_t x : w) sum += x;
+  }
+  ~Received() { sink = sum; }
+  static volatile uint64_t sink;
+};
+volatile uint64_t Received::sink;
+
+// Stamps message I with its sequence number.
+inline void Stamp(char* msg, uint64_t i) { std::memcpy(msg, &i, sizeof(i)); }
 
 // Spin, yielding now and then: the same wait for every queue measured.
 template <class F>
@@ -193,12 +222,19 @@ int main(int argc, char** argv) {
         n,
         [&] {
           RingProducer p{ring};
-          for (uint64_t i = 0; i < n; ++i) Retry([&] { return p.Push(msg); });
+          for (uint64_t i = 0; i < n; ++i) {
+            Stamp(msg, i);
+            Retry([&] { return p.Push(msg); });
+          }
         },
         [&] {
           RingConsumer c{ring};
           char out[64];
-          for (uint64_t i = 0; i < n; ++i) Retry([&] { return c.Pop(out); });
+          Received got;
+          for (uint64_t i = 0; i < n; ++i) {
+            Retry([&] { return c.Pop(out); });
+            got.Take(out, sizeof(out));
+          }
         });
   };
 
@@ -212,12 +248,14 @@ int main(int argc, char** argv) {
           if (!q.InitForWrite(key, bytes)) _exit(1);
           if (!batched) {
             for (uint64_t i = 0; i < n; ++i) {
+              Stamp(msg, i);
               Retry([&] { return q.Push(msg, sizeof(msg)); });
             }
           } else {
             std::vector<std::string> recs(batch, std::string(msg, sizeof(msg)));
             for (uint64_t i = 0; i < n;) {
               size_t want = std::min<uint64_t>(batch, n - i);
+              for (size_t j = 0; j < want; ++j) Stamp(&recs[j][0], i + j);
               size_t done = 0;
               Retry([&] {
                 done = q.PushBatch(recs.data(), want);
@@ -231,12 +269,15 @@ int main(int argc, char** argv) {
           shmc::ShmQueue<shmc::POSIX> q;
           if (!q.InitForRead(key)) std::exit(1);
           char out[64];
+          Received rec;
           if (!batched) {
             for (uint64_t i = 0; i < n; ++i) {
+              size_t len = 0;
               Retry([&] {
-                size_t len = sizeof(out);
+                len = sizeof(out);
                 return q.Pop(out, &len);
               });
+              rec.Take(out, len);
             }
           } else {
             for (uint64_t i = 0; i < n;) {
@@ -244,6 +285,7 @@ int main(int argc, char** argv) {
               Retry([&] {
                 got = q.PopBatch([&](const void* d, size_t l) {
                   std::memcpy(out, d, l);
+                  rec.Take(out, l);
                 }, batch);
                 return got > 0;
               });
@@ -295,9 +337,12 @@ int main(int argc, char** argv) {
   const uint64_t m = 1000000;
   double t0 = Now();
   char tmp[64];
+  Received local;
   for (uint64_t i = 0; i < m; ++i) {
+    Stamp(msg, i);
     rp.Push(msg);
     rc.Pop(tmp);
+    local.Take(tmp, sizeof(tmp));
   }
   double ring_local = m / (Now() - t0);
   std::printf("| SyncBuf record | push/s | read/s | push vs ring push+pop (1 process) |\n|---|---:|---:|---:|\n");
@@ -319,6 +364,8 @@ int main(int argc, char** argv) {
     for (;;) {
       size_t l = sizeof(out2);
       if (r.Read(it, &meta, out2, &l) != 1 || !r.Next(&it)) break;
+      // The copy must count as read (as in Received::Take).
+      asm volatile("" : : "r"(out2) : "memory");
       ++reads;
     }
     double read_rate = reads / (Now() - t0);
