@@ -1,7 +1,10 @@
 // queue_bench: ShmQueue and ShmSyncBuf against a minimal single-producer
 // ring of fixed 64-byte slots written here (the baseline), same run.
 //
-//   queue_bench [--messages N] [--rounds R] [--batch B]
+//   queue_bench [--messages N] [--rounds R] [--batch B] [--write-ahead W]
+//
+// --write-ahead W: every ShmQueue producer and SyncBuf writer claims lines
+// W bytes ahead (SetWriteAhead; 0: no claims); default, the library's.
 //
 // Throughput: a producer process and a consumer process pinned to CPUs 0 and
 // 1 move N 64-byte messages. Both sides spin on full/empty and yield after
@@ -72,6 +75,13 @@ struct Received {
   static volatile uint64_t sink;
 };
 volatile uint64_t Received::sink;
+
+// --write-ahead for every writer; -1: the library's default.
+long long g_write_ahead = -1;
+template <class W>
+void ApplyWriteAhead(W& w) {
+  if (g_write_ahead >= 0) w.SetWriteAhead(static_cast<uint64_t>(g_write_ahead));
+}
 
 // Stamps message I with its sequence number.
 inline void Stamp(char* msg, uint64_t i) { std::memcpy(msg, &i, sizeof(i)); }
@@ -156,6 +166,7 @@ double PingPongUs(const std::string& key, uint64_t trips) {
     if (!in.InitForRead(key + "_a") || !out.InitForWrite(key + "_b", 4096)) {
       _exit(1);
     }
+    ApplyWriteAhead(out);
     char buf[64];
     for (uint64_t i = 0; i < trips; ++i) {
       size_t len = sizeof(buf);
@@ -170,6 +181,7 @@ double PingPongUs(const std::string& key, uint64_t trips) {
     std::fprintf(stderr, "queue_bench: cannot attach the ping-pong queues\n");
     std::exit(1);
   }
+  ApplyWriteAhead(out);
   double t0 = Now();
   char buf[64];
   for (uint64_t i = 0; i < trips; ++i) {
@@ -196,12 +208,16 @@ int main(int argc, char** argv) {
       rounds = std::atoi(argv[i + 1]);
     } else if (i + 1 < argc && a == "--batch") {
       batch = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (i + 1 < argc && a == "--write-ahead") {
+      g_write_ahead = std::strtoll(argv[i + 1], nullptr, 10);
+      if (g_write_ahead < 0) n = 0;
     } else {
       n = 0;
     }
     if (n == 0 || rounds < 1 || batch < 1 || batch > 4096) {
       std::fprintf(stderr,
-                   "usage: %s [--messages N] [--rounds R] [--batch 1-4096]\n",
+                   "usage: %s [--messages N] [--rounds R] [--batch 1-4096] "
+                   "[--write-ahead BYTES]\n",
                    argv[0]);
       return 2;
     }
@@ -246,6 +262,7 @@ int main(int argc, char** argv) {
         [&] {
           shmc::ShmQueue<shmc::POSIX> q;
           if (!q.InitForWrite(key, bytes)) _exit(1);
+          ApplyWriteAhead(q);
           if (!batched) {
             for (uint64_t i = 0; i < n; ++i) {
               Stamp(msg, i);
@@ -309,8 +326,10 @@ int main(int argc, char** argv) {
 
   // SyncBuf rates, one process, against the ring's single-process rate.
   std::printf("messages %llu of 64 bytes, producer on CPU 0, consumer on "
-              "CPU 1, %d rounds\n\n",
-              static_cast<unsigned long long>(n), rounds);
+              "CPU 1, %d rounds, write-ahead %s\n\n",
+              static_cast<unsigned long long>(n), rounds,
+              g_write_ahead < 0 ? "default"
+                                : std::to_string(g_write_ahead).c_str());
   std::printf("| queue | messages/s (median) | ratio to ring (median of "
               "rounds) | ratio range |\n|---|---:|---:|---:|\n");
   const std::string batched =
@@ -350,6 +369,7 @@ int main(int argc, char** argv) {
     shmc::POSIX().Unlink(key + "_s");
     shmc::ShmSyncBuf<shmc::POSIX> w, r;
     w.InitForWrite(key + "_s", 1 << 24);
+    ApplyWriteAhead(w);
     r.InitForRead(key + "_s");
     std::string rec(len, 'r');
     timeval tv{1, 0};

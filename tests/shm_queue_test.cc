@@ -108,6 +108,31 @@ TYPED_TEST(ShmQueueTest, WrapAroundAtEveryOffset) {
   EXPECT_EQ(c.used_bytes(), 0u);
 }
 
+// SetWriteAhead: the default, the cut to half the ring, and records that
+// stay whole with the claims off, short, default and at the cut.
+TEST(ShmQueue, WriteAheadSettingsKeepEveryRecord) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmQueue<shmc::POSIX> p, c;
+  ASSERT_TRUE(p.InitForWrite(key, 1024));
+  ASSERT_TRUE(c.InitForRead(key));
+  EXPECT_EQ(p.write_ahead(), 256u) << "a quarter of a ring under 8 KiB";
+  p.SetWriteAhead(uint64_t{1} << 40);
+  EXPECT_EQ(p.write_ahead(), 512u) << "cut to half the ring";
+  std::string out;
+  uint64_t seq = 0;
+  for (uint64_t ahead : {0, 8, 256, 512}) {
+    p.SetWriteAhead(ahead);
+    ASSERT_EQ(p.write_ahead(), ahead);
+    for (int i = 0; i < 300; ++i, ++seq) {
+      size_t len = (seq * 37) % 300;
+      ASSERT_TRUE(p.Push(Record(seq, len))) << ahead << "/" << seq;
+      ASSERT_TRUE(c.Pop(&out));
+      ASSERT_EQ(out, Record(seq, len)) << ahead << "/" << seq;
+    }
+  }
+  EXPECT_EQ(c.used_bytes(), 0u);
+}
+
 TYPED_TEST(ShmQueueTest, BatchesPublishOnce) {
   shmc::ShmQueue<TypeParam> p, c;
   ASSERT_TRUE(p.InitForWrite(this->key_, 4096));

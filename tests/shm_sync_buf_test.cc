@@ -89,6 +89,33 @@ TYPED_TEST(ShmSyncBufTest, WrapsAtEveryOffsetOverManyLaps) {
   EXPECT_EQ(m.time.tv_sec, 4990);
 }
 
+// SetWriteAhead on the writer: the default, the cut, and whole records
+// with the claims off and on.
+TEST(ShmSyncBuf, WriteAheadSettingsKeepEveryRecord) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmSyncBuf<shmc::POSIX> w, r;
+  ASSERT_TRUE(w.InitForWrite(key, 4096));
+  ASSERT_TRUE(r.InitForRead(key));
+  EXPECT_EQ(w.write_ahead(), 1024u) << "a quarter of a ring under 8 KiB";
+  w.SetWriteAhead(uint64_t{1} << 40);
+  EXPECT_EQ(w.write_ahead(), 2048u) << "cut to half the ring";
+  shmc::SyncIter it = r.Tail();
+  std::string s;
+  shmc::SyncMeta m;
+  uint64_t seq = 0;
+  for (uint64_t ahead : {0, 64, 2048}) {
+    w.SetWriteAhead(ahead);
+    ASSERT_EQ(w.write_ahead(), ahead);
+    for (int i = 0; i < 500; ++i, ++seq) {
+      size_t len = (seq * 37) % 600;
+      ASSERT_TRUE(w.Push(Record(seq, len), timeval{1, 0}));
+      ASSERT_EQ(r.Read(it, &m, &s), 1) << ahead << "/" << seq;
+      ASSERT_EQ(s, Record(seq, len)) << ahead << "/" << seq;
+      ASSERT_TRUE(r.Next(&it));
+    }
+  }
+}
+
 TYPED_TEST(ShmSyncBufTest, OverrunIsReportedNotReturned) {
   shmc::ShmSyncBuf<TypeParam> w, r;
   ASSERT_TRUE(w.InitForWrite(this->key_, 4096));

@@ -329,6 +329,19 @@ class ShmQueue {
   size_t capacity() const { return cap_; }
   const Error& last_error() const { return error_; }
 
+  // How many bytes past its tail the producer claims a line for writing
+  // (prefetchw) before writing there (shmc addition). Set after
+  // InitForWrite, which sets the default: 2 KiB, or a quarter of a ring
+  // smaller than 8 KiB. 0 turns the claim off; more than half the ring is
+  // cut to half. It lives in this handle only, not in the segment. Whether
+  // the claim helps depends on the machine (bench/RESULTS.md: Push/Pop
+  // faster with it on an Intel guest; on an AMD guest slower in one phase,
+  // no different in another); `queue_bench --write-ahead B` measures it.
+  void SetWriteAhead(uint64_t bytes) {
+    write_ahead_ = bytes < cap_ / 2 ? bytes : cap_ / 2;
+  }
+  uint64_t write_ahead() const { return write_ahead_; }
+
  private:
   static constexpr size_t kNone = ~size_t{0};
   static constexpr uint64_t kRingOffset =
@@ -497,8 +510,10 @@ class ShmQueue {
     // consumer's copy to be invalidated. Unconditional: in a ring over
     // three quarters full the line is one the consumer has yet to read,
     // which then comes back from this core's cache; skipping those lines
-    // measured far slower (bench/RESULTS.md).
-    detail::PrefetchLineForWrite(ring_ + ((off + write_ahead_) & mask_));
+    // measured far slower (bench/RESULTS.md). write_ahead_ == 0: no claim.
+    if (write_ahead_ != 0) {
+      detail::PrefetchLineForWrite(ring_ + ((off + write_ahead_) & mask_));
+    }
     *need = detail::QueueRecordSize(len);
     *pad = cap_ - off < *need ? cap_ - off : 0;
     return Room(*pad + *need + 8);
@@ -644,7 +659,7 @@ class ShmQueue {
   detail::QueueHeader* hdr_ = nullptr;
   char* ring_ = nullptr;
   uint64_t cap_ = 0, mask_ = 0;
-  uint64_t write_ahead_ = 0;  // how far ahead Place claims a line
+  uint64_t write_ahead_ = 0;  // how far ahead Place claims a line; 0: none
   bool producer_ = false;
   bool resync_ = false;     // kSharedWriters: producers take turns
   bool inspector_ = false;  // InitForInspect: read-only, no role

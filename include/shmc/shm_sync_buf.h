@@ -287,6 +287,13 @@ class ShmSyncBuf {
   }
   const Error& last_error() const { return error_; }
 
+  // The writer's line claims, as ShmQueue::SetWriteAhead describes for
+  // its producer (shmc addition): set after InitForWrite; 0 turns them off.
+  void SetWriteAhead(uint64_t bytes) {
+    write_ahead_ = bytes < cap_ / 2 ? bytes : cap_ / 2;
+  }
+  uint64_t write_ahead() const { return write_ahead_; }
+
  private:
   static detail::SegmentSpec Spec(uint64_t cap) {
     uint64_t index = IndexSize(cap);
@@ -343,6 +350,7 @@ class ShmSyncBuf {
   // a ring larger than the cache both would otherwise wait for memory
   // (bench/RESULTS.md).
   void ClaimAhead(uint64_t off, uint64_t size) {
+    if (write_ahead_ == 0) return;
     const char* ring = reinterpret_cast<const char*>(ring_);
     for (uint64_t x = 0; x < size; x += detail::kCacheLine) {
       detail::PrefetchLineForWrite(ring + ((off + write_ahead_ + x) & mask_));
@@ -440,7 +448,7 @@ class ShmSyncBuf {
   detail::SyncHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* index_ = nullptr;
   std::atomic<uint64_t>* ring_ = nullptr;
-  uint64_t write_ahead_ = 0;  // how far ahead Push claims lines
+  uint64_t write_ahead_ = 0;  // how far ahead Push claims lines; 0: none
   uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
   bool writer_ = false;
   detail::OwnedCounter pushed_, recycled_;  // the writer's
