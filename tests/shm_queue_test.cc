@@ -115,9 +115,7 @@ TEST(ShmQueue, WriteAheadSettingsKeepEveryRecord) {
   shmc::ShmQueue<shmc::POSIX> p, c;
   ASSERT_TRUE(p.InitForWrite(key, 1024));
   ASSERT_TRUE(c.InitForRead(key));
-  EXPECT_EQ(p.write_ahead(), 256u) << "a quarter of a ring under 8 KiB";
-  p.SetWriteAhead(uint64_t{1} << 40);
-  EXPECT_EQ(p.write_ahead(), 512u) << "cut to half the ring";
+  shmc_test::ExpectWriteAheadDefaultAndCut(p, 1024);
   std::string out;
   uint64_t seq = 0;
   for (uint64_t ahead : {0, 8, 256, 512}) {

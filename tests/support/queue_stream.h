@@ -32,6 +32,16 @@ inline std::string Record(uint64_t seq, size_t len) {
   return r;
 }
 
+// SetWriteAhead's contract on a writer (ShmQueue producer or ShmSyncBuf
+// writer) just attached to a ring of `ring` bytes, under 8 KiB: a quarter
+// of the ring by default, anything over half cut to half.
+template <class Writer>
+void ExpectWriteAheadDefaultAndCut(Writer& w, uint64_t ring) {
+  EXPECT_EQ(w.write_ahead(), ring / 4) << "a quarter of a ring under 8 KiB";
+  w.SetWriteAhead(uint64_t{1} << 40);
+  EXPECT_EQ(w.write_ahead(), ring / 2) << "cut to half the ring";
+}
+
 // Producer and consumer processes; records of random length 0..2 KiB. With
 // `mixed_forms` each side picks, step by step at random, among the single,
 // batched (1-16 records) and zero-copy forms.
