@@ -198,7 +198,7 @@ class ShmHashTable {
     };
     // Filling the pipeline, running full (no checks), draining it.
     size_t j = 0;
-    for (; j < 2 * kStage && j < n + 2 * kStage; ++j) step(j, std::false_type());
+    for (; j < 2 * kStage; ++j) step(j, std::false_type());
     for (; j < n; ++j) step(j, std::true_type());
     for (; j < n + 2 * kStage; ++j) step(j, std::false_type());
     return found;
@@ -485,8 +485,8 @@ class ShmHashTable {
       slot = first & 3;
     } else {
       constexpr uint64_t kLast = 1ULL << (kSlots - 1);
-      uint64_t m0 = MatchTags(BucketTags(0, b0), tag);
-      uint64_t m1 = MatchTags(BucketTags(1, b1), tag);
+      uint64_t m0, m1;
+      MatchMain(tag, b0, b1, &m0, &m1);
       *matched = (m0 | m1) != 0;
       uintptr_t s0 = static_cast<uintptr_t>(__builtin_ctzll(m0 | kLast));
       uintptr_t s1 = static_cast<uintptr_t>(__builtin_ctzll(m1 | kLast));
