@@ -414,7 +414,8 @@ TEST(ShmHashTableStale, StaleKeyInFreeSlotIsNotAHit) {
 
 TEST(ShmHashTableTags, MatchTagWordAndPairFindExactlyTheEqualBytes) {
   std::mt19937_64 rng(5);
-  for (uint32_t tag = 1; tag < 256; ++tag) {
+  // Tag 0 too: inserts look for never-used slots by matching it.
+  for (uint32_t tag = 0; tag < 256; ++tag) {
     for (int i = 0; i < 2000; ++i) {
       uint32_t word = static_cast<uint32_t>(rng());
       // Plant the tag (and its neighbours, which a borrow-based test
@@ -422,7 +423,7 @@ TEST(ShmHashTableTags, MatchTagWordAndPairFindExactlyTheEqualBytes) {
       for (int b = 0; b < 4; ++b) {
         uint32_t pick = static_cast<uint32_t>(rng() % 4);
         uint32_t byte = pick == 0 ? tag : pick == 1 ? (tag + 1) & 0xff
-                                  : pick == 2 ? tag - 1 : (word >> (8 * b)) & 0xff;
+                                  : pick == 2 ? (tag + 255) & 0xff : (word >> (8 * b)) & 0xff;
         word = (word & ~(0xffu << (8 * b))) | (byte << (8 * b));
       }
       uint32_t expect = 0;
@@ -434,13 +435,13 @@ TEST(ShmHashTableTags, MatchTagWordAndPairFindExactlyTheEqualBytes) {
     }
   }
   // The two-word form agrees with two one-word matches.
-  for (uint32_t tag = 1; tag < 256; ++tag) {
+  for (uint32_t tag = 0; tag < 256; ++tag) {
     for (int i = 0; i < 2000; ++i) {
       uint64_t words = rng();
       for (int b = 0; b < 8; ++b) {
         uint64_t pick = rng() % 4;
         uint64_t byte = pick == 0 ? tag : pick == 1 ? (tag + 1) & 0xff
-                        : pick == 2 ? tag - 1 : (words >> (8 * b)) & 0xff;
+                        : pick == 2 ? (tag + 255) & 0xff : (words >> (8 * b)) & 0xff;
         words = (words & ~(0xffULL << (8 * b))) | (byte << (8 * b));
       }
       uint32_t expect =

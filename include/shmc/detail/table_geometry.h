@@ -127,26 +127,27 @@ inline uint32_t TagOf(uint64_t h) {
   return t + (t == 0);
 }
 
-// Bit i set where byte i of `word` equals `tag` (i = 0..3), exactly: no
-// false positives from borrows between bytes.
-inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
-  uint32_t v = word ^ (tag * 0x01010101u);
-  uint32_t zero = ~(((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v | 0x7f7f7f7fu);
-  // zero has bit 7 of every byte that was equal; gather bits 7, 15, 23, 31
-  // into bits 0..3 (the shifted copies land on distinct bits: no carries).
+// Bit i set where byte i of `words` equals `tag`, exactly (no false
+// positives from borrows between bytes), for a 4- or 8-byte word: one
+// bucket's tag word, or the two main buckets' words at once.
+template <class Word>
+inline uint32_t MatchTagBytes(Word words, uint32_t tag) {
+  static_assert(sizeof(Word) == 4 || sizeof(Word) == 8, "a tag word or two");
+  constexpr Word kOnes = static_cast<Word>(~Word{0}) / 0xff;  // 0x0101...
+  constexpr Word kLow7 = kOnes * 0x7f;
+  Word v = words ^ static_cast<Word>(tag * kOnes);
+  // Bit 7 of every byte that was equal, and no other bit.
+  Word zero = static_cast<Word>(~(((v & kLow7) + kLow7) | v | kLow7));
+  // Bit 8i+7 lands on bit 56+i of the product, and no two partial
+  // products share a bit, so nothing carries into the top byte.
   return static_cast<uint32_t>(
-      ((static_cast<uint64_t>(zero >> 7) * 0x204081u) >> 21) & 0xf);
+      (static_cast<uint64_t>(zero) * 0x0002040810204081ULL) >> 56);
 }
-
-// Bit i set where byte i of `words` equals `tag` (i = 0..7), exactly: the
-// same test as MatchTagWord on two tag words at once.
+inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
+  return MatchTagBytes(word, tag);
+}
 inline uint32_t MatchTagPair(uint64_t words, uint32_t tag) {
-  constexpr uint64_t kLow7 = 0x7f7f7f7f7f7f7f7fULL;
-  uint64_t v = words ^ (tag * 0x0101010101010101ULL);
-  uint64_t zero = ~(((v & kLow7) + kLow7) | v | kLow7);
-  // Bit 8i+7 of `zero` lands on bit 56+i of the product, and no two
-  // partial products share a bit, so nothing carries into the top byte.
-  return static_cast<uint32_t>((zero * 0x0002040810204081ULL) >> 56);
+  return MatchTagBytes(words, tag);
 }
 
 // Bits set in x; avoids a libgcc call when popcnt is not a target feature.
