@@ -19,6 +19,7 @@
 #include <random>
 #include <vector>
 
+#include "shmc/detail/prefetch.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
 
@@ -95,9 +96,7 @@ int main() {
   double lines = NsPerKey(n, [&] {
     for (size_t j = 0; j < n; ++j) {
       if (j + kAhead < n) {
-        const volatile char* p =
-            reinterpret_cast<const volatile char*>(nodes[j + kAhead]);
-        asm volatile("prefetcht0 %0" : : "m"(*const_cast<const char*>(p)));
+        shmc::detail::PrefetchLine(const_cast<const Node*>(nodes[j + kAhead]));
       }
       sink += nodes[j]->key;
     }
