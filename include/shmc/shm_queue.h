@@ -338,7 +338,7 @@ class ShmQueue {
   // faster with it on an Intel guest; on an AMD guest slower in one phase,
   // no different in another); `queue_bench --write-ahead B` measures it.
   void SetWriteAhead(uint64_t bytes) {
-    write_ahead_ = bytes < cap_ / 2 ? bytes : cap_ / 2;
+    write_ahead_ = detail::WriteAheadWithin(bytes, cap_);
   }
   uint64_t write_ahead() const { return write_ahead_; }
 

@@ -290,7 +290,7 @@ class ShmSyncBuf {
   // The writer's line claims, as ShmQueue::SetWriteAhead describes for
   // its producer (shmc addition): set after InitForWrite; 0 turns them off.
   void SetWriteAhead(uint64_t bytes) {
-    write_ahead_ = bytes < cap_ / 2 ? bytes : cap_ / 2;
+    write_ahead_ = detail::WriteAheadWithin(bytes, cap_);
   }
   uint64_t write_ahead() const { return write_ahead_; }
 

@@ -36,5 +36,11 @@ inline uint64_t WriteAheadBytes(uint64_t ring_bytes) {
   return ring_bytes / 4 < 2048 ? ring_bytes / 4 : 2048;
 }
 
+// A distance a ring's writer was asked for (SetWriteAhead), within the
+// ring: more than half is cut to half; 0 means no claims at all.
+inline uint64_t WriteAheadWithin(uint64_t bytes, uint64_t ring_bytes) {
+  return bytes < ring_bytes / 2 ? bytes : ring_bytes / 2;
+}
+
 }  // namespace detail
 }  // namespace shmc
