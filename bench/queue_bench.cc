@@ -18,7 +18,6 @@
 // folds all 64 bytes into a checksum (Received): a consumer whose copy the
 // compiler could drop would measure only the index traffic (it did, until
 // 2026-11-23: the ring's consumer copied into a buffer nobody read).
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -40,18 +39,13 @@
 namespace {
 
 using shmc_bench::Median;
+using shmc_bench::Pin;
+using shmc_bench::Retry;
 
 double Now() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-void Pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
 }
 
 // What every consumer does with a message: check its sequence number and
@@ -85,14 +79,6 @@ void ApplyWriteAhead(W& w) {
 
 // Stamps message I with its sequence number.
 inline void Stamp(char* msg, uint64_t i) { std::memcpy(msg, &i, sizeof(i)); }
-
-// Spin, yielding now and then: the same wait for every queue measured.
-template <class F>
-void Retry(F&& f) {
-  for (int tries = 0; !f(); ++tries) {
-    if (tries % 64 == 63) sched_yield();
-  }
-}
 
 // The baseline: fixed 64-byte slots, head/tail on their own lines, each side
 // caching the other's index.

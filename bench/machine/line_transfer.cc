@@ -31,17 +31,15 @@
 // ring. Results: bench/RESULTS.md ("Queue ceilings").
 //
 // Build (from the repository root; one line), then run:
-//   g++ -O2 -DNDEBUG -std=c++17 -Iinclude bench/machine/line_transfer.cc
+//   g++ -O2 -DNDEBUG -std=c++17 -I. -Iinclude bench/machine/line_transfer.cc
 //   -o line_transfer -lrt -pthread
 //   ./line_transfer [messages] [rounds] [write-ahead bytes for ShmQueue]
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "shmc/shm_queue.h"
 
 namespace {
@@ -64,26 +63,9 @@ struct alignas(64) Region {
   alignas(64) char bytes[kRingBytes];
 };
 
-double Now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-void Pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
-// Spin, yielding after 64 failed tries (queue_bench's policy).
-template <class F>
-void Retry(F&& f) {
-  for (int tries = 0; !f(); ++tries) {
-    if (tries % 64 == 63) sched_yield();
-  }
-}
+using shmc_bench::Median;
+using shmc_bench::Pin;
+using shmc_bench::Retry;  // queue_bench's wait
 
 // What the consumer does with each message, in every way measured.
 struct Received {
@@ -313,9 +295,9 @@ double Transfer(const Way& way, uint64_t n) {
     _exit(0);
   }
   Pin(1);
-  double t0 = Now();
+  double t0 = shmc_bench::NowNs();
   way.consumer(r, n);
-  double dt = Now() - t0;
+  double dt = (shmc_bench::NowNs() - t0) / 1e9;
   int status = 0;
   waitpid(pid, &status, 0);
   munmap(p, sizeof(Region));
@@ -325,12 +307,6 @@ double Transfer(const Way& way, uint64_t n) {
     std::exit(1);
   }
   return static_cast<double>(n) / dt;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 }  // namespace
