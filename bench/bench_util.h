@@ -1,8 +1,5 @@
-// Timing helpers shared by the comparative benchmarks in bench/, and the
-// two cross-process ones of the queue benchmarks (pinning, the spin-wait).
+// Timing helpers shared by the comparative benchmarks in bench/.
 #pragma once
-
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -67,23 +64,6 @@ inline std::vector<std::vector<double>> Rounds(
     }
   }
   return ns;
-}
-
-// Pins the calling process to one CPU.
-inline void Pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  sched_setaffinity(0, sizeof(set), &set);
-}
-
-// Calls f until it returns true, yielding after every 64 failed tries: the
-// one wait of every queue the benchmarks measure.
-template <class F>
-void Retry(F&& f) {
-  for (int tries = 0; !f(); ++tries) {
-    if (tries % 64 == 63) sched_yield();
-  }
 }
 
 }  // namespace shmc_bench

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,41 +33,16 @@
 
 #include "shmc/shm_queue.h"
 #include "shmc/shm_sync_buf.h"
-#include "bench/bench_util.h"
+#include "bench/queue_util.h"
 
 namespace {
 
 using shmc_bench::Median;
+using shmc_bench::NowSeconds;
 using shmc_bench::Pin;
+using shmc_bench::Received;
 using shmc_bench::Retry;
-
-double Now() {
-  return std::chrono::duration<double>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// What every consumer does with a message: check its sequence number and
-// read all of it. A wrong sequence ends the bench with an error.
-struct Received {
-  uint64_t next = 0;
-  uint64_t sum = 0;
-  void Take(const void* m, size_t len) {
-    uint64_t w[8] = {};
-    std::memcpy(w, m, len < sizeof(w) ? len : sizeof(w));
-    if (len != 64 || w[0] != next) {
-      std::fprintf(stderr, "queue_bench: message %llu arrived as %llu (%zu bytes)\n",
-                   static_cast<unsigned long long>(next),
-                   static_cast<unsigned long long>(w[0]), len);
-      std::exit(1);
-    }
-    ++next;
-    for (uint64_t x : w) sum += x;
-  }
-  ~Received() { sink = sum; }
-  static volatile uint64_t sink;
-};
-volatile uint64_t Received::sink;
+using shmc_bench::TransferRate;
 
 // --write-ahead for every writer; -1: the library's default.
 long long g_write_ahead = -1;
@@ -116,24 +90,6 @@ struct RingConsumer {
   }
 };
 
-// Runs producer(i) in a child pinned to CPU 0 and consumer in this process
-// pinned to CPU 1; returns messages per second.
-double Transfer(uint64_t n, const std::function<void()>& producer,
-                const std::function<void()>& consumer) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    Pin(0);
-    producer();
-    _exit(0);
-  }
-  Pin(1);
-  double t0 = Now();
-  consumer();
-  double dt = Now() - t0;
-  waitpid(pid, nullptr, 0);
-  return static_cast<double>(n) / dt;
-}
-
 // Round trips between two processes over two ShmQueues (request on KEY_a,
 // reply on KEY_b); microseconds per round trip.
 double PingPongUs(const std::string& key, uint64_t trips) {
@@ -168,14 +124,14 @@ double PingPongUs(const std::string& key, uint64_t trips) {
     std::exit(1);
   }
   ApplyWriteAhead(out);
-  double t0 = Now();
+  double t0 = NowSeconds();
   char buf[64];
   for (uint64_t i = 0; i < trips; ++i) {
     Retry([&] { return out.Push(msg, sizeof(msg)); });
     size_t len = sizeof(buf);
     Retry([&] { return in.Pop(buf, &len); });
   }
-  double us = (Now() - t0) / static_cast<double>(trips) * 1e6;
+  double us = (NowSeconds() - t0) / static_cast<double>(trips) * 1e6;
   waitpid(pid, nullptr, 0);
   return us;
 }
@@ -220,7 +176,7 @@ int main(int argc, char** argv) {
   auto ring_rate = [&] {
     ring->head.store(0);
     ring->tail.store(0);
-    return Transfer(
+    return TransferRate(
         n,
         [&] {
           RingProducer p{ring};
@@ -243,7 +199,7 @@ int main(int argc, char** argv) {
   auto queue_rate = [&](bool batched) {
     shmc::POSIX().Unlink(key);
     { shmc::ShmQueue<shmc::POSIX> create; create.InitForWrite(key, bytes); }
-    return Transfer(
+    return TransferRate(
         n,
         [&] {
           shmc::ShmQueue<shmc::POSIX> q;
@@ -340,7 +296,7 @@ int main(int argc, char** argv) {
   ring->head = 0;
   ring->tail = 0;
   const uint64_t m = 1000000;
-  double t0 = Now();
+  double t0 = NowSeconds();
   char tmp[64];
   Received local;
   for (uint64_t i = 0; i < m; ++i) {
@@ -349,7 +305,7 @@ int main(int argc, char** argv) {
     rc.Pop(tmp);
     local.Take(tmp, sizeof(tmp));
   }
-  double ring_local = m / (Now() - t0);
+  double ring_local = m / (NowSeconds() - t0);
   std::printf("| SyncBuf record | push/s | read/s | push vs ring push+pop (1 process) |\n|---|---:|---:|---:|\n");
   for (size_t len : {10, 100, 1000}) {
     shmc::POSIX().Unlink(key + "_s");
@@ -359,14 +315,14 @@ int main(int argc, char** argv) {
     r.InitForRead(key + "_s");
     std::string rec(len, 'r');
     timeval tv{1, 0};
-    t0 = Now();
+    t0 = NowSeconds();
     for (uint64_t i = 0; i < m; ++i) w.Push(rec.data(), len, tv);
-    double push_rate = m / (Now() - t0);
+    double push_rate = m / (NowSeconds() - t0);
     shmc::SyncIter it = r.Head();
     shmc::SyncMeta meta;
     char out2[1024];
     uint64_t reads = 0;
-    t0 = Now();
+    t0 = NowSeconds();
     for (;;) {
       size_t l = sizeof(out2);
       if (r.Read(it, &meta, out2, &l) != 1 || !r.Next(&it)) break;
@@ -374,7 +330,7 @@ int main(int argc, char** argv) {
       asm volatile("" : : "r"(out2) : "memory");
       ++reads;
     }
-    double read_rate = reads / (Now() - t0);
+    double read_rate = reads / (NowSeconds() - t0);
     std::printf("| %zu bytes | %.0f | %.0f | %.2f |\n", len, push_rate,
                 read_rate, push_rate / ring_local);
     shmc::POSIX().Unlink(key + "_s");

@@ -28,14 +28,13 @@
 // the ways is how many lines cross between the cores per message and how
 // often a side waits on a line the other is writing. The rounds rotate the
 // order; the table gives medians of msg/s and of each round's ratio to the
-// ring. Results: bench/RESULTS.md ("Queue ceilings").
+// ring. Results: bench/RESULTS.md ("the ceilings, by way of publishing").
 //
 // Build (from the repository root; one line), then run:
 //   g++ -O2 -DNDEBUG -std=c++17 -I. -Iinclude bench/machine/line_transfer.cc
 //   -o line_transfer -lrt -pthread
 //   ./line_transfer [messages] [rounds] [write-ahead bytes for ShmQueue]
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,7 +46,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
+#include "bench/queue_util.h"
 #include "shmc/shm_queue.h"
 
 namespace {
@@ -64,32 +63,8 @@ struct alignas(64) Region {
 };
 
 using shmc_bench::Median;
-using shmc_bench::Pin;
-using shmc_bench::Retry;  // queue_bench's wait
-
-// What the consumer does with each message, in every way measured.
-struct Received {
-  uint64_t next = 0, sum = 0;
-  void Take(const uint64_t (&w)[8]) {
-    if (w[0] != next) {
-      std::fprintf(stderr, "line_transfer: message %llu arrived as %llu\n",
-                   static_cast<unsigned long long>(next),
-                   static_cast<unsigned long long>(w[0]));
-      std::exit(1);
-    }
-    ++next;
-    for (uint64_t x : w) sum += x;
-  }
-  void Take(const void* m, size_t len) {
-    uint64_t w[8] = {};
-    std::memcpy(w, m, len < 64 ? len : 64);
-    if (len != 64) w[0] = ~next;  // reported as a wrong message
-    Take(w);
-  }
-  ~Received() { sink = sum; }
-  static volatile uint64_t sink;
-};
-volatile uint64_t Received::sink;
+using shmc_bench::Received;  // queue_bench's check of each message
+using shmc_bench::Retry;     // queue_bench's wait
 
 // Message `seq` as 8 words.
 void Message(uint64_t seq, uint64_t (&w)[8]) {
@@ -134,7 +109,7 @@ void IndexConsumer(Region* r, uint64_t n) {
     }
     uint64_t w[8];
     std::memcpy(w, r->bytes + (head & (kSlots - 1)) * 64, 64);
-    got.Take(w);
+    got.Take(w, sizeof(w));
     ++head;
     if (head % kBatch == 0) r->head.store(head, std::memory_order_release);
   }
@@ -188,7 +163,7 @@ void InBandConsumer(Region* r, uint64_t n) {
                  ->load(std::memory_order_relaxed);
     }
     if (kStride == 64) w[0] = i;  // the word held i + 1
-    got.Take(w);
+    got.Take(w, sizeof(w));
     pos += kStride;
     if ((i + 1) % kHeadEvery == 0) {
       r->head.store(pos, std::memory_order_release);
@@ -251,20 +226,23 @@ void ShmQueueConsumer(uint64_t n, bool batched) {
 
 struct Way {
   const char* name;
+  bool shm_queue;  // needs the ShmQueue segment created
   void (*producer)(Region*, uint64_t);
   void (*consumer)(Region*, uint64_t);
 };
 const Way kWays[] = {
-    {"ring (indices every message)", IndexProducer<1>, IndexConsumer<1>},
-    {"index/16", IndexProducer<16>, IndexConsumer<16>},
-    {"index/256", IndexProducer<256>, IndexConsumer<256>},
-    {"seq-in-slot, head/1", InBandProducer<64>, InBandConsumer<64, 1>},
-    {"seq-in-slot, head/16", InBandProducer<64>, InBandConsumer<64, 16>},
-    {"72-byte in-band, head/1", InBandProducer<72>, InBandConsumer<72, 1>},
-    {"72-byte in-band, head/16", InBandProducer<72>, InBandConsumer<72, 16>},
-    {"ShmQueue Push/Pop", [](Region*, uint64_t n) { ShmQueueProducer(n, false); },
+    {"ring (indices every message)", false, IndexProducer<1>, IndexConsumer<1>},
+    {"index/16", false, IndexProducer<16>, IndexConsumer<16>},
+    {"index/256", false, IndexProducer<256>, IndexConsumer<256>},
+    {"seq-in-slot, head/1", false, InBandProducer<64>, InBandConsumer<64, 1>},
+    {"seq-in-slot, head/16", false, InBandProducer<64>, InBandConsumer<64, 16>},
+    {"72-byte in-band, head/1", false, InBandProducer<72>, InBandConsumer<72, 1>},
+    {"72-byte in-band, head/16", false, InBandProducer<72>, InBandConsumer<72, 16>},
+    {"ShmQueue Push/Pop", true,
+     [](Region*, uint64_t n) { ShmQueueProducer(n, false); },
      [](Region*, uint64_t n) { ShmQueueConsumer(n, false); }},
-    {"ShmQueue batches of 16", [](Region*, uint64_t n) { ShmQueueProducer(n, true); },
+    {"ShmQueue batches of 16", true,
+     [](Region*, uint64_t n) { ShmQueueProducer(n, true); },
      [](Region*, uint64_t n) { ShmQueueConsumer(n, true); }},
 };
 constexpr int kWayCount = sizeof(kWays) / sizeof(kWays[0]);
@@ -279,8 +257,8 @@ double Transfer(const Way& way, uint64_t n) {
   }
   auto* r = new (p) Region();
   std::memset(r->bytes, 0, sizeof(r->bytes));  // fault the pages in
-  shmc::POSIX().Unlink(kQueueKey);
-  {
+  if (way.shm_queue) {
+    shmc::POSIX().Unlink(kQueueKey);
     shmc::ShmQueue<shmc::POSIX> create;
     if (!create.InitForWrite(kQueueKey, kRingBytes)) {
       std::fprintf(stderr, "line_transfer: %s\n",
@@ -288,25 +266,11 @@ double Transfer(const Way& way, uint64_t n) {
       std::exit(1);
     }
   }
-  pid_t pid = fork();
-  if (pid == 0) {
-    Pin(0);
-    way.producer(r, n);
-    _exit(0);
-  }
-  Pin(1);
-  double t0 = shmc_bench::NowNs();
-  way.consumer(r, n);
-  double dt = (shmc_bench::NowNs() - t0) / 1e9;
-  int status = 0;
-  waitpid(pid, &status, 0);
+  double rate = shmc_bench::TransferRate(n, [&] { way.producer(r, n); },
+                                         [&] { way.consumer(r, n); });
   munmap(p, sizeof(Region));
-  shmc::POSIX().Unlink(kQueueKey);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "line_transfer: the producer failed\n");
-    std::exit(1);
-  }
-  return static_cast<double>(n) / dt;
+  if (way.shm_queue) shmc::POSIX().Unlink(kQueueKey);
+  return rate;
 }
 
 }  // namespace
