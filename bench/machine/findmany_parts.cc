@@ -10,15 +10,15 @@
 //   node lines     the same nodes (addresses found beforehand), each
 //                  requested kStage keys ahead, then its key read
 // Build (from the repository root), one line:
-//   g++ -O2 -DNDEBUG -std=c++17 -Iinclude bench/machine/findmany_parts.cc
+//   g++ -O2 -DNDEBUG -std=c++17 -I. -Iinclude bench/machine/findmany_parts.cc
 //   -lrt -pthread
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <random>
 #include <vector>
 
+#include "bench/bench_util.h"
 #include "shmc/detail/prefetch.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
@@ -31,20 +31,7 @@ struct Node {
   std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
 };
 using Table = shmc::ShmHashTable<uint64_t, Node, shmc::POSIX>;
-
-template <class F>
-double NsPerKey(size_t n, const F& f) {
-  double best = 1e18;
-  for (int round = 0; round < 3; ++round) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    double ns = std::chrono::duration<double, std::nano>(
-                    std::chrono::steady_clock::now() - t0)
-                    .count() / static_cast<double>(n);
-    best = std::min(best, ns);
-  }
-  return best;
-}
+using shmc_bench::Measure;  // best of 3 rounds, ns per key
 
 }  // namespace
 
@@ -74,10 +61,10 @@ int main() {
   const size_t n = keys.size();
   constexpr size_t kAhead = 16, kRing = 64;
   uint64_t sink = 0;
-  double s1 = NsPerKey(n, [&] {
+  double s1 = Measure(3, n, [&] {
     for (size_t j = 0; j < n; ++j) sink += t.PrefetchTags(keys[j]);
   });
-  double s12 = NsPerKey(n, [&] {
+  double s12 = Measure(3, n, [&] {
     uint64_t h[kRing];
     for (size_t j = 0; j < n + kAhead; ++j) {
       if (j < n) h[j % kRing] = t.PrefetchTags(keys[j]);
@@ -88,12 +75,12 @@ int main() {
     }
   });
   std::vector<const volatile Node*> out(1024);
-  double many = NsPerKey(n, [&] {
+  double many = Measure(3, n, [&] {
     for (size_t i = 0; i < n; i += out.size()) {
       sink += t.FindMany(&keys[i], std::min(out.size(), n - i), out.data());
     }
   });
-  double lines = NsPerKey(n, [&] {
+  double lines = Measure(3, n, [&] {
     for (size_t j = 0; j < n; ++j) {
       if (j + kAhead < n) {
         shmc::detail::PrefetchLine(const_cast<const Node*>(nodes[j + kAhead]));

@@ -6,9 +6,9 @@
 // out-of-order window reaches, so if the time per lookup grows with N
 // long before N adds could cost that much themselves, a lookup with more
 // instructions (ShmHashMap::Find) loses to one with fewer for that reason.
-// Build: g++ -O2 -std=c++17 window_pad.cc; run: ./a.out [rounds]
+// Build (from the repository root): g++ -O2 -std=c++17 -I.
+// bench/machine/window_pad.cc; run: ./a.out [rounds]
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +17,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "bench/bench_util.h"
 
 namespace {
 
@@ -38,17 +40,14 @@ template <int N>
 double Run(const Map& m, const std::vector<uint64_t>& keys) {
   char buf[256];
   uint64_t sum = 0, x = 0;
-  auto t0 = std::chrono::steady_clock::now();
+  double t0 = shmc_bench::NowNs();
   for (uint64_t k : keys) {
     const std::string& s = m.find(k)->second;
     std::memcpy(buf, s.data(), s.size());
     sum += static_cast<unsigned char>(buf[0]);
     Pad<N>(&x);
   }
-  double ns = std::chrono::duration<double, std::nano>(
-                  std::chrono::steady_clock::now() - t0)
-                  .count() /
-              static_cast<double>(keys.size());
+  double ns = (shmc_bench::NowNs() - t0) / static_cast<double>(keys.size());
   asm volatile("" : : "r"(sum), "r"(x));
   return ns;
 }
