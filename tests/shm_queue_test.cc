@@ -115,19 +115,14 @@ TEST(ShmQueue, WriteAheadSettingsKeepEveryRecord) {
   shmc::ShmQueue<shmc::POSIX> p, c;
   ASSERT_TRUE(p.InitForWrite(key, 1024));
   ASSERT_TRUE(c.InitForRead(key));
-  shmc_test::ExpectWriteAheadDefaultAndCut(p, 1024);
   std::string out;
-  uint64_t seq = 0;
-  for (uint64_t ahead : {0, 8, 256, 512}) {
-    p.SetWriteAhead(ahead);
-    ASSERT_EQ(p.write_ahead(), ahead);
-    for (int i = 0; i < 300; ++i, ++seq) {
-      size_t len = (seq * 37) % 300;
-      ASSERT_TRUE(p.Push(Record(seq, len))) << ahead << "/" << seq;
-      ASSERT_TRUE(c.Pop(&out));
-      ASSERT_EQ(out, Record(seq, len)) << ahead << "/" << seq;
-    }
-  }
+  shmc_test::CheckWriteAheadSettings(p, 1024, {0, 8, 256, 512}, 300,
+                                     [&](uint64_t seq) {
+    size_t len = (seq * 37) % 300;
+    ASSERT_TRUE(p.Push(Record(seq, len)));
+    ASSERT_TRUE(c.Pop(&out));
+    ASSERT_EQ(out, Record(seq, len));
+  });
   EXPECT_EQ(c.used_bytes(), 0u);
 }
 

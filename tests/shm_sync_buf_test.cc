@@ -96,22 +96,17 @@ TEST(ShmSyncBuf, WriteAheadSettingsKeepEveryRecord) {
   shmc::ShmSyncBuf<shmc::POSIX> w, r;
   ASSERT_TRUE(w.InitForWrite(key, 4096));
   ASSERT_TRUE(r.InitForRead(key));
-  shmc_test::ExpectWriteAheadDefaultAndCut(w, 4096);
   shmc::SyncIter it = r.Tail();
   std::string s;
   shmc::SyncMeta m;
-  uint64_t seq = 0;
-  for (uint64_t ahead : {0, 64, 2048}) {
-    w.SetWriteAhead(ahead);
-    ASSERT_EQ(w.write_ahead(), ahead);
-    for (int i = 0; i < 500; ++i, ++seq) {
-      size_t len = (seq * 37) % 600;
-      ASSERT_TRUE(w.Push(Record(seq, len), timeval{1, 0}));
-      ASSERT_EQ(r.Read(it, &m, &s), 1) << ahead << "/" << seq;
-      ASSERT_EQ(s, Record(seq, len)) << ahead << "/" << seq;
-      ASSERT_TRUE(r.Next(&it));
-    }
-  }
+  shmc_test::CheckWriteAheadSettings(w, 4096, {0, 64, 2048}, 500,
+                                     [&](uint64_t seq) {
+    size_t len = (seq * 37) % 600;
+    ASSERT_TRUE(w.Push(Record(seq, len), timeval{1, 0}));
+    ASSERT_EQ(r.Read(it, &m, &s), 1);
+    ASSERT_EQ(s, Record(seq, len));
+    ASSERT_TRUE(r.Next(&it));
+  });
 }
 
 TYPED_TEST(ShmSyncBufTest, OverrunIsReportedNotReturned) {

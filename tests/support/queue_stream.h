@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -32,14 +33,30 @@ inline std::string Record(uint64_t seq, size_t len) {
   return r;
 }
 
-// SetWriteAhead's contract on a writer (ShmQueue producer or ShmSyncBuf
-// writer) just attached to a ring of `ring` bytes, under 8 KiB: a quarter
-// of the ring by default, anything over half cut to half.
-template <class Writer>
-void ExpectWriteAheadDefaultAndCut(Writer& w, uint64_t ring) {
+// SetWriteAhead on a writer (ShmQueue producer or ShmSyncBuf writer) just
+// attached to a ring of `ring` bytes, under 8 KiB: a quarter of the ring by
+// default, anything over half cut to half. Then, for each distance in
+// `aheads`, sets it, checks it took, and calls round_trip(seq) for `per`
+// records in a row (seq counts on across distances); round_trip pushes
+// record `seq` and reads it back whole (its assertions end the walk).
+template <class Writer, class F>
+void CheckWriteAheadSettings(Writer& w, uint64_t ring,
+                             std::initializer_list<uint64_t> aheads, int per,
+                             F&& round_trip) {
   EXPECT_EQ(w.write_ahead(), ring / 4) << "a quarter of a ring under 8 KiB";
   w.SetWriteAhead(uint64_t{1} << 40);
   EXPECT_EQ(w.write_ahead(), ring / 2) << "cut to half the ring";
+  uint64_t seq = 0;
+  for (uint64_t ahead : aheads) {
+    w.SetWriteAhead(ahead);
+    ASSERT_EQ(w.write_ahead(), ahead);
+    for (int i = 0; i < per; ++i, ++seq) {
+      SCOPED_TRACE(testing::Message()
+                   << "write-ahead " << ahead << ", record " << seq);
+      round_trip(seq);
+      if (testing::Test::HasFatalFailure()) return;
+    }
+  }
 }
 
 // Producer and consumer processes; records of random length 0..2 KiB. With
