@@ -25,10 +25,14 @@
 
 #include "shmc/shm_hash_map.h"
 #include "bench/bench_util.h"
+#include "bench/lookup_loops.h"
 
 namespace {
 
 using shmc_bench::Keep;
+using shmc_bench::MapFindLoop;
+using shmc_bench::MapVisitLoop;
+using shmc_bench::UmFindLoop;
 using shmc_bench::Median;
 using shmc_bench::Rounds;
 
@@ -88,15 +92,7 @@ int main(int argc, char** argv) {
   };
   std::vector<Op> ops = {
       {"ShmHashMap Find, copy-free (caller buffer)",
-       [&] {
-         uint64_t sum = 0;
-         for (uint64_t k : lookups) {
-           size_t len = buf.size();
-           cm.Find(k, buf.data(), &len);
-           sum += len + static_cast<unsigned char>(buf[0]);
-         }
-         Keep(sum);
-       }},
+       [&] { MapFindLoop(cm, lookups, buf.data(), buf.size()); }},
       {"ShmHashMap FindMany, 256 keys a call (caller buffers)",
        [&] {
          uint64_t sum = 0;
@@ -117,26 +113,8 @@ int main(int argc, char** argv) {
          }
          Keep(sum);
        }},
-      {"ShmHashMap Visit (in place)",
-       [&] {
-         uint64_t sum = 0;
-         for (uint64_t k : lookups) {
-           cm.Visit(k, [&](const char* p, size_t n) {
-             sum += n + static_cast<unsigned char>(p[0]);
-           });
-         }
-         Keep(sum);
-       }},
-      {"unordered_map find (touch value)",
-       [&] {
-         uint64_t sum = 0;
-         for (uint64_t k : lookups) {
-           const std::string& s = um.find(k)->second;
-           sum += static_cast<unsigned char>(s[0]) +
-                  static_cast<unsigned char>(s[s.size() - 1]);
-         }
-         Keep(sum);
-       }},
+      {"ShmHashMap Visit (in place)", [&] { MapVisitLoop(cm, lookups); }},
+      {"unordered_map find (touch value)", [&] { UmFindLoop(um, lookups); }},
       {"unordered_map find + copy value out",
        [&] {
          uint64_t sum = 0;

@@ -26,6 +26,7 @@
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
 #include "bench/bench_util.h"
+#include "bench/lookup_loops.h"
 
 namespace {
 
@@ -143,15 +144,8 @@ Row RunShmc(const std::string& seg, const std::vector<uint64_t>& keys,
     return n ? &n->val : nullptr;
   });
   std::vector<const volatile Node*> out(1024);
-  row.many = Measure(reps, lookups.size(), nullptr, [&] {
-    uint64_t sum = 0;
-    for (size_t i = 0; i < lookups.size(); i += out.size()) {
-      size_t n = std::min(out.size(), lookups.size() - i);
-      t.FindMany(&lookups[i], n, out.data());
-      for (size_t j = 0; j < n; ++j) sum += out[j]->val;
-    }
-    Keep(sum);
-  });
+  row.many = Measure(reps, lookups.size(), nullptr,
+                     [&] { shmc_bench::FindManyLoop(t, lookups, &out); });
   // Usable fill: insert more random keys until the first failure.
   std::mt19937_64 rng(99);
   size_t n = keys.size();
