@@ -1,0 +1,472 @@
+// How fast can a lookup be on this machine, whatever the table? The floors
+// under the goals of issues #3 and #4, measured in the same rotating rounds
+// as the baselines the goals name and as the library.
+//
+// Table (#3's workload: 2.1M random 64-bit keys, 16-byte nodes, room for
+// 2.5M, lookups in shuffled order):
+//   absl find          absl::flat_hash_map<uint64_t, uint64_t> reserved to
+//                      2.5M, single finds (the goals' baseline);
+//   one line           the least any table can do for a hit: the key's hash
+//                      names one 64-byte line of a 40 MB shared mapping (4
+//                      nodes, no tags, no second choice, no overflow: a key
+//                      whose line is full is left out), the four keys are
+//                      compared; single lookups, nothing requested ahead;
+//   one line, THP      the same in private memory with transparent huge
+//                      pages (what absl's heap gets; a POSIX segment can't);
+//   one line / 16      each key's line requested 16 keys ahead (FindMany's
+//                      floor for a one-line layout);
+//   128-byte bucket    one bucket of 8 nodes on two adjacent lines, single
+//                      and 16 ahead (a bigger bucket keeps more keys with
+//                      one choice);
+//   two lines / 16     both of a key's two lines (two choices, as
+//                      ShmHashTable has) requested 16 ahead, then compared;
+//   ShmHashTable Find, FindMany (POSIX segment, 1024 keys a call).
+// Map (#4's workload: 1M keys, 100-byte values, lookups shuffled):
+//   um find            std::unordered_map<uint64_t, std::string>, find and
+//                      touch the value's first and last byte (the goal's
+//                      baseline, as in hash_map_bench);
+//   index + value      the least a map with values outside its index can
+//                      do: one line of {key, value handle} from the hash,
+//                      then the value at the handle (128-byte stride,
+//                      written in key order as um's heap is);
+//   value in line      the value kept in a 128-byte slot named by the hash
+//                      with its key (one level; a taken slot leaves the
+//                      key out);
+//   each read three ways (see `Read`): touched in place, copied with a
+//   plain memcpy and validated, copied with 8-byte atomic loads and
+//   validated;
+//   ShmHashMap Find    copy-free Find into a caller buffer, and Visit.
+// The tables' contents are real (every lookup compares keys and reads what
+// it finds; the share of keys each floor kept is printed), but nothing else is: no
+// concurrency, no growth, no fill guarantee. The medians of each round's
+// ratio to the baseline are what the rows say; results: bench/RESULTS.md
+// ("the floors under a lookup").
+//
+// Build (from the repository root; one line), then run:
+//   g++ -O2 -DNDEBUG -std=c++17 -I. -Iinclude bench/machine/lookup_floor.cc
+//   -o lookup_floor -labsl_hash -labsl_city -labsl_low_level_hash
+//   -labsl_raw_hash_set -lrt -pthread
+//   ./lookup_floor [rounds]
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "bench/bench_util.h"
+#include "bench/lookup_loops.h"
+#include "shmc/detail/prefetch.h"
+#include "shmc/hash.h"
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_hash_map.h"
+#include "shmc/shm_hash_table.h"
+
+namespace {
+
+using shmc::detail::PrefetchLine;
+using shmc_bench::FindManyLoop;
+using shmc_bench::Keep;
+using shmc_bench::MapFindLoop;
+using shmc_bench::MapVisitLoop;
+using shmc_bench::UmFindLoop;
+using shmc_bench::Median;
+
+constexpr size_t kAhead = 16;  // keys between a request and its use
+
+// Line index of a 32-bit hash in [0, n), without division.
+inline uint64_t Reduce(uint32_t h, uint64_t n) {
+  return (static_cast<uint64_t>(h) * n) >> 32;
+}
+
+// Zeroed memory of `bytes`: MAP_SHARED like a segment (4 KiB shmem pages),
+// or private with transparent huge pages asked for.
+void* Map(size_t bytes, bool huge) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                 (huge ? MAP_PRIVATE : MAP_SHARED) | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    std::perror("lookup_floor: mmap");
+    std::exit(1);
+  }
+  if (huge) madvise(p, bytes, MADV_HUGEPAGE);
+  std::memset(p, 0, bytes);
+  return p;
+}
+
+struct Node {
+  uint64_t key;
+  uint64_t val;
+  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
+};
+// A bucket of N nodes on its own N/4 lines.
+template <size_t N>
+struct alignas(64) Bucket {
+  Node node[N];
+};
+using Line = Bucket<4>;
+
+// Sum of the values of `key` in `b` (0 if absent): N compares.
+template <size_t N>
+inline uint64_t Scan(const Bucket<N>& b, uint64_t key) {
+  uint64_t v = 0;
+  for (const Node& n : b.node) v += n.key == key ? n.val : 0;
+  return v;
+}
+
+// Bare buckets of N nodes; a key may sit in its first bucket (h's low half)
+// or, with `two`, its second (high half).
+template <size_t N>
+class Buckets {
+ public:
+  Buckets(uint64_t slots, bool huge)
+      : n_((slots + N - 1) / N),
+        b_(static_cast<Bucket<N>*>(Map(n_ * sizeof(Bucket<N>), huge))) {}
+  const Bucket<N>& First(uint64_t h) const {
+    return b_[Reduce(static_cast<uint32_t>(h), n_)];
+  }
+  const Bucket<N>& Second(uint64_t h) const {
+    return b_[Reduce(static_cast<uint32_t>(h >> 32), n_)];
+  }
+  // Puts `key` (with `val`) in its first bucket, or with `two` its second;
+  // false if they are full.
+  bool Insert(uint64_t key, uint64_t val, bool two) {
+    uint64_t h = shmc::Mix64(key);
+    if (Put(const_cast<Bucket<N>&>(First(h)), key, val)) return true;
+    return two && Put(const_cast<Bucket<N>&>(Second(h)), key, val);
+  }
+
+ private:
+  static bool Put(Bucket<N>& b, uint64_t key, uint64_t val) {
+    for (Node& n : b.node) {
+      if (n.key == 0) {
+        n = Node{key, val};
+        return true;
+      }
+    }
+    return false;
+  }
+  uint64_t n_;
+  Bucket<N>* b_;
+};
+using Lines = Buckets<4>;
+
+// One value of the map floors: a version word (even: stable) and the bytes.
+constexpr size_t kValueBytes = 100;
+struct alignas(64) Value {
+  std::atomic<uint64_t> version;
+  uint64_t key;  // used by the value-in-line floor only
+  std::atomic<uint64_t> len;
+  std::atomic<uint64_t> word[13];  // 104 bytes: room for the 100
+};
+static_assert(sizeof(Value) == 128, "two lines");
+
+// The ways a floor reads a value it found, least work first.
+enum Read {
+  kTouch,   // its first and last byte, in place (what um find does here)
+  kVector,  // copied out with memcpy, between two loads of the version word
+            // (validated): the fewest load instructions, but a plain copy
+            // racing a writer is outside the C++ memory model
+  kWords,   // the same with 8-byte relaxed atomic loads: the cheapest copy
+            // the memory model allows (the library's)
+};
+
+// Reads `v` the way `kRead` says into `out` (room for 104 bytes); returns
+// its length plus what was read of its first byte, or 0 if a writer moved
+// its version (a validating reader's retry).
+template <Read kRead>
+inline size_t ReadValue(const Value& v, char* out) {
+  if (kRead == kTouch) {
+    auto* bytes = reinterpret_cast<const unsigned char*>(v.word);
+    return bytes[0] + bytes[kValueBytes - 1];
+  }
+  uint64_t before = v.version.load(std::memory_order_acquire);
+  size_t len = v.len.load(std::memory_order_relaxed);
+  if (kRead == kVector) {
+    std::memcpy(out, reinterpret_cast<const char*>(v.word), 104);
+  } else {
+    for (size_t i = 0; i < 13; ++i) {
+      uint64_t w = v.word[i].load(std::memory_order_relaxed);
+      std::memcpy(out + 8 * i, &w, 8);
+    }
+  }
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if ((before & 1) != 0 ||
+      v.version.load(std::memory_order_relaxed) != before || len > 104)
+    return 0;
+  return len + static_cast<unsigned char>(out[0]);
+}
+
+void WriteValue(Value* v, uint64_t key, const std::string& s) {
+  v->key = key;
+  v->len.store(s.size(), std::memory_order_relaxed);
+  uint64_t words[13] = {};
+  std::memcpy(words, s.data(), s.size());
+  for (size_t i = 0; i < 13; ++i)
+    v->word[i].store(words[i], std::memory_order_relaxed);
+  v->version.store(2, std::memory_order_release);
+}
+
+template <Read kRead>
+using ReadKind = std::integral_constant<Read, kRead>;
+
+struct Way {
+  const char* name;
+  std::function<void()> body;
+};
+
+// Runs `ways` in rotating rounds of `ops` lookups each and prints, per way,
+// the median ns per lookup and the median and range of its ratio to way 0
+// (baseline time / way's time: above 1 is faster than the baseline).
+void Report(const char* title, const std::vector<Way>& ways, size_t ops,
+            int rounds) {
+  std::vector<std::function<void()>> bodies;
+  for (const Way& w : ways) bodies.push_back(w.body);
+  std::vector<std::vector<double>> ns =
+      shmc_bench::Rounds(rounds, ops, bodies);
+  std::printf("\n%s, %d rounds\n| way | ns (median) | x %s (median) | "
+              "range |\n|---|---:|---:|---:|\n",
+              title, rounds, ways[0].name);
+  for (size_t w = 0; w < ways.size(); ++w) {
+    std::vector<double> ratio;
+    for (int r = 0; r < rounds; ++r) ratio.push_back(ns[0][r] / ns[w][r]);
+    auto mm = std::minmax_element(ratio.begin(), ratio.end());
+    std::printf("| %s | %.1f | %.2f | %.2f-%.2f |\n", ways[w].name,
+                Median(ns[w]), Median(ratio), *mm.first, *mm.second);
+  }
+}
+
+std::vector<uint64_t> RandomKeys(size_t n, std::mt19937_64* rng) {
+  std::vector<uint64_t> keys(n);
+  for (uint64_t& k : keys) k = (*rng)() | 1;
+  return keys;
+}
+
+std::vector<uint64_t> Shuffled(std::vector<uint64_t> v, std::mt19937_64* rng) {
+  std::shuffle(v.begin(), v.end(), *rng);
+  return v;
+}
+
+void TableFloors(int rounds) {
+  const size_t nkeys = 2100000, capacity = 2500000;
+  std::mt19937_64 rng(1);
+  const std::vector<uint64_t> keys = RandomKeys(nkeys, &rng);
+  const std::vector<uint64_t> lookups = Shuffled(keys, &rng);
+
+  absl::flat_hash_map<uint64_t, uint64_t> absl_map;
+  absl_map.reserve(capacity);
+  for (uint64_t k : keys) absl_map.emplace(k, k);
+  Lines one(capacity, false), one_thp(capacity, true), two(capacity, false);
+  Buckets<8> wide(capacity, false);
+  size_t in_one = 0, in_two = 0, in_wide = 0;
+  for (uint64_t k : keys) {
+    in_one += one.Insert(k, k, false);
+    one_thp.Insert(k, k, false);
+    in_two += two.Insert(k, k, true);
+    in_wide += wide.Insert(k, k, false);
+  }
+  const char* seg = "/shmc_lookup_floor";
+  shmc::POSIX().Unlink(seg);
+  auto table =
+      std::make_unique<shmc::ShmHashTable<uint64_t, Node, shmc::POSIX>>();
+  if (!table->InitForWrite(seg, capacity)) {
+    std::fprintf(stderr, "lookup_floor: %s\n",
+                 table->last_error().message.c_str());
+    std::exit(1);
+  }
+  for (uint64_t k : keys) {
+    bool found;
+    volatile Node* n = table->FindOrAlloc(k, &found);
+    n->key = k;
+    n->val = k;
+  }
+  const auto& t = *table;
+  std::printf("table: %zu keys, room for %zu; keys kept (the rest left "
+              "out) by one line %.1f%%, two lines %.1f%%, one 128-byte "
+              "bucket %.1f%%\n",
+              nkeys, capacity, 100.0 * in_one / nkeys, 100.0 * in_two / nkeys,
+              100.0 * in_wide / nkeys);
+
+  auto single = [&](const auto& buckets) {
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) sum += Scan(buckets.First(shmc::Mix64(k)), k);
+    Keep(sum);
+  };
+  // Each key's bucket (all its lines) requested kAhead keys before use.
+  auto ahead = [&](const auto& buckets) {
+    using B = std::remove_reference_t<decltype(buckets.First(0))>;
+    uint64_t sum = 0;
+    const B* ring[kAhead];
+    auto request = [&](size_t slot, uint64_t key) {
+      ring[slot] = &buckets.First(shmc::Mix64(key));
+      for (size_t off = 0; off < sizeof(B); off += 64)
+        PrefetchLine(reinterpret_cast<const char*>(ring[slot]) + off);
+    };
+    for (size_t i = 0; i < kAhead; ++i) request(i, lookups[i]);
+    for (size_t i = 0; i < lookups.size(); ++i) {
+      const B* b = ring[i % kAhead];
+      if (i + kAhead < lookups.size()) request(i % kAhead, lookups[i + kAhead]);
+      sum += Scan(*b, lookups[i]);
+    }
+    Keep(sum);
+  };
+  std::vector<const volatile Node*> out(1024);
+  std::vector<Way> ways = {
+      {"absl find",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           auto it = absl_map.find(k);
+           sum += it == absl_map.end() ? 0 : it->second;
+         }
+         Keep(sum);
+       }},
+      {"one line", [&] { single(one); }},
+      {"one line, THP", [&] { single(one_thp); }},
+      {"one line / 16", [&] { ahead(one); }},
+      {"128-byte bucket", [&] { single(wide); }},
+      {"128-byte bucket / 16", [&] { ahead(wide); }},
+      {"two lines / 16",
+       [&] {
+         uint64_t sum = 0;
+         uint64_t hash[kAhead];
+         auto request = [&](size_t slot, uint64_t key) {
+           hash[slot] = shmc::Mix64(key);
+           PrefetchLine(&two.First(hash[slot]));
+           PrefetchLine(&two.Second(hash[slot]));
+         };
+         for (size_t i = 0; i < kAhead; ++i) request(i, lookups[i]);
+         for (size_t i = 0; i < lookups.size(); ++i) {
+           uint64_t h = hash[i % kAhead];
+           if (i + kAhead < lookups.size())
+             request(i % kAhead, lookups[i + kAhead]);
+           sum += Scan(two.First(h), lookups[i]) +
+                  Scan(two.Second(h), lookups[i]);
+         }
+         Keep(sum);
+       }},
+      {"ShmHashTable Find",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           const volatile Node* n = t.Find(k);
+           sum += n ? n->val : 0;
+         }
+         Keep(sum);
+       }},
+      {"ShmHashTable FindMany", [&] { FindManyLoop(t, lookups, &out); }},
+  };
+  Report("hits, ns per lookup", ways, lookups.size(), rounds);
+  table.reset();
+  shmc::POSIX().Unlink(seg);
+}
+
+void MapFloors(int rounds) {
+  const size_t nkeys = 1000000, slots = nkeys * 5 / 4;
+  std::mt19937_64 rng(1);
+  const std::vector<uint64_t> keys = RandomKeys(nkeys, &rng);
+  const std::vector<uint64_t> lookups = Shuffled(keys, &rng);
+  const std::string value(kValueBytes, 'v');
+
+  std::unordered_map<uint64_t, std::string> um;
+  um.reserve(nkeys);
+  for (uint64_t k : keys) um.emplace(k, value);
+
+  // Index + value: handles in the nodes' val, values in key order.
+  Lines index(slots, false);
+  auto* values = static_cast<Value*>(Map(nkeys * sizeof(Value), false));
+  // Value in line: one 128-byte slot per hash, 1.25 slots per key.
+  auto* inline_slots = static_cast<Value*>(Map(slots * sizeof(Value), false));
+  size_t kept_by_index = 0, kept_in_line = 0;
+  for (size_t i = 0; i < nkeys; ++i) {
+    uint64_t h = shmc::Mix64(keys[i]);
+    if (index.Insert(keys[i], i, false)) {
+      WriteValue(&values[i], keys[i], value);
+      ++kept_by_index;
+    }
+    Value& slot = inline_slots[Reduce(static_cast<uint32_t>(h), slots)];
+    if (slot.key == 0) {
+      WriteValue(&slot, keys[i], value);
+      ++kept_in_line;
+    }
+  }
+
+  const char* seg = "/shmc_lookup_floor_map";
+  shmc::POSIX().Unlink(std::string(seg) + "0");
+  shmc::POSIX().Unlink(std::string(seg) + "1");
+  auto map = std::make_unique<shmc::ShmHashMap<uint64_t, shmc::POSIX>>();
+  if (!map->InitForWrite(seg, slots, (kValueBytes + 7) / 8 * 8, slots)) {
+    std::fprintf(stderr, "lookup_floor: %s\n",
+                 map->last_error().message.c_str());
+    std::exit(1);
+  }
+  for (uint64_t k : keys) map->Replace(k, value);
+  const auto& m = *map;
+  std::printf("\nmap: %zu keys, %zu-byte values; keys kept by the "
+              "index + value floor %.1f%%, by the value-in-line floor %.1f%%\n",
+              nkeys, kValueBytes, 100.0 * kept_by_index / nkeys,
+              100.0 * kept_in_line / nkeys);
+
+  char buf[128];
+  // A floor's lookup loop: find each key's value, read it as `kind` says.
+  auto by_index = [&](auto kind) {
+    return [&, kind] {
+      uint64_t sum = 0;
+      for (uint64_t k : lookups) {
+        for (const Node& n : index.First(shmc::Mix64(k)).node) {
+          if (n.key == k) sum += ReadValue<kind.value>(values[n.val], buf);
+        }
+      }
+      Keep(sum);
+    };
+  };
+  auto in_line = [&](auto kind) {
+    return [&, kind] {
+      uint64_t sum = 0;
+      for (uint64_t k : lookups) {
+        const Value& v =
+            inline_slots[Reduce(static_cast<uint32_t>(shmc::Mix64(k)), slots)];
+        if (v.key == k) sum += ReadValue<kind.value>(v, buf);
+      }
+      Keep(sum);
+    };
+  };
+  std::vector<Way> ways = {
+      {"um find", [&] { UmFindLoop(um, lookups); }},
+      {"index + value, touched", by_index(ReadKind<kTouch>())},
+      {"index + value, vector copy", by_index(ReadKind<kVector>())},
+      {"index + value, word copy", by_index(ReadKind<kWords>())},
+      {"value in line, touched", in_line(ReadKind<kTouch>())},
+      {"value in line, vector copy", in_line(ReadKind<kVector>())},
+      {"value in line, word copy", in_line(ReadKind<kWords>())},
+      {"ShmHashMap Find", [&] { MapFindLoop(m, lookups, buf, sizeof(buf)); }},
+      {"ShmHashMap Visit", [&] { MapVisitLoop(m, lookups); }},
+  };
+  Report("finds of 100-byte values, ns per lookup", ways, lookups.size(),
+         rounds);
+  map.reset();
+  shmc::POSIX().Unlink(std::string(seg) + "0");
+  shmc::POSIX().Unlink(std::string(seg) + "1");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int rounds = argc > 1 ? std::atoi(argv[1]) : 5;
+  if (rounds < 1 || argc > 2) {
+    std::fprintf(stderr, "usage: %s [rounds]\n", argv[0]);
+    return 2;
+  }
+  TableFloors(rounds);
+  MapFloors(rounds);
+  return 0;
+}
