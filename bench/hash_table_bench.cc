@@ -34,11 +34,7 @@ using shmc_bench::Keep;
 using shmc_bench::Measure;
 using shmc_bench::NowNs;
 
-struct Node {
-  uint64_t key;
-  uint64_t val;
-  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
-};
+using shmc_bench::Node;
 static_assert(sizeof(Node) == 16, "the workload asks for 16-byte nodes");
 
 // The reference's ShmHashTable design, modelled in process memory: rows of

@@ -35,6 +35,7 @@
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_sorted_array.h"
 #include "bench/bench_util.h"
+#include "bench/lookup_loops.h"
 
 namespace {
 
@@ -45,11 +46,7 @@ using shmc_bench::NowNs;
 using Rec = std::pair<uint64_t, uint64_t>;
 constexpr size_t kScan = 100;
 
-struct Node {
-  uint64_t key;
-  uint64_t val;
-  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
-};
+using shmc_bench::Node;
 
 struct Row {
   std::string name;

@@ -19,17 +19,14 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/lookup_loops.h"
 #include "shmc/detail/prefetch.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
 
 namespace {
 
-struct Node {
-  uint64_t key;
-  uint64_t val;
-  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
-};
+using shmc_bench::Node;
 using Table = shmc::ShmHashTable<uint64_t, Node, shmc::POSIX>;
 using shmc_bench::Measure;  // best of 3 rounds, ns per key
 

@@ -75,6 +75,7 @@
 namespace {
 
 using shmc::detail::PrefetchLine;
+using shmc::detail::ReduceRange;  // the library's range reduction
 using shmc_bench::FindManyLoop;
 using shmc_bench::Keep;
 using shmc_bench::MapFindLoop;
@@ -83,11 +84,6 @@ using shmc_bench::UmFindLoop;
 using shmc_bench::Median;
 
 constexpr size_t kAhead = 16;  // keys between a request and its use
-
-// Line index of a 32-bit hash in [0, n), without division.
-inline uint64_t Reduce(uint32_t h, uint64_t n) {
-  return (static_cast<uint64_t>(h) * n) >> 32;
-}
 
 // Zeroed memory of `bytes`: MAP_SHARED like a segment (4 KiB shmem pages),
 // or private with transparent huge pages asked for.
@@ -103,17 +99,12 @@ void* Map(size_t bytes, bool huge) {
   return p;
 }
 
-struct Node {
-  uint64_t key;
-  uint64_t val;
-  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
-};
+using shmc_bench::Node;
 // A bucket of N nodes on its own N/4 lines.
 template <size_t N>
 struct alignas(64) Bucket {
   Node node[N];
 };
-using Line = Bucket<4>;
 
 // Sum of the values of `key` in `b` (0 if absent): N compares.
 template <size_t N>
@@ -132,10 +123,10 @@ class Buckets {
       : n_((slots + N - 1) / N),
         b_(static_cast<Bucket<N>*>(Map(n_ * sizeof(Bucket<N>), huge))) {}
   const Bucket<N>& First(uint64_t h) const {
-    return b_[Reduce(static_cast<uint32_t>(h), n_)];
+    return b_[ReduceRange(static_cast<uint32_t>(h), n_)];
   }
   const Bucket<N>& Second(uint64_t h) const {
-    return b_[Reduce(static_cast<uint32_t>(h >> 32), n_)];
+    return b_[ReduceRange(static_cast<uint32_t>(h >> 32), n_)];
   }
   // Puts `key` (with `val`) in its first bucket, or with `two` its second;
   // false if they are full.
@@ -393,7 +384,7 @@ void MapFloors(int rounds) {
       WriteValue(&values[i], keys[i], value);
       ++kept_by_index;
     }
-    Value& slot = inline_slots[Reduce(static_cast<uint32_t>(h), slots)];
+    Value& slot = inline_slots[ReduceRange(static_cast<uint32_t>(h), slots)];
     if (slot.key == 0) {
       WriteValue(&slot, keys[i], value);
       ++kept_in_line;
@@ -434,7 +425,7 @@ void MapFloors(int rounds) {
       uint64_t sum = 0;
       for (uint64_t k : lookups) {
         const Value& v =
-            inline_slots[Reduce(static_cast<uint32_t>(shmc::Mix64(k)), slots)];
+            inline_slots[ReduceRange(static_cast<uint32_t>(shmc::Mix64(k)), slots)];
         if (v.key == k) sum += ReadValue<kind.value>(v, buf);
       }
       Keep(sum);
