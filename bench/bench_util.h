@@ -48,22 +48,48 @@ inline double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Runs each of `bodies` (each performing `ops` operations) once per round,
-// starting each round one body later, so that slow and fast periods of a
-// shared machine fall on every body alike. Returns ns per op, indexed
-// [body][round]; ratios are best taken within a round.
-inline std::vector<std::vector<double>> Rounds(
-    int rounds, size_t ops, const std::vector<std::function<void()>>& bodies) {
-  std::vector<std::vector<double>> ns(bodies.size());
+// Calls measure(k) for every k < count once per round, starting each round
+// one k later, so that slow and fast periods of a shared machine fall on
+// every k alike. Returns what measure returned, indexed [k][round]; ratios
+// are best taken within a round (RoundRatios).
+template <class F>
+std::vector<std::vector<double>> RotatingRounds(int rounds, size_t count,
+                                                F&& measure) {
+  std::vector<std::vector<double>> got(count);
   for (int r = 0; r < rounds; ++r) {
-    for (size_t k = 0; k < bodies.size(); ++k) {
-      size_t b = (k + static_cast<size_t>(r)) % bodies.size();
-      double t0 = NowNs();
-      bodies[b]();
-      ns[b].push_back((NowNs() - t0) / static_cast<double>(ops));
+    for (size_t j = 0; j < count; ++j) {
+      size_t k = (j + static_cast<size_t>(r)) % count;
+      got[k].push_back(measure(k));
     }
   }
-  return ns;
+  return got;
+}
+
+// Runs each of `bodies` (each performing `ops` operations) once per round,
+// in rotating order; returns ns per op, indexed [body][round].
+inline std::vector<std::vector<double>> Rounds(
+    int rounds, size_t ops, const std::vector<std::function<void()>>& bodies) {
+  return RotatingRounds(rounds, bodies.size(), [&](size_t b) {
+    double t0 = NowNs();
+    bodies[b]();
+    return (NowNs() - t0) / static_cast<double>(ops);
+  });
+}
+
+struct Spread {
+  double median, min, max;
+};
+
+// The median and range of each round's own ratio num[r] / den[r].
+inline Spread RoundRatios(const std::vector<double>& num,
+                          const std::vector<double>& den) {
+  std::vector<double> r;
+  for (size_t i = 0; i < num.size() && i < den.size(); ++i) {
+    r.push_back(num[i] / den[i]);
+  }
+  if (r.empty()) return {0, 0, 0};
+  auto mm = std::minmax_element(r.begin(), r.end());
+  return {Median(r), *mm.first, *mm.second};
 }
 
 }  // namespace shmc_bench

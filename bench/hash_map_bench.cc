@@ -152,11 +152,9 @@ int main(int argc, char** argv) {
   }
   // Each round's own ratio: the two sides ran minutes apart at most.
   auto ratio = [&](int base, int ours, const char* what, const char* goal) {
-    std::vector<double> r;
-    for (int i = 0; i < rounds; ++i) r.push_back(ns[base][i] / ns[ours][i]);
-    std::printf("  %-46s %.2fx (%.2f-%.2f)%s\n", what, Median(r),
-                *std::min_element(r.begin(), r.end()),
-                *std::max_element(r.begin(), r.end()), goal);
+    shmc_bench::Spread r = shmc_bench::RoundRatios(ns[base], ns[ours]);
+    std::printf("  %-46s %.2fx (%.2f-%.2f)%s\n", what, r.median, r.min,
+                r.max, goal);
   };
   std::printf("\nratios, baseline / shmc, median of the rounds' own (range)\n");
   ratio(kUm, kFind, "copy-free Find vs unordered_map find:", " [goal >= 1.5]");

@@ -254,13 +254,10 @@ int main(int argc, char** argv) {
         });
   };
   // rates[k][round]: k = 0 ring, 1 ShmQueue, 2 batched ShmQueue.
-  std::vector<double> rates[3];
-  for (int r = 0; r < rounds; ++r) {
-    for (int j = 0; j < 3; ++j) {
-      int k = (j + r) % 3;
-      rates[k].push_back(k == 0 ? ring_rate() : queue_rate(k == 2));
-    }
-  }
+  std::vector<std::vector<double>> rates =
+      shmc_bench::RotatingRounds(rounds, 3, [&](size_t k) {
+        return k == 0 ? ring_rate() : queue_rate(k == 2);
+      });
 
   // Ping-pong: request on one queue, reply on another.
   std::vector<double> rtts;
@@ -280,12 +277,10 @@ int main(int argc, char** argv) {
                           batched.c_str()};
   const char* goals[3] = {"", " [goal >= 1.2]", " [goal >= 2]"};
   for (int k = 0; k < 3; ++k) {
-    std::vector<double> ratio;
-    for (int r = 0; r < rounds; ++r) ratio.push_back(rates[k][r] / rates[0][r]);
+    shmc_bench::Spread ratio = shmc_bench::RoundRatios(rates[k], rates[0]);
     std::printf("| %s | %.0f | %.2f%s | %.2f-%.2f |\n", names[k],
-                Median(rates[k]), Median(ratio), goals[k],
-                *std::min_element(ratio.begin(), ratio.end()),
-                *std::max_element(ratio.begin(), ratio.end()));
+                Median(rates[k]), ratio.median, goals[k], ratio.min,
+                ratio.max);
   }
   std::printf("\nping-pong round trip (ShmQueue, two processes): median "
               "%.2f us, range %.2f-%.2f us\n\n",

@@ -284,18 +284,8 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  std::vector<double> rate[kWayCount], ratio[kWayCount];
-  for (int round = 0; round < rounds; ++round) {
-    double got[kWayCount];
-    for (int k = 0; k < kWayCount; ++k) {
-      int w = (k + round) % kWayCount;
-      got[w] = Transfer(kWays[w], n);
-    }
-    for (int w = 0; w < kWayCount; ++w) {
-      rate[w].push_back(got[w]);
-      ratio[w].push_back(got[w] / got[0]);
-    }
-  }
+  std::vector<std::vector<double>> rate = shmc_bench::RotatingRounds(
+      rounds, kWayCount, [&](size_t w) { return Transfer(kWays[w], n); });
   std::printf("%llu messages of 64 bytes, %d rounds, ShmQueue write-ahead %s\n",
               static_cast<unsigned long long>(n), rounds,
               g_write_ahead < 0 ? "default"
@@ -303,10 +293,9 @@ int main(int argc, char** argv) {
   std::printf("| way | msg/s (median) | / ring (median) | / ring (range) |\n"
               "|---|---:|---:|---:|\n");
   for (int w = 0; w < kWayCount; ++w) {
-    auto mm = std::minmax_element(ratio[w].begin(), ratio[w].end());
+    shmc_bench::Spread ratio = shmc_bench::RoundRatios(rate[w], rate[0]);
     std::printf("| %s | %.1fM | %.2f | %.2f-%.2f |\n", kWays[w].name,
-                Median(rate[w]) / 1e6, Median(ratio[w]), *mm.first,
-                *mm.second);
+                Median(rate[w]) / 1e6, ratio.median, ratio.min, ratio.max);
   }
   return 0;
 }

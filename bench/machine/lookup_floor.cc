@@ -228,11 +228,9 @@ void Report(const char* title, const std::vector<Way>& ways, size_t ops,
               "range |\n|---|---:|---:|---:|\n",
               title, rounds, ways[0].name);
   for (size_t w = 0; w < ways.size(); ++w) {
-    std::vector<double> ratio;
-    for (int r = 0; r < rounds; ++r) ratio.push_back(ns[0][r] / ns[w][r]);
-    auto mm = std::minmax_element(ratio.begin(), ratio.end());
+    shmc_bench::Spread ratio = shmc_bench::RoundRatios(ns[0], ns[w]);
     std::printf("| %s | %.1f | %.2f | %.2f-%.2f |\n", ways[w].name,
-                Median(ns[w]), Median(ratio), *mm.first, *mm.second);
+                Median(ns[w]), ratio.median, ratio.min, ratio.max);
   }
 }
 
