@@ -61,6 +61,11 @@ class MmapAlloc : public ShmAlloc {
   size_t AlignSize() override { return 1; }
 };
 
+template <bool kShared>
+struct AllocTraits<MmapAlloc<kShared>> {
+  static constexpr bool is_named = false;
+};
+
 }  // namespace impl
 
 using ANON = impl::MmapAlloc<true>;

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <string>
 
+#include "shmc/common_utils.h"
 #include "shmc/global_options.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -46,6 +47,15 @@ enum ShmAllocErrno {
   kErrNoSpace = 8,       // tmpfs, disk or memory full while reserving pages
   kErrNoHugePages = 9,   // not enough free hugepages in the pool
   kErrEmpty = 10,        // the segment exists but has no bytes yet
+};
+
+// Whether segments of an allocator can be found again by key, so that a
+// second handle (another process, or InitForRead) can attach what
+// InitForWrite made. True for every allocator but ANON and HEAP, whose
+// mappings have no name (mmap_alloc.h specializes it).
+template <class Alloc>
+struct AllocTraits {
+  static constexpr bool is_named = true;
 };
 
 class ShmAlloc {
