@@ -225,6 +225,10 @@ class Segment {
                     const char* who, Error* err) {
     if (!CheckSpec(key, spec, true, who, err)) return false;
     uint64_t wait_deadline = MonotonicNs() + kReadyWaitNs;
+    // Whether this call may create the segment. Removing a segment to
+    // replace it (kCreateIfExtending) grants it: a removal is only ever
+    // followed by creating the replacement, whatever the other flags.
+    bool may_create = (create_flags & kCreateIfNotExist) != 0;
     for (int round = 0; round < kMaxCreateRounds; ++round) {
       size_t mapped = 0;
       void* addr = alloc_.Attach(key, 0, 0, &mapped);
@@ -252,6 +256,7 @@ class Segment {
               "its data is lost\n", who, key.c_str(), old_total,
               spec.total_size);
           if (!Remove(key, who, err)) return false;
+          may_create = true;
           continue;
         }
         return false;
@@ -273,7 +278,7 @@ class Segment {
         continue;
       }
       if (ae != impl::kErrNotExist) return FailAlloc(err, ae, key, who);
-      if (!(create_flags & kCreateIfNotExist)) {
+      if (!may_create) {
         return Fail(err, ErrorCode::kNotFound, alloc_.sys_errno(), key, who,
                     "no such segment and creation is not allowed "
                     "(create flags %d)", create_flags);
