@@ -119,6 +119,11 @@ class ShmQueue {
       return false;
     }
     producer_ = true;
+    // A segment with no name (ANON, HEAP) cannot be attached by a second
+    // handle, so the producer's handle (and a forked child's copy of it)
+    // is the consumer as well, as in the reference. One thread or process
+    // still pushes and one pops.
+    consumer_ = !impl::AllocTraits<Alloc>::is_named;
     resync_ = (flags & kSharedWriters) != 0;
     return Bind(cap, who);
   }
@@ -207,7 +212,7 @@ class ShmQueue {
     return true;
   }
   bool ZeroCopyPopCommit(const ZeroCopyBuf& zcb) {
-    if (producer_ || popped_size_ == 0 ||
+    if (!consumer_ || popped_size_ == 0 ||
         zcb.ptr != ring_ + (popped_at_ & mask_) + 8) {
       return false;
     }
@@ -461,6 +466,7 @@ class ShmQueue {
       return false;
     }
     producer_ = false;
+    consumer_ = consumer;
     inspector_ = !consumer;
     return Bind(cap, who);
   }
@@ -611,7 +617,7 @@ class ShmQueue {
   // the queue is empty, this is not the consumer, or the record is damaged
   // (last_error() says so). Changes no state.
   bool Front(uint64_t* at, uint32_t* len) {
-    if (producer_ || inspector_ || hdr_ == nullptr) return false;
+    if (!consumer_ || hdr_ == nullptr) return false;
     int rc = RecordAt(ring_, cap_, head_, at, len);
     if (rc < 0) BadRecord(*at);
     return rc > 0;
@@ -661,6 +667,7 @@ class ShmQueue {
   uint64_t cap_ = 0, mask_ = 0;
   uint64_t write_ahead_ = 0;  // how far ahead Place claims a line; 0: none
   bool producer_ = false;
+  bool consumer_ = false;  // pops: InitForRead, or the producer of ANON/HEAP
   bool resync_ = false;     // kSharedWriters: producers take turns
   bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
