@@ -55,7 +55,7 @@ TYPED_TEST(ShmLinkTableTest, ValuesOfEverySizeRoundTrip) {
   }));
   EXPECT_EQ(seen, shmc_test::MakeValue(4096, 1, 4096));
   std::set<uint32_t> heads;
-  t.Travel([&](shmc::link_buf_t lb) { heads.insert(lb.head); });
+  t.Travel([&](shmc::link_buf_t lb) { heads.insert(lb.head()); });
   EXPECT_EQ(heads.size(), lbs.size());
   for (auto lb : lbs) ASSERT_TRUE(t.Free(lb));
   EXPECT_EQ(t.free_nodes(), 2000u);
@@ -83,7 +83,7 @@ TYPED_TEST(ShmLinkTableTest, StaleHandlesAndFullPoolAreRefused) {
   // A node reused by a new value invalidates the old handle.
   ASSERT_TRUE(t.Free(b));
   shmc::link_buf_t c = t.New("new", 3);
-  EXPECT_EQ(c.head, b.head);
+  EXPECT_EQ(c.head(), b.head());
   EXPECT_FALSE(t.Read(b, &out));
   ASSERT_TRUE(t.Read(c, &out));
   EXPECT_EQ(out, "new");
@@ -112,7 +112,7 @@ TYPED_TEST(ShmLinkTableTest, HealthCheckFindsAndFixesDamage) {
   ASSERT_NE(base, nullptr);
   uint64_t stride = 16 + 16;
   auto* head = reinterpret_cast<shmc::detail::LinkNodeHead*>(
-      base + 512 + 256 + lbs[3].head * stride);
+      base + 512 + 256 + lbs[3].head() * stride);
   head->tag.store(0);
   alloc.Detach(base, mapped);
   ASSERT_TRUE(t.HealthCheck(&hs, false));
@@ -160,7 +160,7 @@ TYPED_TEST(ShmLinkTableTest, AValueFreedDuringAReadFailsTheRead) {
         std::string w = shmc_test::MakeValue(c.len, 8, c.len);
         other = t.New(w.data(), w.size());
         ASSERT_TRUE(other);
-        EXPECT_EQ(other.head, lb.head) << "the freed nodes are taken first";
+        EXPECT_EQ(other.head(), lb.head()) << "the freed nodes are taken first";
       }
     });
     EXPECT_FALSE(ok) << "the read must fail: its value was freed mid-read";

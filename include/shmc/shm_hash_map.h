@@ -33,32 +33,52 @@
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_link_table.h"
 
+#ifdef UNIT_TEST
+template <class Alloc>
+class ShmHashMapTest;
+#endif
+
 namespace shmc {
 
 namespace detail {
 
+// An index node: the key and the value's handle. The field names are the
+// reference's (`key`, `link_buf` with its `m.head`/`m.tag` view), because
+// its test suite damages nodes through them; the library itself touches
+// both only through the atomic words.
 template <class K>
 struct MapNode {
   static constexpr size_t kWords = (sizeof(K) + 7) / 8;
-  std::atomic<uint64_t> key_words[kWords];
-  std::atomic<uint64_t> link;  // packed link_buf_t; low 32 bits 0 = empty
+  struct KeyWords {
+    std::atomic<uint64_t> words[kWords];
+    // Assigning a key stores its bytes (relaxed: published by the handle's
+    // release store, as in ShmHashMap's Write).
+    void operator=(const K& k) volatile {
+      StoreWords(const_cast<std::atomic<uint64_t>*>(words), &k, sizeof(K));
+    }
+  } key;
+  union LinkWord {
+    std::atomic<uint64_t> word;  // packed link_buf_t; low 32 bits 0 = empty
+    struct {
+      uint32_t head;
+      uint32_t tag;
+    } m;  // the reference's view of the handle's halves; never used here
+  } link_buf;
 
   K LoadKey() const volatile {
     K k;
-    LoadWords(&k, const_cast<const std::atomic<uint64_t>*>(key_words),
+    LoadWords(&k, const_cast<const std::atomic<uint64_t>*>(key.words),
               sizeof(K));
     return k;
   }
-  void StoreKey(const K& k) volatile {
-    StoreWords(const_cast<std::atomic<uint64_t>*>(key_words), &k, sizeof(K));
-  }
+  void StoreKey(const K& k) volatile { key = k; }
   std::atomic<uint64_t>* link_word() volatile {
-    return const_cast<std::atomic<uint64_t>*>(&link);
+    return const_cast<std::atomic<uint64_t>*>(&link_buf.word);
   }
   uint64_t LoadLink() const volatile {
     // SYNC POINT (acquire): pairs with the commit in PublishValue; the key
     // words and value nodes written before it are visible after it.
-    return const_cast<const std::atomic<uint64_t>&>(link).load(
+    return const_cast<const std::atomic<uint64_t>&>(link_buf.word).load(
         std::memory_order_acquire);
   }
   std::pair<bool, K> Key() const volatile {
@@ -66,6 +86,9 @@ struct MapNode {
     return {static_cast<uint32_t>(l) != 0, LoadKey()};
   }
 };
+static_assert(sizeof(MapNode<uint64_t>) == 16 &&
+                  offsetof(MapNode<uint64_t>, link_buf) == 8,
+              "a u64-keyed index node is the key word, then the handle word");
 
 template <class LinkStat>
 struct MapHealthStat {
@@ -97,7 +120,7 @@ bool MapHealthCheck(Links& links, const EachSlot& each_slot,
     uint32_t len = 0;
     if (links.HeadLength(lb, &len)) {
       ++hs->total_key_values;
-      referenced[lb.head] = 1;
+      referenced[lb.head()] = 1;
     } else {
       ++hs->bad_key_values;
       if (auto_fix) {
@@ -109,7 +132,7 @@ bool MapHealthCheck(Links& links, const EachSlot& each_slot,
   if (!ok) return false;
   std::vector<link_buf_t> leaked;
   links.Travel([&](link_buf_t lb) {
-    if (!referenced[lb.head]) leaked.push_back(lb);
+    if (!referenced[lb.head()]) leaked.push_back(lb);
   });
   hs->leaked_values = leaked.size();
   if (auto_fix) {
@@ -140,14 +163,14 @@ class ShmHashMap {
   bool InitForWrite(const std::string& shm_key, size_t key_num,
                     size_t val_node_size, size_t val_node_num) {
     error_.Clear();
-    if (!table_.InitForWrite(shm_key + "0", key_num)) {
-      error_ = table_.last_error();
+    if (!hash_table_.InitForWrite(shm_key + "0", key_num)) {
+      error_ = hash_table_.last_error();
       return false;
     }
     typename Links::SlotResolver resolve = Resolver();
-    if (!links_.InitForWriteImpl(shm_key + "1", val_node_size, val_node_num,
+    if (!link_table_.InitForWriteImpl(shm_key + "1", val_node_size, val_node_num,
                                  &resolve)) {
-      error_ = links_.last_error();
+      error_ = link_table_.last_error();
       return false;
     }
     return true;
@@ -155,19 +178,19 @@ class ShmHashMap {
 
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
-    if (!table_.InitForRead(shm_key + "0")) {
-      error_ = table_.last_error();
+    if (!hash_table_.InitForRead(shm_key + "0")) {
+      error_ = hash_table_.last_error();
       return false;
     }
-    if (!links_.InitForRead(shm_key + "1")) {
-      error_ = links_.last_error();
+    if (!link_table_.InitForRead(shm_key + "1")) {
+      error_ = link_table_.last_error();
       return false;
     }
     return true;
   }
 
   bool Find(const KeyType& key, std::string* val) const {
-    return Read(key, [&](link_buf_t lb) { return links_.Read(lb, val); });
+    return Read(key, [&](link_buf_t lb) { return link_table_.Read(lb, val); });
   }
 
   // Copy-free (shmc addition): copies at most *len bytes into buf, sets
@@ -176,7 +199,7 @@ class ShmHashMap {
     size_t cap = *len;
     return Read(key, [&](link_buf_t lb) {
       *len = cap;
-      return links_.Read(lb, buf, len);
+      return link_table_.Read(lb, buf, len);
     });
   }
 
@@ -226,7 +249,7 @@ class ShmHashMap {
         if (node != nullptr) {
           a = ReadOnce(node, keys[i], [&](link_buf_t lb) {
             len = stride;
-            return links_.Read(lb, buf, &len);
+            return link_table_.Read(lb, buf, &len);
           });
         }
         // Not found at lookup time is a miss, as for Find; a value that
@@ -249,10 +272,10 @@ class ShmHashMap {
   VisitResult Visit(const KeyType& key,
                     const std::function<void(const char*, size_t)>& piece)
       const {
-    const volatile Node* n = table_.Find(key);
+    const volatile Node* n = hash_table_.Find(key);
     if (n == nullptr) return kVisitNotFound;
     Attempt a = ReadOnce(n, key, [&](link_buf_t lb) {
-      return links_.Visit(lb, piece);
+      return link_table_.Visit(lb, piece);
     });
     // kGone: erased, or moved to another node; a retry will tell which.
     return a == Attempt::kDone ? kVisitFound : kVisitRetry;
@@ -272,20 +295,20 @@ class ShmHashMap {
   }
 
   bool Erase(const KeyType& key) {
-    volatile Node* n = table_.Find(key);
+    volatile Node* n = hash_table_.Find(key);
     if (n == nullptr) return false;
     link_buf_t old = link_buf_t::Unpack(n->LoadLink());
     if (!old) return false;
-    return links_.EraseValue(n->link_word(), table_.node_index(n) + 1, old);
+    return link_table_.EraseValue(n->link_word(), hash_table_.node_index(n) + 1, old);
   }
 
   bool Dump(const KeyType& key) const {
-    const volatile Node* n = table_.Find(key);
+    const volatile Node* n = hash_table_.Find(key);
     if (n == nullptr) {
       detail::Log(kInfo, "ShmHashMap::Dump: key not found\n");
       return false;
     }
-    return links_.Dump(link_buf_t::Unpack(n->LoadLink()));
+    return link_table_.Dump(link_buf_t::Unpack(n->LoadLink()));
   }
 
   struct TravelPos : public Table::TravelPos {};
@@ -293,11 +316,11 @@ class ShmHashMap {
   bool Travel(TravelPos* pos, size_t max_travel_nodes,
               std::function<void(const KeyType&, const std::string&)> f) {
     std::string val;
-    return table_.Travel(pos, max_travel_nodes, [&](volatile Node* n) {
+    return hash_table_.Travel(pos, max_travel_nodes, [&](volatile Node* n) {
       for (int attempt = 0; attempt < kReadTries; ++attempt) {
         KeyType k = n->LoadKey();
         Attempt a = ReadOnce(n, k, [&](link_buf_t lb) {
-          return links_.Read(lb, &val);
+          return link_table_.Read(lb, &val);
         });
         if (a == Attempt::kDone) f(k, val);
         if (a != Attempt::kChanged) break;
@@ -316,9 +339,9 @@ class ShmHashMap {
   // keys with bad values are dropped and unreferenced values freed.
   bool HealthCheck(HealthStat* hs, bool auto_fix) {
     if (!detail::MapHealthCheck(
-            links_,
+            link_table_,
             [this](const std::function<void(std::atomic<uint64_t>*)>& slot) {
-              return table_.Travel(
+              return hash_table_.Travel(
                   [&](volatile Node* n) { slot(n->link_word()); });
             },
             hs, auto_fix)) {
@@ -326,21 +349,21 @@ class ShmHashMap {
     }
     // MapHealthCheck has already refused auto_fix on a read-only map, so
     // CheckTags(auto_fix) fails only for an uninitialized table.
-    long untagged = table_.CheckTags(auto_fix);
+    long untagged = hash_table_.CheckTags(auto_fix);
     if (untagged < 0) return false;
     hs->untagged_keys = static_cast<size_t>(untagged);
     return true;
   }
 
-  size_t size() const { return links_.link_bufs(); }
+  size_t size() const { return link_table_.link_bufs(); }
   size_t hash_table_free_percentage() const {
-    size_t capa = table_.expected_capacity();
-    size_t used = links_.link_bufs();
+    size_t capa = hash_table_.expected_capacity();
+    size_t used = link_table_.link_bufs();
     return capa <= used ? 0 : (capa - used) * 100 / capa;
   }
   size_t link_table_free_percentage() const {
-    size_t total = links_.total_nodes();
-    return total == 0 ? 0 : links_.free_nodes() * 100 / total;
+    size_t total = link_table_.total_nodes();
+    return total == 0 ? 0 : link_table_.free_nodes() * 100 / total;
   }
   size_t free_percentage() const {
     return std::min(hash_table_free_percentage(),
@@ -356,12 +379,12 @@ class ShmHashMap {
   // EOWNERDEAD from a robust mutex). Nothing to do: returns at once.
   void Recover() {
     typename Links::SlotResolver resolve = Resolver();
-    links_.Recover(&resolve);
+    link_table_.Recover(&resolve);
   }
 
   const Error& last_error() const { return error_; }
-  const Table& hash_table() const { return table_; }
-  const Links& link_table() const { return links_; }
+  const Table& hash_table() const { return hash_table_; }
+  const Links& link_table() const { return link_table_; }
 
  private:
   static constexpr int kReadTries = 8;  // then "not found", as the reference
@@ -369,14 +392,14 @@ class ShmHashMap {
   // Recovery's way from a slot id back to the index node's handle word.
   typename Links::SlotResolver Resolver() {
     return [this](uint64_t id) -> std::atomic<uint64_t>* {
-      volatile Node* n = id == 0 ? nullptr : table_.node_at(id - 1);
+      volatile Node* n = id == 0 ? nullptr : hash_table_.node_at(id - 1);
       return n == nullptr ? nullptr : n->link_word();
     };
   }
 
   bool Write(const KeyType& key, const void* buf, size_t len, bool replace) {
     bool found = false;
-    volatile Node* n = table_.FindOrAlloc(key, &found);
+    volatile Node* n = hash_table_.FindOrAlloc(key, &found);
     if (n == nullptr || (found && !replace)) return false;
     link_buf_t old;
     if (found) {
@@ -384,7 +407,7 @@ class ShmHashMap {
     } else {
       n->StoreKey(key);  // published by the handle's release store
     }
-    return links_.PublishValue(n->link_word(), table_.node_index(n) + 1, old,
+    return link_table_.PublishValue(n->link_word(), hash_table_.node_index(n) + 1, old,
                                buf, len);
   }
 
@@ -417,7 +440,7 @@ class ShmHashMap {
   void PrefetchTags(const KeyType* keys, size_t n, size_t c,
                     uint64_t* hashes) const {
     for (size_t i = c; i < n && i < c + kBatch; ++i) {
-      hashes[i - c] = table_.PrefetchTags(keys[i]);
+      hashes[i - c] = hash_table_.PrefetchTags(keys[i]);
     }
   }
   // Second: compares the tags requested a stage earlier and requests the
@@ -425,7 +448,7 @@ class ShmHashMap {
   void PrefetchCandidates(size_t n, size_t c, const uint64_t* hashes,
                           const volatile Node** nodes) const {
     for (size_t i = c; i < n && i < c + kBatch; ++i) {
-      nodes[i - c] = table_.PrefetchCandidate(hashes[i - c]);
+      nodes[i - c] = hash_table_.PrefetchCandidate(hashes[i - c]);
     }
   }
   // Third: looks the keys up given their candidates, replacing each with
@@ -435,10 +458,10 @@ class ShmHashMap {
                    const uint64_t* hashes, const volatile Node** nodes) const {
     for (size_t i = c; i < n && i < c + kBatch; ++i) {
       const volatile Node* node =
-          table_.FindCandidate(keys[i], hashes[i - c], nodes[i - c]);
+          hash_table_.FindCandidate(keys[i], hashes[i - c], nodes[i - c]);
       nodes[i - c] = node;
       if (node != nullptr) {
-        links_.Prefetch(link_buf_t::Unpack(node->LoadLink()));
+        link_table_.Prefetch(link_buf_t::Unpack(node->LoadLink()));
       }
     }
   }
@@ -448,15 +471,22 @@ class ShmHashMap {
   template <class ReadFn>
   bool Read(const KeyType& key, const ReadFn& read) const {
     for (int attempt = 0; attempt < kReadTries; ++attempt) {
-      const volatile Node* n = table_.Find(key);
+      const volatile Node* n = hash_table_.Find(key);
       if (n == nullptr) return false;
       if (ReadOnce(n, key, read) == Attempt::kDone) return true;
     }
     return false;
   }
 
-  Table table_;
-  Links links_;
+#ifdef UNIT_TEST
+  // Test hook (only with -DUNIT_TEST): the reference's test fixture reaches
+  // hash_table_ and link_table_ to damage a map and then checks that
+  // HealthCheck finds and fixes the damage.
+  friend class ::ShmHashMapTest<Alloc>;
+#endif
+
+  Table hash_table_;
+  Links link_table_;
   Error error_;
 };
 

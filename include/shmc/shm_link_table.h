@@ -39,41 +39,71 @@
 #include "shmc/global_options.h"
 #include "shmc/shm_alloc.h"
 
+#ifdef UNIT_TEST
+template <class Alloc>
+class ShmLinkTableTest;
+#endif
+
 namespace shmc {
 
-// Handle of a link buf: assignable, comparable, false when empty.
+// Handle of a link buf: {head node, tag} in one 8-byte word, the head in
+// the low half (as the reference lays it out on little-endian machines).
+// Assignable, comparable, true when not all zero. The library reads and
+// writes it through head_and_tag and the accessors; `m` is the reference's
+// view of the two halves, kept for programs (and the reference's tests)
+// that name it.
 struct link_buf_t {
-  uint32_t head;
-  uint32_t tag;
+  union {
+    uint64_t head_and_tag;
+    struct {
+      uint32_t head;
+      uint32_t tag;
+    } m;
+  };
 
-  link_buf_t() : head(0), tag(0) {}
-  link_buf_t(uint32_t h, uint32_t t) : head(h), tag(t) {}
-  link_buf_t(const link_buf_t&) = default;
-  link_buf_t& operator=(const link_buf_t&) = default;
+  link_buf_t() : head_and_tag(0) {}
+  link_buf_t(uint32_t h, uint32_t t) : head_and_tag(detail::PackLink(h, t)) {}
+  link_buf_t(const link_buf_t& lb) : head_and_tag(lb.head_and_tag) {}
+  link_buf_t& operator=(const link_buf_t& lb) {
+    head_and_tag = lb.head_and_tag;
+    return *this;
+  }
   // Copies from volatile storage, as the reference allowed.
-  link_buf_t(const volatile link_buf_t& lb) : head(lb.head), tag(lb.tag) {}
+  link_buf_t(const volatile link_buf_t& lb)  // NOLINT: implicit, as the reference
+      : head_and_tag(lb.head_and_tag) {}
   link_buf_t& operator=(const volatile link_buf_t& lb) {
-    head = lb.head;
-    tag = lb.tag;
+    head_and_tag = lb.head_and_tag;
     return *this;
   }
   void operator=(const volatile link_buf_t& lb) volatile {
-    head = lb.head;
-    tag = lb.tag;
+    head_and_tag = lb.head_and_tag;
   }
   bool operator==(const volatile link_buf_t& lb) const volatile {
-    return head == lb.head && tag == lb.tag;
+    return head_and_tag == lb.head_and_tag;
   }
   bool operator!=(const volatile link_buf_t& lb) const volatile {
     return !(*this == lb);
   }
-  explicit operator bool() const volatile { return head != 0; }
-  uint64_t packed() const { return detail::PackLink(head, tag); }
-  static link_buf_t Unpack(uint64_t v) {
-    return link_buf_t(static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
+  operator bool() const volatile { return head_and_tag != 0; }  // NOLINT
+  uint32_t head() const volatile {
+    return static_cast<uint32_t>(head_and_tag);
   }
-  void clear() { head = tag = 0; }
+  uint32_t tag() const volatile {
+    return static_cast<uint32_t>(head_and_tag >> 32);
+  }
+  void clear() volatile { head_and_tag = 0; }
+  // shmc additions: the word as stored in a map's index node, and back.
+  uint64_t packed() const { return head_and_tag; }
+  static link_buf_t Unpack(uint64_t v) {
+    link_buf_t lb;
+    lb.head_and_tag = v;
+    return lb;
+  }
 };
+static_assert(sizeof(link_buf_t) == 8 && alignof(link_buf_t) == 8,
+              "link_buf_t is one 8-byte word");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "link_buf_t::m puts the head in the low half of the word");
 
 template <class Alloc = SVIPC>
 class ShmLinkTable {
@@ -177,8 +207,8 @@ class ShmLinkTable {
   // bytes: the header and 240 bytes of data), for batched readers. Never
   // faults: a stale or invalid handle is ignored.
   void Prefetch(link_buf_t lb) const {
-    if (hdr_ == nullptr || lb.head == 0 || lb.head > nodes_) return;
-    const char* p = reinterpret_cast<const char*>(Head(lb.head));
+    if (hdr_ == nullptr || lb.head() == 0 || lb.head() > nodes_) return;
+    const char* p = reinterpret_cast<const char*>(Head(lb.head()));
     uint64_t bytes = stride_ < 4 * detail::kCacheLine ? stride_
                                                        : 4 * detail::kCacheLine;
     for (uint64_t off = 0; off < bytes; off += detail::kCacheLine) {
@@ -205,13 +235,13 @@ class ShmLinkTable {
     uint32_t len = 0;
     if (!HeadLength(lb, &len)) {
       detail::Log(kInfo, "ShmLinkTable::Dump: handle {%u, %u} is not live\n",
-                  lb.head, lb.tag);
+                  lb.head(), lb.tag());
       return false;
     }
     std::string v;
     bool ok = Read(lb, &v);
     detail::Log(kInfo, "ShmLinkTable::Dump: {%u, %u} len %u nodes %u%s\n",
-                lb.head, lb.tag, len, NodesFor(len), ok ? "" : " (changed)");
+                lb.head(), lb.tag(), len, NodesFor(len), ok ? "" : " (changed)");
     std::string hex;
     for (size_t i = 0; i < v.size() && i < 256; ++i) {
       char b[4];
@@ -249,9 +279,15 @@ class ShmLinkTable {
     size_t counter_mismatches;  // header counters that disagreed
   };
 
-  // Full scan: checks every chain and the free list; with auto_fix, clears
-  // broken values, returns leaked nodes to the pool, rebuilds a broken free
-  // list and corrects the counters. Writer only when auto_fix is set.
+  // Full scan: checks every chain and the free list. A value whose chain
+  // breaks (a node out of range, shared, or with another tag) is
+  // bad-linked; one whose chain ends before its length is covered is too
+  // short; with auto_fix both are cleared and their nodes go back to the
+  // pool. A chain longer than its length needs still reads whole: it is
+  // counted as too long and kept, and auto_fix returns the surplus nodes.
+  // Nodes neither free nor in a value are leaked (auto_fix recycles them).
+  // auto_fix also rebuilds a broken free list and corrects the counters.
+  // Writer only when auto_fix is set.
   bool HealthCheck(HealthStat* hs, bool auto_fix);
 
   size_t free_nodes() const {
@@ -329,13 +365,13 @@ class ShmLinkTable {
   // node's tag before and after (seqlock). False on any mismatch.
   template <class Sink>
   bool Walk(link_buf_t lb, uint32_t* len_out, const Sink& sink) const {
-    if (lb.head == 0 || lb.head > nodes_ || lb.tag == 0 ||
-        (lb.tag & detail::kLinkHeadFlag)) {
+    if (lb.head() == 0 || lb.head() > nodes_ || lb.tag() == 0 ||
+        (lb.tag() & detail::kLinkHeadFlag)) {
       return false;
     }
     uint64_t cap = words_ * 8;
-    uint64_t i = lb.head;
-    uint32_t want = lb.tag | detail::kLinkHeadFlag;
+    uint64_t i = lb.head();
+    uint32_t want = lb.tag() | detail::kLinkHeadFlag;
     // SYNC POINT (acquire): pairs with the release store of the tag in
     // FillAndDetach; the data read after it is the value's.
     if (Head(i)->tag.load(std::memory_order_acquire) != want) return false;
@@ -354,10 +390,10 @@ class ShmLinkTable {
     for (uint64_t k = 0; k < n; ++k) {
       if (k > 0) {
         if (i == 0 || i > nodes_ ||
-            Head(i)->tag.load(std::memory_order_acquire) != lb.tag) {
+            Head(i)->tag.load(std::memory_order_acquire) != lb.tag()) {
           return false;
         }
-        want = lb.tag;
+        want = lb.tag();
       }
       uint64_t piece = std::min<uint64_t>(cap, len - offset);
       if (len == 0) piece = 0;
@@ -431,12 +467,12 @@ class ShmLinkTable {
                           o);
   }
 
-  // Writes the value into the first n free nodes (chain lb.head...), then
+  // Writes the value into the first n free nodes (chain lb.head()...), then
   // cuts them off the free list.
   void FillAndDetach(const void* buf, size_t size, uint32_t n, link_buf_t lb) {
     const char* src = static_cast<const char*>(buf);
     uint64_t cap = words_ * 8;
-    uint64_t i = lb.head, tail = 0;
+    uint64_t i = lb.head(), tail = 0;
     size_t left = size;
     for (uint32_t k = 0; k < n; ++k) {
       size_t piece = left < cap ? left : cap;
@@ -447,7 +483,7 @@ class ShmLinkTable {
                          std::memory_order_relaxed);
       // SYNC POINT (release): publishes this node's data and length to a
       // reader that acquires the tag (Walk).
-      Head(i)->tag.store(k == 0 ? lb.tag | detail::kLinkHeadFlag : lb.tag,
+      Head(i)->tag.store(k == 0 ? lb.tag() | detail::kLinkHeadFlag : lb.tag(),
                          std::memory_order_release);
       SHMC_CRASH_POINT(2);
       tail = i;
@@ -467,7 +503,7 @@ class ShmLinkTable {
   // Returns a value's n nodes to the free list. Idempotent, so recovery can
   // run it again over a half-done free.
   void FreeChain(link_buf_t lb, uint32_t n) {
-    uint64_t i = lb.head, tail = lb.head;
+    uint64_t i = lb.head(), tail = lb.head();
     for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
       Head(i)->tag.store(0, std::memory_order_relaxed);
       tail = i;
@@ -479,17 +515,17 @@ class ShmLinkTable {
     std::atomic_thread_fence(std::memory_order_release);
     SHMC_CRASH_POINT(6);
     uint32_t free_head = hdr_->free_head.load(std::memory_order_relaxed);
-    if (free_head == lb.head) return;  // already linked back
+    if (free_head == lb.head()) return;  // already linked back
     Head(tail)->next.store(free_head, std::memory_order_relaxed);
     SHMC_CRASH_POINT(7);
-    hdr_->free_head.store(lb.head, std::memory_order_release);
+    hdr_->free_head.store(lb.head(), std::memory_order_release);
     SHMC_CRASH_POINT(8);
   }
 
   // Undoes a New whose handle was never published.
   void RollbackNew(link_buf_t lb, uint32_t n, uint32_t step,
                    uint32_t cut_next) {
-    uint64_t i = lb.head, tail = lb.head;
+    uint64_t i = lb.head(), tail = lb.head();
     for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
       Head(i)->tag.store(0, std::memory_order_relaxed);
       tail = i;
@@ -498,9 +534,53 @@ class ShmLinkTable {
     std::atomic_thread_fence(std::memory_order_release);
     if (step >= detail::kLinkStepCut) {
       Head(tail)->next.store(cut_next, std::memory_order_relaxed);
-      hdr_->free_head.store(lb.head, std::memory_order_release);
+      hdr_->free_head.store(lb.head(), std::memory_order_release);
     }
   }
+
+#ifdef UNIT_TEST
+  // Test hooks (only with -DUNIT_TEST), for the reference's test suite,
+  // which allocates and frees single nodes and damages nodes through
+  // GetNode to check that HealthCheck finds and fixes the damage. NodeHead
+  // is the reference's view of a node's first bytes, laid over
+  // detail::LinkNodeHead: `next`, `tag` and, at user_node, the head node's
+  // 32-bit length. Writes through it land on the real fields. None of this
+  // is crash-safe or safe against readers.
+  friend class ::ShmLinkTableTest<Alloc>;
+  struct NodeHead {
+    uint32_t next;
+    uint32_t tag;
+    char user_node[8];
+  };
+  static_assert(sizeof(NodeHead) == sizeof(detail::LinkNodeHead) &&
+                    offsetof(NodeHead, tag) ==
+                        offsetof(detail::LinkNodeHead, tag) &&
+                    offsetof(NodeHead, user_node) ==
+                        offsetof(detail::LinkNodeHead, len),
+                "NodeHead must lie exactly over LinkNodeHead");
+  volatile NodeHead* GetNode(size_t index) {
+    if (hdr_ == nullptr || index == 0 || index > nodes_) return nullptr;
+    return reinterpret_cast<volatile NodeHead*>(Head(index));
+  }
+  // Takes the first free node (0 when none), as the reference's allocator.
+  uint32_t AllocNode() {
+    if (!Writable()) return 0;
+    uint32_t n = hdr_->free_head.load(std::memory_order_relaxed);
+    if (n == 0 || n > nodes_) return 0;
+    hdr_->free_head.store(Head(n)->next.load(std::memory_order_relaxed),
+                          std::memory_order_relaxed);
+    hdr_->free_nodes.fetch_sub(1, std::memory_order_relaxed);
+    return n;
+  }
+  void FreeNode(uint32_t n) {
+    if (!Writable() || n == 0 || n > nodes_) return;
+    Head(n)->tag.store(0, std::memory_order_relaxed);
+    Head(n)->next.store(hdr_->free_head.load(std::memory_order_relaxed),
+                        std::memory_order_relaxed);
+    hdr_->free_head.store(n, std::memory_order_relaxed);
+    hdr_->free_nodes.fetch_add(1, std::memory_order_relaxed);
+  }
+#endif
 
   detail::Segment<Alloc> seg_;
   Error error_;

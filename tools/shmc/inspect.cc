@@ -494,8 +494,8 @@ struct Ops {
       lt.Travel([&](shmc::link_buf_t lb) {
         if (!more()) return;
         Json j = Json::Object();
-        j.Set("head", lb.head);
-        j.Set("tag", lb.tag);
+        j.Set("head", lb.head());
+        j.Set("tag", lb.tag());
         if (lt.Read(lb, &val)) {
           j.Set("value", Data(val, opt.hex));
         } else {

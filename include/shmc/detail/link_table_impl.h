@@ -60,12 +60,12 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
 
 template <class Alloc>
 bool ShmLinkTable<Alloc>::HeadLength(link_buf_t lb, uint32_t* len) const {
-  if (lb.head == 0 || lb.head > nodes_ || lb.tag == 0 ||
-      (lb.tag & detail::kLinkHeadFlag)) {
+  if (lb.head() == 0 || lb.head() > nodes_ || lb.tag() == 0 ||
+      (lb.tag() & detail::kLinkHeadFlag)) {
     return false;
   }
-  uint32_t want = lb.tag | detail::kLinkHeadFlag;
-  detail::LinkNodeHead* h = Head(lb.head);
+  uint32_t want = lb.tag() | detail::kLinkHeadFlag;
+  detail::LinkNodeHead* h = Head(lb.head());
   if (h->tag.load(std::memory_order_acquire) != want) return false;
   uint32_t l = h->len.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
@@ -180,51 +180,63 @@ bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
     state[i] = kFree;
     ++free_count;
   }
-  // Values: every head node's chain must have exactly the nodes its length
-  // needs, all carrying its tag, ending in 0.
+  // Values: every head node's chain, followed to its end, must carry the
+  // head's tag, and have exactly the nodes the length needs. kGiven: nodes
+  // of a cleared value or a chain's surplus, returned to the pool by
+  // auto_fix without counting as leaked.
+  enum : uint8_t { kGiven = kUsed + 1 };
   uint64_t cap = words_ * 8;
   uint64_t bufs = 0, bytes = 0;
+  bool give = false;
+  std::vector<uint64_t> chain;
   for (uint64_t h = 1; h <= nodes_; ++h) {
     uint32_t t = Head(h)->tag.load(std::memory_order_acquire);
     if (!(t & detail::kLinkHeadFlag) || state[h] != kUnknown) continue;
     uint32_t tag = t & ~detail::kLinkHeadFlag;
     uint32_t len = Head(h)->len.load(std::memory_order_relaxed);
     uint64_t need = len == 0 ? 1 : (len + cap - 1) / cap;
-    std::vector<uint64_t> chain;
-    bool ok = true;
-    uint64_t i = h;
-    for (uint64_t k = 0; k < need; ++k) {
-      if (i == 0) {
-        ++hs->too_short_link_bufs;
-        ok = false;
+    chain.assign(1, h);
+    state[h] = kUsed;
+    bool linked = true;
+    // Each node joins at most one chain, so this ends within nodes_ steps.
+    for (uint64_t i = Head(h)->next.load(std::memory_order_relaxed); i != 0;
+         i = Head(i)->next.load(std::memory_order_relaxed)) {
+      if (i > nodes_ || state[i] != kUnknown ||
+          Head(i)->tag.load(std::memory_order_relaxed) != tag) {
+        linked = false;
         break;
       }
-      bool tag_ok = k == 0 || Head(i)->tag.load(std::memory_order_relaxed) == tag;
-      if (i > nodes_ || state[i] != kUnknown || !tag_ok) {
-        ++hs->bad_linked_link_bufs;
-        ok = false;
-        break;
-      }
+      state[i] = kUsed;
       chain.push_back(i);
-      i = Head(i)->next.load(std::memory_order_relaxed);
     }
-    if (ok && i != 0) {
+    bool keep = linked && chain.size() >= need;
+    if (!linked) {
+      ++hs->bad_linked_link_bufs;
+    } else if (chain.size() < need) {
+      ++hs->too_short_link_bufs;
+    } else if (chain.size() > need) {
       ++hs->too_long_link_bufs;
-      ok = false;
+      if (auto_fix) {
+        // Readers stop after `need` nodes, so cutting here is invisible.
+        Head(chain[need - 1])->next.store(0, std::memory_order_release);
+        for (uint64_t k = need; k < chain.size(); ++k) state[chain[k]] = kGiven;
+        give = true;
+      }
     }
-    if (ok) {
-      for (uint64_t c : chain) state[c] = kUsed;
+    if (keep) {
       ++bufs;
       bytes += len;
     } else if (auto_fix) {
       Head(h)->tag.store(0, std::memory_order_release);  // drop the value
+      for (uint64_t c : chain) state[c] = kGiven;
+      give = true;
       ++hs->cleared_link_bufs;
     }
   }
   for (uint64_t i = 1; i <= nodes_; ++i) {
     if (state[i] == kUnknown) ++hs->leaked_nodes;
   }
-  if (auto_fix && (hs->leaked_nodes > 0 || hs->bad_free_list)) {
+  if (auto_fix && (hs->leaked_nodes > 0 || hs->bad_free_list || give)) {
     // Rebuild the free list from every node that holds no valid value.
     uint32_t head = 0;
     free_count = 0;
