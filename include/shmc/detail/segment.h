@@ -220,9 +220,17 @@ class Segment {
 
   // Attaches read-write, creating the segment as `create_flags` allow. On a
   // fresh segment `init` runs on the whole mapping before it is published.
+  //
+  // `legacy`, when given, is the spec an earlier build made for the same
+  // request (e.g. before a sizing rule changed): an existing segment that
+  // matches it exactly is adopted as it is, *used_legacy is set, and the
+  // caller binds the legacy geometry. New segments always follow `spec`.
   bool OpenForWrite(const std::string& key, const SegmentSpec& spec,
                     int create_flags, const std::function<void(char*)>& init,
-                    const char* who, Error* err) {
+                    const char* who, Error* err,
+                    const SegmentSpec* legacy = nullptr,
+                    bool* used_legacy = nullptr) {
+    if (used_legacy != nullptr) *used_legacy = false;
     if (!CheckSpec(key, spec, true, who, err)) return false;
     uint64_t wait_deadline = MonotonicNs() + kReadyWaitNs;
     // Whether this call may create the segment. Removing a segment to
@@ -233,6 +241,20 @@ class Segment {
       size_t mapped = 0;
       void* addr = alloc_.Attach(key, 0, 0, &mapped);
       if (addr != nullptr) {
+        if (legacy != nullptr) {
+          Error scratch;
+          Verdict lv;
+          {
+            LogMute quiet;  // a mismatch here only means "not legacy"
+            lv = Validate(static_cast<char*>(addr), mapped, *legacy, true,
+                          key, who, &scratch);
+          }
+          if (lv == Verdict::kOk) {
+            Adopt(key, addr, mapped, false, false);
+            if (used_legacy != nullptr) *used_legacy = true;
+            return true;
+          }
+        }
         Verdict v = Validate(static_cast<char*>(addr), mapped, spec, true,
                              key, who, err);
         if (v == Verdict::kOk) {

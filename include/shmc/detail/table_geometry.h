@@ -77,10 +77,16 @@ struct TableGeometry {
     return true;
   }
 
-  static TableGeometry ForCapacity(uint64_t capacity, uint32_t slots) {
+  // Sized so that 90% of the slots (expected_capacity, which measured fill
+  // of 93-99% keeps below what a table holds) exceeds `capacity`: slots >=
+  // capacity * 10/9 + 2. `legacy_sizing` gives the rule of earlier builds
+  // (capacity * 10/9 + 1 slots), whose tables are still adopted as they are.
+  static TableGeometry ForCapacity(uint64_t capacity, uint32_t slots,
+                                   bool legacy_sizing = false) {
     TableGeometry g;
     g.slots = slots;
-    uint64_t want = capacity / 9 * 10 + (capacity % 9) * 10 / 9 + 1;
+    uint64_t want = capacity / 9 * 10 + (capacity % 9) * 10 / 9 +
+                    (legacy_sizing ? 1 : 3);
     if (want < 64) want = 64;
     uint64_t buckets = (want + slots - 1) / slots;
     g.main_buckets = buckets * 88 / 200;
