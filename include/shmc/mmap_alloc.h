@@ -40,9 +40,7 @@ class MmapAlloc : public ShmAlloc {
       return nullptr;
     }
     if (mapped_size != nullptr) {
-      long page = sysconf(_SC_PAGESIZE);
-      size_t p = page > 0 ? static_cast<size_t>(page) : 4096;
-      *mapped_size = (size + p - 1) / p * p;
+      *mapped_size = Utils::RoundAlign(size, AlignSize());
     }
     set_last_errno(kErrOK);
     return addr;
@@ -58,7 +56,10 @@ class MmapAlloc : public ShmAlloc {
 
   // The pages go with the last mapping; there is nothing to remove.
   bool Unlink(const std::string& /*key*/) override { return true; }
-  size_t AlignSize() override { return 1; }
+  // A mapping is made of whole pages, and mapped_size says so. (The
+  // reference answered 1 here while rounding mapped_size to pages, so
+  // ShmHandle::CheckSize failed on a handle it had just created.)
+  size_t AlignSize() override { return Utils::GetPageSize(); }
 };
 
 template <bool kShared>
