@@ -27,28 +27,7 @@ class ShmHashMapTest : public ::testing::Test {
 };
 TYPED_TEST_SUITE(ShmHashMapTest, shmc_test::AllAllocs, shmc_test::AllocNames);
 
-// Keys for maps: a base whose SysV form stays a number when "0"/"1" is
-// appended, and whose POSIX/file form is a name.
-template <class Alloc>
-std::string MapKey() {
-  std::string k = shmc_test::MakeKey<Alloc>("map");
-  if (std::is_same<Alloc, shmc::SVIPC>::value ||
-      std::is_same<Alloc, shmc::SVIPC_HugeTLB>::value) {
-    return k.substr(0, k.size() - 1);  // 0x5cXXXXX + "0"/"1"
-  }
-  return k;
-}
-
-template <class Alloc>
-struct MapKeys {
-  std::string base = MapKey<Alloc>();
-  MapKeys() { Remove(); }
-  ~MapKeys() { Remove(); }
-  void Remove() {
-    Alloc().Unlink(base + "0");
-    Alloc().Unlink(base + "1");
-  }
-};
+using shmc_test::MapKeys;
 
 TYPED_TEST(ShmHashMapTest, InsertFindReplaceErase) {
   MapKeys<TypeParam> keys;

@@ -161,6 +161,29 @@ class ScopedKey {
   std::string key_;
 };
 
+// Keys for maps (ShmHashMap uses <base>0 and <base>1): a base whose SysV form stays a number when "0"/"1" is
+// appended, and whose POSIX/file form is a name.
+template <class Alloc>
+std::string MapKey() {
+  std::string k = MakeKey<Alloc>("map");
+  if (std::is_same<Alloc, shmc::SVIPC>::value ||
+      std::is_same<Alloc, shmc::SVIPC_HugeTLB>::value) {
+    return k.substr(0, k.size() - 1);  // 0x5cXXXXX + "0"/"1"
+  }
+  return k;
+}
+
+template <class Alloc>
+struct MapKeys {
+  std::string base = MapKey<Alloc>();
+  MapKeys() { Remove(); }
+  ~MapKeys() { Remove(); }
+  void Remove() {
+    Alloc().Unlink(base + "0");
+    Alloc().Unlink(base + "1");
+  }
+};
+
 inline long HugePagesFree() {
   std::ifstream in("/proc/meminfo");
   std::string line;
