@@ -201,6 +201,13 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
     waitpid(pid, &st, 0);
     EXPECT_TRUE(WIFSIGNALED(st)) << "a writer failed: " << WEXITSTATUS(st);
   }
+  // The last kills may have landed inside a write, which the next process
+  // to take the write lock finishes (EOWNERDEAD -> Recover). Until then a
+  // lock-free count can be one off: the key's slot is already cleared but
+  // the live-value counter not yet lowered. Take the lock once, by a write,
+  // before counting; it also shows the store still takes writes.
+  ASSERT_EQ(master_->Set("after", "x", 0, SetMode::kAlways, false),
+            Status::kOk);
   const uint64_t kills = kKills + 2;
   uint64_t acked_total = 0;
   for (int w = 0; w < 2; ++w) {
@@ -227,8 +234,8 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
   EXPECT_GE(n, acked_total) << "an acknowledged INCR was lost";
   EXPECT_LE(n, acked_total + kills) << "an INCR was applied twice";
   // Live keys: each writer's window, the unacknowledged step's key at most,
-  // and the counter.
-  EXPECT_LE(master_->Keys(), 2 * (kWindow + 1) + 1);
+  // the counter and "after".
+  EXPECT_LE(master_->Keys(), 2 * (kWindow + 1) + 2);
   // Every value the map counts is reachable from a key: nothing leaked.
   uint64_t cursor = 0, scanned = 0;
   do {
@@ -237,9 +244,6 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
   EXPECT_EQ(scanned, master_->Keys());
   EXPECT_GT(master_->control()->lock_recoveries, 0u)
       << "no kill landed inside the lock: the test proved little";
-  // The store still takes writes after all of it.
-  EXPECT_EQ(master_->Set("after", "x", 0, SetMode::kAlways, false),
-            Status::kOk);
   munmap(mem, sizeof(Progress));
 }
 
