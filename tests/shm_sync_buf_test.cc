@@ -4,7 +4,10 @@
 #include "shmc/shm_sync_buf.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -240,3 +243,155 @@ TEST(ShmSyncBuf, OneWriterManyReaderProcesses) {
 }
 
 }  // namespace
+
+namespace {
+
+// Maps a POSIX segment read-write beside the containers, to set fields a
+// test needs (positions, versions) the way a long run or an old build would.
+struct RawMapping {
+  explicit RawMapping(const std::string& key) {
+    int fd = shm_open(key.c_str(), O_RDWR, 0);
+    struct stat st {};
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+      size = static_cast<size_t>(st.st_size);
+      void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+    }
+    if (fd >= 0) close(fd);
+  }
+  ~RawMapping() {
+    if (base != nullptr) munmap(base, size);
+  }
+  shmc::detail::SyncHeader* sync() {
+    return reinterpret_cast<shmc::detail::SyncHeader*>(
+        base + sizeof(shmc::detail::SegmentHeader));
+  }
+  char* base = nullptr;
+  size_t size = 0;
+};
+
+// Pushes records of many lengths and, after each, finds every record still
+// in the ring by its seq and reads it back whole.
+void PushAndFindEveryLiveRecord(shmc::ShmSyncBuf<shmc::POSIX>* w,
+                                shmc::ShmSyncBuf<shmc::POSIX>* r,
+                                uint64_t pushes) {
+  shmc::SyncMeta m{};
+  std::string s;
+  for (uint64_t i = 0; i < pushes; ++i) {
+    // Phases of empty records (24 bytes, the most records a ring can hold:
+    // every index slot in use) between phases of many lengths.
+    size_t len = (i / 500) % 2 == 1 ? 0 : (i * 37) % 300;
+    ASSERT_TRUE(w->Push(Record(i, len), timeval{static_cast<time_t>(i), 0}));
+    shmc::SyncIter it = r->Head();
+    uint64_t live = 0;
+    while (r->Read(it, &m, &s) == 1) {
+      shmc::SyncIter f;
+      ASSERT_TRUE(r->FindBySeq(m.seq, &f)) << "push " << i << " seq " << m.seq;
+      // (it may stand on a pad before the record; f is the record itself)
+      shmc::SyncMeta fm{};
+      std::string fs;
+      ASSERT_EQ(r->Read(f, &fm, &fs), 1);
+      EXPECT_EQ(fm.seq, m.seq);
+      EXPECT_EQ(fs, s);
+      ++live;
+      ASSERT_TRUE(r->Next(&it));
+    }
+    ASSERT_GT(live, 0u);
+    EXPECT_EQ(s, Record(i, len));
+    shmc::SyncIter f;
+    EXPECT_FALSE(r->FindBySeq(m.seq + 1, &f)) << "not written yet";
+  }
+}
+
+}  // namespace
+
+// Rings that are not powers of two map positions by division, and their
+// index has exactly one slot per possible record (+1): every record still
+// in the ring is found by seq, over many laps, at every offset.
+TEST(ShmSyncBuf, RingsOfAnySizeFindEveryLiveRecord) {
+  for (size_t bytes : {4100ul, 5000ul, 6144ul, 4096ul}) {
+    SCOPED_TRACE(bytes);
+    ScopedKey<shmc::POSIX> key(std::to_string(bytes));
+    shmc::ShmSyncBuf<shmc::POSIX> w, r;
+    ASSERT_TRUE(w.InitForWrite(key, bytes)) << w.last_error().message;
+    ASSERT_TRUE(r.InitForRead(key)) << r.last_error().message;
+    EXPECT_EQ(r.sync_buf_size(), (bytes + 7) / 8 * 8);
+    PushAndFindEveryLiveRecord(&w, &r, 3000);
+    EXPECT_GT(w.recycled(), 2000u);
+  }
+}
+
+// Index slots keep position / 8 in 32 bits; positions far beyond 2^35
+// (a long-lived buffer) are rebuilt from tail.
+TEST(ShmSyncBuf, PositionsBeyondThirtyTwoBitsOfWords) {
+  ScopedKey<shmc::POSIX> key;
+  {
+    shmc::ShmSyncBuf<shmc::POSIX> w;
+    ASSERT_TRUE(w.InitForWrite(key, 5000)) << w.last_error().message;
+  }
+  {
+    RawMapping raw(key);
+    ASSERT_NE(raw.base, nullptr);
+    const uint64_t far = (uint64_t{1} << 37) + 4096 + 8 * 12345;
+    raw.sync()->head.store(far);
+    raw.sync()->tail.store(far);
+  }
+  shmc::ShmSyncBuf<shmc::POSIX> w, r;
+  ASSERT_TRUE(w.InitForWrite(key, 5000)) << w.last_error().message;
+  ASSERT_TRUE(r.InitForRead(key)) << r.last_error().message;
+  EXPECT_GT(r.Tail().pos, uint64_t{1} << 37);
+  PushAndFindEveryLiveRecord(&w, &r, 2000);
+}
+
+// The segment is the size asked for plus a sixth for the index: the
+// reference's tests ask for 100 MiB on a 64-page hugepage pool.
+TEST(ShmSyncBuf, SegmentStaysNearTheSizeAskedFor) {
+  for (size_t bytes : {size_t{100} << 20, size_t{1} << 20, size_t{12345}}) {
+    SCOPED_TRACE(bytes);
+    ScopedKey<shmc::POSIX> key(std::to_string(bytes));
+    shmc::ShmSyncBuf<shmc::POSIX> w;
+    ASSERT_TRUE(w.InitForWrite(key, bytes)) << w.last_error().message;
+    RawMapping raw(key);
+    ASSERT_NE(raw.base, nullptr);
+    bool pow2 = (bytes & (bytes - 1)) == 0;
+    // Index: a 4-byte slot per 24 bytes of ring (a power of two, at most
+    // twice that, for power-of-two rings), plus the 640-byte header.
+    size_t bound = bytes + (pow2 ? bytes / 3 : bytes / 6) + 4096;
+    EXPECT_LE(raw.size, bound);
+    if (bytes == (size_t{100} << 20)) {
+      EXPECT_LE(raw.size, size_t{62} << 21) << "fits 62 hugepages";
+    }
+  }
+}
+
+TEST(ShmSyncBuf, LayoutVersionOneIsRefusedByName) {
+  ScopedKey<shmc::POSIX> key;
+  {
+    shmc::ShmSyncBuf<shmc::POSIX> w;
+    ASSERT_TRUE(w.InitForWrite(key, 8192)) << w.last_error().message;
+  }
+  {
+    RawMapping raw(key);
+    ASSERT_NE(raw.base, nullptr);
+    auto* h = reinterpret_cast<shmc::detail::SegmentHeader*>(raw.base);
+    h->layout_version = 1;
+    h->header_checksum = shmc::detail::HeaderChecksum(h);
+  }
+  shmc::ShmSyncBuf<shmc::POSIX> r, w;
+  EXPECT_FALSE(r.InitForRead(key));
+  EXPECT_EQ(r.last_error().code, shmc::ErrorCode::kVersionMismatch);
+  EXPECT_NE(r.last_error().message.find("layout version 1"),
+            std::string::npos)
+      << r.last_error().message;
+  EXPECT_FALSE(w.InitForWrite(key, 8192));
+  EXPECT_EQ(w.last_error().code, shmc::ErrorCode::kVersionMismatch);
+}
+
+TEST(ShmSyncBuf, SizeLimitsAreInvalidArguments) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmSyncBuf<shmc::POSIX> w;
+  EXPECT_FALSE(w.InitForWrite(key, 4095));
+  EXPECT_EQ(w.last_error().code, shmc::ErrorCode::kInvalidArgument);
+  EXPECT_FALSE(w.InitForWrite(key, (uint64_t{1} << 35) + 1));
+  EXPECT_EQ(w.last_error().code, shmc::ErrorCode::kInvalidArgument);
+}

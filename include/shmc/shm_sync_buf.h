@@ -4,16 +4,25 @@
 // (Read returns -1, IsOverrun) and can resync to Head(); it never gets
 // recycled bytes as data.
 //
-// Layout (docs/layout/sync_buf.md):
-//   [SegmentHeader 512][SyncHeader 128][seq index: index_size x uint64]
-//   [ring: capacity bytes, a power of two]
+// Layout version 2 (docs/layout/sync_buf.md):
+//   [SegmentHeader 512][SyncHeader 128][seq index: index_size x uint32,
+//   padded to 64 bytes][ring: capacity bytes, a multiple of 8, <= 32 GiB]
+// The capacity is the buffer size asked for, rounded up to 8 bytes (as in
+// the reference); so is the whole segment but for the index, which has one
+// 4-byte slot per record the ring can hold (a sixth of the ring).
 // head and tail are monotonic byte positions; a record at position p lives
-// at p & (capacity - 1) and never straddles the ring's end: a pad record
+// at p mod capacity (a mask when the capacity is a power of two) and never
+// straddles the ring's end: a pad record
 // fills the rest of the ring instead, or, when fewer than 24 bytes remain,
 // those bytes are an implicit pad without a header. Record: {uint32 len; uint32 kind;
 // uint64 seq; uint32 sec; uint32 usec} + data padded to 8 bytes.
-// index[seq & (index_size - 1)] holds the position of record seq; the index
-// has a slot for every record the ring can hold, so FindBySeq is O(1).
+// index[seq mod index_size] holds the position of record seq divided by 8,
+// cut to 32 bits: a record still in the ring is less than 2^35 bytes behind
+// tail, so the full position is rebuilt from tail. The index has a slot for
+// every record the ring can hold (plus one), so a slot is overwritten only
+// after its record was recycled, and FindBySeq is O(1). Layout version 1
+// (a power-of-two ring and 8-byte slots: up to 1.9x the memory asked for)
+// is refused with kVersionMismatch; remove such a segment (`shmc rm`).
 //
 // Synchronisation: the writer advances head (release) before it overwrites
 // anything, writes the record, then publishes it by storing tail (release).
@@ -36,7 +45,6 @@
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/prefetch.h"
 #include "shmc/detail/segment.h"
-#include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/shm_alloc.h"
@@ -86,21 +94,27 @@ inline uint64_t SyncRecordSize(uint64_t len) {
 template <class Alloc = SVIPC>
 class ShmSyncBuf {
  public:
-  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr uint32_t kLayoutVersion = 2;
   static constexpr size_t kMinBytes = 4096;
+  // Index slots hold a position / 8 in 32 bits (see the layout above); the
+  // reference had the same limit.
+  static constexpr uint64_t kMaxBytes = uint64_t{1} << 35;
 
   ShmSyncBuf() = default;
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmSyncBuf);
 
-  // Writer; the ring holds buf_size_bytes rounded up to a power of two.
+  // Writer; the ring holds buf_size_bytes (kMinBytes..32 GiB) rounded up
+  // to a multiple of 8.
   bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
     error_.Clear();
     const char* who = "ShmSyncBuf::InitForWrite";
-    if (!detail::CheckRingBytes<Alloc>(buf_size_bytes, kMinBytes, shm_key,
-                                       who, &error_)) {
-      return false;
+    if (buf_size_bytes < kMinBytes || buf_size_bytes > kMaxBytes) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
+          "buf_size_bytes must be %zu..2^35 (got %zu)", kMinBytes,
+          buf_size_bytes);
     }
-    uint64_t cap = detail::RingCapacityFor(buf_size_bytes);
+    uint64_t cap = (static_cast<uint64_t>(buf_size_bytes) + 7) & ~7ULL;
     auto init = [](char* base) {
       auto* h = reinterpret_cast<detail::SyncHeader*>(
           base + sizeof(detail::SegmentHeader));
@@ -122,9 +136,9 @@ class ShmSyncBuf {
     const char* who = "ShmSyncBuf::InitForRead";
     if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
     uint64_t cap = seg_.param(0);
-    if (!seg_.AcceptGeometry(
-            detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes),
-            Spec(cap).total_size, "capacity", who, &error_)) {
+    bool plausible = cap >= kMinBytes && cap <= kMaxBytes && cap % 8 == 0;
+    if (!seg_.AcceptGeometry(plausible, Spec(cap).total_size, "capacity",
+                             who, &error_)) {
       return false;
     }
     writer_ = false;
@@ -142,7 +156,7 @@ class ShmSyncBuf {
       recycled_.Bind(&hdr_->recycled);
     }
     uint64_t tail = hdr_->tail.load(std::memory_order_relaxed);
-    uint64_t off = tail & mask_;
+    uint64_t off = Off(tail);
     ClaimAhead(off, size);
     uint64_t pad = cap_ - off < size ? cap_ - off : 0;
     Recycle(tail + pad + size);
@@ -156,9 +170,11 @@ class ShmSyncBuf {
     detail::SyncRecord r{static_cast<uint32_t>(len), detail::kSyncData, seq,
                          static_cast<uint32_t>(ts.tv_sec),
                          static_cast<uint32_t>(ts.tv_usec)};
-    StoreBytes(pos & mask_, &r, sizeof(r));
-    if (len > 0) StoreBytes((pos & mask_) + sizeof(r), buf, len);
-    index_[seq & index_mask_].store(pos, std::memory_order_relaxed);
+    uint64_t at = off + pad == cap_ ? 0 : off + pad;  // Off(pos)
+    StoreBytes(at, &r, sizeof(r));
+    if (len > 0) StoreBytes(at + sizeof(r), buf, len);
+    index_[Slot(seq)].store(static_cast<uint32_t>(pos / 8),
+                            std::memory_order_relaxed);
     hdr_->next_seq.store(seq + 1, std::memory_order_relaxed);
     // SYNC POINT (release): publishes the record and its index entry to
     // readers that acquire tail.
@@ -198,7 +214,12 @@ class ShmSyncBuf {
   // O(1) through the seq index.
   bool FindBySeq(uint64_t seq, SyncIter* it) const {
     if (hdr_ == nullptr) return false;
-    uint64_t pos = index_[seq & index_mask_].load(std::memory_order_relaxed);
+    // The slot is read after tail (acquire), so a record it names is at or
+    // behind that tail; Locate then checks the record really is seq.
+    uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
+    uint32_t slot = index_[Slot(seq)].load(std::memory_order_relaxed);
+    uint64_t pos =
+        tail - 8 * uint64_t{static_cast<uint32_t>(tail / 8) - slot};
     detail::SyncRecord r;
     uint64_t at = 0;
     if (Locate(pos, &r, &at) != 1 || r.seq != seq || at != pos) return false;
@@ -242,7 +263,7 @@ class ShmSyncBuf {
     if (rc != 1) return rc;
     size_t cap = (buf == nullptr || len == nullptr) ? 0 : *len;
     size_t n = r.len < cap ? r.len : cap;
-    if (n > 0) LoadBytes((pos & mask_) + sizeof(r), buf, n);
+    if (n > 0) LoadBytes(Off(pos) + sizeof(r), buf, n);
     if (!StillThere(pos)) return -1;
     if (meta != nullptr) {
       meta->seq = r.seq;
@@ -258,7 +279,7 @@ class ShmSyncBuf {
     int rc = Locate(it.pos, &r, &pos);
     if (rc != 1) return rc;
     out->resize(r.len);
-    if (r.len > 0) LoadBytes((pos & mask_) + sizeof(r), &(*out)[0], r.len);
+    if (r.len > 0) LoadBytes(Off(pos) + sizeof(r), &(*out)[0], r.len);
     if (!StillThere(pos)) return -1;
     if (meta != nullptr) {
       meta->seq = r.seq;
@@ -296,20 +317,36 @@ class ShmSyncBuf {
 
  private:
   static detail::SegmentSpec Spec(uint64_t cap) {
-    uint64_t index = IndexSize(cap);
+    uint64_t index = IndexBytes(cap);
     detail::SegmentSpec spec;
     spec.kind = detail::ContainerKind::kSyncBuf;
     spec.layout_version = kLayoutVersion;
     spec.header_size = static_cast<uint32_t>(kIndexOffset);
-    spec.total_size = kIndexOffset + index * 8 + cap;
+    spec.total_size = kIndexOffset + index + cap;
     spec.params = {{"capacity", cap, detail::ParamRole::kGeometry}};
     return spec;
   }
-  // A slot for every record the ring can hold (records are >= 24 bytes).
+  // A slot for every record the ring can hold (records are >= 24 bytes),
+  // and one more. A power-of-two ring gets a power-of-two index, so both
+  // map positions by masks; other rings pay a division for each.
   static uint64_t IndexSize(uint64_t cap) {
+    uint64_t need = cap / sizeof(detail::SyncRecord) + 1;
+    if ((cap & (cap - 1)) != 0) return need;
     uint64_t n = 1;
-    while (n < cap / sizeof(detail::SyncRecord) + 1) n <<= 1;
+    while (n < need) n <<= 1;
     return n;
+  }
+  // Bytes of the index, padded so the ring starts on a cache line.
+  static uint64_t IndexBytes(uint64_t cap) {
+    return (IndexSize(cap) * 4 + detail::kCacheLine - 1) /
+           detail::kCacheLine * detail::kCacheLine;
+  }
+  // Ring offset of position p, and index slot of seq.
+  uint64_t Off(uint64_t p) const {
+    return ring_pow2_ ? p & (cap_ - 1) : p % cap_;
+  }
+  uint64_t Slot(uint64_t seq) const {
+    return index_pow2_ ? seq & (index_size_ - 1) : seq % index_size_;
   }
   static constexpr uint64_t kIndexOffset =
       sizeof(detail::SegmentHeader) + sizeof(detail::SyncHeader);
@@ -322,15 +359,16 @@ class ShmSyncBuf {
 
   bool Bind(uint64_t cap, const char* who) {
     cap_ = cap;
-    mask_ = cap - 1;
+    ring_pow2_ = (cap & (cap - 1)) == 0;
+    index_size_ = IndexSize(cap);
+    index_pow2_ = (index_size_ & (index_size_ - 1)) == 0;
     write_ahead_ = detail::WriteAheadBytes(cap);
-    index_mask_ = IndexSize(cap) - 1;
     hdr_ = reinterpret_cast<detail::SyncHeader*>(
         seg_.base() + sizeof(detail::SegmentHeader));
-    index_ = reinterpret_cast<std::atomic<uint64_t>*>(seg_.base() +
+    index_ = reinterpret_cast<std::atomic<uint32_t>*>(seg_.base() +
                                                       kIndexOffset);
     ring_ = reinterpret_cast<std::atomic<uint64_t>*>(
-        seg_.base() + kIndexOffset + IndexSize(cap) * 8);
+        seg_.base() + kIndexOffset + IndexBytes(cap));
     uint64_t h = hdr_->head.load(), t = hdr_->tail.load();
     if (t < h || t - h > cap_ || (t & 7) != 0 || (h & 7) != 0) {
       detail::Segment<Alloc>::Fail(&error_, ErrorCode::kCorrupted, 0,
@@ -353,7 +391,7 @@ class ShmSyncBuf {
     if (write_ahead_ == 0) return;
     const char* ring = reinterpret_cast<const char*>(ring_);
     for (uint64_t x = 0; x < size; x += detail::kCacheLine) {
-      detail::PrefetchLineForWrite(ring + ((off + write_ahead_ + x) & mask_));
+      detail::PrefetchLineForWrite(ring + Off(off + write_ahead_ + x));
     }
   }
 
@@ -376,7 +414,7 @@ class ShmSyncBuf {
     uint64_t dropped = 0;
     bool after_pad = false;
     while ((end - head > cap_ || after_pad) && head < tail) {
-      uint64_t off = head & mask_;
+      uint64_t off = Off(head);
       if (cap_ - off < sizeof(detail::SyncRecord)) {
         head += cap_ - off;  // implicit pad: too short for a header
         after_pad = true;
@@ -415,7 +453,7 @@ class ShmSyncBuf {
       uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
       if (p >= tail) return p == tail ? 0 : -1;
       if ((p & 7) != 0) return -1;
-      uint64_t off = p & mask_;
+      uint64_t off = Off(p);
       if (cap_ - off < sizeof(*r)) {  // implicit pad at the ring's end
         p += cap_ - off;
         continue;
@@ -446,10 +484,11 @@ class ShmSyncBuf {
   detail::Segment<Alloc> seg_;
   Error error_;
   detail::SyncHeader* hdr_ = nullptr;
-  std::atomic<uint64_t>* index_ = nullptr;
+  std::atomic<uint32_t>* index_ = nullptr;
   std::atomic<uint64_t>* ring_ = nullptr;
   uint64_t write_ahead_ = 0;  // how far ahead Push claims lines; 0: none
-  uint64_t cap_ = 0, mask_ = 0, index_mask_ = 0;
+  uint64_t cap_ = 0, index_size_ = 0;
+  bool ring_pow2_ = false, index_pow2_ = false;
   bool writer_ = false;
   detail::OwnedCounter pushed_, recycled_;  // the writer's
   bool shared_writers_ = false;
