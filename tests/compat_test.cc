@@ -127,6 +127,34 @@ TYPED_TEST(CreateFlagsTest, NoCombinationLosesData) {
   }
 }
 
+// InitForRead maps read-only: a write through a reader faults instead of
+// changing what every process sees.
+TEST(ReadOnlyReaders, AWriteThroughAReaderFaults) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmArray<uint64_t, shmc::POSIX> w, r;
+  ASSERT_TRUE(w.InitForWrite(key, 16)) << w.last_error().message;
+  ASSERT_TRUE(r.InitForRead(key)) << r.last_error().message;
+  w[3] = 7;
+  EXPECT_EQ(r[3], 7u);
+  fflush(nullptr);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    r[3] = 8;  // must fault
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  // Killed by SIGSEGV, or (under AddressSanitizer, whose handler reports
+  // the fault) exited non-zero: never a normal exit after the write.
+  EXPECT_FALSE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the write went through";
+  if (WIFSIGNALED(status)) {
+    EXPECT_EQ(WTERMSIG(status), SIGSEGV);
+  }
+  EXPECT_EQ(w[3], 7u);
+}
+
 // --- 3, 4. Utils and AllocTraits -------------------------------------------
 
 TEST(Utils, ReachableFromAnAllocatorHeaderAlone) {
