@@ -183,7 +183,10 @@ class StoreT : public Store {
     if (master) {
       // A write interrupted by kill -9 of every process: finish it now.
       Locked lock(this);
-      map_.Recover();
+      if (!map_.Recover()) {
+        *err = map_.last_error().message;
+        return false;
+      }
     }
     return true;
   }
@@ -380,7 +383,11 @@ class StoreT : public Store {
     int rc = pthread_mutex_lock(&ctl_->write_lock);
     if (rc == EOWNERDEAD) {
       // A worker died holding the lock, maybe in the middle of a write.
-      map_.Recover();
+      if (!map_.Recover()) {
+        // Damaged intent record: nothing was touched; the next write
+        // replaces the record, and `shmc check --fix` repairs the pool.
+        std::fprintf(stderr, "shmkv: %s\n", map_.last_error().message.c_str());
+      }
       __atomic_add_fetch(&ctl_->lock_recoveries, 1, __ATOMIC_RELAXED);
       pthread_mutex_consistent(&ctl_->write_lock);
     } else if (rc != 0) {

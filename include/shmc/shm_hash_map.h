@@ -377,9 +377,12 @@ class ShmHashMap {
   // programs that serialize their writers themselves (kSharedWriters) call
   // it, under their lock, when they learn a writer died mid-write (e.g.
   // EOWNERDEAD from a robust mutex). Nothing to do: returns at once.
-  void Recover() {
+  // False when the interrupted write's record is damaged (last_error()).
+  bool Recover() {
     typename Links::SlotResolver resolve = Resolver();
-    link_table_.Recover(&resolve);
+    if (link_table_.Recover(&resolve)) return true;
+    error_ = link_table_.last_error();
+    return false;
   }
 
   const Error& last_error() const { return error_; }

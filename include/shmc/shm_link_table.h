@@ -148,7 +148,9 @@ class ShmLinkTable {
     }
     uint32_t n = NodesFor(size);
     uint64_t free = hdr_->free_nodes.load(std::memory_order_relaxed);
-    if (n > free) return link_buf_t();
+    if (n > free || !FreeListHolds(n, "ShmLinkTable::New")) {
+      return link_buf_t();
+    }
     link_buf_t lb = BeginNew(detail::kLinkOpNew, 0, link_buf_t(), 0, n,
                              size, 1, 0);
     FillAndDetach(buf, size, n, lb);
@@ -308,8 +310,11 @@ class ShmLinkTable {
 
   // --- used by ShmHashMap (not part of the reference API) -----------------
   using SlotResolver = std::function<std::atomic<uint64_t>*(uint64_t)>;
+  // `repair`: a damaged intent record is discarded (logged) instead of
+  // failing the call, for a tool that runs HealthCheck(auto_fix) next.
   bool InitForWriteImpl(const std::string& shm_key, size_t node_size,
-                        size_t node_num, const SlotResolver* resolve);
+                        size_t node_num, const SlotResolver* resolve,
+                        bool repair = false);
   bool HeadLength(link_buf_t lb, uint32_t* len) const;
   uint32_t NodesFor(size_t len) const {
     uint64_t cap = words_ * 8;
@@ -323,8 +328,10 @@ class ShmLinkTable {
   // Map erase: clears `slot` (holding `old`), then frees `old`.
   bool EraseValue(std::atomic<uint64_t>* slot, uint64_t slot_id,
                   link_buf_t old);
-  // Recovers a half-done operation; map ops need `resolve`.
-  void Recover(const SlotResolver* resolve);
+  // Recovers a half-done operation; map ops need `resolve`. False (and
+  // last_error() kCorrupted naming the field) when the intent record holds
+  // values out of range: nothing is touched then.
+  bool Recover(const SlotResolver* resolve);
 
  private:
   static constexpr size_t kWordsParam = 0;
@@ -353,6 +360,28 @@ class ShmLinkTable {
   }
 
   bool Writable() const { return hdr_ != nullptr && !seg_.read_only(); }
+
+  bool IntentIsSane(const char* who);
+
+  // Whether the first n nodes of the free list, and the node after them,
+  // are nodes of this pool: a write follows those links, so a damaged link
+  // must stop it before it writes anywhere (kCorrupted, naming the link).
+  bool FreeListHolds(uint32_t n, const char* who) {
+    uint64_t i = hdr_->free_head.load(std::memory_order_relaxed);
+    for (uint32_t k = 0; k <= n; ++k) {
+      bool end_ok = k == n && i == 0;  // the list may end right after them
+      if (!end_ok && (i == 0 || i > nodes_)) {
+        return detail::Segment<Alloc>::Fail(
+            &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
+            "free list damaged: link %u of it is %llu, not a node of 1..%llu "
+            "(`shmc check --fix` rebuilds it)",
+            k, static_cast<unsigned long long>(i),
+            static_cast<unsigned long long>(nodes_));
+      }
+      if (k < n) i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    return true;
+  }
 
   detail::LinkNodeHead* Head(uint64_t i) const {
     return reinterpret_cast<detail::LinkNodeHead*>(base_ + i * stride_);
@@ -503,6 +532,7 @@ class ShmLinkTable {
   // Returns a value's n nodes to the free list. Idempotent, so recovery can
   // run it again over a half-done free.
   void FreeChain(link_buf_t lb, uint32_t n) {
+    if (lb.head() == 0 || lb.head() > nodes_) return;  // checked by callers
     uint64_t i = lb.head(), tail = lb.head();
     for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
       Head(i)->tag.store(0, std::memory_order_relaxed);
@@ -525,6 +555,7 @@ class ShmLinkTable {
   // Undoes a New whose handle was never published.
   void RollbackNew(link_buf_t lb, uint32_t n, uint32_t step,
                    uint32_t cut_next) {
+    if (lb.head() == 0 || lb.head() > nodes_) return;  // checked by callers
     uint64_t i = lb.head(), tail = lb.head();
     for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
       Head(i)->tag.store(0, std::memory_order_relaxed);

@@ -269,7 +269,7 @@ struct Ops {
         uint64_t words = c.peeks[1].param("data_words");
         uint64_t nodes = c.peeks[1].param("node_num");
         if (!lt.InitForWriteImpl(c.segments[1].key, words * 8, nodes,
-                                 &resolve)) {
+                                 &resolve, true)) {
           return Fail(lt.last_error(), err);
         }
       } else if ((rc = OpenLinks(c.segments[1], &lt, err)) != kExitOk) {
@@ -319,8 +319,8 @@ struct Ops {
     } else if (kind == ContainerKind::kLinkTable) {
       Links lt;
       if (fix) {
-        if (!lt.InitForWrite(n.key, peek.param("data_words") * 8,
-                             peek.param("node_num"))) {
+        if (!lt.InitForWriteImpl(n.key, peek.param("data_words") * 8,
+                                 peek.param("node_num"), nullptr, true)) {
           return Fail(lt.last_error(), err);
         }
       } else {

@@ -11,7 +11,8 @@ namespace shmc {
 template <class Alloc>
 bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
                                            size_t node_size, size_t node_num,
-                                           const SlotResolver* resolve) {
+                                           const SlotResolver* resolve,
+                                           bool repair) {
   error_.Clear();
   const char* who = "ShmLinkTable::InitForWrite";
   if (node_size == 0 || node_size > (8u << 20) || node_num == 0 ||
@@ -51,8 +52,18 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
       detail::Log(kWarning, "%s(%s): an operation may be in flight in "
                   "another live writer; not recovering\n", who,
                   shm_key.c_str());
-    } else {
-      Recover(resolve);
+    } else if (!Recover(resolve)) {
+      if (!repair) {
+        hdr_ = nullptr;
+        seg_.Reset();
+        return false;
+      }
+      // For a repair tool that runs HealthCheck(auto_fix) next: drop the
+      // record; the scan returns whatever the interrupted write held.
+      detail::Log(kWarning, "%s(%s): discarding the damaged intent record "
+                  "for repair\n", who, shm_key.c_str());
+      hdr_->intent.op.store(detail::kLinkOpNone, std::memory_order_release);
+      error_.Clear();
     }
   }
   return true;
@@ -70,6 +81,9 @@ bool ShmLinkTable<Alloc>::HeadLength(link_buf_t lb, uint32_t* len) const {
   uint32_t l = h->len.load(std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_acquire);
   if (h->tag.load(std::memory_order_relaxed) != want) return false;
+  // A length no chain in this pool can hold is damage, not a value: never
+  // let it size an allocation or a walk.
+  if ((uint64_t{l} + words_ * 8 - 1) / (words_ * 8) > nodes_) return false;
   *len = l;
   return true;
 }
@@ -87,6 +101,7 @@ bool ShmLinkTable<Alloc>::PublishValue(std::atomic<uint64_t>* slot,
   uint32_t n_new = NodesFor(size);
   // The new value is complete before the old one goes: room for both.
   if (n_new > hdr_->free_nodes.load(std::memory_order_relaxed)) return false;
+  if (!FreeListHolds(n_new, "ShmLinkTable::PublishValue")) return false;
   uint32_t op = old ? detail::kLinkOpReplace : detail::kLinkOpInsert;
   link_buf_t lb = BeginNew(op, slot_id, old, n_old, n_new, size, old ? 0 : 1,
                            old_len);
@@ -118,11 +133,50 @@ bool ShmLinkTable<Alloc>::EraseValue(std::atomic<uint64_t>* slot,
 }
 
 template <class Alloc>
-void ShmLinkTable<Alloc>::Recover(const SlotResolver* resolve) {
+bool ShmLinkTable<Alloc>::IntentIsSane(const char* who) {
   detail::LinkIntent& in = hdr_->intent;
   auto o = std::memory_order_relaxed;
   uint32_t op = in.op.load(std::memory_order_acquire);
-  if (op == detail::kLinkOpNone) return;
+  link_buf_t nlb = link_buf_t::Unpack(in.new_lb.load(o));
+  link_buf_t olb = link_buf_t::Unpack(in.old_lb.load(o));
+  bool has_new = op == detail::kLinkOpNew || op == detail::kLinkOpInsert ||
+                 op == detail::kLinkOpReplace;
+  bool frees_old = op == detail::kLinkOpFree || op == detail::kLinkOpErase ||
+                   op == detail::kLinkOpReplace;
+  uint32_t step = in.step.load(o);
+  const char* bad = nullptr;
+  if (op < detail::kLinkOpNew || op > detail::kLinkOpErase) {
+    bad = "op";
+  } else if (step < detail::kLinkStepFill || step > detail::kLinkStepPublished) {
+    bad = "step";
+  } else if (has_new && (nlb.head() == 0 || nlb.head() > nodes_)) {
+    bad = "new_lb.head";
+  } else if (has_new && (in.new_nodes.load(o) == 0 ||
+                         in.new_nodes.load(o) > nodes_)) {
+    bad = "new_nodes";
+  } else if (frees_old && (olb.head() == 0 || olb.head() > nodes_)) {
+    bad = "old_lb.head";
+  } else if (frees_old && (in.old_nodes.load(o) == 0 ||
+                           in.old_nodes.load(o) > nodes_)) {
+    bad = "old_nodes";
+  } else if (in.cut_next.load(o) > nodes_) {
+    bad = "cut_next";
+  }
+  if (bad == nullptr) return true;
+  return detail::Segment<Alloc>::Fail(
+      &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
+      "the intent record of an interrupted write is damaged (%s out of "
+      "range); nothing was recovered: `shmc check --fix` rebuilds the pool",
+      bad);
+}
+
+template <class Alloc>
+bool ShmLinkTable<Alloc>::Recover(const SlotResolver* resolve) {
+  detail::LinkIntent& in = hdr_->intent;
+  auto o = std::memory_order_relaxed;
+  uint32_t op = in.op.load(std::memory_order_acquire);
+  if (op == detail::kLinkOpNone) return true;
+  if (!IntentIsSane("ShmLinkTable::Recover")) return false;
   link_buf_t nlb = link_buf_t::Unpack(in.new_lb.load(o));
   link_buf_t olb = link_buf_t::Unpack(in.old_lb.load(o));
   uint64_t slot_id = in.slot.load(o);
@@ -132,7 +186,7 @@ void ShmLinkTable<Alloc>::Recover(const SlotResolver* resolve) {
   if (op > detail::kLinkOpErase || (map_op && slot == nullptr)) {
     detail::Log(kWarning, "ShmLinkTable(%s): pending map operation %u left "
                 "for its ShmHashMap to recover\n", seg_.key().c_str(), op);
-    return;
+    return true;
   }
   bool committed = false;
   switch (op) {
@@ -160,6 +214,7 @@ void ShmLinkTable<Alloc>::Recover(const SlotResolver* resolve) {
   detail::Log(kWarning, "ShmLinkTable(%s): recovered an interrupted "
               "operation %u (rolled %s)\n", seg_.key().c_str(), op,
               committed ? "forward" : "back");
+  return true;
 }
 
 template <class Alloc>
