@@ -4,15 +4,13 @@
 // damages a real segment through a second mapping, then runs the operation
 // that used to follow the bad value out of bounds, in a child process so
 // that a crash fails the test instead of ending it.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include <memory>
 #include <string>
 
 #include "shmc/shm_link_table.h"
+#include "tests/support/raw_segment.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -28,33 +26,15 @@ constexpr size_t kNodesAt = kHeaderEnd + 256;       // + LinkTableHeader
 constexpr size_t kStride = 16 + kNodeSize;
 
 // The segment's bytes, mapped read-write beside the table.
-class Raw {
+class Raw : public shmc_test::RawSegment {
  public:
-  explicit Raw(const std::string& key) {
-    int fd = shm_open(key.c_str(), O_RDWR, 0);
-    struct stat st {};
-    if (fd >= 0 && fstat(fd, &st) == 0) {
-      size_ = static_cast<size_t>(st.st_size);
-      void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      base_ = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-    }
-    if (fd >= 0) close(fd);
-  }
-  ~Raw() {
-    if (base_ != nullptr) munmap(base_, size_);
-  }
-  bool ok() const { return base_ != nullptr; }
+  using RawSegment::RawSegment;
   shmc::detail::LinkTableHeader* hdr() {
-    return reinterpret_cast<shmc::detail::LinkTableHeader*>(base_ + kHeaderEnd);
+    return at<shmc::detail::LinkTableHeader>(kHeaderEnd);
   }
   shmc::detail::LinkNodeHead* node(uint64_t i) {
-    return reinterpret_cast<shmc::detail::LinkNodeHead*>(base_ + kNodesAt +
-                                                         i * kStride);
+    return at<shmc::detail::LinkNodeHead>(kNodesAt + i * kStride);
   }
-
- private:
-  char* base_ = nullptr;
-  size_t size_ = 0;
 };
 
 class HostileLinkTest : public ::testing::Test {

@@ -4,16 +4,14 @@
 #include "shmc/shm_sync_buf.h"
 
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <sched.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
 
 #include "tests/support/queue_stream.h"
+#include "tests/support/raw_segment.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -246,29 +244,10 @@ TEST(ShmSyncBuf, OneWriterManyReaderProcesses) {
 
 namespace {
 
-// Maps a POSIX segment read-write beside the containers, to set fields a
-// test needs (positions, versions) the way a long run or an old build would.
-struct RawMapping {
-  explicit RawMapping(const std::string& key) {
-    int fd = shm_open(key.c_str(), O_RDWR, 0);
-    struct stat st {};
-    if (fd >= 0 && fstat(fd, &st) == 0) {
-      size = static_cast<size_t>(st.st_size);
-      void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-      base = p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-    }
-    if (fd >= 0) close(fd);
-  }
-  ~RawMapping() {
-    if (base != nullptr) munmap(base, size);
-  }
-  shmc::detail::SyncHeader* sync() {
-    return reinterpret_cast<shmc::detail::SyncHeader*>(
-        base + sizeof(shmc::detail::SegmentHeader));
-  }
-  char* base = nullptr;
-  size_t size = 0;
-};
+// The sync buffer's header in a raw mapping of its segment.
+shmc::detail::SyncHeader* SyncHeaderOf(const shmc_test::RawSegment& raw) {
+  return raw.at<shmc::detail::SyncHeader>(sizeof(shmc::detail::SegmentHeader));
+}
 
 // Pushes records of many lengths and, after each, finds every record still
 // in the ring by its seq and reads it back whole.
@@ -330,11 +309,11 @@ TEST(ShmSyncBuf, PositionsBeyondThirtyTwoBitsOfWords) {
     ASSERT_TRUE(w.InitForWrite(key, 5000)) << w.last_error().message;
   }
   {
-    RawMapping raw(key);
-    ASSERT_NE(raw.base, nullptr);
+    shmc_test::RawSegment raw(key);
+    ASSERT_TRUE(raw.ok());
     const uint64_t far = (uint64_t{1} << 37) + 4096 + 8 * 12345;
-    raw.sync()->head.store(far);
-    raw.sync()->tail.store(far);
+    SyncHeaderOf(raw)->head.store(far);
+    SyncHeaderOf(raw)->tail.store(far);
   }
   shmc::ShmSyncBuf<shmc::POSIX> w, r;
   ASSERT_TRUE(w.InitForWrite(key, 5000)) << w.last_error().message;
@@ -351,15 +330,15 @@ TEST(ShmSyncBuf, SegmentStaysNearTheSizeAskedFor) {
     ScopedKey<shmc::POSIX> key(std::to_string(bytes));
     shmc::ShmSyncBuf<shmc::POSIX> w;
     ASSERT_TRUE(w.InitForWrite(key, bytes)) << w.last_error().message;
-    RawMapping raw(key);
-    ASSERT_NE(raw.base, nullptr);
+    shmc_test::RawSegment raw(key);
+    ASSERT_TRUE(raw.ok());
     bool pow2 = (bytes & (bytes - 1)) == 0;
     // Index: a 4-byte slot per 24 bytes of ring (a power of two, at most
     // twice that, for power-of-two rings), plus the 640-byte header.
     size_t bound = bytes + (pow2 ? bytes / 3 : bytes / 6) + 4096;
-    EXPECT_LE(raw.size, bound);
+    EXPECT_LE(raw.size(), bound);
     if (bytes == (size_t{100} << 20)) {
-      EXPECT_LE(raw.size, size_t{62} << 21) << "fits 62 hugepages";
+      EXPECT_LE(raw.size(), size_t{62} << 21) << "fits 62 hugepages";
     }
   }
 }
@@ -371,9 +350,9 @@ TEST(ShmSyncBuf, LayoutVersionOneIsRefusedByName) {
     ASSERT_TRUE(w.InitForWrite(key, 8192)) << w.last_error().message;
   }
   {
-    RawMapping raw(key);
-    ASSERT_NE(raw.base, nullptr);
-    auto* h = reinterpret_cast<shmc::detail::SegmentHeader*>(raw.base);
+    shmc_test::RawSegment raw(key);
+    ASSERT_TRUE(raw.ok());
+    auto* h = raw.at<shmc::detail::SegmentHeader>(0);
     h->layout_version = 1;
     h->header_checksum = shmc::detail::HeaderChecksum(h);
   }
