@@ -2,9 +2,12 @@
 // ring of fixed 64-byte slots written here (the baseline), same run.
 //
 //   queue_bench [--messages N] [--rounds R] [--batch B] [--write-ahead W]
+//               [--sync-bytes S]
 //
 // --write-ahead W: every ShmQueue producer and SyncBuf writer claims lines
 // W bytes ahead (SetWriteAhead; 0: no claims); default, the library's.
+// --sync-bytes S: the SyncBuf's size (default 2^24; a size that is not a
+// power of two maps positions by division instead of a mask).
 //
 // Throughput: a producer process and a consumer process pinned to CPUs 0 and
 // 1 move N 64-byte messages. Both sides spin on full/empty and yield after
@@ -142,6 +145,7 @@ int main(int argc, char** argv) {
   uint64_t n = 5000000;
   int rounds = 5;
   size_t batch = 16;  // records per PushBatch / PopBatch
+  size_t sync_bytes = size_t{1} << 24;
   for (int i = 1; i < argc; i += 2) {
     std::string a = argv[i];
     if (i + 1 < argc && a == "--messages") {
@@ -150,6 +154,9 @@ int main(int argc, char** argv) {
       rounds = std::atoi(argv[i + 1]);
     } else if (i + 1 < argc && a == "--batch") {
       batch = std::strtoull(argv[i + 1], nullptr, 10);
+    } else if (i + 1 < argc && a == "--sync-bytes") {
+      sync_bytes = std::strtoull(argv[i + 1], nullptr, 10);
+      if (sync_bytes < 4096) n = 0;
     } else if (i + 1 < argc && a == "--write-ahead") {
       g_write_ahead = std::strtoll(argv[i + 1], nullptr, 10);
       if (g_write_ahead < 0) n = 0;
@@ -159,7 +166,7 @@ int main(int argc, char** argv) {
     if (n == 0 || rounds < 1 || batch < 1 || batch > 4096) {
       std::fprintf(stderr,
                    "usage: %s [--messages N] [--rounds R] [--batch 1-4096] "
-                   "[--write-ahead BYTES]\n",
+                   "[--write-ahead BYTES] [--sync-bytes 4096..]\n",
                    argv[0]);
       return 2;
     }
@@ -305,7 +312,7 @@ int main(int argc, char** argv) {
   for (size_t len : {10, 100, 1000}) {
     shmc::POSIX().Unlink(key + "_s");
     shmc::ShmSyncBuf<shmc::POSIX> w, r;
-    w.InitForWrite(key + "_s", 1 << 24);
+    w.InitForWrite(key + "_s", sync_bytes);
     ApplyWriteAhead(w);
     r.InitForRead(key + "_s");
     std::string rec(len, 'r');
