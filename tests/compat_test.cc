@@ -16,6 +16,7 @@
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_link_table.h"
 #include "shmc/shm_queue.h"
+#include "shmc/version.h"
 #include "tests/support/test_util.h"
 
 namespace compat_alloc_only {
@@ -202,6 +203,13 @@ TEST(Utils, HexDumpsAsTheReference) {
   std::vector<unsigned char> big(100000, 0xee);
   const char* out = shmc::Utils::Hex(big.data(), big.size());
   EXPECT_LT(std::strlen(out), 8192u);  // cut, never overrun
+}
+
+TEST(Version, TheReferenceMacrosNameTheApiImplemented) {
+  static_assert(SHMC_MAJOR_VERSION == 1 && SHMC_MINOR_VERSION == 0 &&
+                    SHMC_PATCH_VERSION == 0,
+                "shm_container v1.0.0");
+  SUCCEED();
 }
 
 TEST(Utils, PrimesMagicVersionsAlignment) {
