@@ -172,50 +172,6 @@ TYPED_TEST(ShmLinkTableTest, AValueFreedDuringAReadFailsTheRead) {
   EXPECT_EQ(t.free_nodes(), 100u);
 }
 
-TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
-  ScopedKey<shmc::POSIX> key;
-  int ready[2], go[2];
-  ASSERT_EQ(pipe(ready), 0);
-  ASSERT_EQ(pipe(go), 0);
-  pid_t writer = fork();
-  if (writer == 0) {
-    shmc::ShmLinkTable<shmc::POSIX> t;
-    char c = t.InitForWrite(key, 32, 100) ? 'y' : 'n';
-    (void)!write(ready[1], &c, 1);
-    (void)!read(go[0], &c, 1);  // hold the lease until told
-    _exit(0);
-  }
-  char c = 0;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
-  {
-    shmc::ShmLinkTable<shmc::POSIX> t;
-    EXPECT_FALSE(t.InitForWrite(key, 32, 100));
-    EXPECT_EQ(t.last_error().code, shmc::ErrorCode::kWriterBusy);
-    EXPECT_NE(t.last_error().message.find(std::to_string(writer)),
-              std::string::npos);
-    shmc::ShmLinkTable<shmc::POSIX> shared;
-    {
-      shmc_test::ScopedCreateFlags flags(shmc::kCreateIfNotExist |
-                                         shmc::kSharedWriters);
-      EXPECT_TRUE(shared.InitForWrite(key, 32, 100))
-          << "kSharedWriters opts out of the lease";
-    }
-    shmc::ShmLinkTable<shmc::POSIX> reader;
-    EXPECT_TRUE(reader.InitForRead(key)) << "readers need no lease";
-  }
-  kill(writer, SIGKILL);
-  waitpid(writer, nullptr, 0);
-  shmc::ShmLinkTable<shmc::POSIX> t;
-  EXPECT_TRUE(t.InitForWrite(key, 32, 100)) << t.last_error().message;
-  // The same process may init again (a second object).
-  shmc::ShmLinkTable<shmc::POSIX> again;
-  EXPECT_TRUE(again.InitForWrite(key, 32, 100));
-  // A forked child writes through the inherited handle.
-  EXPECT_EQ(shmc_test::RunInChild([&] { return t.New("kid", 3) ? 0 : 1; }), 0);
-  EXPECT_EQ(t.link_bufs(), 1u);
-}
-
 // The word-wise copy out of shared memory: exactly n bytes, in order, for
 // every length around a few words and every destination alignment; the
 // bytes after them are left alone.

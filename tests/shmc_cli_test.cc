@@ -301,18 +301,14 @@ TEST(ShmcCli, EveryOtherKind) {
   r = Shmc({"ls"});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("NAME"), std::string::npos);
-  // rm: refused while this process (the live writer) holds a lease,
-  // then forced; afterwards the name is gone.
+  // rm: refused while this process (the live writer of every kind) holds
+  // its lease, then forced; afterwards the name is gone.
   for (const Case& c : cases) {
     std::string seg = "posix:" + c.key;
-    bool leased = c.kind == "link_table" || c.kind == "queue" ||
-                  c.kind == "sync_buf";
     r = Shmc({"rm", seg, "--json"});
-    EXPECT_EQ(r.exit_code, leased ? 1 : 0) << c.kind << ": " << r.err;
-    if (leased) {
-      r = Shmc({"rm", seg, "--force", "--json"});
-      EXPECT_EQ(r.exit_code, 0) << c.kind << ": " << r.err;
-    }
+    EXPECT_EQ(r.exit_code, 1) << c.kind << ": " << r.err;
+    r = Shmc({"rm", seg, "--force", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << c.kind << ": " << r.err;
     EXPECT_EQ(ParseOrFail(r.out).get("removed")->arr.size(), 1u);
     EXPECT_EQ(Shmc({"info", seg}).exit_code, 1) << c.kind;
   }

@@ -48,8 +48,10 @@ class ShmArray {
           &error_, ErrorCode::kInvalidArgument, 0, shm_key,
           "ShmArray::InitForWrite", "size must be 1..%zu nodes", MaxNodes());
     }
-    if (!seg_.OpenForWrite(shm_key, spec, DefaultCreateFlags(), nullptr,
-                           "ShmArray::InitForWrite", &error_)) {
+    int flags = DefaultCreateFlags();
+    if (!seg_.OpenForWrite(shm_key, spec, flags, nullptr,
+                           "ShmArray::InitForWrite", &error_) ||
+        !seg_.TakeWriterLease(flags, "ShmArray::InitForWrite", &error_)) {
       return false;
     }
     Bind();

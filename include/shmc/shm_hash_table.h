@@ -119,8 +119,10 @@ class ShmHashTable {
                 old.main_buckets == g.main_buckets &&
                 old.over_buckets == g.over_buckets;
     bool used_old = false;
-    if (!seg_.OpenForWrite(shm_key, spec, DefaultCreateFlags(), nullptr, who,
-                           &error_, same ? nullptr : &old_spec, &used_old)) {
+    int flags = DefaultCreateFlags();
+    if (!seg_.OpenForWrite(shm_key, spec, flags, nullptr, who, &error_,
+                           same ? nullptr : &old_spec, &used_old) ||
+        !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
     Bind(used_old ? old : g);

@@ -85,8 +85,10 @@ class ShmHashTableM {
           &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
           "fewer than %zu primes <= %zu", row_num, col_num);
     }
-    if (!seg_.OpenForWrite(shm_key, Spec(col_num, row_num),
-                           DefaultCreateFlags(), nullptr, who, &error_)) {
+    int flags = DefaultCreateFlags();
+    if (!seg_.OpenForWrite(shm_key, Spec(col_num, row_num), flags, nullptr,
+                           who, &error_) ||
+        !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
     Bind(col_num, std::move(mods));
