@@ -4,7 +4,7 @@
 // (Read returns -1, IsOverrun) and can resync to Head(); it never gets
 // recycled bytes as data.
 //
-// Layout version 2 (docs/layout/sync_buf.md):
+// Layout version 2 (docs/layout/queue.md, its ShmSyncBuf section):
 //   [SegmentHeader 512][SyncHeader 128][seq index: index_size x uint32,
 //   padded to 64 bytes][ring: capacity bytes, a multiple of 8, <= 32 GiB]
 // The capacity is the buffer size asked for, rounded up to 8 bytes (as in
@@ -214,8 +214,10 @@ class ShmSyncBuf {
   // O(1) through the seq index.
   bool FindBySeq(uint64_t seq, SyncIter* it) const {
     if (hdr_ == nullptr) return false;
-    // The slot is read after tail (acquire), so a record it names is at or
-    // behind that tail; Locate then checks the record really is seq.
+    // The slot is read after tail (acquire): a slot written for a record up
+    // to that tail rebuilds to its position. One rewritten since (a newer
+    // record) rebuilds to a position Locate refuses or to a record whose
+    // seq differs; either way the answer is "not found", never a wrong one.
     uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
     uint32_t slot = index_[Slot(seq)].load(std::memory_order_relaxed);
     uint64_t pos =
