@@ -125,8 +125,9 @@ TEST(Gtestx, PerfAbortEndsTheLoopAndFailsTheTest) {
   EXPECT_NE(run.exit_code, 0) << "the failed assertion must fail the test";
   const Record& r = run.by_test["Abort.Stops"];
   EXPECT_TRUE(r.aborted);
+  // The count, not the clock, shows the 5 s loop stopped: a loop that ran
+  // on would count millions of calls.
   EXPECT_EQ(r.count, 1000u) << "stops right after the failing call";
-  EXPECT_LT(r.seconds, 2.5) << "a 5 s loop must not run to its end";
 }
 
 TEST(Gtestx, FatalFailureAlsoStopsTheLoop) {
@@ -134,7 +135,7 @@ TEST(Gtestx, FatalFailureAlsoStopsTheLoop) {
   EXPECT_NE(run.exit_code, 0);
   const Record& r = run.by_test["Abort.FatalStopsToo"];
   EXPECT_TRUE(r.aborted);
-  EXPECT_LT(r.seconds, 2.5);
+  EXPECT_EQ(r.count, 1000u) << "stops right after the failing call";
 }
 
 TEST(Gtestx, FailingExpectFailsTheTest) {
