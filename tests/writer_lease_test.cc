@@ -36,11 +36,10 @@ struct Array {
     return (*c)[1] == 42u;
   }
 };
-struct Table {
-  using C = shmc::ShmHashTable<uint64_t, KV, shmc::POSIX>;
-  static bool Write(C* c, const std::string& k) {
-    return c->InitForWrite(k, 1000);
-  }
+// Both hash tables: read by key, written by claiming a node.
+template <class Table>
+struct HashTableOps {
+  using C = Table;
   static bool Read(C* c, const std::string& k) { return c->InitForRead(k); }
   static bool Touch(C* c) {
     bool found = false;
@@ -50,18 +49,14 @@ struct Table {
     return true;
   }
 };
-struct TableM {
-  using C = shmc::ShmHashTableM<uint64_t, KV, shmc::POSIX>;
+struct Table : HashTableOps<shmc::ShmHashTable<uint64_t, KV, shmc::POSIX>> {
+  static bool Write(C* c, const std::string& k) {
+    return c->InitForWrite(k, 1000);
+  }
+};
+struct TableM : HashTableOps<shmc::ShmHashTableM<uint64_t, KV, shmc::POSIX>> {
   static bool Write(C* c, const std::string& k) {
     return c->InitForWrite(k, 1000, 20);
-  }
-  static bool Read(C* c, const std::string& k) { return c->InitForRead(k); }
-  static bool Touch(C* c) {
-    bool found = false;
-    volatile KV* n = c->FindOrAlloc(7, &found);
-    if (n == nullptr) return false;
-    n->key = 7;
-    return true;
   }
 };
 struct Links {
