@@ -483,8 +483,18 @@ std::unique_ptr<Store> OpenT(const StoreConfig& cfg, bool master,
 template <class Alloc>
 bool UnlinkIfPresent(const std::string& key, std::string* err) {
   Alloc a;
-  if (a.Unlink(key) || a.last_errno() == shmc::impl::kErrNotExist) return true;
-  *err = "cannot remove segment " + key + ": " + std::strerror(a.sys_errno());
+  switch (shmc::detail::RemoveOwnSegment(key, &a)) {
+    case shmc::detail::RemoveResult::kRemoved:
+    case shmc::detail::RemoveResult::kAbsent:
+      return true;
+    case shmc::detail::RemoveResult::kForeign:
+      *err = key + " is not a shmc segment; it was left alone";
+      return false;
+    case shmc::detail::RemoveResult::kFailed:
+      break;
+  }
+  *err = "cannot remove segment " + key + ": " +
+         shmc::detail::AllocErrorText(a.last_errno());
   return false;
 }
 

@@ -270,11 +270,22 @@ TEST_F(BadSegmentTest, DeadCreatorIsAbandonedAndReplacedByWriter) {
   EXPECT_TRUE(r.InitForRead(key_)) << r.last_error().message;
 }
 
-TEST_F(BadSegmentTest, EmptySegmentIsNotReady) {
+TEST_F(BadSegmentTest, EmptySegmentIsLeftAlone) {
   Truncate(0);
   EXPECT_EQ(ReadError(), ErrorCode::kNotReady);
-  Array w;  // a writer allowed to create replaces the empty shell
-  EXPECT_TRUE(w.InitForWrite(key_, 1000)) << w.last_error().message;
+  EXPECT_NE(last_message_.find("empty"), std::string::npos) << last_message_;
+  // shmc never leaves an empty file at a key, so nothing proves this one
+  // is shmc's: a writer, even one allowed to create, leaves it in place.
+  for (int flags : {static_cast<int>(shmc::kCreateIfNotExist),
+                    shmc::kCreateIfNotExist | shmc::kCreateIfExtending}) {
+    shmc_test::ScopedCreateFlags f(flags);
+    Array w;
+    EXPECT_FALSE(w.InitForWrite(key_, 1000));
+    EXPECT_EQ(w.last_error().code, ErrorCode::kNotReady);
+    struct stat st;
+    ASSERT_EQ(stat(("/dev/shm" + key_.str()).c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 0);
+  }
 }
 
 TEST_F(BadSegmentTest, RandomHeaderDamageNeverCrashes) {

@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -615,6 +617,128 @@ TEST(ShmcCli, BadNamesAndBadSegments) {
   r = Shmc({"info", "posix:" + bad.str()});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("corrupted"), std::string::npos) << r.err;
+}
+
+// `rm` removes only what proves to be shmc's: an empty file, a device node,
+// another program's data and an unrelated sibling of a sorted array's
+// directory all survive it, with or without --force.
+TEST(ShmcCli, RmLeavesWhatIsNotShmcs) {
+  char tmpl[] = "/tmp/shmc_cli_rm_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  auto exists = [](const std::string& f) {
+    struct stat st;
+    return lstat(f.c_str(), &st) == 0;
+  };
+  auto make = [](const std::string& f, const std::string& bytes) {
+    int fd = open(f.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, bytes.data(), bytes.size()),
+              static_cast<ssize_t>(bytes.size()));
+    close(fd);
+  };
+  std::vector<std::string> victims;
+  make(dir + "/empty", "");
+  victims.push_back(dir + "/empty");
+  make(dir + "/text", std::string(1024, 'a'));
+  victims.push_back(dir + "/text");
+  if (mknod((dir + "/null").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) {
+    victims.push_back(dir + "/null");
+  }
+  make(dir + "/pair0", std::string(600, 'b'));  // looks like a map's pair
+  make(dir + "/pair1", "");
+  for (const std::string& v : victims) {
+    for (bool force : {false, true}) {
+      std::vector<std::string> args = {"rm", "file:" + v};
+      if (force) args.push_back("--force");
+      Result r = Shmc(args);
+      EXPECT_EQ(r.exit_code, 1) << v << " " << r.err;
+      EXPECT_TRUE(exists(v)) << "removed " << v;
+    }
+  }
+  for (bool force : {false, true}) {
+    Result r = Shmc(force ? std::vector<std::string>{"rm", "file:" + dir +
+                                                     "/pair", "--force"}
+                          : std::vector<std::string>{"rm", "file:" + dir +
+                                                     "/pair"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_TRUE(exists(dir + "/pair0") && exists(dir + "/pair1"));
+  }
+  // An empty POSIX object is not a segment either.
+  ScopedKey<shmc::POSIX> empty("empty");
+  int fd = shm_open(empty.str().c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  Result r = Shmc({"rm", "posix:" + empty.str(), "--force"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("not a shmc segment"), std::string::npos) << r.err;
+  EXPECT_TRUE(exists("/dev/shm" + empty.str()));
+
+  // A sorted array whose second slot name holds someone else's file: rm
+  // takes the directory and its data, and leaves the file.
+  std::string sa = dir + "/sa";
+  {
+    shmc::ShmSortedArray<uint64_t, uint64_t, shmc::MAPFILE> a;
+    std::vector<std::pair<uint64_t, uint64_t>> recs = {{1, 1}, {2, 2}};
+    ASSERT_TRUE(a.Build(sa, recs)) << a.last_error().message;
+  }
+  ASSERT_TRUE(exists(sa + "0"));
+  make(sa + "1", "their data");
+  r = Shmc({"rm", "file:" + sa, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(exists(sa));
+  EXPECT_FALSE(exists(sa + "0"));
+  EXPECT_TRUE(exists(sa + "1")) << "removed an unrelated sibling";
+  // And a builder does not remove it either: the build stops instead.
+  {
+    shmc::ShmSortedArray<uint64_t, uint64_t, shmc::MAPFILE> a;
+    std::vector<std::pair<uint64_t, uint64_t>> recs = {{1, 1}};
+    ASSERT_TRUE(a.Build(sa, recs)) << a.last_error().message;  // slot 0
+    EXPECT_FALSE(a.Build(sa, recs));                            // slot 1
+    EXPECT_NE(a.last_error().message.find("left alone"), std::string::npos)
+        << a.last_error().message;
+  }
+  EXPECT_TRUE(exists(sa + "1"));
+  std::string cmd = "rm -rf '" + dir + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+}
+
+// A map whose index header is damaged (its magic, its kind) is still
+// removed: by rm when every segment carries shmc's magic, by rm --force
+// when one's magic is damaged.
+TEST(ShmcCli, RmForceRemovesADamagedMap) {
+  struct Damage {
+    size_t at;
+    const char* what;
+    bool needs_force;
+  };
+  for (Damage d : {Damage{0, "magic", true}, Damage{5, "magic", true},
+                   Damage{12, "kind", false}, Damage{80, "checksum", false}}) {
+    Names<shmc::POSIX> n;
+    {
+      shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+      ASSERT_TRUE(m.InitForWrite(n.base, 100, 32, 100));
+      ASSERT_TRUE(m.Insert(1, "v"));
+    }
+    shmc::POSIX raw;
+    size_t mapped = 0;
+    char* base = static_cast<char*>(raw.Attach(n.k0, 0, 0, &mapped));
+    ASSERT_NE(base, nullptr);
+    base[d.at] ^= 0x20;
+    raw.Detach(base, mapped);
+    std::string seg = "posix:" + n.base.str();
+    Result r = Shmc({"rm", seg});
+    if (d.needs_force) {
+      EXPECT_EQ(r.exit_code, 1) << d.what << ": " << r.err;
+      EXPECT_NE(r.err.find("--force"), std::string::npos) << r.err;
+      EXPECT_EQ(access(("/dev/shm" + n.k1).c_str(), F_OK), 0)
+          << "without --force nothing of it goes";
+      r = Shmc({"rm", seg, "--force"});
+    }
+    EXPECT_EQ(r.exit_code, 0) << d.what << ": " << r.err;
+    EXPECT_NE(access(("/dev/shm" + n.k0).c_str(), F_OK), 0) << d.what;
+    EXPECT_NE(access(("/dev/shm" + n.k1).c_str(), F_OK), 0) << d.what;
+  }
 }
 
 TEST(ShmcCli, PermissionDenied) {

@@ -4,6 +4,8 @@
 // lock, exactly as in the reference).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdarg>
 #include <cstdio>
 #include <functional>
@@ -28,6 +30,10 @@ enum ShmCreateFlag {
   // writer processes themselves (the reference's behaviour). Crash recovery
   // then runs only when the last lease holder is gone.
   kSharedWriters = 0x100,
+  // shmc addition: let a writer adopt an existing segment that another user
+  // owns or that others may write (refused by default: such a segment may
+  // have been crafted to attack a privileged writer).
+  kAllowForeignOwner = 0x200,
 };
 
 namespace detail {
@@ -36,6 +42,7 @@ struct GlobalOptions {
   int log_level = 0;  // nothing is logged until a handler is installed
   std::function<void(LogLevel, const char*)> log_func;
   int create_flags = kCreateIfNotExist;
+  mode_t segment_mode = 0600;
 };
 
 inline GlobalOptions& Options() {
@@ -91,5 +98,15 @@ inline void SetDefaultCreateFlags(int create_flags) {
 }
 
 inline int DefaultCreateFlags() { return detail::Options().create_flags; }
+
+// shmc addition: the permission bits (0..0777) every allocator gives the
+// segments it creates from now on, unless its own set_mode() says otherwise
+// (default 0600: the data is the process's memory). The mode is applied
+// exactly, on every backend: the process umask does not reduce it.
+inline void SetDefaultSegmentMode(mode_t mode) {
+  detail::Options().segment_mode = mode & 0777;
+}
+
+inline mode_t DefaultSegmentMode() { return detail::Options().segment_mode; }
 
 }  // namespace shmc

@@ -24,6 +24,17 @@ struct MapFilePolicy {
     return open(key.c_str(), oflag, mode);
   }
   static int Remove(const std::string& key) { return unlink(key.c_str()); }
+  static std::string Dir(const std::string& key) {
+    size_t slash = key.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : key.substr(0, slash);
+  }
+  static std::string Path(const std::string& key) { return key; }
+  static std::string InDir(const std::string& key, const std::string& entry) {
+    size_t slash = key.rfind('/');
+    return slash == std::string::npos ? entry
+                                      : key.substr(0, slash + 1) + entry;
+  }
 };
 
 using MapFileAlloc = FdShmAlloc<MapFilePolicy>;

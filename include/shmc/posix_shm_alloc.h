@@ -17,6 +17,15 @@ struct PosixShmPolicy {
     return shm_open(key.c_str(), oflag, mode);
   }
   static int Remove(const std::string& key) { return shm_unlink(key.c_str()); }
+  // glibc keeps POSIX shared memory objects as files in /dev/shm.
+  static std::string Dir(const std::string&) { return "/dev/shm"; }
+  static std::string Path(const std::string& key) {
+    size_t skip = key.find_first_not_of('/');
+    return "/dev/shm/" + (skip == std::string::npos ? "" : key.substr(skip));
+  }
+  static std::string InDir(const std::string&, const std::string& entry) {
+    return "/" + entry;
+  }
 };
 
 using POSIXShmAlloc = FdShmAlloc<PosixShmPolicy>;

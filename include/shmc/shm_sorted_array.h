@@ -246,8 +246,18 @@ class ShmSortedArray {
     std::string data_key = detail::SortedDataKey(shm_key, b->slot);
     // Whatever holds the slot is an unfinished build or a version two
     // builds old; processes that mapped it keep their mapping.
+    // Only a sorted array's data segment is removed from the slot: a
+    // foreign or empty file of that name is left alone and stops the build.
     Alloc alloc;
-    if (!alloc.Unlink(data_key) && alloc.last_errno() != impl::kErrNotExist) {
+    detail::RemoveResult rr = detail::RemoveOwnSegment(
+        data_key, &alloc, detail::ContainerKind::kSortedArray);
+    if (rr == detail::RemoveResult::kForeign) {
+      return detail::Segment<Alloc>::Fail(
+          &error_, ErrorCode::kAlreadyExists, 0, data_key, who,
+          "the data slot's name holds something that is not a sorted "
+          "array's data segment; it is left alone (remove or rename it)");
+    }
+    if (rr == detail::RemoveResult::kFailed) {
       return detail::Segment<Alloc>::Fail(
           &error_, detail::AllocErrorCode(alloc.last_errno()),
           alloc.sys_errno(), data_key, who, "cannot remove the old data "
@@ -317,8 +327,10 @@ class ShmSortedArray {
       // follow the directory to the new slot.
       Alloc alloc;
       std::string old_key = detail::SortedDataKey(b.key, b.prev & 1);
-      if (!alloc.Unlink(old_key) &&
-          alloc.last_errno() != impl::kErrNotExist) {
+      detail::RemoveResult rr = detail::RemoveOwnSegment(
+          old_key, &alloc, detail::ContainerKind::kSortedArray);
+      if (rr == detail::RemoveResult::kFailed ||
+          rr == detail::RemoveResult::kForeign) {
         detail::Log(kWarning, "%s(%s): published version %" PRIu64
                     " but could not remove %s: %s\n", who, b.key.c_str(),
                     b.gen, old_key.c_str(),
@@ -337,7 +349,11 @@ class ShmSortedArray {
     std::string data_key = build_->data.key();
     bool created = build_->data.attached();
     build_->data.Reset();
-    if (created) Alloc().Unlink(data_key);
+    if (created) {
+      Alloc alloc;
+      detail::RemoveOwnSegment(data_key, &alloc,
+                               detail::ContainerKind::kSortedArray);
+    }
     build_.reset();
   }
 

@@ -48,7 +48,11 @@ class SVIPCShmAlloc : public ShmAlloc {
       set_last_errno(kErrBadParam, EINVAL);
       return nullptr;
     }
-    int shmflg = 0640;
+    // The permission bits name the access asked for: a read-only attach
+    // asks only for read, so a reader needs no more than read permission.
+    // A creator gives the segment exactly mode() (SysV applies no umask).
+    int shmflg = (flags & kCreate) ? static_cast<int>(mode())
+                 : (flags & kReadOnly) ? 0400 : 0600;
     if (flags & kCreate) shmflg |= IPC_CREAT;
     if (flags & kCreateExcl) shmflg |= IPC_EXCL;
     if (kHugeTLB) {
@@ -86,6 +90,7 @@ class SVIPCShmAlloc : public ShmAlloc {
       return nullptr;
     }
     if (mapped_size != nullptr) *mapped_size = ds.shm_segsz;
+    set_last_object(ds.shm_perm.uid, ds.shm_perm.mode);
     set_last_errno(kErrOK);
     return addr;
   }

@@ -632,8 +632,14 @@ int Resolve(const SegName& name, Container* out, std::string* err) {
     // A sorted array: its directory and whichever data segments exist.
     out->kind = "sorted_array";
     for (const char* slot : {"0", "1"}) {
+      // Only a sorted array's data segment (or a damaged shmc one) in a
+      // slot's name is part of it; anything else there is someone else's.
       HeaderPeek d = PeekHeader(name.Suffixed(slot));
-      if (d.status == HeaderPeek::kNotFound) continue;
+      bool data = (d.status == HeaderPeek::kOk &&
+                   d.kind() ==
+                       static_cast<uint32_t>(ContainerKind::kSortedArray)) ||
+                  d.status == HeaderPeek::kTruncated;
+      if (!data) continue;
       out->segments.push_back(name.Suffixed(slot));
       out->peeks.push_back(d);
     }
@@ -657,6 +663,44 @@ int Dump(const Container& c, const DumpOptions& opt,
                      [&](auto ops) { return ops.Dump(c, opt, emit, err); });
 }
 
+namespace {
+
+// Whether `rm` may remove a segment: it must prove to be shmc's. A whole
+// header (of `want` kind, when given) or a truncated one with shmc's magic
+// does; with --force, so does a whole-sized header whose magic is damaged in
+// at most two of its eight bytes. Empty files, device nodes and other
+// programs' data never do.
+bool Removable(const HeaderPeek& p, bool force, uint32_t want, std::string* why) {
+  switch (p.status) {
+    case HeaderPeek::kOk:
+      if (want != 0 && p.header()->kind != want) {
+        *why = "a shmc segment of another kind, not part of this container";
+        return false;
+      }
+      return true;
+    case HeaderPeek::kTruncated:
+      return true;
+    case HeaderPeek::kForeign: {
+      int differ = 0;
+      for (size_t i = 0; i < sizeof(sd::kSegmentMagic); ++i) {
+        differ += p.bytes[i] != static_cast<unsigned char>(sd::kSegmentMagic[i]);
+      }
+      if (force && p.mapped >= sizeof(sd::SegmentHeader) && differ <= 2) {
+        return true;
+      }
+      *why = p.message + (p.mapped >= sizeof(sd::SegmentHeader) && differ <= 2
+                              ? "; its magic is damaged: --force removes it"
+                              : "; left alone");
+      return false;
+    }
+    default:
+      *why = p.message;
+      return false;
+  }
+}
+
+}  // namespace
+
 int Remove(const Container& c, bool force, Json* out, std::string* err) {
   // Refuse to pull a segment from under a live writer unless forced.
   for (size_t i = 0; i < c.segments.size(); ++i) {
@@ -671,22 +715,59 @@ int Remove(const Container& c, bool force, Json* out, std::string* err) {
     }
   }
   Json removed = Json::Array();
-  for (const SegName& s : c.segments) {
-    auto alloc = MakeAlloc(s.backend);
-    if (!alloc->Unlink(s.key)) {
-      *err = s.Display() + ": cannot remove: " +
+  Json left = Json::Array();
+  std::vector<const SegName*> doomed;
+  for (size_t i = 0; i < c.segments.size(); ++i) {
+    // A sorted array's data slots must be sorted-array data segments.
+    uint32_t want = c.kind == "sorted_array" && i > 0
+                        ? static_cast<uint32_t>(ContainerKind::kSortedArray)
+                        : 0;
+    std::string why;
+    if (Removable(c.peeks[i], force, want, &why)) {
+      doomed.push_back(&c.segments[i]);
+    } else {
+      Json l = Json::Object();
+      l.Set("segment", c.segments[i].Display());
+      l.Set("why", why);
+      left.Push(std::move(l));
+    }
+  }
+  if (doomed.empty() || (!force && !left.items().empty())) {
+    // Without --force a container goes whole or not at all.
+    *err = c.name.Display() + (doomed.empty()
+                                   ? ": nothing that proves to be shmc's"
+                                   : ": not removed, not all of it proves "
+                                     "to be shmc's (--force removes the "
+                                     "rest)");
+    for (const Json& l : left.items()) {
+      *err += "; " + l.Get("why")->Plain();
+    }
+    return kExitError;
+  }
+  for (const SegName* s : doomed) {
+    auto alloc = MakeAlloc(s->backend);
+    if (!alloc->Unlink(s->key)) {
+      *err = s->Display() + ": cannot remove: " +
              sd::AllocErrorText(alloc->last_errno());
       if (alloc->sys_errno() != 0) {
         *err += std::string(" (") + std::strerror(alloc->sys_errno()) + ")";
       }
       return kExitError;
     }
-    removed.Push(s.Display());
+    removed.Push(s->Display());
   }
   Json j = Json::Object();
   j.Set("name", c.name.Display());
   j.Set("kind", c.kind);
   j.Set("removed", std::move(removed));
+  if (!left.items().empty()) {
+    for (const Json& l : left.items()) {  // a warning: the rest is done
+      if (!err->empty()) *err += "; ";
+      *err += "left " + l.Get("segment")->Plain() + ": " +
+              l.Get("why")->Plain();
+    }
+    j.Set("left", std::move(left));
+  }
   *out = std::move(j);
   return kExitOk;
 }

@@ -290,6 +290,40 @@ int OneSegment(const Args& a, Container* c) {
   return rc;
 }
 
+// `rm` resolves a damaged container too: removing it is often the point.
+// Remove() then takes only the segments that prove to be shmc's.
+int ResolveForRemoval(const Args& a, Container* c) {
+  if (a.positional.size() != 1) {
+    return Usage(a.command + " takes exactly one segment name");
+  }
+  SegName name;
+  std::string err;
+  if (!ParseSegName(a.positional[0], &name, &err)) return Usage(err);
+  int rc = Resolve(name, c, &err);
+  if (rc == kExitOk) return rc;
+  Container d;
+  d.name = name;
+  d.kind = "damaged";
+  HeaderPeek p = PeekHeader(name);
+  if (p.status != HeaderPeek::kNotFound) {
+    d.segments = {name};
+    d.peeks = {p};
+  } else {
+    for (const char* half : {"0", "1"}) {  // what may be a map's pair
+      HeaderPeek h = PeekHeader(name.Suffixed(half));
+      if (h.status == HeaderPeek::kNotFound) continue;
+      d.segments.push_back(name.Suffixed(half));
+      d.peeks.push_back(h);
+    }
+  }
+  if (d.segments.empty() || p.status == HeaderPeek::kError) {
+    std::fprintf(stderr, "shmc rm: %s\n", err.c_str());
+    return rc;
+  }
+  *c = std::move(d);
+  return kExitOk;
+}
+
 int Run(int argc, char** argv) {
   if (argc < 2) return Usage("");
   std::string cmd = argv[1];
@@ -311,17 +345,7 @@ int Run(int argc, char** argv) {
   if (cmd == "ls") return List(a);
   Container c;
   std::string err;
-  int rc = OneSegment(a, &c);
-  if (cmd == "rm" && rc == kExitProblems && a.positional.size() == 1) {
-    // A damaged segment can still be removed: that is often the point.
-    SegName name;
-    ParseSegName(a.positional[0], &name, &err);
-    c.name = name;
-    c.kind = "damaged";
-    c.segments = {name};
-    c.peeks = {PeekHeader(name)};
-    rc = kExitOk;
-  }
+  int rc = cmd == "rm" ? ResolveForRemoval(a, &c) : OneSegment(a, &c);
   if (rc != kExitOk) return rc;
   Json out;
   if (cmd == "info") {

@@ -114,10 +114,15 @@ HeaderPeek PeekHeader(const SegName& name) {
     if (ae == shmc::impl::kErrNotExist) {
       p.status = HeaderPeek::kNotFound;
       p.message = name.Display() + ": no such segment";
-    } else if (ae == shmc::impl::kErrEmpty) {
-      p.status = HeaderPeek::kTruncated;
-      p.message = name.Display() + ": empty (0 bytes): a creator died "
-                  "before sizing it, or it is not a shmc segment";
+    } else if (ae == shmc::impl::kErrEmpty ||
+               ae == shmc::impl::kErrNotRegular) {
+      // shmc publishes a segment only once it is sized and initialized, so
+      // an empty file is never one of its own.
+      p.status = HeaderPeek::kForeign;
+      p.message = name.Display() + ": not a shmc segment (" +
+                  (ae == shmc::impl::kErrEmpty ? "empty, 0 bytes"
+                                               : "not a regular file") +
+                  ")";
     } else {
       p.status = HeaderPeek::kError;
       p.message = name.Display() + ": " + sd::AllocErrorText(ae);

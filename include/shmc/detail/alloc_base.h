@@ -9,10 +9,17 @@
 //  - a segment created exclusively has its pages reserved before Attach
 //    returns, so a full tmpfs or an exhausted memory cgroup is reported here
 //    (kErrNoSpace) instead of as a SIGBUS on first touch;
-//  - Sync(): flush a file-backed mapping to its file (a no-op elsewhere).
+//  - Sync(): flush a file-backed mapping to its file (a no-op elsewhere);
+//  - set_mode(): the permission bits of the segments it creates (default
+//    DefaultSegmentMode(), 0600), applied exactly on every backend;
+//  - last_object(): owner and mode of the segment attached last, so that a
+//    writer can refuse one that another user could have crafted;
+//  - a name that is not a regular file (a device node, a directory) is
+//    refused with kErrNotRegular instead of being mapped.
 #pragma once
 
 #include <sys/mman.h>
+#include <sys/types.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -47,6 +54,15 @@ enum ShmAllocErrno {
   kErrNoSpace = 8,       // tmpfs, disk or memory full while reserving pages
   kErrNoHugePages = 9,   // not enough free hugepages in the pool
   kErrEmpty = 10,        // the segment exists but has no bytes yet
+  kErrNotRegular = 11,   // the name is a device node, directory, socket ...
+};
+
+// Owner and permission bits of a named segment, as its allocator saw them
+// when it attached it.
+struct ObjectInfo {
+  bool known = false;  // false for ANON/HEAP mappings (no other owner)
+  uid_t uid = 0;
+  mode_t mode = 0;     // permission bits only
 };
 
 // Whether segments of an allocator can be found again by key, so that a
@@ -65,6 +81,12 @@ class ShmAlloc {
   int last_errno() const { return last_errno_; }
   // errno of the system call that failed last, 0 when none did.
   int sys_errno() const { return sys_errno_; }
+
+  // Permission bits (0..0777) of the segments this allocator creates.
+  mode_t mode() const { return mode_; }
+  void set_mode(mode_t mode) { mode_ = mode & 0777; }
+  // Owner and mode of the segment the last successful Attach mapped.
+  const ObjectInfo& last_object() const { return last_object_; }
 
   void* Attach_ReadOnly(const std::string& key, size_t size,
                         size_t* mapped_size = nullptr) {
@@ -154,6 +176,11 @@ class ShmAlloc {
       default: return kErrDefault;
     }
   }
+  void set_last_object(uid_t uid, mode_t mode) {
+    last_object_.known = true;
+    last_object_.uid = uid;
+    last_object_.mode = mode & 0777;
+  }
   // Faults in every page of a fresh writable mapping so that a shortage of
   // backing memory is an error now, not a SIGBUS later. Returns false with
   // the errno recorded; kernels without MADV_POPULATE_WRITE are not an error.
@@ -170,6 +197,8 @@ class ShmAlloc {
  private:
   ShmAllocErrno last_errno_ = kErrOK;
   int sys_errno_ = 0;
+  mode_t mode_ = DefaultSegmentMode();
+  ObjectInfo last_object_;
 };
 
 }  // namespace impl

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -142,6 +143,7 @@ inline ErrorCode AllocErrorCode(int alloc_errno) {
     case impl::kErrNoHugePages: return ErrorCode::kNoHugePages;
     case impl::kErrEmpty: return ErrorCode::kNotReady;
     case impl::kErrInvalid: return ErrorCode::kInvalidArgument;
+    case impl::kErrNotRegular: return ErrorCode::kInvalidArgument;
     default: return ErrorCode::kSystem;
   }
 }
@@ -158,11 +160,59 @@ inline const char* AllocErrorText(int alloc_errno) {
                                    "(full /dev/shm, disk or memory limit)";
     case impl::kErrNoHugePages: return "not enough free hugepages (see "
                                        "/proc/sys/vm/nr_hugepages)";
-    case impl::kErrEmpty: return "segment exists but has no bytes yet";
+    case impl::kErrEmpty: return "exists but is empty (0 bytes): not a shmc "
+                                  "segment (shmc publishes a segment only "
+                                  "once it is complete); it is left alone";
+    case impl::kErrNotRegular: return "not a regular file (a device node, "
+                                      "directory, FIFO or socket)";
     case impl::kErrInvalid: return "invalid argument";
     default: return "system error";
   }
 }
+
+enum class RemoveResult {
+  kRemoved,
+  kAbsent,   // no such segment
+  kForeign,  // exists but is not a shmc segment (of that kind): left alone
+  kFailed,   // could not look at it or remove it: see the allocator errors
+};
+
+// Removes `key` only when it proves to be a shmc segment: it maps, it starts
+// with the shmc magic and, when `kind` is given and the header is whole, it
+// holds that kind. Empty files, device nodes and foreign data are left.
+template <class Alloc>
+RemoveResult RemoveOwnSegment(const std::string& key, Alloc* alloc,
+                              ContainerKind kind = ContainerKind{}) {
+  size_t mapped = 0;
+  void* addr = alloc->Attach(key, 0, impl::kReadOnly, &mapped);
+  if (addr == nullptr) {
+    switch (alloc->last_errno()) {
+      case impl::kErrNotExist: return RemoveResult::kAbsent;
+      case impl::kErrEmpty:
+      case impl::kErrNotRegular: return RemoveResult::kForeign;
+      default: return RemoveResult::kFailed;
+    }
+  }
+  const SegmentHeader* h = static_cast<const SegmentHeader*>(addr);
+  bool ours = mapped >= sizeof(kSegmentMagic) &&
+              std::memcmp(h->magic, kSegmentMagic, sizeof(kSegmentMagic)) ==
+                  0 &&
+              (kind == ContainerKind{} || mapped < sizeof(SegmentHeader) ||
+               h->kind == static_cast<uint32_t>(kind));
+  alloc->Detach(addr, mapped);
+  if (!ours) return RemoveResult::kForeign;
+  if (alloc->Unlink(key)) return RemoveResult::kRemoved;
+  return alloc->last_errno() == impl::kErrNotExist ? RemoveResult::kAbsent
+                                                   : RemoveResult::kFailed;
+}
+
+// Whether an allocator can build a segment under a private name and publish
+// it whole (fd_alloc.h): then a key never names an incomplete segment.
+template <class A, class = void>
+struct CanStage : std::false_type {};
+template <class A>
+struct CanStage<A, std::void_t<decltype(&A::AttachStaged)>>
+    : std::true_type {};
 
 template <class Alloc>
 class Segment {
@@ -241,6 +291,11 @@ class Segment {
       size_t mapped = 0;
       void* addr = alloc_.Attach(key, 0, 0, &mapped);
       if (addr != nullptr) {
+        if (!(create_flags & kAllowForeignOwner) &&
+            !OwnerIsSafe(alloc_.last_object(), key, who, err)) {
+          alloc_.Detach(addr, mapped);
+          return false;
+        }
         if (legacy != nullptr) {
           Error scratch;
           Verdict lv;
@@ -285,19 +340,15 @@ class Segment {
       }
       int ae = alloc_.last_errno();
       if (ae == impl::kErrEmpty) {
-        // Someone created the name and is sizing it; give it time.
+        // A reference-style creator (ShmHandle, or an older build) may be
+        // sizing it: give it time. An empty file is never removed: nothing
+        // in it proves it is shmc's.
         if (MonotonicNs() < wait_deadline) {
           SleepMs(1);
           --round;
           continue;
         }
-        if (!(create_flags & kCreateIfNotExist)) {
-          return FailAlloc(err, ae, key, who);
-        }
-        Log(kWarning, "%s(%s): replacing an empty segment whose creator "
-            "never sized it\n", who, key.c_str());
-        if (!Remove(key, who, err)) return false;
-        continue;
+        return FailAlloc(err, ae, key, who);
       }
       if (ae != impl::kErrNotExist) return FailAlloc(err, ae, key, who);
       if (!may_create) {
@@ -443,11 +494,40 @@ class Segment {
     return true;
   }
 
+  // A writer adopts an existing segment only if this user owns it and no
+  // one else may write it: otherwise another local user could have crafted
+  // it (kAllowForeignOwner opts out).
+  bool OwnerIsSafe(const impl::ObjectInfo& o, const std::string& key,
+                   const char* who, Error* err) {
+    if (!o.known) return true;
+    uid_t me = geteuid();
+    if (o.uid != me) {
+      return Fail(err, ErrorCode::kPermissionDenied, 0, key, who,
+                  "owned by uid %u, not by this process's uid %u: a writer "
+                  "refuses another user's segment (kAllowForeignOwner "
+                  "allows it)", static_cast<unsigned>(o.uid),
+                  static_cast<unsigned>(me));
+    }
+    if (o.mode & 0002) {
+      return Fail(err, ErrorCode::kPermissionDenied, 0, key, who,
+                  "mode %04o lets any user write it: a writer refuses it "
+                  "(chmod o-w, or kAllowForeignOwner allows it)",
+                  static_cast<unsigned>(o.mode));
+    }
+    return true;
+  }
+
   bool Create(const std::string& key, const SegmentSpec& spec,
               const std::function<void(char*)>& init, const char* who,
               Error* err) {
     size_t mapped = 0;
-    void* addr = alloc_.Attach_ExclCreate(key, spec.total_size, &mapped);
+    std::string stage;
+    void* addr;
+    if constexpr (CanStage<Alloc>::value) {
+      addr = alloc_.AttachStaged(key, spec.total_size, &mapped, &stage);
+    } else {
+      addr = alloc_.Attach_ExclCreate(key, spec.total_size, &mapped);
+    }
     if (addr == nullptr) {
       int ae = alloc_.last_errno();
       if (ae == impl::kErrAlreadyExist) return false;
@@ -479,6 +559,14 @@ class Segment {
     // SYNC POINT (release): publishes every header field and whatever `init`
     // wrote; paired with the acquire load in WaitReady().
     h->state.store(kStateReady, std::memory_order_release);
+    if constexpr (CanStage<Alloc>::value) {
+      if (!alloc_.PublishStaged(stage, key)) {
+        int ae = alloc_.last_errno();
+        alloc_.Detach(addr, mapped);
+        if (ae == impl::kErrAlreadyExist) return false;  // lost a race
+        return FailAlloc(err, ae, key, who);
+      }
+    }
     Adopt(key, addr, mapped, true, false);
     return true;
   }
