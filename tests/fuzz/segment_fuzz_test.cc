@@ -165,14 +165,21 @@ class Damager {
         break;
       }
       case 4:    // boundary values in words anywhere
-      case 5: {  // ... or in the container's own header and first nodes
+      case 5: {  // ... or in the container's own header fields
+        bool own = rng_() % 4 != 0;
+        size_t own_end = 1024;  // where the container's header ends
+        if (size >= sizeof(sd::SegmentHeader)) {
+          uint32_t hs =
+              reinterpret_cast<const sd::SegmentHeader*>(b->data())->header_size;
+          if (hs > 512 + 8 && hs <= size) own_end = hs;
+        }
         int n = 1 + static_cast<int>(rng_() % 4);
         std::string where;
         for (int i = 0; i < n; ++i) {
           size_t lo = 0, hi = size;
-          if (rng_() % 3 != 0 && size > 2048) {
+          if (own && size > own_end) {
             lo = 512;
-            hi = std::min<size_t>(size, 512 + 1536);
+            hi = own_end;
           }
           size_t at = (lo + rng_() % (hi - lo)) & ~size_t{3};
           uint64_t v = Boundary(size);
@@ -403,11 +410,12 @@ std::vector<Target> Targets(const std::string& prefix) {
     t.write = [k] () -> bool {
       LT l;
       if (!l.InitForWrite(k, 32, 400)) return false;
+      // New first: it follows the free list as the segment has it.
+      std::string v(200, 'z');
+      for (int i = 0; i < 5; ++i) l.New(v.data(), v.size());
       std::vector<shmc::link_buf_t> seen;
       l.Travel([&](shmc::link_buf_t lb) { seen.push_back(lb); });
       for (size_t i = 0; i < seen.size() && i < 5; ++i) l.Free(seen[i]);
-      std::string v(90, 'z');
-      for (int i = 0; i < 5; ++i) l.New(v.data(), v.size());
       LT::HealthStat hs;
       l.HealthCheck(&hs, true);
       return true;
@@ -448,7 +456,8 @@ std::vector<Target> Targets(const std::string& prefix) {
     t.write = [k] () -> bool {
       HM m;
       if (!m.InitForWrite(k, 300, 32, 600)) return false;
-      for (uint64_t i = 140; i <= 170; ++i) m.Replace(i, std::string(60, 'r'));
+      for (uint64_t i = 151; i <= 160; ++i) m.Insert(i, std::string(200, 'n'));
+      for (uint64_t i = 140; i <= 150; ++i) m.Replace(i, std::string(60, 'r'));
       for (uint64_t i = 1; i <= 10; ++i) m.Erase(i);
       HM::HealthStat hs;
       m.HealthCheck(&hs, true);
@@ -645,9 +654,20 @@ bool RunTool(const Target& t) {
   opt.limit = 2000;
   size_t lines = 0;
   shmc_tool::Dump(c, opt, [&](const shmc_tool::Json&) { ++lines; }, &err);
+  return clean;
+}
+
+// `shmc check --fix`, on its own copy of the damage.
+void RunToolFix(const Target& t) {
+  shmc_test::ScopedCreateFlags never_create(0);
+  shmc_tool::SegName name{shmc_tool::Backend::kPosix, t.base};
+  shmc_tool::Container c;
+  std::string err;
+  Stage("tool resolve (fix)");
+  if (shmc_tool::Resolve(name, &c, &err) != shmc_tool::kExitOk) return;
+  shmc_tool::Json out;
   Stage("tool check --fix");
   shmc_tool::Check(c, true, &out, &err);
-  return clean;
 }
 
 struct Outcome {
@@ -702,9 +722,16 @@ Outcome Fuzz(const Target& t, uint64_t seed, uint64_t inputs,
       progress->index = i;
       std::snprintf(progress->damage, sizeof(progress->damage), "%s: %s",
                     t.keys[which].c_str(), what.c_str());
-      for (size_t s = 0; s < t.keys.size(); ++s) {
-        if (!StoreBytes(t.keys[s], s == which ? bytes : pristine[s])) _exit(2);
-      }
+      // Each role gets the damaged copy as it was made: a writer's
+      // recovery or a repair must not hide the damage from the next one.
+      auto restore = [&] {
+        for (size_t s = 0; s < t.keys.size(); ++s) {
+          if (!StoreBytes(t.keys[s], s == which ? bytes : pristine[s])) {
+            _exit(2);
+          }
+        }
+      };
+      restore();
       alarm(30);  // a hang ends the child with SIGALRM
       Stage("reader");
       bool read_ok = t.read();
@@ -718,10 +745,18 @@ Outcome Fuzz(const Target& t, uint64_t seed, uint64_t inputs,
                     read_ok ? "attached" : "refused",
                     clean ? "clean" : "found damage");
       }
+      restore();
       Stage("writer");
-      progress->write_ok += t.write();
+      bool write_ok = t.write();
+      progress->write_ok += write_ok;
+      if (verbose) {
+        std::printf("%s input %" PRIu64 ": writer %s\n", t.kind.c_str(), i,
+                    write_ok ? "attached" : "refused");
+      }
       Stage("reader after writer");
       t.read();
+      restore();
+      RunToolFix(t);
       alarm(0);
       ++progress->done;
     }
