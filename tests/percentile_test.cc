@@ -171,6 +171,35 @@ TEST(ShmPercentile, ReaderDuringLiveWriterSeesConsistentStates) {
   EXPECT_EQ(bad, 0u) << "of " << reads << " snapshots";
 }
 
+// A slot whose sequence word stays odd while its owner looks alive (a
+// damaged or forged segment) delays a reader by a bounded time, then is
+// read as it is: Merged() never spins forever.
+TEST(ShmPercentile, OddSlotOfLiveOwnerIsNotWaitedForForever) {
+  shmc_test::ScopedKey<shmc::POSIX> key;
+  shmc::ShmPercentile<shmc::POSIX> w;
+  ASSERT_TRUE(w.InitForWrite(key, 0.99, 2));
+  for (int i = 0; i < 100; ++i) w.Add(i);
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(key, 0, 0, &mapped));
+  ASSERT_NE(base, nullptr);
+  auto* h = reinterpret_cast<shmc::detail::SegmentHeader*>(base);
+  auto* slot = reinterpret_cast<shmc::detail::PercentileSlot*>(
+      base + h->header_size);
+  ASSERT_EQ(slot->owner_pid.load(), static_cast<uint64_t>(getpid()));
+  slot->seq.fetch_add(1);  // odd, and this process (its owner) is alive
+  int rc = shmc_test::RunInChild(
+      [&] {
+        shmc::ShmPercentile<shmc::POSIX> r;
+        if (!r.InitForRead(key)) return 1;
+        return r.Merged().count() == 100 ? 0 : 2;
+      },
+      std::chrono::seconds(20));
+  EXPECT_EQ(rc, 0) << (rc == -2 ? "the reader spun until killed" : "");
+  slot->seq.fetch_add(1);
+  raw.Detach(base, mapped);
+}
+
 TEST(ShmPercentile, SlotsPerLiveWriterAndBadInput) {
   shmc_test::ScopedKey<shmc::POSIX> key;
   shmc::ShmPercentile<shmc::POSIX> a;

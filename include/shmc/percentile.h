@@ -314,15 +314,26 @@ class ShmPercentile {
   // writer that died mid-update never clears; then the fields are taken
   // as they are (each is a value that writer stored: at most its last
   // sample is half applied).
+  //
+  // A word that stays odd under an owner that looks alive (a damaged or
+  // forged slot: a live writer is odd for a few stores) is waited for at
+  // most kStuckNs, then taken as it is too: a reader never spins forever
+  // on what a segment says.
   bool Snapshot(uint64_t i, PercentileEstimator* out) const {
     const detail::PercentileSlot* s = &slot_[i];
+    uint64_t deadline = 0;
     for (uint64_t attempt = 0;; ++attempt) {
       uint64_t q1 = s->seq.load(std::memory_order_acquire);
       bool stuck = false;
       if (q1 & 1) {
-        if (attempt < kCleanTries || !detail::SlotOwnerGone(s)) {
-          if (attempt % 64 == 63) sched_yield();
-          continue;
+        if (attempt < kCleanTries) continue;
+        if (!detail::SlotOwnerGone(s)) {
+          uint64_t now = detail::MonotonicNs();
+          if (deadline == 0) deadline = now + kStuckNs;
+          if (now < deadline) {
+            sched_yield();
+            continue;
+          }
         }
         stuck = true;
       }
@@ -343,6 +354,7 @@ class ShmPercentile {
   }
 
   static constexpr uint64_t kCleanTries = 1 << 12;
+  static constexpr uint64_t kStuckNs = 1000ULL * 1000 * 1000;
 
   detail::Segment<Alloc> seg_;
   Error error_;
