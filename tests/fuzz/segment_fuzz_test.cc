@@ -50,6 +50,11 @@
 #ifndef SHMC_FUZZ_DEFAULT_INPUTS
 #define SHMC_FUZZ_DEFAULT_INPUTS 250
 #endif
+// The long run's tests carry another name, so that both binaries' tests
+// can live side by side in one CTest directory.
+#ifndef SHMC_FUZZ_SUITE
+#define SHMC_FUZZ_SUITE Containers
+#endif
 
 namespace {
 
@@ -827,7 +832,7 @@ TEST_P(SegmentFuzz, DamageIsAnErrorNeverACrash) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Containers, SegmentFuzz,
+    SHMC_FUZZ_SUITE, SegmentFuzz,
     ::testing::Values("array", "hash_table", "hash_table_m", "link_table",
                       "hash_map", "queue", "sync_buf", "double_buf",
                       "sorted_array", "percentile"),
