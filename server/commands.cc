@@ -3,10 +3,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -127,6 +130,10 @@ void Set(const Args& a, CommandContext* c, std::string* out, bool* error) {
         return Err(out, error, "ERR invalid expire time in 'set' command");
       }
       int64_t ms = secs ? v * 1000 : v;
+      if (!abs && ms > INT64_MAX - NowMs()) {
+        // now + ttl would overflow: Redis refuses it (and keeps the key).
+        return Err(out, error, "ERR invalid expire time in 'set' command");
+      }
       expire = abs ? ms : NowMs() + ms;
       ++i;
     } else {
@@ -231,10 +238,18 @@ void ExpireCommon(const Args& a, bool ms, bool abs, CommandContext* c,
   if (!ToInt(a[2], &v)) return NotInt(out, e);
   if (a.size() > 3) return Err(out, e, "ERR syntax error");
   if (!ms && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) {
-    return Err(out, e, "ERR invalid expire time in 'expire' command");
+    return Err(out, e, std::string("ERR invalid expire time in '") +
+                           std::string(Lower(a[0])) + "' command");
   }
   int64_t t = ms ? v : v * 1000;
-  int64_t when = abs ? t : NowMs() + t;
+  int64_t now = NowMs();
+  if (!abs && t > INT64_MAX - now) {
+    // now + ttl would overflow (and once wrapped into the past, deleting
+    // the key): Redis refuses it and keeps the key.
+    return Err(out, e, std::string("ERR invalid expire time in '") +
+                           std::string(Lower(a[0])) + "' command");
+  }
+  int64_t when = abs ? t : now + t;
   if (when <= 0) when = 1;  // in the past: the key is deleted
   ReplyInt(out, c->store->SetExpire(a[1], when) ? 1 : 0);
 }
@@ -291,8 +306,19 @@ void Keys(const Args& a, CommandContext* c, std::string* o, bool*) {
 }
 
 void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
-  int64_t cur = 0;
-  if (!ToInt(a[1], &cur)) return Err(o, e, "ERR invalid cursor");
+  // Redis reads the cursor with strtoul: "-1" is a (huge) cursor, not an
+  // error; leading space, trailing bytes or overflow are.
+  uint64_t cur = 0;
+  {
+    std::string s(a[1]);
+    char* end = nullptr;
+    errno = 0;
+    cur = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ||
+        errno == ERANGE || *end != '\0') {
+      return Err(o, e, "ERR invalid cursor");
+    }
+  }
   std::string_view match;
   int64_t count = 10;
   for (size_t i = 2; i < a.size(); ++i) {
@@ -308,7 +334,7 @@ void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
     }
   }
   std::vector<std::string> keys;
-  uint64_t cursor = static_cast<uint64_t>(cur);
+  uint64_t cursor = cur;
   c->store->Scan(&cursor, static_cast<size_t>(count), [&](std::string_view k) {
     if (match.empty() || GlobMatch(match, k)) keys.emplace_back(k);
   });
@@ -357,8 +383,145 @@ void Select(const Args& a, CommandContext*, std::string* o, bool* e) {
   ReplySimple(o, "OK");
 }
 
-void Client(const Args&, CommandContext*, std::string* o, bool*) {
-  ReplySimple(o, "OK");  // SETNAME, SETINFO: accepted and ignored
+bool PasswordSet(const CommandContext* c) {
+  return c->password != nullptr && !c->password->empty();
+}
+
+// Compares in time that depends on the lengths only.
+bool SamePassword(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+constexpr const char kWrongPass[] =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+
+// AUTH [username] password, and HELLO's AUTH option: the only user is
+// "default", as in a Redis without ACL rules.
+bool CheckAuth(std::string_view user, std::string_view pass,
+               CommandContext* c) {
+  if (user != "default") return false;
+  if (!PasswordSet(c)) return true;  // default user has no password
+  if (!SamePassword(pass, *c->password)) return false;
+  c->client->authed = true;
+  return true;
+}
+
+void Auth(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (a.size() > 3) return Err(o, e, "ERR syntax error");
+  if (a.size() == 2 && !PasswordSet(c)) {
+    return Err(o, e, "ERR AUTH <password> called without any password "
+                     "configured for the default user. Are you sure your "
+                     "configuration is correct?");
+  }
+  std::string_view user = a.size() == 3 ? a[1] : std::string_view("default");
+  if (!CheckAuth(user, a.back(), c)) return Err(o, e, kWrongPass);
+  ReplySimple(o, "OK");
+}
+
+// HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only.
+void Hello(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  size_t i = 1;
+  if (a.size() > 1) {
+    int64_t ver = 0;
+    if (!ToInt(a[1], &ver)) {
+      return Err(o, e, "ERR Protocol version is not an integer or out of "
+                       "range");
+    }
+    if (ver != 2) return Err(o, e, "NOPROTO unsupported protocol version");
+    i = 2;
+  }
+  bool auth_given = false;
+  std::string_view name;
+  bool set_name = false;
+  for (; i < a.size(); ++i) {
+    if (Eq(a[i], "auth") && i + 2 < a.size()) {
+      if (!CheckAuth(a[i + 1], a[i + 2], c)) return Err(o, e, kWrongPass);
+      auth_given = true;
+      i += 2;
+    } else if (Eq(a[i], "setname") && i + 1 < a.size()) {
+      name = a[++i];
+      set_name = true;
+    } else {
+      return Err(o, e, "ERR Syntax error in HELLO option '" +
+                           std::string(a[i].substr(0, 128)) + "'");
+    }
+  }
+  (void)auth_given;
+  if (PasswordSet(c) && !c->client->authed) {
+    return Err(o, e, "NOAUTH HELLO must be called with the client already "
+                     "authenticated, otherwise the HELLO AUTH <user> <pass> "
+                     "option can be used to authenticate the client and "
+                     "select the RESP protocol version at the same time");
+  }
+  if (set_name) c->client->name = std::string(name);
+  ReplyArray(o, 14);
+  ReplyBulk(o, "server");
+  ReplyBulk(o, "redis");
+  ReplyBulk(o, "version");
+  ReplyBulk(o, "7.0.0");
+  ReplyBulk(o, "proto");
+  ReplyInt(o, 2);
+  ReplyBulk(o, "id");
+  ReplyInt(o, static_cast<int64_t>(c->client->id));
+  ReplyBulk(o, "mode");
+  ReplyBulk(o, "standalone");
+  ReplyBulk(o, "role");
+  ReplyBulk(o, "master");
+  ReplyBulk(o, "modules");
+  ReplyArray(o, 0);
+}
+
+// CLIENT ID | SETNAME | GETNAME | SETINFO | INFO | LIST | NO-EVICT | ...:
+// the subcommands clients send on connect; anything else is Redis's
+// unknown-subcommand error, never a silent OK.
+void Client(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string sub = Lower(a[1]);
+  auto arity = [&](size_t n) {
+    if (a.size() == n) return true;
+    Err(o, e, "ERR wrong number of arguments for 'client|" + sub +
+                  "' command");
+    return false;
+  };
+  if (sub == "id") {
+    if (arity(2)) ReplyInt(o, static_cast<int64_t>(c->client->id));
+  } else if (sub == "getname") {
+    if (!arity(2)) return;
+    if (c->client->name.empty()) return ReplyNull(o);
+    ReplyBulk(o, c->client->name);
+  } else if (sub == "setname") {
+    if (!arity(3)) return;
+    for (char ch : a[2]) {
+      if (ch <= ' ' || ch > '~') {
+        return Err(o, e, "ERR Client names cannot contain spaces, newlines "
+                         "or special characters.");
+      }
+    }
+    c->client->name = std::string(a[2]);
+    ReplySimple(o, "OK");
+  } else if (sub == "setinfo") {
+    if (!arity(4)) return;
+    std::string what = Lower(a[2]);
+    if (what != "lib-name" && what != "lib-ver") {
+      return Err(o, e, "ERR Unrecognized option '" + std::string(a[2]) +
+                           "'");
+    }
+    ReplySimple(o, "OK");
+  } else if (sub == "info" || sub == "list") {
+    std::string line = "id=" + std::to_string(c->client->id) +
+                       " addr=" + c->client->addr + " name=" +
+                       c->client->name + " db=0 cmd=client|" + sub + "\n";
+    ReplyBulk(o, line);  // LIST: this connection only (docs/server.md)
+  } else {
+    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+                  "'. Try CLIENT HELP.");
+  }
 }
 
 // Index 0 collects unknown commands.
@@ -379,6 +542,7 @@ const Spec kSpecs[] = {
     {"info", -1, Info},       {"command", -1, Command},
     {"config", -2, Config},   {"quit", 1, Quit},
     {"select", 2, Select},    {"client", -2, Client},
+    {"auth", -2, Auth},       {"hello", -1, Hello},
 };
 constexpr size_t kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
 static_assert(kNumSpecs <= kMaxCommands, "raise kMaxCommands");
@@ -405,8 +569,25 @@ const char* CommandName(size_t i) { return i < kNumSpecs ? kSpecs[i].name : ""; 
 size_t Execute(const Args& args, CommandContext* ctx, std::string* out,
                bool* error) {
   *error = false;
+  // A context without a connection (HTTP, tests): a fresh one per command.
+  ClientState scratch;
+  scratch.authed = ctx->client == nullptr;
+  ClientState* saved = ctx->client;
+  if (ctx->client == nullptr) ctx->client = &scratch;
+  struct Restore {
+    CommandContext* c;
+    ClientState* s;
+    ~Restore() { c->client = s; }
+  } restore{ctx, saved};
   std::string name = Lower(args[0]);
   auto it = Index().find(name);
+  // As Redis: an unknown command is reported as such, a known one needs
+  // AUTH first (except AUTH, HELLO and QUIT themselves).
+  if (it != Index().end() && PasswordSet(ctx) && !ctx->client->authed &&
+      name != "auth" && name != "hello" && name != "quit") {
+    Err(out, error, "NOAUTH Authentication required.");
+    return it->second;
+  }
   if (it == Index().end()) {
     std::string msg = "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
                       "', with args beginning with: ";

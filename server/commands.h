@@ -21,11 +21,21 @@ struct ServerInfo {
   std::string name;  // the segment, as given on the command line
 };
 
+// What a connection carries between its commands.
+struct ClientState {
+  uint64_t id = 0;      // CLIENT ID: unique per connection
+  std::string name;     // CLIENT SETNAME
+  std::string addr;     // peer "ip:port"
+  bool authed = false;  // AUTH passed (or no password is set)
+};
+
 struct CommandContext {
   Store* store = nullptr;
   SharedStats* stats = nullptr;
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
+  ClientState* client = nullptr;  // the connection the command came on
+  const std::string* password = nullptr;  // requirepass; null or empty: none
   uint64_t http_requests = 0;
 };
 

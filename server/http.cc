@@ -74,6 +74,10 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
     }
     return HttpResult::kIncomplete;
   }
+  if (head_end > kMaxHead) {  // the limit holds however the head arrived
+    Respond(out, 431, "Request Header Fields Too Large", "headers too large\n", true);
+    return HttpResult::kClose;
+  }
   std::string_view head = in.substr(0, head_end);
   size_t le = head.find("\r\n");
   std::string_view reqline = head.substr(0, le);
@@ -90,6 +94,7 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
   bool close = http10;
   size_t content_length = 0;
   bool have_length = false;
+  std::string_view authorization;
   size_t pos = le == std::string_view::npos ? head.size() : le + 2;
   while (pos < head.size()) {
     size_t e = head.find("\r\n", pos);
@@ -116,11 +121,20 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
         }
         v = v * 10 + static_cast<size_t>(c - '0');
       }
+      if (have_length && v != content_length) {
+        // Two lengths that disagree: whichever a proxy believed, the other
+        // reading would smuggle a request (RFC 9112, 6.3).
+        Respond(out, 400, "Bad Request", "conflicting Content-Length\n",
+                true);
+        return HttpResult::kClose;
+      }
       content_length = v;
       have_length = true;
     } else if (IEq(name, "transfer-encoding")) {
       Respond(out, 501, "Not Implemented", "chunked bodies are not supported; send Content-Length\n", true);
       return HttpResult::kClose;
+    } else if (IEq(name, "authorization")) {
+      authorization = value;
     } else if (IEq(name, "connection")) {
       if (IEq(value, "close")) close = true;
       if (IEq(value, "keep-alive")) close = false;
@@ -135,6 +149,12 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
   std::string_view body = in.substr(body_start, content_length);
   *used = body_start + content_length;
   ++ctx->http_requests;
+  if (ctx->password != nullptr && !ctx->password->empty() &&
+      authorization != "Bearer " + *ctx->password) {
+    Respond(out, 401, "Unauthorized",
+            "send Authorization: Bearer <requirepass>\n", close);
+    return close ? HttpResult::kClose : HttpResult::kDone;
+  }
 
   if (target == "/stats" && method == "GET") {
     Respond(out, 200, "OK", StatsJson(ctx) + "\n", close, "application/json");

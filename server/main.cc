@@ -48,9 +48,16 @@ struct Options {
   uint64_t memory = 256ULL << 20;
   uint64_t max_value = 16ULL << 20;
   bool reload = false;
+  // Redis 7's defaults: loopback only, protected mode on.
+  std::vector<std::string> bind = {"127.0.0.1", "::1"};
+  bool bind_given = false;
+  bool protected_mode = true;
+  std::string password;  // requirepass (never passed on a command line)
   // worker mode (set by the master when it execs a worker)
   int worker_slot = -1;
-  int resp_fd = -1, http_fd = -1, ready_fd = -1, ctl_fd = -1, adopt_fd = -1;
+  std::vector<int> resp_fds, http_fds;
+  int ready_fd = -1, ctl_fd = -1, adopt_fd = -1;
+  bool worker_protected = false;
   int64_t start_ms = 0;
 };
 
@@ -65,6 +72,13 @@ const char kUsage[] =
     "  --capacity KEYS   keys the index holds                  [1000000]\n"
     "  --memory BYTES    bytes for keys and values (K/M/G ok)  [256M]\n"
     "  --max-value BYTES largest value                         [16M]\n"
+    "  --bind ADDR...    addresses to listen on     [127.0.0.1 ::1]\n"
+    "  --protected-mode yes|no  refuse non-loopback clients when\n"
+    "                    no password is set                    [yes]\n"
+    "  --requirepass-file FILE  clients must AUTH with the password\n"
+    "                    in FILE's first line (or set SHMKV_REQUIREPASS;\n"
+    "                    --requirepass PASS works but shows in ps)\n"
+    "  --shm-mode MODE   permission bits of new segments       [0600]\n"
     "  --reload          tell the running master to replace its workers\n"
     "  --help\n"
     "The data lives in shared memory: restarting shmkv keeps it (with\n"
@@ -82,6 +96,13 @@ bool ParseSize(const char* s, uint64_t* out) {
   if (*end != '\0' || v > UINT64_MAX / mul) return false;
   *out = v * mul;
   return true;
+}
+
+std::string ModeText() {
+  char buf[8];
+  std::snprintf(buf, sizeof(buf), "%04o",
+                static_cast<unsigned>(shmc::DefaultSegmentMode()));
+  return buf;
 }
 
 int Usage(const char* why) {
@@ -104,6 +125,14 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return 0;
     } else if (a == "--reload") {
       o->reload = true;
+    } else if (a == "--bind") {
+      // One or more addresses, up to the next option.
+      o->bind.clear();
+      o->bind_given = true;
+      while (i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) {
+        o->bind.push_back(argv[++i]);
+      }
+      if (o->bind.empty()) return Usage("--bind needs an address");
     } else if (!next(&v)) {
       return Usage(("unknown option or missing value: " + a).c_str());
     } else if (a == "--port" || a == "--http-port" || a == "--workers") {
@@ -124,12 +153,46 @@ int ParseArgs(int argc, char** argv, Options* o) {
       }
       (a == "--capacity" ? o->capacity : a == "--memory" ? o->memory
                                                           : o->max_value) = n;
+    } else if (a == "--protected-mode") {
+      std::string m = v;
+      if (m != "yes" && m != "no") return Usage("--protected-mode: yes or no");
+      o->protected_mode = m == "yes";
+    } else if (a == "--requirepass") {
+      o->password = v;
+    } else if (a == "--requirepass-file") {
+      FILE* f = std::fopen(v, "re");
+      if (f == nullptr) {
+        return Usage(("--requirepass-file: " + std::string(v) + ": " +
+                      std::strerror(errno)).c_str());
+      }
+      char line[4096];
+      o->password = std::fgets(line, sizeof(line), f) ? line : "";
+      std::fclose(f);
+      while (!o->password.empty() && (o->password.back() == '\n' ||
+                                      o->password.back() == '\r')) {
+        o->password.pop_back();
+      }
+      if (o->password.empty()) return Usage("--requirepass-file is empty");
+    } else if (a == "--shm-mode") {
+      char* end = nullptr;
+      unsigned long m = std::strtoul(v, &end, 8);
+      if (*v == '\0' || *end != '\0' || m > 0777) {
+        return Usage("--shm-mode: octal permission bits, e.g. 0640");
+      }
+      shmc::SetDefaultSegmentMode(static_cast<mode_t>(m));
+    } else if (a == "--worker-protected") {
+      o->worker_protected = std::string(v) == "yes";
     } else if (a == "--worker-slot") {
       o->worker_slot = std::atoi(v);
-    } else if (a == "--resp-fd") {
-      o->resp_fd = std::atoi(v);
-    } else if (a == "--http-fd") {
-      o->http_fd = std::atoi(v);
+    } else if (a == "--resp-fd" || a == "--http-fd") {
+      std::vector<int>& fds = a == "--resp-fd" ? o->resp_fds : o->http_fds;
+      for (const char* p = v; *p != '\0';) {
+        char* end = nullptr;
+        long fd = std::strtol(p, &end, 10);
+        if (end == p) break;
+        if (fd >= 0) fds.push_back(static_cast<int>(fd));
+        p = *end == ',' ? end + 1 : end;
+      }
     } else if (a == "--ready-fd") {
       o->ready_fd = std::atoi(v);
     } else if (a == "--ctl-fd") {
@@ -165,43 +228,97 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   return true;
 }
 
-// A listening socket on `port` shared with SO_REUSEPORT.
-int Listen(int port, std::string* err) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+// An IPv4 or IPv6 address to listen on, with `port`.
+bool MakeAddr(const std::string& addr, int port, sockaddr_storage* ss,
+              socklen_t* len) {
+  std::memset(ss, 0, sizeof(*ss));
+  auto* v4 = reinterpret_cast<sockaddr_in*>(ss);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(ss);
+  if (inet_pton(AF_INET, addr.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port));
+    *len = sizeof(*v4);
+    return true;
+  }
+  if (inet_pton(AF_INET6, addr.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port));
+    *len = sizeof(*v6);
+    return true;
+  }
+  return false;
+}
+
+bool IsLoopback(const std::string& addr) {
+  return addr == "::1" || addr.compare(0, 4, "127.") == 0;
+}
+
+// A socket bound to addr:port; `reuse_port` shares it with the other
+// workers' sockets (SO_REUSEPORT). -1 with *err; *no_family when the
+// address family is not available on this machine (IPv6 disabled).
+int BindSocket(const std::string& addr, int port, bool reuse_port,
+               std::string* err, bool* no_family) {
+  *no_family = false;
+  sockaddr_storage ss;
+  socklen_t len = 0;
+  if (!MakeAddr(addr, port, &ss, &len)) {
+    *err = "--bind: '" + addr + "' is not an IPv4 or IPv6 address";
+    return -1;
+  }
+  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *no_family = errno == EAFNOSUPPORT;
+    *err = addr + ": " + std::strerror(errno);
+    return -1;
+  }
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-  struct sockaddr_in sa = {};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) != 0 ||
-      listen(fd, 4096) != 0) {
-    *err = "port " + std::to_string(port) + ": " + std::strerror(errno);
+  if (reuse_port) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+  if (ss.ss_family == AF_INET6) {
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+  }
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    int e = errno;
+    *no_family = e == EADDRNOTAVAIL && ss.ss_family == AF_INET6;
+    *err = (ss.ss_family == AF_INET6 ? "[" + addr + "]" : addr) + ":" +
+           std::to_string(port) +
+           (e == EADDRINUSE ? " is in use (another server?)"
+                            : std::string(": ") + std::strerror(e));
     close(fd);
     return -1;
   }
   return fd;
 }
 
-// Fails if anyone else (another shmkv included) listens on `port`: a bind
-// without SO_REUSEPORT is refused by every listener.
-bool PortFree(int port, std::string* err) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  struct sockaddr_in sa = {};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_ANY);
-  bool ok = bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) == 0;
-  if (!ok) {
-    *err = "port " + std::to_string(port) +
-           (errno == EADDRINUSE ? " is in use (another server?)"
-                                : std::string(": ") + std::strerror(errno));
+// A listening socket on addr:port shared with SO_REUSEPORT.
+int Listen(const std::string& addr, int port, std::string* err) {
+  bool no_family = false;
+  int fd = BindSocket(addr, port, true, err, &no_family);
+  if (fd >= 0 && listen(fd, 4096) != 0) {
+    *err = addr + ":" + std::to_string(port) + ": " + std::strerror(errno);
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Fails if anyone else (another shmkv included) listens on addr:port: a
+// bind without SO_REUSEPORT is refused by every listener. *skip is set for
+// a default address whose family this machine lacks (no IPv6).
+bool PortFree(const std::string& addr, int port, bool optional, bool* skip,
+              std::string* err) {
+  bool no_family = false;
+  *skip = false;
+  int fd = BindSocket(addr, port, false, err, &no_family);
+  if (fd < 0) {
+    if (optional && no_family) {
+      *skip = true;
+      return true;
+    }
+    return false;
   }
   close(fd);
-  return ok;
+  return true;
 }
 
 class Master {
@@ -217,6 +334,28 @@ class Master {
       return 1;
     }
     self_.assign(self, static_cast<size_t>(n));
+    // Ports first: a start that cannot listen leaves no segments behind.
+    std::vector<std::string> addrs;
+    for (const std::string& a : o_.bind) {
+      bool skip = false;
+      for (int port : {o_.port, o_.http_port}) {
+        if (port == 0 || skip) continue;
+        if (!PortFree(a, port, !o_.bind_given, &skip, &err)) {
+          std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+          return 1;
+        }
+        if (skip) {
+          std::fprintf(stderr, "shmkv: not listening on %s: %s\n",
+                       a.c_str(), err.c_str());
+        }
+      }
+      if (!skip) addrs.push_back(a);
+    }
+    if (addrs.empty()) {
+      std::fprintf(stderr, "shmkv: no address to listen on\n");
+      return 1;
+    }
+    bound_ = addrs;
     store_ = Store::Open(sc_, true, &err);
     if (!store_) {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
@@ -236,21 +375,20 @@ class Master {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
       return 1;
     }
-    if (!PortFree(o_.port, &err) ||
-        (o_.http_port != 0 && !PortFree(o_.http_port, &err))) {
-      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
-      return 1;
-    }
     int workers = o_.workers > 0 ? o_.workers
                                  : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     if (workers < 1) workers = 1;
     for (int i = 0; i < workers; ++i) {
       Slot s;
-      s.resp_fd = Listen(o_.port, &err);
-      s.http_fd = o_.http_port != 0 ? Listen(o_.http_port, &err) : -1;
-      if (s.resp_fd < 0 || (o_.http_port != 0 && s.http_fd < 0)) {
-        std::fprintf(stderr, "shmkv: %s\n", err.c_str());
-        return 1;
+      for (const std::string& a : bound_) {
+        int r = Listen(a, o_.port, &err);
+        int h = o_.http_port != 0 ? Listen(a, o_.http_port, &err) : -2;
+        if (r < 0 || h == -1) {
+          std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+          return 1;
+        }
+        s.resp_fds.push_back(r);
+        if (h >= 0) s.http_fds.push_back(h);
       }
       slots_.push_back(s);
     }
@@ -281,7 +419,7 @@ class Master {
 
  private:
   struct Slot {
-    int resp_fd = -1, http_fd = -1;
+    std::vector<int> resp_fds, http_fds;
     pid_t pid = 0;
     int ctl_fd = -1;  // master's end of the worker's control socket
     size_t stats_slot = 0;
@@ -315,16 +453,31 @@ class Master {
       // Keep only this slot's sockets and the ready pipe across exec.
       for (size_t j = 0; j < slots_.size(); ++j) {
         if (j == i) continue;
-        close(slots_[j].resp_fd);
-        if (slots_[j].http_fd >= 0) close(slots_[j].http_fd);
+        for (int fd : slots_[j].resp_fds) close(fd);
+        for (int fd : slots_[j].http_fds) close(fd);
       }
+      for (int fd : s.resp_fds) fcntl(fd, F_SETFD, 0);
+      for (int fd : s.http_fds) fcntl(fd, F_SETFD, 0);
+      // The password goes by the environment, never by argv (ps shows it).
+      if (!o_.password.empty()) setenv("SHMKV_REQUIREPASS", o_.password.c_str(), 1);
+      auto join = [](const std::vector<int>& fds) {
+        std::string j;
+        for (int fd : fds) j += (j.empty() ? "" : ",") + std::to_string(fd);
+        return j.empty() ? std::string("-1") : j;
+      };
+      bool beyond_loopback = false;
+      for (const std::string& a : bound_) beyond_loopback |= !IsLoopback(a);
+      bool protect = o_.protected_mode && o_.password.empty() &&
+                     beyond_loopback;
       fcntl(ready[1], F_SETFD, 0);
       fcntl(ctl[1], F_SETFD, 0);
       if (adopt_fd >= 0) fcntl(adopt_fd, F_SETFD, 0);
       std::vector<std::string> args = {
           self_, "--worker-slot", std::to_string(stats_slot),
-          "--resp-fd", std::to_string(s.resp_fd),
-          "--http-fd", std::to_string(s.http_fd),
+          "--resp-fd", join(s.resp_fds),
+          "--http-fd", join(s.http_fds),
+          "--worker-protected", protect ? "yes" : "no",
+          "--shm-mode", ModeText(),
           "--ready-fd", std::to_string(ready[1]),
           "--ctl-fd", std::to_string(ctl[1]),
           "--adopt-fd", std::to_string(adopt_fd),
@@ -468,6 +621,7 @@ class Master {
   std::unique_ptr<Store> store_;
   SharedStats stats_;
   std::vector<Slot> slots_;
+  std::vector<std::string> bound_;  // addresses listened on
   std::map<pid_t, int> draining_;  // replaced workers -> their ctl fd
   size_t next_stats_slot_ = 0;
   int sig_fd_ = -1;
@@ -515,8 +669,11 @@ int main(int argc, char** argv) {
   RaiseFdLimit();
   if (o.worker_slot >= 0) {
     WorkerConfig wc;
-    wc.resp_fd = o.resp_fd;
-    wc.http_fd = o.http_fd;
+    wc.resp_fds = o.resp_fds;
+    wc.http_fds = o.http_fds;
+    wc.protected_mode = o.worker_protected;
+    if (const char* p = std::getenv("SHMKV_REQUIREPASS")) wc.password = p;
+    unsetenv("SHMKV_REQUIREPASS");
     wc.ready_fd = o.ready_fd;
     wc.ctl_fd = o.ctl_fd;
     wc.adopt_fd = o.adopt_fd;
@@ -530,6 +687,10 @@ int main(int argc, char** argv) {
     if (getppid() == 1) return 1;  // the master is already gone
     return RunWorker(wc);
   }
+  if (o.password.empty()) {
+    if (const char* p = std::getenv("SHMKV_REQUIREPASS")) o.password = p;
+  }
+  unsetenv("SHMKV_REQUIREPASS");
   Master m(o, sc);
   return m.Run();
 }

@@ -1,5 +1,6 @@
 #include "server/resp.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -23,7 +24,9 @@ bool ParseLen(const char* p, size_t n, bool allow_neg, int64_t* out) {
   int64_t v = 0;
   for (size_t i = neg ? 1 : 0; i < n; ++i) {
     if (p[i] < '0' || p[i] > '9') return false;
-    v = v * 10 + (p[i] - '0');
+    int d = p[i] - '0';
+    if (v > (INT64_MAX - d) / 10) return false;  // 19 digits can overflow
+    v = v * 10 + d;
   }
   *out = neg ? -v : v;
   return true;

@@ -4,6 +4,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
@@ -325,19 +326,36 @@ class StoreT : public Store {
     return n;
   }
 
+  // COUNT is in keys, as in Redis: slots are walked until `count` keys
+  // were seen or 100 x count (at least 4096) slots were, whichever comes
+  // first, so a sparse table still answers quickly. A cursor that is not a
+  // position of the table ends the scan (cursor 0), as Redis does.
   void Scan(uint64_t* cursor, size_t count,
             const std::function<void(std::string_view)>& f) override {
     typename Map::TravelPos pos;
     pos.row = static_cast<uint32_t>(*cursor >> 32);
     pos.col = static_cast<uint32_t>(*cursor);
     int64_t now = NowMs();
-    map_.Travel(&pos, count == 0 ? 1 : count,
-                [&](const KeyHash&, const std::string& blob) {
-                  Blob b;
-                  if (b.Parse(blob.data(), blob.size()) && !b.Expired(now)) {
-                    f(b.key);
-                  }
-                });
+    size_t want = count == 0 ? 1 : count;
+    size_t budget = std::max<size_t>(want * 100, 4096);
+    size_t seen = 0, slots = 0;
+    do {
+      size_t step = std::min<size_t>(want, budget - slots);
+      if (!map_.Travel(&pos, step,
+                       [&](const KeyHash&, const std::string& blob) {
+                         Blob b;
+                         if (b.Parse(blob.data(), blob.size()) &&
+                             !b.Expired(now)) {
+                           f(b.key);
+                         }
+                         ++seen;
+                       })) {
+        pos.row = 0;  // not a position of this table
+        pos.col = 0;
+        break;
+      }
+      slots += step;
+    } while (seen < want && slots < budget && (pos.row != 0 || pos.col != 0));
     *cursor = static_cast<uint64_t>(pos.row) << 32 | pos.col;
   }
 

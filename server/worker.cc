@@ -1,5 +1,6 @@
 #include "server/worker.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -42,6 +43,7 @@ double MonoUs() {
 struct Conn {
   int fd = -1;
   bool http = false;
+  ClientState client;
   std::string in;
   size_t in_off = 0;
   std::string out;
@@ -52,6 +54,32 @@ struct Conn {
   size_t pending_out() const { return out.size() - out_off; }
   bool idle() const { return in_off == in.size() && pending_out() == 0; }
 };
+
+bool IsListener(const std::vector<int>& fds, int fd) {
+  return std::find(fds.begin(), fds.end(), fd) != fds.end();
+}
+
+// "ip:port" of a peer; true when it is a loopback address.
+bool PeerText(const sockaddr_storage& ss, std::string* out) {
+  char ip[INET6_ADDRSTRLEN] = "?";
+  int port = 0;
+  bool loopback = false;
+  if (ss.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&ss);
+    inet_ntop(AF_INET, &v4->sin_addr, ip, sizeof(ip));
+    port = ntohs(v4->sin_port);
+    loopback = (ntohl(v4->sin_addr.s_addr) >> 24) == 127;
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+    inet_ntop(AF_INET6, &v6->sin6_addr, ip, sizeof(ip));
+    port = ntohs(v6->sin6_port);
+    loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
+  } else {
+    loopback = true;  // a Unix socket, or an adopted connection
+  }
+  *out = std::string(ip) + ":" + std::to_string(port);
+  return loopback;
+}
 
 class Worker {
  public:
@@ -75,6 +103,7 @@ class Worker {
     ctx_.store = store_.get();
     ctx_.stats = &stats_;
     ctx_.info = &cfg_.info;
+    ctx_.password = &cfg_.password;
     // Arguments up to twice the largest value are read and refused with
     // an error reply; beyond that the request is a protocol error.
     limits_.max_bulk = 2 * std::max<size_t>(cfg_.store.max_value,
@@ -89,7 +118,10 @@ class Worker {
     sig_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN);
     Add(sig_fd_, EPOLLIN);
-    for (int fd : {cfg_.resp_fd, cfg_.http_fd}) {
+    std::vector<int> listeners = cfg_.resp_fds;
+    listeners.insert(listeners.end(), cfg_.http_fds.begin(),
+                     cfg_.http_fds.end());
+    for (int fd : listeners) {
       if (fd < 0) continue;
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
       fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -143,8 +175,9 @@ class Worker {
         if (fd == sig_fd_) {
           struct signalfd_siginfo si;
           while (read(sig_fd_, &si, sizeof(si)) == sizeof(si)) StartDrain();
-        } else if (fd == cfg_.resp_fd || fd == cfg_.http_fd) {
-          Accept(fd, fd == cfg_.http_fd);
+        } else if (IsListener(cfg_.resp_fds, fd) ||
+                   IsListener(cfg_.http_fds, fd)) {
+          Accept(fd, IsListener(cfg_.http_fds, fd));
         } else if (fd == cfg_.ctl_fd) {
           OnControl();
         } else if (fd == adopt_fd_) {
@@ -193,7 +226,10 @@ class Worker {
     drain_deadline_ = MonoUs() + cfg_.drain_ms * 1000.0;
     // The master keeps the listening sockets: connections still queued
     // there are accepted by the replacement worker.
-    for (int fd : {cfg_.resp_fd, cfg_.http_fd}) {
+    std::vector<int> listeners = cfg_.resp_fds;
+    listeners.insert(listeners.end(), cfg_.http_fds.begin(),
+                     cfg_.http_fds.end());
+    for (int fd : listeners) {
       if (fd < 0) continue;
       epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
       close(fd);
@@ -230,7 +266,16 @@ class Worker {
       if (c->closing || c->pending_out() > 0) continue;
       size_t partial = c->in.size() - c->in_off;
       if (partial > kMaxHandoffBytes) continue;
-      std::string msg(1, c->http ? 'H' : 'R');
+      // 'S', the kind, whether AUTH passed, the client id, its name, then
+      // the partial request ('H'/'R' + request from older workers).
+      std::string msg = "S";
+      msg += c->http ? 'H' : 'R';
+      msg += c->client.authed ? '1' : '0';
+      uint64_t id = c->client.id;
+      msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
+      uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
+      msg.append(reinterpret_cast<const char*>(&name_len), sizeof(name_len));
+      msg += c->client.name;
       msg.append(c->in, c->in_off, partial);
       if (!SendFd(handoff_fd_, c->fd, msg)) {
         // The replacement is gone: finish the drain by closing instead.
@@ -260,8 +305,29 @@ class Worker {
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
       auto c = std::make_unique<Conn>();
       c->fd = fd;
-      c->http = !msg.empty() && msg[0] == 'H';
-      if (msg.size() > 1) c->in.assign(msg, 1, std::string::npos);
+      sockaddr_storage peer;
+      socklen_t plen = sizeof(peer);
+      if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0) {
+        PeerText(peer, &c->client.addr);
+      }
+      c->client.authed = cfg_.password.empty();
+      constexpr size_t kStateHead = 3 + sizeof(uint64_t) + sizeof(uint32_t);
+      uint32_t name_len = 0;
+      if (msg.size() >= kStateHead && msg[0] == 'S') {
+        std::memcpy(&name_len, msg.data() + kStateHead - 4, 4);
+      }
+      if (msg.size() >= kStateHead && msg[0] == 'S' &&
+          name_len <= msg.size() - kStateHead) {
+        c->http = msg[1] == 'H';
+        c->client.authed = c->client.authed || msg[2] == '1';
+        std::memcpy(&c->client.id, msg.data() + 3, sizeof(uint64_t));
+        c->client.name.assign(msg, kStateHead, name_len);
+        c->in.assign(msg, kStateHead + name_len, std::string::npos);
+      } else {  // from a worker of an earlier version
+        c->http = !msg.empty() && msg[0] == 'H';
+        c->client.id = (static_cast<uint64_t>(cfg_.slot) << 40) | ++next_id_;
+        if (msg.size() > 1) c->in.assign(msg, 1, std::string::npos);
+      }
       Conn* raw = c.get();
       Add(fd, EPOLLIN | EPOLLRDHUP);
       conns_[fd] = std::move(c);
@@ -283,7 +349,10 @@ class Worker {
 
   void Accept(int lfd, bool http) {
     for (int i = 0; i < 64; ++i) {
-      int fd = accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage peer;
+      socklen_t plen = sizeof(peer);
+      int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&peer), &plen,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE) {
           std::fprintf(stderr, "shmkv: accept: %s (raise ulimit -n)\n",
@@ -293,9 +362,39 @@ class Worker {
       }
       int one = 1;
       setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      std::string addr;
+      bool loopback = PeerText(peer, &addr);
+      if (cfg_.protected_mode && !loopback) {
+        // Redis's answer, word for word, then the connection is closed.
+        static const char kDenied[] =
+            "-DENIED Redis is running in protected mode because protected "
+            "mode is enabled and no password is set for the default user. "
+            "In this mode connections are only accepted from the loopback "
+            "interface. If you want to connect from external computers to "
+            "Redis you may adopt one of the following solutions: 1) Just "
+            "disable protected mode sending the command 'CONFIG SET "
+            "protected-mode no' from the loopback interface by connecting "
+            "to Redis from the same host the server is running, however "
+            "MAKE SURE Redis is not publicly accessible from internet if "
+            "you do so. Use CONFIG REWRITE to make this change permanent. "
+            "2) Alternatively you can just disable the protected mode by "
+            "editing the Redis configuration file, and setting the protected "
+            "mode option to 'no', and then restarting the server. 3) If you "
+            "started the server manually just for testing, restart it with "
+            "the '--protected-mode no' option. 4) Set up an authentication "
+            "password for the default user. NOTE: You only need to do one "
+            "of the above things in order for the server to start accepting "
+            "connections from the outside.\r\n";
+        if (!http) (void)!send(fd, kDenied, sizeof(kDenied) - 1, MSG_NOSIGNAL);
+        close(fd);
+        continue;
+      }
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->http = http;
+      c->client.id = (static_cast<uint64_t>(cfg_.slot) << 40) | ++next_id_;
+      c->client.addr = addr;
+      c->client.authed = cfg_.password.empty();
       Add(fd, EPOLLIN | EPOLLRDHUP);
       conns_[fd] = std::move(c);
       ++local_.connections_total;
@@ -363,7 +462,9 @@ class Worker {
       if (args_.empty()) continue;  // an empty inline line
       double t0 = MonoUs();
       bool error = false;
+      ctx_.client = &c->client;
       size_t idx = Execute(args_, &ctx_, &c->out, &error);
+      ctx_.client = nullptr;
       local_.Record(idx, MonoUs() - t0);
       ++local_.commands;
       local_.errors += error;
@@ -429,6 +530,7 @@ class Worker {
   double drain_deadline_ = 0;
   int handoff_fd_ = -1;
   int adopt_fd_ = -1;
+  uint64_t next_id_ = 0;
   double rate_start_ = MonoUs();
   uint64_t rate_ops_ = 0;
 };

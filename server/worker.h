@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "server/commands.h"
 #include "server/store.h"
@@ -14,7 +16,11 @@
 namespace shmkv {
 
 struct WorkerConfig {
-  int resp_fd = -1, http_fd = -1;
+  std::vector<int> resp_fds, http_fds;  // one listening socket per address
+  // Protected mode (Redis's): bound beyond loopback with no password, so
+  // clients from other hosts are refused with Redis's DENIED error.
+  bool protected_mode = false;
+  std::string password;  // requirepass; empty: none
   size_t slot = 0;  // statistics slot
   int ready_fd = -1;  // written once serving, then closed
   // Hot restart (docs/server.md): the master sends a handoff socket over
