@@ -283,46 +283,54 @@ class ScopedDefaultMode {
   mode_t saved_;
 };
 
+template <class Alloc>
+constexpr bool kSysv = std::is_same_v<Alloc, shmc::SVIPC> ||
+                       std::is_same_v<Alloc, shmc::SVIPC_HugeTLB>;
+
+// A SysV segment's id and state (false if there is none).
+bool SysvStat(const std::string& key, int* id, struct shmid_ds* ds) {
+  key_t k;
+  if (!shmc::impl::ParseSysvKey(key, &k)) return false;
+  *id = shmget(k, 0, 0);
+  return *id >= 0 && shmctl(*id, IPC_STAT, ds) == 0;
+}
+
+// Where a POSIX or file segment is in the file system.
+template <class Alloc>
+std::string PathOf(const std::string& key) {
+  return std::is_same_v<Alloc, shmc::POSIX> ? "/dev/shm" + key : key;
+}
+
 // The permission bits and owner of a named segment, from the system.
 template <class Alloc>
 bool StatSegment(const std::string& key, mode_t* mode, uid_t* uid) {
-  if constexpr (std::is_same_v<Alloc, shmc::SVIPC> ||
-                std::is_same_v<Alloc, shmc::SVIPC_HugeTLB>) {
-    key_t k;
-    if (!shmc::impl::ParseSysvKey(key, &k)) return false;
-    int id = shmget(k, 0, 0);
+  if constexpr (kSysv<Alloc>) {
+    int id;
     struct shmid_ds ds;
-    if (id < 0 || shmctl(id, IPC_STAT, &ds) < 0) return false;
+    if (!SysvStat(key, &id, &ds)) return false;
     *mode = ds.shm_perm.mode & 0777;
     *uid = ds.shm_perm.uid;
-    return true;
   } else {
-    std::string path =
-        std::is_same_v<Alloc, shmc::POSIX> ? "/dev/shm" + key : key;
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) return false;
+    if (stat(PathOf<Alloc>(key).c_str(), &st) != 0) return false;
     *mode = st.st_mode & 0777;
     *uid = st.st_uid;
-    return true;
   }
+  return true;
 }
 
 // Gives a named segment another owner and mode, as a hostile user could.
 template <class Alloc>
 bool SetOwner(const std::string& key, uid_t uid, mode_t mode) {
-  if constexpr (std::is_same_v<Alloc, shmc::SVIPC> ||
-                std::is_same_v<Alloc, shmc::SVIPC_HugeTLB>) {
-    key_t k;
-    if (!shmc::impl::ParseSysvKey(key, &k)) return false;
-    int id = shmget(k, 0, 0);
+  if constexpr (kSysv<Alloc>) {
+    int id;
     struct shmid_ds ds;
-    if (id < 0 || shmctl(id, IPC_STAT, &ds) < 0) return false;
+    if (!SysvStat(key, &id, &ds)) return false;
     ds.shm_perm.uid = uid;
     ds.shm_perm.mode = mode;
     return shmctl(id, IPC_SET, &ds) == 0;
   } else {
-    std::string path =
-        std::is_same_v<Alloc, shmc::POSIX> ? "/dev/shm" + key : key;
+    std::string path = PathOf<Alloc>(key);
     return chown(path.c_str(), uid, static_cast<gid_t>(-1)) == 0 &&
            chmod(path.c_str(), mode) == 0;
   }

@@ -276,15 +276,22 @@ int List(const Args& a) {
   return kExitOk;
 }
 
-int OneSegment(const Args& a, Container* c) {
+// The one segment name a command takes, resolved to its container: the
+// exit code, with *err saying why when it is not kExitOk (a usage error
+// has been printed already).
+int ResolveOne(const Args& a, SegName* name, Container* c, std::string* err) {
   if (a.positional.size() != 1) {
     return Usage(a.command + " takes exactly one segment name");
   }
+  if (!ParseSegName(a.positional[0], name, err)) return Usage(*err);
+  return Resolve(*name, c, err);
+}
+
+int OneSegment(const Args& a, Container* c) {
   SegName name;
   std::string err;
-  if (!ParseSegName(a.positional[0], &name, &err)) return Usage(err);
-  int rc = Resolve(name, c, &err);
-  if (rc != kExitOk) {
+  int rc = ResolveOne(a, &name, c, &err);
+  if (rc != kExitOk && rc != kExitUsage) {
     std::fprintf(stderr, "shmc %s: %s\n", a.command.c_str(), err.c_str());
   }
   return rc;
@@ -293,14 +300,10 @@ int OneSegment(const Args& a, Container* c) {
 // `rm` resolves a damaged container too: removing it is often the point.
 // Remove() then takes only the segments that prove to be shmc's.
 int ResolveForRemoval(const Args& a, Container* c) {
-  if (a.positional.size() != 1) {
-    return Usage(a.command + " takes exactly one segment name");
-  }
   SegName name;
   std::string err;
-  if (!ParseSegName(a.positional[0], &name, &err)) return Usage(err);
-  int rc = Resolve(name, c, &err);
-  if (rc == kExitOk) return rc;
+  int rc = ResolveOne(a, &name, c, &err);
+  if (rc == kExitOk || rc == kExitUsage) return rc;
   Container d;
   d.name = name;
   d.kind = "damaged";
