@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
@@ -446,7 +447,13 @@ TEST(ShmSortedArray, ConcurrentBuildsAndReaders) {
     if (!r.InitForRead(key)) return 2;
     std::mt19937_64 rng(getpid());
     uint64_t versions = 0, last = 0;
-    for (int i = 0; i < 500000; ++i) {
+    // At least 500k lookups, and on until two versions were seen: how many
+    // builds land in a fixed number of lookups depends on the machine's
+    // load (a loaded CI runner once saw one version in 500k). Bounded.
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    for (int i = 0; i < 500000 ||
+                    (versions < 2 && std::chrono::steady_clock::now() < deadline);
+         ++i) {
       if (i % 1000 == 0 && !r.Refresh()) return 3;
       uint64_t k = rng() % kKeys;
       const uint64_t* v = r.Find(k);
