@@ -326,7 +326,10 @@ class ShmPercentile {
       uint64_t q1 = s->seq.load(std::memory_order_acquire);
       bool stuck = false;
       if (q1 & 1) {
-        if (attempt < kCleanTries) continue;
+        if (attempt < kCleanTries) {
+          if (attempt % 64 == 63) sched_yield();
+          continue;
+        }
         if (!detail::SlotOwnerGone(s)) {
           uint64_t now = detail::MonotonicNs();
           if (deadline == 0) deadline = now + kStuckNs;

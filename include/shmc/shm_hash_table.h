@@ -286,7 +286,9 @@ class ShmHashTable {
   // than the capacity it was created for. Measured: inserting random keys
   // until FindOrAlloc fails fills at least 92.9% of the slots at every size
   // from 1 to 2.5M keys (40 tables each up to 100k; docs/hash_table.md).
-  size_t expected_capacity() const { return ideal_capacity() * 9 / 10; }
+  size_t expected_capacity() const {
+    return static_cast<size_t>(detail::ExpectedCapacity(ideal_capacity()));
+  }
 
   // shmc additions
   const Error& last_error() const { return error_; }

@@ -246,7 +246,7 @@ Json TableInfo(const RawLayout& lay, UsedFn used, const char* used_word) {
   if (lay.kind == ContainerKind::kHashTable) {
     const sd::HashTableHeader* th = TableHeader(lay);
     out.Set("bucket_slots", lay.geo.slots);
-    out.Set("expected_capacity", slots * 9 / 10);
+    out.Set("expected_capacity", sd::ExpectedCapacity(slots));
     out.Set("overflow_depth",
             th->overflow_depth.load(std::memory_order_relaxed));
     out.Set("overflow_allocs",

@@ -130,9 +130,6 @@ class FdShmAlloc : public ShmAlloc {
     return true;
   }
 
-  // Removes a staged segment that will not be published.
-  void DiscardStaged(const std::string& stage) { Policy::Remove(stage); }
-
   bool Detach(void* addr, size_t size) override {
     if (Policy::kSyncOnDetach) Sync(addr, size);
     if (munmap(addr, size) < 0) {

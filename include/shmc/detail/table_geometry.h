@@ -22,6 +22,12 @@ namespace shmc {
 namespace detail {
 
 constexpr uint32_t kMaxOverRows = 8;
+
+// Keys a table of `total_slots` slots is expected to hold for certain: 90%
+// of them (expected_capacity(), and what `shmc info` reports).
+constexpr uint64_t ExpectedCapacity(uint64_t total_slots) {
+  return total_slots * 9 / 10;
+}
 constexpr uint32_t kDefaultOverRows = 4;
 
 struct TableGeometry {
@@ -77,7 +83,7 @@ struct TableGeometry {
     return true;
   }
 
-  // Sized so that 90% of the slots (expected_capacity, which measured fill
+  // Sized so that 90% of the slots (ExpectedCapacity, which measured fill
   // of 93-99% keeps below what a table holds) exceeds `capacity`: slots >=
   // capacity * 10/9 + 2. `legacy_sizing` gives the rule of earlier builds
   // (capacity * 10/9 + 1 slots), whose tables are still adopted as they are.
