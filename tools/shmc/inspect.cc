@@ -678,38 +678,55 @@ int Dump(const Container& c, const DumpOptions& opt,
 
 namespace {
 
-// Whether `rm` may remove a segment: it must prove to be shmc's. A whole
-// header (of `want` kind, when given) or a truncated one with shmc's magic
-// does; with --force, so does a whole-sized header whose magic is damaged in
-// at most two of its eight bytes. Empty files, device nodes and other
-// programs' data never do.
-bool Removable(const HeaderPeek& p, bool force, uint32_t want, std::string* why) {
-  switch (p.status) {
-    case HeaderPeek::kOk:
-      if (want != 0 && p.header()->kind != want) {
-        *why = "a shmc segment of another kind, not part of this container";
-        return false;
-      }
-      return true;
-    case HeaderPeek::kTruncated:
-      return true;
-    case HeaderPeek::kForeign: {
-      int differ = 0;
-      for (size_t i = 0; i < sizeof(sd::kSegmentMagic); ++i) {
-        differ += p.bytes[i] != static_cast<unsigned char>(sd::kSegmentMagic[i]);
-      }
-      if (force && p.mapped >= sizeof(sd::SegmentHeader) && differ <= 2) {
-        return true;
-      }
-      *why = p.message + (p.mapped >= sizeof(sd::SegmentHeader) && differ <= 2
-                              ? "; its magic is damaged: --force removes it"
-                              : "; left alone");
+// Whether `rm` may remove a segment: it must prove to be shmc's. A header
+// with shmc's magic (whole or truncated) does; with --force, so does a
+// whole-sized header whose magic is damaged in at most two of its eight
+// bytes. Empty files, device nodes and other programs' data never do.
+bool Removable(const HeaderPeek& p, bool force, std::string* why) {
+  if (p.status == HeaderPeek::kOk || p.status == HeaderPeek::kTruncated) {
+    return true;
+  }
+  if (p.status != HeaderPeek::kForeign) {
+    *why = p.message;
+    return false;
+  }
+  int differ = 0;
+  for (size_t i = 0; i < sizeof(sd::kSegmentMagic); ++i) {
+    differ += p.bytes[i] != static_cast<unsigned char>(sd::kSegmentMagic[i]);
+  }
+  bool damaged_magic = p.mapped >= sizeof(sd::SegmentHeader) && differ <= 2;
+  if (force && damaged_magic) return true;
+  *why = p.message + (damaged_magic
+                          ? "; its magic is damaged: --force removes it"
+                          : "; left alone");
+  return false;
+}
+
+// Unlinks a segment `rm` has judged removable. One whose magic was intact
+// when peeked is checked again as it is unlinked (RemoveOwnSegment), so a
+// file put in its place meanwhile is left alone.
+bool Unlink(const SegName& s, const HeaderPeek& p, std::string* err) {
+  auto alloc = MakeAlloc(s.backend);
+  bool ok;
+  if (p.status == HeaderPeek::kForeign) {  // --force, damaged magic
+    ok = alloc->Unlink(s.key);
+  } else {
+    sd::RemoveResult r = sd::RemoveOwnSegment(s.key, alloc.get());
+    if (r == sd::RemoveResult::kForeign) {
+      *err = s.Display() + ": changed since it was read: not a shmc "
+             "segment now; left alone";
       return false;
     }
-    default:
-      *why = p.message;
-      return false;
+    ok = r != sd::RemoveResult::kFailed;
   }
+  if (!ok) {
+    *err = s.Display() + ": cannot remove: " +
+           sd::AllocErrorText(alloc->last_errno());
+    if (alloc->sys_errno() != 0) {
+      *err += std::string(" (") + std::strerror(alloc->sys_errno()) + ")";
+    }
+  }
+  return ok;
 }
 
 }  // namespace
@@ -729,15 +746,11 @@ int Remove(const Container& c, bool force, Json* out, std::string* err) {
   }
   Json removed = Json::Array();
   Json left = Json::Array();
-  std::vector<const SegName*> doomed;
+  std::vector<size_t> doomed;
   for (size_t i = 0; i < c.segments.size(); ++i) {
-    // A sorted array's data slots must be sorted-array data segments.
-    uint32_t want = c.kind == "sorted_array" && i > 0
-                        ? static_cast<uint32_t>(ContainerKind::kSortedArray)
-                        : 0;
     std::string why;
-    if (Removable(c.peeks[i], force, want, &why)) {
-      doomed.push_back(&c.segments[i]);
+    if (Removable(c.peeks[i], force, &why)) {
+      doomed.push_back(i);
     } else {
       Json l = Json::Object();
       l.Set("segment", c.segments[i].Display());
@@ -757,17 +770,9 @@ int Remove(const Container& c, bool force, Json* out, std::string* err) {
     }
     return kExitError;
   }
-  for (const SegName* s : doomed) {
-    auto alloc = MakeAlloc(s->backend);
-    if (!alloc->Unlink(s->key)) {
-      *err = s->Display() + ": cannot remove: " +
-             sd::AllocErrorText(alloc->last_errno());
-      if (alloc->sys_errno() != 0) {
-        *err += std::string(" (") + std::strerror(alloc->sys_errno()) + ")";
-      }
-      return kExitError;
-    }
-    removed.Push(s->Display());
+  for (size_t i : doomed) {
+    if (!Unlink(c.segments[i], c.peeks[i], err)) return kExitError;
+    removed.Push(c.segments[i].Display());
   }
   Json j = Json::Object();
   j.Set("name", c.name.Display());
