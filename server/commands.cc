@@ -108,6 +108,27 @@ void Get(const Args& a, CommandContext* c, std::string* out, bool*) {
   }
 }
 
+// The absolute expiry time in ms of a TTL `v` given in seconds or ms,
+// relative to now or absolute; false when it does not fit in 64 bits (the
+// sum once wrapped into the past and deleted the key): Redis's "invalid
+// expire time" for SET and every EXPIRE form.
+bool ExpireAt(int64_t v, bool secs, bool abs, int64_t* when) {
+  if (secs && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) return false;
+  int64_t ms = secs ? v * 1000 : v;
+  if (abs) {
+    *when = ms;
+    return true;
+  }
+  int64_t now = NowMs();
+  if (ms > INT64_MAX - now) return false;
+  *when = now + ms;
+  return true;
+}
+
+std::string InvalidExpire(std::string_view command) {
+  return "ERR invalid expire time in '" + Lower(command) + "' command";
+}
+
 void Set(const Args& a, CommandContext* c, std::string* out, bool* error) {
   int64_t expire = 0;
   bool keep_ttl = false;
@@ -126,15 +147,9 @@ void Set(const Args& a, CommandContext* c, std::string* out, bool* error) {
       if (!ToInt(a[i + 1], &v)) return NotInt(out, error);
       bool secs = Eq(a[i], "ex") || Eq(a[i], "exat");
       bool abs = Eq(a[i], "exat") || Eq(a[i], "pxat");
-      if (v <= 0 || (secs && v > INT64_MAX / 1000)) {
-        return Err(out, error, "ERR invalid expire time in 'set' command");
+      if (v <= 0 || !ExpireAt(v, secs, abs, &expire)) {
+        return Err(out, error, InvalidExpire("set"));
       }
-      int64_t ms = secs ? v * 1000 : v;
-      if (!abs && ms > INT64_MAX - NowMs()) {
-        // now + ttl would overflow: Redis refuses it (and keeps the key).
-        return Err(out, error, "ERR invalid expire time in 'set' command");
-      }
-      expire = abs ? ms : NowMs() + ms;
       ++i;
     } else {
       return Err(out, error, "ERR syntax error");
@@ -237,19 +252,8 @@ void ExpireCommon(const Args& a, bool ms, bool abs, CommandContext* c,
   int64_t v = 0;
   if (!ToInt(a[2], &v)) return NotInt(out, e);
   if (a.size() > 3) return Err(out, e, "ERR syntax error");
-  if (!ms && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) {
-    return Err(out, e, std::string("ERR invalid expire time in '") +
-                           std::string(Lower(a[0])) + "' command");
-  }
-  int64_t t = ms ? v : v * 1000;
-  int64_t now = NowMs();
-  if (!abs && t > INT64_MAX - now) {
-    // now + ttl would overflow (and once wrapped into the past, deleting
-    // the key): Redis refuses it and keeps the key.
-    return Err(out, e, std::string("ERR invalid expire time in '") +
-                           std::string(Lower(a[0])) + "' command");
-  }
-  int64_t when = abs ? t : now + t;
+  int64_t when = 0;
+  if (!ExpireAt(v, !ms, abs, &when)) return Err(out, e, InvalidExpire(a[0]));
   if (when <= 0) when = 1;  // in the past: the key is deleted
   ReplyInt(out, c->store->SetExpire(a[1], when) ? 1 : 0);
 }
@@ -437,13 +441,11 @@ void Hello(const Args& a, CommandContext* c, std::string* o, bool* e) {
     if (ver != 2) return Err(o, e, "NOPROTO unsupported protocol version");
     i = 2;
   }
-  bool auth_given = false;
   std::string_view name;
   bool set_name = false;
   for (; i < a.size(); ++i) {
     if (Eq(a[i], "auth") && i + 2 < a.size()) {
       if (!CheckAuth(a[i + 1], a[i + 2], c)) return Err(o, e, kWrongPass);
-      auth_given = true;
       i += 2;
     } else if (Eq(a[i], "setname") && i + 1 < a.size()) {
       name = a[++i];
@@ -453,7 +455,6 @@ void Hello(const Args& a, CommandContext* c, std::string* o, bool* e) {
                            std::string(a[i].substr(0, 128)) + "'");
     }
   }
-  (void)auth_given;
   if (PasswordSet(c) && !c->client->authed) {
     return Err(o, e, "NOAUTH HELLO must be called with the client already "
                      "authenticated, otherwise the HELLO AUTH <user> <pass> "
@@ -569,16 +570,6 @@ const char* CommandName(size_t i) { return i < kNumSpecs ? kSpecs[i].name : ""; 
 size_t Execute(const Args& args, CommandContext* ctx, std::string* out,
                bool* error) {
   *error = false;
-  // A context without a connection (HTTP, tests): a fresh one per command.
-  ClientState scratch;
-  scratch.authed = ctx->client == nullptr;
-  ClientState* saved = ctx->client;
-  if (ctx->client == nullptr) ctx->client = &scratch;
-  struct Restore {
-    CommandContext* c;
-    ClientState* s;
-    ~Restore() { c->client = s; }
-  } restore{ctx, saved};
   std::string name = Lower(args[0]);
   auto it = Index().find(name);
   // As Redis: an unknown command is reported as such, a known one needs

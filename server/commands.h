@@ -34,7 +34,7 @@ struct CommandContext {
   SharedStats* stats = nullptr;
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
-  ClientState* client = nullptr;  // the connection the command came on
+  ClientState* client = nullptr;  // the command's connection: must be set
   const std::string* password = nullptr;  // requirepass; null or empty: none
   uint64_t http_requests = 0;
 };

@@ -329,7 +329,8 @@ class StoreT : public Store {
   // COUNT is in keys, as in Redis: slots are walked until `count` keys
   // were seen or 100 x count (at least 4096) slots were, whichever comes
   // first, so a sparse table still answers quickly. A cursor that is not a
-  // position of the table ends the scan (cursor 0), as Redis does.
+  // position of the table ends the scan (cursor 0; Redis would mask it into
+  // its table instead: docs/server.md).
   void Scan(uint64_t* cursor, size_t count,
             const std::function<void(std::string_view)>& f) override {
     typename Map::TravelPos pos;

@@ -75,7 +75,7 @@ bool PeerText(const sockaddr_storage& ss, std::string* out) {
     port = ntohs(v6->sin6_port);
     loopback = IN6_IS_ADDR_LOOPBACK(&v6->sin6_addr);
   } else {
-    loopback = true;  // a Unix socket, or an adopted connection
+    loopback = true;  // not an IP peer (a Unix socket)
   }
   *out = std::string(ip) + ":" + std::to_string(port);
   return loopback;
@@ -118,10 +118,7 @@ class Worker {
     sig_fd_ = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     signal(SIGPIPE, SIG_IGN);
     Add(sig_fd_, EPOLLIN);
-    std::vector<int> listeners = cfg_.resp_fds;
-    listeners.insert(listeners.end(), cfg_.http_fds.begin(),
-                     cfg_.http_fds.end());
-    for (int fd : listeners) {
+    for (int fd : Listeners()) {
       if (fd < 0) continue;
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
       fcntl(fd, F_SETFD, FD_CLOEXEC);
@@ -138,6 +135,18 @@ class Worker {
   }
 
  private:
+  // Every listening socket: RESP ones, then HTTP ones.
+  std::vector<int> Listeners() const {
+    std::vector<int> all = cfg_.resp_fds;
+    all.insert(all.end(), cfg_.http_fds.begin(), cfg_.http_fds.end());
+    return all;
+  }
+
+  // Unique among this worker's connections; the slot keeps workers apart.
+  uint64_t NewClientId() {
+    return (static_cast<uint64_t>(cfg_.slot) << 40) | ++next_id_;
+  }
+
   void Add(int fd, uint32_t events) {
     struct epoll_event ev = {};
     ev.events = events;
@@ -226,10 +235,7 @@ class Worker {
     drain_deadline_ = MonoUs() + cfg_.drain_ms * 1000.0;
     // The master keeps the listening sockets: connections still queued
     // there are accepted by the replacement worker.
-    std::vector<int> listeners = cfg_.resp_fds;
-    listeners.insert(listeners.end(), cfg_.http_fds.begin(),
-                     cfg_.http_fds.end());
-    for (int fd : listeners) {
+    for (int fd : Listeners()) {
       if (fd < 0) continue;
       epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
       close(fd);
@@ -325,7 +331,7 @@ class Worker {
         c->in.assign(msg, kStateHead + name_len, std::string::npos);
       } else {  // from a worker of an earlier version
         c->http = !msg.empty() && msg[0] == 'H';
-        c->client.id = (static_cast<uint64_t>(cfg_.slot) << 40) | ++next_id_;
+        c->client.id = NewClientId();
         if (msg.size() > 1) c->in.assign(msg, 1, std::string::npos);
       }
       Conn* raw = c.get();
@@ -392,7 +398,7 @@ class Worker {
       auto c = std::make_unique<Conn>();
       c->fd = fd;
       c->http = http;
-      c->client.id = (static_cast<uint64_t>(cfg_.slot) << 40) | ++next_id_;
+      c->client.id = NewClientId();
       c->client.addr = addr;
       c->client.authed = cfg_.password.empty();
       Add(fd, EPOLLIN | EPOLLRDHUP);
@@ -464,7 +470,6 @@ class Worker {
       bool error = false;
       ctx_.client = &c->client;
       size_t idx = Execute(args_, &ctx_, &c->out, &error);
-      ctx_.client = nullptr;
       local_.Record(idx, MonoUs() - t0);
       ++local_.commands;
       local_.errors += error;

@@ -908,6 +908,37 @@ TEST(ShmkvVsRedis, RequirePass) {
   EXPECT_EQ(s.log().find("s3cret"), std::string::npos);
 }
 
+// A hot restart moves open connections to the new workers with what they
+// carry: an authenticated client stays authenticated and keeps its name,
+// one that never authenticated still gets NOAUTH.
+TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
+  std::string pwfile = "/tmp/shmkv_test_" + std::to_string(getpid()) + ".pw2";
+  {
+    std::ofstream f(pwfile);
+    f << "hunter2\n";
+  }
+  Server s("hotauth");
+  ASSERT_TRUE(s.Start({"--requirepass-file", pwfile})) << s.log();
+  unlink(pwfile.c_str());
+  Client authed(s.port()), stranger(s.port());
+  ASSERT_EQ(authed.Call({"AUTH", "hunter2"}), "+OK\r\n");
+  ASSERT_EQ(authed.Call({"CLIENT", "SETNAME", "keeper"}), "+OK\r\n");
+  ASSERT_EQ(authed.Call({"SET", "k", "v"}), "+OK\r\n");
+  std::string id = authed.Call({"CLIENT", "ID"});
+  std::string before = InfoField(&authed, "process_id");
+  s.Signal(SIGHUP);
+  std::string after = before;
+  for (int i = 0; i < 100 && after == before; ++i) {
+    std::this_thread::sleep_for(50ms);
+    after = InfoField(&authed, "process_id");
+  }
+  ASSERT_NE(after, before) << "the connection was not moved: " << s.log();
+  EXPECT_EQ(authed.Call({"GET", "k"}), Bulk("v"));
+  EXPECT_EQ(authed.Call({"CLIENT", "GETNAME"}), Bulk("keeper"));
+  EXPECT_EQ(authed.Call({"CLIENT", "ID"}), id);
+  EXPECT_EQ(stranger.Call({"GET", "k"}), "-NOAUTH Authentication required.\r\n");
+}
+
 // A non-loopback address of this machine, or "" when it has none.
 std::string NonLoopbackIPv4() {
   struct ifaddrs* list = nullptr;
