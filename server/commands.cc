@@ -13,24 +13,18 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "server/command_util.h"
 #include "server/resp.h"
 
 namespace shmkv {
 
-namespace {
-
-using Args = std::vector<std::string_view>;
-using Handler = void (*)(const Args&, CommandContext*, std::string*, bool*);
-
-struct Spec {
-  const char* name;
-  int arity;  // > 0: exactly; < 0: at least -arity (name included)
-  Handler run;
-};
+namespace cmd {
 
 std::string Lower(std::string_view s) {
   std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : out) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   return out;
 }
 
@@ -49,7 +43,8 @@ bool ToInt(std::string_view s, int64_t* out) {
   char* end = nullptr;
   errno = 0;
   long long v = std::strtoll(tmp.c_str(), &end, 10);
-  if (errno != 0 || end != tmp.c_str() + tmp.size() || std::isspace(static_cast<unsigned char>(tmp[0]))) {
+  if (errno != 0 || end != tmp.c_str() + tmp.size() ||
+      std::isspace(static_cast<unsigned char>(tmp[0]))) {
     return false;
   }
   *out = v;
@@ -78,10 +73,33 @@ void StoreError(Store::Status st, std::string* out, bool* error) {
     case Store::Status::kCollision:
       Err(out, error, "ERR key hash collision with another key");
       return;
+    case Store::Status::kTxnTooLarge:
+      Err(out, error, "ERR the transaction is larger than the commit "
+                      "journal (--journal-size)");
+      return;
     default:
       Err(out, error, std::string("ERR ") + StatusText(st));
   }
 }
+
+}  // namespace cmd
+
+namespace {
+
+using namespace cmd;  // NOLINT: the command layer's own helpers
+
+// Flags of a command.
+enum : uint32_t {
+  kWrite = 1,      // runs in a write transaction
+  kNotQueued = 2,  // runs at once inside MULTI (EXEC, DISCARD, ...)
+};
+
+struct Spec {
+  const char* name;
+  int arity;  // > 0: exactly; < 0: at least -arity (name included)
+  Handler run;
+  uint32_t flags;
+};
 
 // --- the commands ----------------------------------------------------
 
@@ -97,255 +115,6 @@ void Ping(const Args& a, CommandContext*, std::string* out, bool* error) {
 
 void Echo(const Args& a, CommandContext*, std::string* out, bool*) {
   ReplyBulk(out, a[1]);
-}
-
-void Get(const Args& a, CommandContext* c, std::string* out, bool*) {
-  std::string_view v;
-  if (c->store->GetView(a[1], &v)) {
-    ReplyBulk(out, v);
-  } else {
-    ReplyNull(out);
-  }
-}
-
-// The absolute expiry time in ms of a TTL `v` given in seconds or ms,
-// relative to now or absolute; false when it does not fit in 64 bits (the
-// sum once wrapped into the past and deleted the key): Redis's "invalid
-// expire time" for SET and every EXPIRE form.
-bool ExpireAt(int64_t v, bool secs, bool abs, int64_t* when) {
-  if (secs && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) return false;
-  int64_t ms = secs ? v * 1000 : v;
-  if (abs) {
-    *when = ms;
-    return true;
-  }
-  int64_t now = NowMs();
-  if (ms > INT64_MAX - now) return false;
-  *when = now + ms;
-  return true;
-}
-
-std::string InvalidExpire(std::string_view command) {
-  return "ERR invalid expire time in '" + Lower(command) + "' command";
-}
-
-void Set(const Args& a, CommandContext* c, std::string* out, bool* error) {
-  int64_t expire = 0;
-  bool keep_ttl = false;
-  Store::SetMode mode = Store::SetMode::kAlways;
-  for (size_t i = 3; i < a.size(); ++i) {
-    if (Eq(a[i], "nx") && mode == Store::SetMode::kAlways) {
-      mode = Store::SetMode::kIfMissing;
-    } else if (Eq(a[i], "xx") && mode == Store::SetMode::kAlways) {
-      mode = Store::SetMode::kIfExists;
-    } else if (Eq(a[i], "keepttl") && expire == 0) {
-      keep_ttl = true;
-    } else if ((Eq(a[i], "ex") || Eq(a[i], "px") || Eq(a[i], "exat") ||
-                Eq(a[i], "pxat")) && i + 1 < a.size() && expire == 0 &&
-               !keep_ttl) {
-      int64_t v = 0;
-      if (!ToInt(a[i + 1], &v)) return NotInt(out, error);
-      bool secs = Eq(a[i], "ex") || Eq(a[i], "exat");
-      bool abs = Eq(a[i], "exat") || Eq(a[i], "pxat");
-      if (v <= 0 || !ExpireAt(v, secs, abs, &expire)) {
-        return Err(out, error, InvalidExpire("set"));
-      }
-      ++i;
-    } else {
-      return Err(out, error, "ERR syntax error");
-    }
-  }
-  Store::Status st = c->store->Set(a[1], a[2], expire, mode, keep_ttl);
-  if (st == Store::Status::kOk) {
-    ReplySimple(out, "OK");
-  } else if (st == Store::Status::kExists || st == Store::Status::kNotFound) {
-    ReplyNull(out);  // NX / XX not met
-  } else {
-    StoreError(st, out, error);
-  }
-}
-
-void Del(const Args& a, CommandContext* c, std::string* out, bool*) {
-  int64_t n = 0;
-  for (size_t i = 1; i < a.size(); ++i) n += c->store->Del(a[i]);
-  ReplyInt(out, n);
-}
-
-void Exists(const Args& a, CommandContext* c, std::string* out, bool*) {
-  int64_t n = 0;
-  for (size_t i = 1; i < a.size(); ++i) n += c->store->Exists(a[i]);
-  ReplyInt(out, n);
-}
-
-void MGet(const Args& a, CommandContext* c, std::string* out, bool*) {
-  ReplyArray(out, a.size() - 1);
-  std::string_view v;
-  for (size_t i = 1; i < a.size(); ++i) {
-    if (c->store->GetView(a[i], &v)) {
-      ReplyBulk(out, v);
-    } else {
-      ReplyNull(out);
-    }
-  }
-}
-
-void MSet(const Args& a, CommandContext* c, std::string* out, bool* error) {
-  if (a.size() % 2 != 1) {
-    return Err(out, error, "ERR wrong number of arguments for 'mset' command");
-  }
-  std::vector<std::pair<std::string_view, std::string_view>> kv;
-  for (size_t i = 1; i + 1 < a.size(); i += 2) kv.emplace_back(a[i], a[i + 1]);
-  Store::Status st = c->store->MSet(kv);
-  if (st == Store::Status::kOk) {
-    ReplySimple(out, "OK");
-  } else {
-    StoreError(st, out, error);
-  }
-}
-
-void IncrCommon(std::string_view key, int64_t by, CommandContext* c,
-                std::string* out, bool* error) {
-  int64_t v = 0;
-  Store::Status st = c->store->IncrBy(key, by, &v);
-  if (st == Store::Status::kOk) {
-    ReplyInt(out, v);
-  } else {
-    StoreError(st, out, error);
-  }
-}
-
-void Incr(const Args& a, CommandContext* c, std::string* out, bool* e) {
-  IncrCommon(a[1], 1, c, out, e);
-}
-void Decr(const Args& a, CommandContext* c, std::string* out, bool* e) {
-  IncrCommon(a[1], -1, c, out, e);
-}
-void IncrBy(const Args& a, CommandContext* c, std::string* out, bool* e) {
-  int64_t by = 0;
-  if (!ToInt(a[2], &by)) return NotInt(out, e);
-  IncrCommon(a[1], by, c, out, e);
-}
-void DecrBy(const Args& a, CommandContext* c, std::string* out, bool* e) {
-  int64_t by = 0;
-  if (!ToInt(a[2], &by) || by == INT64_MIN) return NotInt(out, e);
-  IncrCommon(a[1], -by, c, out, e);
-}
-
-void Append(const Args& a, CommandContext* c, std::string* out, bool* e) {
-  size_t n = 0;
-  Store::Status st = c->store->Append(a[1], a[2], &n);
-  if (st == Store::Status::kOk) {
-    ReplyInt(out, static_cast<int64_t>(n));
-  } else {
-    StoreError(st, out, e);
-  }
-}
-
-void Strlen(const Args& a, CommandContext* c, std::string* out, bool*) {
-  std::string_view v;
-  ReplyInt(out, c->store->GetView(a[1], &v) ? static_cast<int64_t>(v.size())
-                                            : 0);
-}
-
-void ExpireCommon(const Args& a, bool ms, bool abs, CommandContext* c,
-                  std::string* out, bool* e) {
-  int64_t v = 0;
-  if (!ToInt(a[2], &v)) return NotInt(out, e);
-  if (a.size() > 3) return Err(out, e, "ERR syntax error");
-  int64_t when = 0;
-  if (!ExpireAt(v, !ms, abs, &when)) return Err(out, e, InvalidExpire(a[0]));
-  if (when <= 0) when = 1;  // in the past: the key is deleted
-  ReplyInt(out, c->store->SetExpire(a[1], when) ? 1 : 0);
-}
-
-void Expire(const Args& a, CommandContext* c, std::string* o, bool* e) {
-  ExpireCommon(a, false, false, c, o, e);
-}
-void PExpire(const Args& a, CommandContext* c, std::string* o, bool* e) {
-  ExpireCommon(a, true, false, c, o, e);
-}
-
-void TtlCommon(const Args& a, bool ms, CommandContext* c, std::string* out) {
-  std::string v;
-  int64_t expire = 0;
-  if (!c->store->Get(a[1], &v, &expire)) return ReplyInt(out, -2);
-  if (expire == 0) return ReplyInt(out, -1);
-  int64_t left = expire - NowMs();
-  if (left < 0) left = 0;
-  ReplyInt(out, ms ? left : (left + 500) / 1000);
-}
-void Ttl(const Args& a, CommandContext* c, std::string* o, bool*) {
-  TtlCommon(a, false, c, o);
-}
-void PTtl(const Args& a, CommandContext* c, std::string* o, bool*) {
-  TtlCommon(a, true, c, o);
-}
-void Persist(const Args& a, CommandContext* c, std::string* o, bool*) {
-  ReplyInt(o, c->store->SetExpire(a[1], 0) ? 1 : 0);
-}
-
-void DbSize(const Args&, CommandContext* c, std::string* o, bool*) {
-  ReplyInt(o, static_cast<int64_t>(c->store->Keys()));
-}
-
-void FlushAll(const Args& a, CommandContext* c, std::string* o, bool* e) {
-  if (a.size() > 2 || (a.size() == 2 && !Eq(a[1], "sync") &&
-                       !Eq(a[1], "async"))) {
-    return Err(o, e, "ERR syntax error");
-  }
-  c->store->FlushAll();
-  ReplySimple(o, "OK");
-}
-
-void Keys(const Args& a, CommandContext* c, std::string* o, bool*) {
-  std::vector<std::string> keys;
-  uint64_t cursor = 0;
-  do {
-    c->store->Scan(&cursor, 4096, [&](std::string_view k) {
-      if (GlobMatch(a[1], k)) keys.emplace_back(k);
-    });
-  } while (cursor != 0);
-  ReplyArray(o, keys.size());
-  for (const std::string& k : keys) ReplyBulk(o, k);
-}
-
-void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
-  // Redis reads the cursor with strtoul: "-1" is a (huge) cursor, not an
-  // error; leading space, trailing bytes or overflow are.
-  uint64_t cur = 0;
-  {
-    std::string s(a[1]);
-    char* end = nullptr;
-    errno = 0;
-    cur = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ||
-        errno == ERANGE || *end != '\0') {
-      return Err(o, e, "ERR invalid cursor");
-    }
-  }
-  std::string_view match;
-  int64_t count = 10;
-  for (size_t i = 2; i < a.size(); ++i) {
-    if (Eq(a[i], "match") && i + 1 < a.size()) {
-      match = a[++i];
-    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
-      if (!ToInt(a[++i], &count)) return NotInt(o, e);
-      if (count < 1) return Err(o, e, "ERR syntax error");
-    } else if (Eq(a[i], "type") && i + 1 < a.size()) {
-      ++i;  // every value is a string
-    } else {
-      return Err(o, e, "ERR syntax error");
-    }
-  }
-  std::vector<std::string> keys;
-  uint64_t cursor = cur;
-  c->store->Scan(&cursor, static_cast<size_t>(count), [&](std::string_view k) {
-    if (match.empty() || GlobMatch(match, k)) keys.emplace_back(k);
-  });
-  ReplyArray(o, 2);
-  ReplyBulk(o, std::to_string(cursor));
-  ReplyArray(o, keys.size());
-  for (const std::string& k : keys) ReplyBulk(o, k);
 }
 
 void Info(const Args& a, CommandContext* c, std::string* o, bool*) {
@@ -525,25 +294,162 @@ void Client(const Args& a, CommandContext* c, std::string* o, bool* e) {
   }
 }
 
+void Time(const Args&, CommandContext*, std::string* o, bool*) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ReplyArray(o, 2);
+  ReplyBulk(o, std::to_string(ts.tv_sec));
+  ReplyBulk(o, std::to_string(ts.tv_nsec / 1000));
+}
+
+// --- transactions --------------------------------------------------------
+
+void ClearTransaction(ClientState* cl) {
+  cl->in_multi = false;
+  cl->multi_failed = false;
+  cl->queued.clear();
+  cl->watched.clear();
+  cl->watch_lost = false;
+}
+
+void Multi(const Args&, CommandContext* c, std::string* o, bool* e) {
+  if (c->client->in_multi) return Err(o, e, "ERR MULTI calls can not be nested");
+  c->client->in_multi = true;
+  ReplySimple(o, "OK");
+}
+
+void Discard(const Args&, CommandContext* c, std::string* o, bool* e) {
+  if (!c->client->in_multi) return Err(o, e, "ERR DISCARD without MULTI");
+  ClearTransaction(c->client);
+  ReplySimple(o, "OK");
+}
+
+void Watch(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (c->client->in_multi) {
+    return Err(o, e, "ERR WATCH inside MULTI is not allowed");
+  }
+  for (size_t i = 1; i < a.size(); ++i) {
+    c->client->watched.emplace_back(std::string(a[i]), c->store->Watch(a[i]));
+  }
+  ReplySimple(o, "OK");
+}
+
+void Unwatch(const Args&, CommandContext* c, std::string* o, bool*) {
+  c->client->watched.clear();
+  c->client->watch_lost = false;
+  ReplySimple(o, "OK");
+}
+
+// Runs the queued commands in one write transaction: the watches are
+// checked under its lock, every command sees the ones before it, and the
+// commit applies all of their writes or none (Store::Txn).
+void Exec(const Args&, CommandContext* c, std::string* o, bool* e) {
+  ClientState* cl = c->client;
+  if (!cl->in_multi) return Err(o, e, "ERR EXEC without MULTI");
+  if (cl->multi_failed) {
+    ClearTransaction(cl);
+    return Err(o, e, "EXECABORT Transaction discarded because of previous "
+                     "errors.");
+  }
+  std::vector<std::vector<std::string>> queued;
+  queued.swap(cl->queued);
+  auto watched = std::move(cl->watched);
+  bool lost = cl->watch_lost;
+  ClearTransaction(cl);
+  auto txn = c->store->Begin();
+  bool unchanged = !lost;
+  for (const auto& w : watched) {
+    if (unchanged) unchanged = txn->Unchanged(w.first, w.second);
+  }
+  if (!unchanged) {
+    o->append("*-1\r\n");  // a watched key changed: nothing ran
+    return;
+  }
+  size_t mark = o->size();
+  ReplyArray(o, queued.size());
+  c->txn = txn.get();
+  Args args;
+  for (const auto& cmd : queued) {
+    args.assign(cmd.begin(), cmd.end());
+    bool err = false;
+    Execute(args, c, o, &err);
+  }
+  c->txn = nullptr;
+  Store::Status st = txn->Commit();
+  if (st != Store::Status::kOk) {
+    o->resize(mark);
+    StoreError(st, o, e);
+  }
+}
+
 // Index 0 collects unknown commands.
 const Spec kSpecs[] = {
-    {"(other)", 0, nullptr},
-    {"ping", -1, Ping},       {"echo", 2, Echo},
-    {"get", 2, Get},          {"set", -3, Set},
-    {"del", -2, Del},         {"exists", -2, Exists},
-    {"mget", -2, MGet},       {"mset", -3, MSet},
-    {"incr", 2, Incr},        {"incrby", 3, IncrBy},
-    {"decr", 2, Decr},        {"decrby", 3, DecrBy},
-    {"append", 3, Append},    {"strlen", 2, Strlen},
-    {"expire", -3, Expire},   {"pexpire", -3, PExpire},
-    {"ttl", 2, Ttl},          {"pttl", 2, PTtl},
-    {"persist", 2, Persist},  {"dbsize", 1, DbSize},
-    {"flushall", -1, FlushAll}, {"flushdb", -1, FlushAll},
-    {"keys", 2, Keys},        {"scan", -2, Scan},
-    {"info", -1, Info},       {"command", -1, Command},
-    {"config", -2, Config},   {"quit", 1, Quit},
-    {"select", 2, Select},    {"client", -2, Client},
-    {"auth", -2, Auth},       {"hello", -1, Hello},
+    {"(other)", 0, nullptr, 0},
+    {"ping", -1, Ping, 0},
+    {"echo", 2, Echo, 0},
+    {"get", 2, Get, 0},
+    {"set", -3, Set, kWrite},
+    {"getex", -2, GetEx, kWrite},
+    {"getset", 3, GetSet, kWrite},
+    {"getdel", 2, GetDel, kWrite},
+    {"setnx", 3, SetNx, kWrite},
+    {"setex", 4, SetEx, kWrite},
+    {"psetex", 4, PSetEx, kWrite},
+    {"mget", -2, MGet, 0},
+    {"mset", -3, MSet, kWrite},
+    {"msetnx", -3, MSetNx, kWrite},
+    {"incr", 2, Incr, kWrite},
+    {"incrby", 3, IncrBy, kWrite},
+    {"decr", 2, Decr, kWrite},
+    {"decrby", 3, DecrBy, kWrite},
+    {"incrbyfloat", 3, IncrByFloat, kWrite},
+    {"append", 3, Append, kWrite},
+    {"strlen", 2, Strlen, 0},
+    {"setrange", 4, SetRange, kWrite},
+    {"getrange", 4, GetRange, 0},
+    {"substr", 4, GetRange, 0},
+    {"setbit", 4, SetBit, kWrite},
+    {"getbit", 3, GetBit, 0},
+    {"bitcount", -2, BitCount, 0},
+    {"bitpos", -3, BitPos, 0},
+    {"lcs", -3, Lcs, 0},
+    {"del", -2, Del, kWrite},
+    {"unlink", -2, Del, kWrite},
+    {"exists", -2, Exists, 0},
+    {"touch", -2, Touch, 0},
+    {"type", 2, Type, 0},
+    {"rename", 3, Rename, kWrite},
+    {"renamenx", 3, RenameNx, kWrite},
+    {"copy", -3, Copy, kWrite},
+    {"randomkey", 1, RandomKey, 0},
+    {"expire", -3, Expire, kWrite},
+    {"pexpire", -3, PExpire, kWrite},
+    {"expireat", -3, ExpireAt, kWrite},
+    {"pexpireat", -3, PExpireAt, kWrite},
+    {"ttl", 2, Ttl, 0},
+    {"pttl", 2, PTtl, 0},
+    {"expiretime", 2, ExpireTime, 0},
+    {"pexpiretime", 2, PExpireTime, 0},
+    {"persist", 2, Persist, kWrite},
+    {"dbsize", 1, DbSize, 0},
+    {"flushall", -1, FlushAll, 0},
+    {"flushdb", -1, FlushAll, 0},
+    {"keys", 2, Keys, 0},
+    {"scan", -2, Scan, 0},
+    {"multi", 1, Multi, kNotQueued},
+    {"exec", 1, Exec, kNotQueued},
+    {"discard", 1, Discard, kNotQueued},
+    {"watch", -2, Watch, kNotQueued},
+    {"unwatch", 1, Unwatch, 0},
+    {"time", 1, Time, 0},
+    {"info", -1, Info, 0},
+    {"command", -1, Command, 0},
+    {"config", -2, Config, 0},
+    {"quit", -1, Quit, kNotQueued},
+    {"select", 2, Select, 0},
+    {"client", -2, Client, 0},
+    {"auth", -2, Auth, 0},
+    {"hello", -1, Hello, 0},
 };
 constexpr size_t kNumSpecs = sizeof(kSpecs) / sizeof(kSpecs[0]);
 static_assert(kNumSpecs <= kMaxCommands, "raise kMaxCommands");
@@ -570,32 +476,61 @@ const char* CommandName(size_t i) { return i < kNumSpecs ? kSpecs[i].name : ""; 
 size_t Execute(const Args& args, CommandContext* ctx, std::string* out,
                bool* error) {
   *error = false;
+  ClientState* cl = ctx->client;
   std::string name = Lower(args[0]);
   auto it = Index().find(name);
+  // A command refused before it runs also dooms the transaction it was
+  // meant for (EXEC answers EXECABORT), as in Redis.
+  auto refuse = [&](std::string_view msg) {
+    Err(out, error, msg);
+    if (cl->in_multi) cl->multi_failed = true;
+  };
   // As Redis: an unknown command is reported as such, a known one needs
   // AUTH first (except AUTH, HELLO and QUIT themselves).
-  if (it != Index().end() && PasswordSet(ctx) && !ctx->client->authed &&
+  if (it != Index().end() && PasswordSet(ctx) && !cl->authed &&
       name != "auth" && name != "hello" && name != "quit") {
-    Err(out, error, "NOAUTH Authentication required.");
+    refuse("NOAUTH Authentication required.");
     return it->second;
   }
   if (it == Index().end()) {
-    std::string msg = "ERR unknown command '" + std::string(args[0].substr(0, 128)) +
+    std::string msg = "ERR unknown command '" +
+                      std::string(args[0].substr(0, 128)) +
                       "', with args beginning with: ";
     for (size_t i = 1; i < args.size() && i < 4; ++i) {
       msg += "'" + std::string(args[i].substr(0, 64)) + "' ";
     }
-    Err(out, error, msg);
+    refuse(msg);
     return 0;
   }
   const Spec& s = kSpecs[it->second];
   int n = static_cast<int>(args.size());
   if ((s.arity > 0 && n != s.arity) || (s.arity < 0 && n < -s.arity)) {
-    Err(out, error, "ERR wrong number of arguments for '" + name +
-                        "' command");
+    refuse("ERR wrong number of arguments for '" + name + "' command");
     return it->second;
   }
+  if (cl->in_multi && (s.flags & kNotQueued) == 0) {
+    cl->queued.emplace_back(args.begin(), args.end());
+    ReplySimple(out, "QUEUED");
+    return it->second;
+  }
+  if ((s.flags & kWrite) == 0 || ctx->txn != nullptr) {
+    s.run(args, ctx, out, error);
+    return it->second;
+  }
+  // A write command outside EXEC: a transaction of its own, committed
+  // unless the command refused its arguments.
+  auto txn = ctx->store->Begin();
+  ctx->txn = txn.get();
+  size_t mark = out->size();
   s.run(args, ctx, out, error);
+  ctx->txn = nullptr;
+  if (!*error) {
+    Store::Status st = txn->Commit();
+    if (st != Store::Status::kOk) {
+      out->resize(mark);
+      StoreError(st, out, error);
+    }
+  }
   return it->second;
 }
 
@@ -709,6 +644,10 @@ std::string InfoText(CommandContext* c, std::string_view section) {
     line("connections_handed_over", std::to_string(t.adopted));
     line("expired_keys", std::to_string(__atomic_load_n(&ctl->expired_keys, __ATOMIC_RELAXED)));
     line("write_lock_recoveries", std::to_string(__atomic_load_n(&ctl->lock_recoveries, __ATOMIC_RELAXED)));
+    Store::JournalStats js = c->store->journal_stats();
+    line("journal_commits_recovered", std::to_string(js.recovered));
+    line("journal_commits_undone", std::to_string(js.undone));
+    line("journal_commits_dropped", std::to_string(js.dropped));
     s += "\r\n";
   }
   if (want("commandstats")) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "server/stats.h"
@@ -27,6 +28,18 @@ struct ClientState {
   std::string name;     // CLIENT SETNAME
   std::string addr;     // peer "ip:port"
   bool authed = false;  // AUTH passed (or no password is set)
+  // MULTI ... EXEC: the queued commands, and whether one was refused
+  // (EXEC then answers EXECABORT).
+  bool in_multi = false;
+  bool multi_failed = false;
+  std::vector<std::vector<std::string>> queued;
+  // WATCH: each key with what it was; watch_lost when the watches could
+  // not follow the connection (a hot restart): EXEC then fails.
+  std::vector<std::pair<std::string, WatchStamp>> watched;
+  bool watch_lost = false;
+  // Whether the connection must stay with its worker (a hot restart hands
+  // it over only between transactions).
+  bool in_transaction() const { return in_multi; }
 };
 
 struct CommandContext {
@@ -35,6 +48,7 @@ struct CommandContext {
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
   ClientState* client = nullptr;  // the command's connection: must be set
+  Store::Txn* txn = nullptr;  // the transaction a command runs in, if any
   const std::string* password = nullptr;  // requirepass; null or empty: none
   uint64_t http_requests = 0;
 };

@@ -47,6 +47,7 @@ struct Options {
   uint64_t capacity = 1000000;
   uint64_t memory = 256ULL << 20;
   uint64_t max_value = 16ULL << 20;
+  uint64_t journal = 64ULL << 20;
   bool reload = false;
   // Redis 7's defaults: loopback only, protected mode on.
   std::vector<std::string> bind = {"127.0.0.1", "::1"};
@@ -72,6 +73,8 @@ const char kUsage[] =
     "  --capacity KEYS   keys the index holds                  [1000000]\n"
     "  --memory BYTES    bytes for keys and values (K/M/G ok)  [256M]\n"
     "  --max-value BYTES largest value                         [16M]\n"
+    "  --journal-size BYTES  largest multi-key commit (MSET,\n"
+    "                    RENAME, MULTI/EXEC), its old values included [64M]\n"
     "  --bind ADDR...    addresses to listen on     [127.0.0.1 ::1]\n"
     "  --protected-mode yes|no  refuse non-loopback clients when\n"
     "                    no password is set                    [yes]\n"
@@ -147,12 +150,15 @@ int ParseArgs(int argc, char** argv, Options* o) {
       o->seg = v;
     } else if (a == "--backend") {
       o->backend = v;
-    } else if (a == "--capacity" || a == "--memory" || a == "--max-value") {
+    } else if (a == "--capacity" || a == "--memory" || a == "--max-value" ||
+               a == "--journal-size") {
       if (!ParseSize(v, &n) || n == 0) {
         return Usage((a + ": bad size " + v).c_str());
       }
-      (a == "--capacity" ? o->capacity : a == "--memory" ? o->memory
-                                                          : o->max_value) = n;
+      (a == "--capacity"       ? o->capacity
+       : a == "--memory"       ? o->memory
+       : a == "--journal-size" ? o->journal
+                               : o->max_value) = n;
     } else if (a == "--protected-mode") {
       std::string m = v;
       if (m != "yes" && m != "no") return Usage("--protected-mode: yes or no");
@@ -212,6 +218,7 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   c->capacity = o.capacity;
   c->memory = o.memory;
   c->max_value = o.max_value;
+  c->journal = o.journal;
   c->name = o.seg;
   if (o.backend == "posix") {
     c->backend = Backend::kPosix;
@@ -488,6 +495,7 @@ class Master {
           "--capacity", std::to_string(o_.capacity),
           "--memory", std::to_string(o_.memory),
           "--max-value", std::to_string(o_.max_value),
+          "--journal-size", std::to_string(o_.journal),
           "--start-ms", std::to_string(start_ms_)};
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(&a[0]);

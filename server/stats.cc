@@ -51,8 +51,15 @@ StatsTotals::StatsTotals() : est(MakeEstimators()) {}
 
 bool SharedStats::Open(const std::string& key, bool create, std::string* err) {
   if (!arr_.InitForWrite(key, kMaxWorkerSlots)) {
-    *err = arr_.last_error().message;
-    return false;
+    // Statistics are not data: the master replaces a segment of another
+    // layout (an earlier shmkv with fewer commands) if it is shmc's own.
+    shmc::POSIX alloc;
+    if (!create || shmc::detail::RemoveOwnSegment(key, &alloc) !=
+                       shmc::detail::RemoveResult::kRemoved ||
+        !arr_.InitForWrite(key, kMaxWorkerSlots)) {
+      *err = arr_.last_error().message;
+      return false;
+    }
   }
   if (create) {
     for (size_t i = 0; i < kMaxWorkerSlots; ++i) Clear(i);

@@ -20,7 +20,7 @@
 namespace shmkv {
 
 // Commands with their own statistics (index into the tables below).
-constexpr size_t kMaxCommands = 48;
+constexpr size_t kMaxCommands = 96;
 constexpr size_t kMaxWorkerSlots = 64;
 constexpr double kQuantiles[3] = {0.5, 0.99, 0.999};
 

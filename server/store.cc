@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <random>
+#include <unordered_map>
 
 #include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
@@ -32,10 +35,14 @@ const char* StatusText(Store::Status s) {
     case Store::Status::kExists: return "exists";
     case Store::Status::kNotInteger:
       return "value is not an integer or out of range";
+    case Store::Status::kOverflow:
+      return "increment or decrement would overflow";
     case Store::Status::kTooLarge: return "key or value too large";
     case Store::Status::kFull: return "out of memory: the store is full";
     case Store::Status::kCollision:
       return "key hash collision with another key";
+    case Store::Status::kTxnTooLarge:
+      return "the commit is larger than the journal (--journal-size)";
   }
   return "?";
 }
@@ -46,6 +53,10 @@ std::string ControlKey(const StoreConfig& cfg) {
   std::snprintf(buf, sizeof(buf), "/shmkv-%016" PRIx64 ".ctl",
                 shmc::HashBytes(cfg.name.data(), cfg.name.size()));
   return buf;
+}
+
+std::string JournalKey(const StoreConfig& cfg) {
+  return ControlKey(cfg) + ".journal";
 }
 
 namespace {
@@ -140,6 +151,49 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   return true;
 }
 
+// The journal segment, as 64-bit words: a header, the WATCH versions, then
+// the records of the commit in progress. Each record is
+//   u64 hash.a  u64 hash.b  u32 new_len  u32 old_len  new blob  old blob
+// padded to 8 bytes; a length of kNoBlob means "no key" (a delete, or a
+// key that did not exist).
+enum JournalWord : size_t {
+  kJMagic = 0,
+  kJSeq = 1,       // odd while a multi-key commit is being applied
+  kJState = 2,     // kIdle, kApplying or kUndoing
+  kJCount = 3,     // records
+  kJDone = 4,      // records applied so far (undoing: still applied)
+  kJBytes = 5,     // record bytes
+  kJSum = 6,       // hash of the record bytes
+  kJEpoch = 7,     // bumped by every recovery: all WATCHes fail
+  kJRecovered = 8,  // commits of dead writers finished by another process
+  kJUndone = 9,     // commits undone because the map was full
+  kJDropped = 10,   // damaged journals dropped by recovery
+  kJVersions = 16,  // kWatchSlots versions
+};
+constexpr uint64_t kJournalMagic = 0x316c6e6a766b6d73ULL;  // "smkvjnl1"
+constexpr size_t kWatchSlots = 16384;
+constexpr size_t kJRecords = kJVersions + kWatchSlots;
+constexpr uint64_t kIdle = 0, kApplying = 1, kUndoing = 2;
+constexpr uint32_t kNoBlob = 0xffffffffu;
+static_assert((kWatchSlots & (kWatchSlots - 1)) == 0, "a mask selects");
+
+// The journal's words are shared by every process; each access names its
+// order. Acquire/release pair the state and sequence words with the
+// records and map writes they publish.
+uint64_t LoadWord(const uint64_t* w) {
+  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+void Store64(uint64_t* w, uint64_t v) {
+  __atomic_store_n(w, v, __ATOMIC_RELEASE);
+}
+
+// One parsed journal record (views into the journal).
+struct Record {
+  KeyHash h;
+  bool has_new = false, has_old = false;
+  std::string_view next, old;
+};
+
 template <class Alloc>
 class StoreT : public Store {
  public:
@@ -161,7 +215,14 @@ class StoreT : public Store {
       *err = ctl_arr_.last_error().message;
       return false;
     }
+    uint64_t journal_words = kJRecords + (cfg.journal + 7) / 8;
+    if (!jnl_arr_.InitForWrite(JournalKey(cfg), journal_words)) {
+      *err = jnl_arr_.last_error().message;
+      return false;
+    }
     ctl_ = const_cast<ControlBlock*>(&ctl_arr_[0]);
+    jnl_ = const_cast<uint64_t*>(&jnl_arr_[0]);
+    jnl_cap_ = (jnl_arr_.size() - kJRecords) * 8;
     if (master && __atomic_load_n(&ctl_->magic, __ATOMIC_ACQUIRE) !=
                       kControlMagic) {
       pthread_mutexattr_t attr;
@@ -184,10 +245,18 @@ class StoreT : public Store {
     if (master) {
       // A write interrupted by kill -9 of every process: finish it now.
       Locked lock(this);
+      if (LoadWord(&jnl_[kJMagic]) != kJournalMagic) {
+        Store64(&jnl_[kJState], kIdle);
+        Store64(&jnl_[kJMagic], kJournalMagic);
+      }
       if (!map_.Recover()) {
         *err = map_.last_error().message;
         return false;
       }
+      RecoverJournal();
+    } else if (LoadWord(&jnl_[kJMagic]) != kJournalMagic) {
+      *err = "journal segment " + JournalKey(cfg) + " is not initialized";
+      return false;
     }
     return true;
   }
@@ -213,116 +282,76 @@ class StoreT : public Store {
     return Lookup(key, &b);
   }
 
-  Status Set(std::string_view key, std::string_view value, int64_t expire_ms,
-             SetMode mode, bool keep_ttl) override {
-    if (key.size() > cfg_.max_key || value.size() > cfg_.max_value) {
-      return Status::kTooLarge;
+  // Seqlock reader side: an odd sequence means a multi-key commit is being
+  // applied; taking the lock waits for it (or recovers a dead writer's).
+  // Must not be called while this process holds the lock.
+  uint64_t ReadBegin() override {
+    for (;;) {
+      uint64_t s = LoadWord(&jnl_[kJSeq]);
+      if ((s & 1) == 0) return s;
+      Locked wait(this);
     }
-    Locked lock(this);
-    KeyHash h = HashKey(key);
-    Blob old;
-    Status st = ReadLocked(h, key, &old);
-    if (st == Status::kCollision) return st;
-    bool exists = st == Status::kOk;
-    if (mode == SetMode::kIfMissing && exists) return Status::kExists;
-    if (mode == SetMode::kIfExists && !exists) return Status::kNotFound;
-    if (keep_ttl && exists) expire_ms = old.expire_ms;
-    return Write(h, key, value, expire_ms);
+  }
+  bool ReadValid(uint64_t token) override {
+    // The reads before this fence happen before the sequence load below
+    // (the seqlock's acquire fence, pairing with the writer's release).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return __atomic_load_n(&jnl_[kJSeq], __ATOMIC_RELAXED) == token;
   }
 
-  Status MSet(const std::vector<std::pair<std::string_view, std::string_view>>&
-                  pairs) override {
-    for (const auto& kv : pairs) {
-      if (kv.first.size() > cfg_.max_key ||
-          kv.second.size() > cfg_.max_value) {
-        return Status::kTooLarge;
+  bool RandomKey(std::string* key) override {
+    if (map_.size() == 0) return false;
+    const auto& table = map_.hash_table();
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      // A random slot of the table; its keys are walked from there.
+      typename Map::TravelPos pos;
+      uint64_t slot = rng_() % std::max<size_t>(1, table.ideal_capacity());
+      while (pos.row + 1 < table.row_count() &&
+             slot >= table.row_slots(pos.row)) {
+        slot -= table.row_slots(pos.row++);
       }
+      pos.col = static_cast<uint32_t>(
+          std::min<uint64_t>(slot, table.row_slots(pos.row) - 1));
+      int64_t now = NowMs();
+      bool found = false;
+      map_.Travel(&pos, 4096, [&](const KeyHash&, const std::string& blob) {
+        Blob b;
+        if (!found && b.Parse(blob.data(), blob.size()) && !b.Expired(now)) {
+          key->assign(b.key.data(), b.key.size());
+          found = true;
+        }
+      });
+      if (found) return true;
     }
-    Locked lock(this);
-    for (const auto& kv : pairs) {
-      KeyHash h = HashKey(kv.first);
-      Blob old;
-      Status st = ReadLocked(h, kv.first, &old);
-      if (st == Status::kCollision) return st;
-      st = Write(h, kv.first, kv.second, 0);
-      if (st != Status::kOk) return st;
-    }
-    return Status::kOk;
+    return false;
   }
 
-  bool Del(std::string_view key) override {
+  WatchStamp Watch(std::string_view key) override {
     Locked lock(this);
     KeyHash h = HashKey(key);
-    Blob old;
-    Status st = ReadLocked(h, key, &old);
-    if (st == Status::kCollision) return false;
-    if (st != Status::kOk) return false;
-    map_.Erase(h);
-    return true;
+    WatchStamp w;
+    w.version = LoadWord(Version(h));
+    w.epoch = LoadWord(&jnl_[kJEpoch]);
+    Blob b;
+    if (ReadLocked(h, key, &b) == Status::kOk) w.expire_ms = b.expire_ms;
+    return w;
   }
 
-  Status IncrBy(std::string_view key, int64_t by, int64_t* out) override {
-    Locked lock(this);
-    KeyHash h = HashKey(key);
-    Blob old;
-    Status st = ReadLocked(h, key, &old);
-    if (st == Status::kCollision) return st;
-    int64_t v = 0, expire = 0;
-    if (st == Status::kOk) {
-      if (!ParseInt64(old.value, &v)) return Status::kNotInteger;
-      expire = old.expire_ms;
-    }
-    if ((by > 0 && v > INT64_MAX - by) || (by < 0 && v < INT64_MIN - by)) {
-      return Status::kNotInteger;
-    }
-    v += by;
-    char buf[32];
-    int n = std::snprintf(buf, sizeof(buf), "%" PRId64, v);
-    st = Write(h, key, std::string_view(buf, static_cast<size_t>(n)), expire);
-    if (st == Status::kOk) *out = v;
-    return st;
-  }
-
-  Status Append(std::string_view key, std::string_view tail,
-                size_t* new_len) override {
-    Locked lock(this);
-    KeyHash h = HashKey(key);
-    Blob old;
-    Status st = ReadLocked(h, key, &old);
-    if (st == Status::kCollision) return st;
-    std::string v;
-    int64_t expire = 0;
-    if (st == Status::kOk) {
-      v.assign(old.value.data(), old.value.size());
-      expire = old.expire_ms;
-    }
-    if (v.size() + tail.size() > cfg_.max_value) return Status::kTooLarge;
-    v.append(tail.data(), tail.size());
-    st = Write(h, key, v, expire);
-    if (st == Status::kOk) *new_len = v.size();
-    return st;
-  }
-
-  bool SetExpire(std::string_view key, int64_t expire_ms) override {
-    Locked lock(this);
-    KeyHash h = HashKey(key);
-    Blob old;
-    if (ReadLocked(h, key, &old) != Status::kOk) return false;
-    if (expire_ms == 0 && old.expire_ms == 0) return false;  // PERSIST
-    if (expire_ms != 0 && expire_ms <= NowMs()) {
-      map_.Erase(h);  // a deadline in the past deletes, as in Redis
-      return true;
-    }
-    std::string v(old.value);
-    return Write(h, key, v, expire_ms) == Status::kOk;
+  std::unique_ptr<Txn> Begin() override {
+    return std::make_unique<TxnImpl>(this);
   }
 
   uint64_t FlushAll() override {
     Locked lock(this);
     std::vector<KeyHash> all;
     map_.Travel([&](const KeyHash& h, const std::string&) { all.push_back(h); });
+    uint64_t s = LoadWord(&jnl_[kJSeq]);
+    Store64(&jnl_[kJSeq], s + 1);  // readers wait: no half-flushed MGET
+    std::atomic_thread_fence(std::memory_order_release);
     uint64_t n = 0;
     for (const KeyHash& h : all) n += map_.Erase(h);
+    Store64(&jnl_[kJEpoch], LoadWord(&jnl_[kJEpoch]) + 1);  // WATCHes fail
+    Store64(&jnl_[kJSeq], s + 2);
     return n;
   }
 
@@ -385,6 +414,13 @@ class StoreT : public Store {
     return (lt.total_nodes() - lt.free_nodes()) * kNodeBytes;
   }
   ControlBlock* control() override { return ctl_; }
+  JournalStats journal_stats() override {
+    JournalStats j;
+    j.recovered = LoadWord(&jnl_[kJRecovered]);
+    j.undone = LoadWord(&jnl_[kJUndone]);
+    j.dropped = LoadWord(&jnl_[kJDropped]);
+    return j;
+  }
 
  private:
   class Locked {
@@ -398,6 +434,311 @@ class StoreT : public Store {
     StoreT* s_;
   };
 
+  struct Entry {
+    KeyHash h{0, 0};
+    std::string key;
+    bool present = false;  // the key's state in this transaction
+    std::string value;
+    int64_t expire = 0;
+    bool had_old = false;  // the key's state in the map
+    std::string old_blob;
+    bool dirty = false;
+  };
+
+  // The transaction: an overlay of the keys it touched, each with the
+  // blob it had in the map (for the journal's undo half).
+  class TxnImpl : public Txn {
+   public:
+    explicit TxnImpl(StoreT* s) : s_(s), lock_(s) {}
+
+    Status Read(std::string_view key, std::string* value,
+                int64_t* expire_ms) override {
+      Entry* e = nullptr;
+      Status st = LoadEntry(key, &e);
+      if (st != Status::kOk) return st;
+      if (!e->present) return Status::kNotFound;
+      value->assign(e->value);
+      if (expire_ms != nullptr) *expire_ms = e->expire;
+      return Status::kOk;
+    }
+
+    Status Put(std::string_view key, std::string_view value,
+               int64_t expire_ms) override {
+      if (key.size() > s_->cfg_.max_key || value.size() > s_->cfg_.max_value) {
+        return Status::kTooLarge;
+      }
+      Entry* e = nullptr;
+      Status st = LoadEntry(key, &e);
+      if (st != Status::kOk) return st;
+      e->present = true;
+      e->value.assign(value.data(), value.size());
+      e->expire = expire_ms;
+      return Touch(e);
+    }
+
+    Status Delete(std::string_view key) override {
+      Entry* e = nullptr;
+      Status st = LoadEntry(key, &e);
+      if (st != Status::kOk) return st;
+      if (!e->present) return Status::kNotFound;
+      e->present = false;
+      e->value.clear();
+      return Touch(e);
+    }
+
+    Status FlushAll(uint64_t* n) override {
+      std::vector<std::string> keys;
+      int64_t now = NowMs();
+      s_->map_.Travel([&](const KeyHash&, const std::string& blob) {
+        Blob b;
+        if (b.Parse(blob.data(), blob.size()) && !b.Expired(now)) {
+          keys.emplace_back(b.key);
+        }
+      });
+      // Keys this transaction created are not in the map yet.
+      for (auto& kv : entries_) {
+        if (kv.second.present && !kv.second.had_old) keys.push_back(kv.first);
+      }
+      *n = 0;
+      for (const std::string& k : keys) {
+        Status st = Delete(k);
+        if (st == Status::kOk) ++*n;
+        if (st == Status::kTxnTooLarge) return st;
+      }
+      return Status::kOk;
+    }
+
+    bool Unchanged(std::string_view key, const WatchStamp& w) override {
+      KeyHash h = HashKey(key);
+      if (LoadWord(s_->Version(h)) != w.version ||
+          LoadWord(&s_->jnl_[kJEpoch]) != w.epoch) {
+        return false;
+      }
+      return w.expire_ms == 0 || w.expire_ms > NowMs();
+    }
+
+    Status Commit() override {
+      if (failed_) return Status::kTxnTooLarge;
+      std::vector<Entry*> dirty;
+      for (const std::string* k : order_) {
+        Entry& e = entries_.at(*k);
+        if (e.present || e.had_old) dirty.push_back(&e);
+      }
+      if (dirty.empty()) return Status::kOk;
+      if (dirty.size() == 1) {
+        // One key: one map write, crash-safe on its own.
+        Entry& e = *dirty[0];
+        if (e.present) {
+          MakeBlob(&s_->blob_, e.key, e.value, e.expire);
+          if (!s_->map_.Replace(e.h, s_->blob_)) return Status::kFull;
+        } else {
+          s_->map_.Erase(e.h);
+        }
+        s_->Bump(e.h);
+        return Status::kOk;
+      }
+      return s_->CommitJournaled(dirty);
+    }
+
+   private:
+    Status LoadEntry(std::string_view key, Entry** out) {
+      std::string k(key);
+      auto it = entries_.find(k);
+      if (it != entries_.end()) {
+        *out = &it->second;
+        return Status::kOk;
+      }
+      KeyHash h = HashKey(key);
+      Blob b;
+      Status st = s_->ReadLocked(h, key, &b);
+      if (st == Status::kCollision) return st;
+      Entry e;
+      e.h = h;
+      if (st == Status::kOk) {
+        e.present = e.had_old = true;
+        e.value.assign(b.value.data(), b.value.size());
+        e.expire = b.expire_ms;
+        e.old_blob.assign(s_->scratch_.data(), s_->scratch_len_);
+      }
+      auto ins = entries_.emplace(std::move(k), std::move(e));
+      ins.first->second.key = ins.first->first;
+      *out = &ins.first->second;
+      return Status::kOk;
+    }
+
+    // Marks `e` written; refuses once the journal could not hold it all.
+    Status Touch(Entry* e) {
+      if (!e->dirty) {
+        e->dirty = true;
+        order_.push_back(&e->key);
+        bytes_ += 24 + 8 + e->old_blob.size();
+      }
+      bytes_ += kBlobHeader + e->key.size() + e->value.size();
+      if (order_.size() > 1 && bytes_ > s_->jnl_cap_) {
+        failed_ = true;
+        return Status::kTxnTooLarge;
+      }
+      return Status::kOk;
+    }
+
+    StoreT* s_;
+    Locked lock_;
+    std::unordered_map<std::string, Entry> entries_;
+    std::vector<const std::string*> order_;  // written keys, first write first
+    size_t bytes_ = 0;  // journal bytes needed (an upper bound)
+    bool failed_ = false;
+  };
+
+  void Bump64(size_t word) { Store64(&jnl_[word], LoadWord(&jnl_[word]) + 1); }
+
+  uint64_t* Version(const KeyHash& h) {
+    return &jnl_[kJVersions + (h.a & (kWatchSlots - 1))];
+  }
+  // After the key's new value is in the map: a WATCH that read the old
+  // version (under the lock) sees the change at EXEC.
+  void Bump(const KeyHash& h) {
+    uint64_t* v = Version(h);
+    Store64(v, LoadWord(v) + 1);
+  }
+
+  // Writes the records, marks the journal applying, then applies them
+  // inside the seqlock; a failure part-way (the map is full) undoes the
+  // records already applied.
+  Status CommitJournaled(const std::vector<Entry*>& dirty) {
+    std::string rec;
+    std::string blob;
+    for (const Entry* e : dirty) {
+      size_t at = rec.size();
+      rec.resize(at + 24);
+      std::memcpy(&rec[at], &e->h.a, 8);
+      std::memcpy(&rec[at + 8], &e->h.b, 8);
+      uint32_t nl = kNoBlob, ol = kNoBlob;
+      if (e->present) {
+        MakeBlob(&blob, e->key, e->value, e->expire);
+        nl = static_cast<uint32_t>(blob.size());
+        rec.append(blob);
+      }
+      if (e->had_old) {
+        ol = static_cast<uint32_t>(e->old_blob.size());
+        rec.append(e->old_blob);
+      }
+      std::memcpy(&rec[at + 16], &nl, 4);
+      std::memcpy(&rec[at + 20], &ol, 4);
+      rec.resize((rec.size() + 7) & ~size_t{7}, '\0');
+    }
+    if (rec.size() > jnl_cap_) return Status::kTxnTooLarge;
+    char* area = reinterpret_cast<char*>(&jnl_[kJRecords]);
+    std::memcpy(area, rec.data(), rec.size());
+    Store64(&jnl_[kJCount], dirty.size());
+    Store64(&jnl_[kJBytes], rec.size());
+    Store64(&jnl_[kJSum], shmc::HashBytes(rec.data(), rec.size()));
+    Store64(&jnl_[kJDone], 0);
+    // Release: the records above are complete before the journal says
+    // "applying"; from here on the commit happens, whoever finishes it.
+    Store64(&jnl_[kJState], kApplying);
+    uint64_t s = LoadWord(&jnl_[kJSeq]);
+    if ((s & 1) == 0) Store64(&jnl_[kJSeq], s + 1);
+    // The odd sequence is visible before any map write below (seqlock
+    // writer side; readers' acquire fence in ReadValid pairs with it).
+    std::atomic_thread_fence(std::memory_order_release);
+    bool ok = FinishJournal();
+    for (const Entry* e : dirty) Bump(e->h);
+    return ok ? Status::kOk : Status::kFull;
+  }
+
+  // The journal's records, checked against its bounds; false if damaged.
+  bool ParseJournal(std::vector<Record>* out) {
+    uint64_t count = LoadWord(&jnl_[kJCount]);
+    uint64_t bytes = LoadWord(&jnl_[kJBytes]);
+    if (bytes > jnl_cap_ || count > bytes / 24) return false;
+    const char* p = reinterpret_cast<const char*>(&jnl_[kJRecords]);
+    if (shmc::HashBytes(p, bytes) != LoadWord(&jnl_[kJSum])) return false;
+    size_t off = 0;
+    for (uint64_t i = 0; i < count; ++i) {
+      if (bytes - off < 24) return false;
+      Record r;
+      uint32_t nl, ol;
+      std::memcpy(&r.h.a, p + off, 8);
+      std::memcpy(&r.h.b, p + off + 8, 8);
+      std::memcpy(&nl, p + off + 16, 4);
+      std::memcpy(&ol, p + off + 20, 4);
+      off += 24;
+      r.has_new = nl != kNoBlob;
+      r.has_old = ol != kNoBlob;
+      size_t n = r.has_new ? nl : 0, o = r.has_old ? ol : 0;
+      if (n > bytes - off || o > bytes - off - n) return false;
+      r.next = std::string_view(p + off, n);
+      r.old = std::string_view(p + off + n, o);
+      off = (off + n + o + 7) & ~size_t{7};
+      if (off > bytes) return false;
+      out->push_back(r);
+    }
+    return true;
+  }
+
+  bool ApplyTo(const KeyHash& h, bool present, std::string_view blob) {
+    if (!present) {
+      map_.Erase(h);
+      return true;
+    }
+    return map_.Replace(h, blob.data(), blob.size());
+  }
+
+  // Applies (or undoes) the journal from where it stands, under the lock;
+  // true when it was applied, false when it was undone or dropped. Ends
+  // idle, with the sequence even.
+  bool FinishJournal() {
+    std::vector<Record> recs;
+    bool applied = true;
+    uint64_t state = LoadWord(&jnl_[kJState]);
+    if (state != kIdle && !ParseJournal(&recs)) {
+      std::fprintf(stderr, "shmkv: the commit journal %s is damaged; its "
+                   "commit is dropped\n", JournalKey(cfg_).c_str());
+      Bump64(kJDropped);
+      state = kIdle;
+      applied = false;
+    }
+    uint64_t done = std::min<uint64_t>(LoadWord(&jnl_[kJDone]), recs.size());
+    if (state == kApplying) {
+      // A record already applied by a writer that died before counting it
+      // is applied again: each record sets the key's final state.
+      for (; done < recs.size(); ++done) {
+        const Record& r = recs[done];
+        if (!ApplyTo(r.h, r.has_new, r.next)) break;
+        Store64(&jnl_[kJDone], done + 1);
+      }
+      if (done < recs.size()) {
+        // The record that failed changed nothing: undo those before it.
+        state = kUndoing;
+        Store64(&jnl_[kJState], kUndoing);
+      }
+    }
+    if (state == kUndoing) {
+      applied = false;
+      Bump64(kJUndone);
+      // In reverse, so each old value gets back the room it had.
+      while (done > 0) {
+        const Record& r = recs[done - 1];
+        if (!ApplyTo(r.h, r.has_old, r.old)) {
+          std::fprintf(stderr, "shmkv: cannot undo a journal record\n");
+        }
+        Store64(&jnl_[kJDone], --done);
+      }
+    }
+    Store64(&jnl_[kJState], kIdle);
+    uint64_t s = LoadWord(&jnl_[kJSeq]);
+    if (s & 1) Store64(&jnl_[kJSeq], s + 1);
+    return applied;
+  }
+
+  // After a writer died: its commit is finished (or undone), and every
+  // WATCH fails, since its version bumps may be missing.
+  void RecoverJournal() {
+    if (LoadWord(&jnl_[kJState]) != kIdle) Bump64(kJRecovered);
+    FinishJournal();
+    Bump64(kJEpoch);
+  }
+
   void Lock() {
     int rc = pthread_mutex_lock(&ctl_->write_lock);
     if (rc == EOWNERDEAD) {
@@ -407,6 +748,7 @@ class StoreT : public Store {
         // replaces the record, and `shmc check --fix` repairs the pool.
         std::fprintf(stderr, "shmkv: %s\n", map_.last_error().message.c_str());
       }
+      RecoverJournal();
       __atomic_add_fetch(&ctl_->lock_recoveries, 1, __ATOMIC_RELAXED);
       pthread_mutex_consistent(&ctl_->write_lock);
     } else if (rc != 0) {
@@ -419,7 +761,13 @@ class StoreT : public Store {
 
   // The live blob of `key` (in scratch_); an expired one is removed.
   bool Lookup(std::string_view key, Blob* b) {
-    if (!Read(key, b)) return false;
+    bool found;
+    for (;;) {
+      uint64_t t = ReadBegin();
+      found = Read(key, b);
+      if (ReadValid(t)) break;
+    }
+    if (!found) return false;
     if (b->Expired(NowMs())) {
       ExpireNow(key);
       return false;
@@ -461,12 +809,6 @@ class StoreT : public Store {
     return Status::kOk;
   }
 
-  Status Write(const KeyHash& h, std::string_view key, std::string_view value,
-               int64_t expire_ms) {
-    MakeBlob(&blob_, key, value, expire_ms);
-    return map_.Replace(h, blob_) ? Status::kOk : Status::kFull;
-  }
-
   // Removes `key` if it is (still) expired.
   bool ExpireNow(std::string_view key) {
     Locked lock(this);
@@ -484,11 +826,15 @@ class StoreT : public Store {
 
   Map map_;
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl_arr_;
+  shmc::ShmArray<uint64_t, shmc::POSIX> jnl_arr_;
   ControlBlock* ctl_ = nullptr;
+  uint64_t* jnl_ = nullptr;
+  size_t jnl_cap_ = 0;  // record bytes
   std::vector<char> scratch_;
   size_t scratch_len_ = 0;
   std::string blob_;
   typename Map::TravelPos sweep_pos_;
+  std::mt19937_64 rng_{std::random_device{}()};
 };
 
 template <class Alloc>
@@ -522,6 +868,7 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
   return UnlinkIfPresent<Alloc>(cfg.name + "0", err) &&
          UnlinkIfPresent<Alloc>(cfg.name + "1", err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err);
 }
 
@@ -544,6 +891,114 @@ std::unique_ptr<Store> Store::Open(const StoreConfig& cfg, bool master,
     case Backend::kFile: return OpenT<shmc::MAPFILE>(cfg, master, err);
   }
   return nullptr;
+}
+
+Store::Status Store::SetIn(Txn* t, std::string_view key,
+                           std::string_view value, int64_t expire_ms,
+                           SetMode mode, bool keep_ttl) {
+  std::string old;
+  int64_t old_expire = 0;
+  Status st = t->Read(key, &old, &old_expire);
+  if (st == Status::kCollision) return st;
+  bool exists = st == Status::kOk;
+  if (mode == SetMode::kIfMissing && exists) return Status::kExists;
+  if (mode == SetMode::kIfExists && !exists) return Status::kNotFound;
+  if (keep_ttl && exists) expire_ms = old_expire;
+  return t->Put(key, value, expire_ms);
+}
+
+Store::Status Store::IncrByIn(Txn* t, std::string_view key, int64_t by,
+                              int64_t* out) {
+  std::string old;
+  int64_t v = 0, expire = 0;
+  Status st = t->Read(key, &old, &expire);
+  if (st == Status::kCollision) return st;
+  if (st == Status::kOk && !ParseInt64(old, &v)) return Status::kNotInteger;
+  if ((by > 0 && v > INT64_MAX - by) || (by < 0 && v < INT64_MIN - by)) {
+    return Status::kOverflow;
+  }
+  v += by;
+  char buf[32];
+  int n = std::snprintf(buf, sizeof(buf), "%" PRId64, v);
+  st = t->Put(key, std::string_view(buf, static_cast<size_t>(n)), expire);
+  if (st == Status::kOk) *out = v;
+  return st;
+}
+
+Store::Status Store::SetExpireIn(Txn* t, std::string_view key,
+                                 int64_t expire_ms, bool* changed) {
+  std::string v;
+  int64_t old = 0;
+  *changed = false;
+  Status st = t->Read(key, &v, &old);
+  if (st != Status::kOk) return st == Status::kNotFound ? Status::kOk : st;
+  if (expire_ms == 0 && old == 0) return Status::kOk;  // PERSIST, no TTL
+  *changed = true;
+  // A deadline in the past deletes, as in Redis.
+  if (expire_ms != 0 && expire_ms <= NowMs()) return t->Delete(key);
+  return t->Put(key, v, expire_ms);
+}
+
+namespace {
+
+// Runs `f` in a transaction of its own and commits what it wrote.
+template <class F>
+Store::Status InOwnTxn(Store* s, F f) {
+  auto t = s->Begin();
+  Store::Status st = f(t.get());
+  if (st != Store::Status::kOk) return st;
+  return t->Commit();
+}
+
+}  // namespace
+
+Store::Status Store::Set(std::string_view key, std::string_view value,
+                         int64_t expire_ms, SetMode mode, bool keep_ttl) {
+  return InOwnTxn(this, [&](Txn* t) {
+    return SetIn(t, key, value, expire_ms, mode, keep_ttl);
+  });
+}
+
+Store::Status Store::MSet(
+    const std::vector<std::pair<std::string_view, std::string_view>>& pairs) {
+  return InOwnTxn(this, [&](Txn* t) {
+    for (const auto& kv : pairs) {
+      Status st = t->Put(kv.first, kv.second, 0);
+      if (st != Status::kOk) return st;
+    }
+    return Status::kOk;
+  });
+}
+
+bool Store::Del(std::string_view key) {
+  return InOwnTxn(this, [&](Txn* t) { return t->Delete(key); }) ==
+         Status::kOk;
+}
+
+Store::Status Store::IncrBy(std::string_view key, int64_t by, int64_t* out) {
+  return InOwnTxn(this, [&](Txn* t) { return IncrByIn(t, key, by, out); });
+}
+
+Store::Status Store::Append(std::string_view key, std::string_view tail,
+                            size_t* new_len) {
+  return InOwnTxn(this, [&](Txn* t) {
+    std::string v;
+    int64_t expire = 0;
+    Status st = t->Read(key, &v, &expire);
+    if (st == Status::kCollision) return st;
+    if (v.size() + tail.size() > cfg_.max_value) return Status::kTooLarge;
+    v.append(tail.data(), tail.size());
+    *new_len = v.size();
+    return t->Put(key, v, expire);
+  });
+}
+
+bool Store::SetExpire(std::string_view key, int64_t expire_ms) {
+  bool changed = false;
+  Status st = InOwnTxn(this, [&](Txn* t) {
+    return SetExpireIn(t, key, expire_ms, &changed);
+  });
+  return st == Status::kOk && changed;
 }
 
 }  // namespace shmkv

@@ -12,8 +12,17 @@
 // the copy) and check key and expiry. Writes from all workers are
 // serialized by a robust process-shared mutex in the control segment; a
 // worker that dies holding it is detected (EOWNERDEAD) and the next one to
-// lock runs the map's crash recovery first. Every read-modify-write (INCR,
-// APPEND, SET NX, ...) runs under that lock, so it is atomic across workers.
+// lock runs the map's crash recovery first.
+//
+// Every write runs as a transaction (Store::Txn) under that lock: its reads
+// see its own writes, and Commit() applies all of it or none. A commit that
+// changes one key is one map write (crash-safe on its own); one that
+// changes several (MSET, RENAME, MULTI/EXEC) first writes every change with
+// the key's old blob to a journal segment, then applies them inside a
+// seqlock that lock-free readers check, so no reader sees half of it, and a
+// worker killed while applying is finished (or, if the map is full, undone)
+// by the next process to take the lock. The journal segment also holds the
+// per-key-hash versions WATCH compares.
 #pragma once
 
 #include <pthread.h>
@@ -37,6 +46,16 @@ struct StoreConfig {
   uint64_t memory = 256ULL << 20;  // bytes for values (blobs)
   uint64_t max_value = 16ULL << 20;
   uint64_t max_key = 64ULL << 10;
+  uint64_t journal = 64ULL << 20;  // bytes for one multi-key commit
+};
+
+// What WATCH remembers about a key: the version of its hash bucket, the
+// store's recovery epoch, and the expiry the key had (Redis aborts EXEC
+// when a watched key expired since WATCH).
+struct WatchStamp {
+  uint64_t version = 0;
+  uint64_t epoch = 0;
+  int64_t expire_ms = 0;
 };
 
 // Shared by master and workers: the write lock and the master's identity.
@@ -62,9 +81,11 @@ int64_t NowMs();
 // Name of the POSIX segment holding the control block (and, with
 // ".stats" appended, the statistics) of a store.
 std::string ControlKey(const StoreConfig& cfg);
+// The POSIX segment of the commit journal and the WATCH versions.
+std::string JournalKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
-// control block, the statistics); segments that do not exist are skipped.
+// control block, the journal, the statistics); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
@@ -82,36 +103,80 @@ class Store {
   enum class Status {
     kOk,
     kNotFound,
-    kExists,      // SET NX on an existing key
-    kNotInteger,  // INCR on a non-integer, or overflow
-    kTooLarge,    // key or value over the limits
-    kFull,        // the map has no room left
-    kCollision,   // two keys with one 128-bit hash (never seen in practice)
+    kExists,       // SET NX on an existing key
+    kNotInteger,   // INCR on a non-integer
+    kOverflow,     // INCR past the int64 range
+    kTooLarge,     // key or value over the limits
+    kFull,         // the map has no room left
+    kCollision,    // two keys with one 128-bit hash (never seen in practice)
+    kTxnTooLarge,  // a multi-key commit larger than the journal
   };
 
-  // Reads: lock-free.
+  // A write transaction: holds the write lock until it is destroyed.
+  // Nothing it writes is visible to anyone else before Commit().
+  class Txn {
+   public:
+    virtual ~Txn() = default;
+    // The key's live value as this transaction sees it: kOk, kNotFound or
+    // kCollision.
+    virtual Status Read(std::string_view key, std::string* value,
+                        int64_t* expire_ms) = 0;
+    // kOk, kTooLarge, kCollision or kTxnTooLarge.
+    virtual Status Put(std::string_view key, std::string_view value,
+                       int64_t expire_ms) = 0;
+    // kOk when the key existed, kNotFound, kCollision or kTxnTooLarge.
+    virtual Status Delete(std::string_view key) = 0;
+    // Deletes every key (inside MULTI: bounded by the journal); *n keys.
+    virtual Status FlushAll(uint64_t* n) = 0;
+    // False when `key` changed (or expired) since Watch() gave `stamp`.
+    virtual bool Unchanged(std::string_view key, const WatchStamp& stamp) = 0;
+    // Applies every write, all or none: kOk, kFull or kTxnTooLarge (then
+    // nothing changed). The transaction is over either way.
+    virtual Status Commit() = 0;
+  };
+  virtual std::unique_ptr<Txn> Begin() = 0;
+  virtual WatchStamp Watch(std::string_view key) = 0;
+
+  // Reads: lock-free. A reader of several keys that must not see half of
+  // a multi-key commit brackets them: t = ReadBegin(); reads;
+  // retry unless ReadValid(t).
   virtual bool Get(std::string_view key, std::string* value,
                    int64_t* expire_ms = nullptr) = 0;
   // As Get, without a copy: *value points into this Store's buffer and is
   // valid until its next call.
   virtual bool GetView(std::string_view key, std::string_view* value) = 0;
   virtual bool Exists(std::string_view key) = 0;
+  virtual uint64_t ReadBegin() = 0;
+  virtual bool ReadValid(uint64_t token) = 0;
+  // Some live key, chosen at random; false when the store is empty.
+  virtual bool RandomKey(std::string* key) = 0;
 
-  // Writes. expire_ms: absolute, 0 = none; keep_ttl keeps an existing TTL.
-  virtual Status Set(std::string_view key, std::string_view value,
-                     int64_t expire_ms, SetMode mode, bool keep_ttl) = 0;
-  // Sets every pair under one lock hold (MSET is atomic).
-  virtual Status MSet(
+  // One-command writes, each its own transaction. expire_ms: absolute,
+  // 0 = none; keep_ttl keeps an existing TTL.
+  Status Set(std::string_view key, std::string_view value, int64_t expire_ms,
+             SetMode mode, bool keep_ttl);
+  // Sets every pair in one commit (MSET is atomic).
+  Status MSet(
       const std::vector<std::pair<std::string_view, std::string_view>>&
-          pairs) = 0;
-  virtual bool Del(std::string_view key) = 0;
-  virtual Status IncrBy(std::string_view key, int64_t by, int64_t* out) = 0;
-  virtual Status Append(std::string_view key, std::string_view tail,
-                        size_t* new_len) = 0;
+          pairs);
+  bool Del(std::string_view key);
+  Status IncrBy(std::string_view key, int64_t by, int64_t* out);
+  Status Append(std::string_view key, std::string_view tail, size_t* new_len);
   // expire_ms 0 = persist. False when the key does not exist (or, for
   // persist, has no TTL).
-  virtual bool SetExpire(std::string_view key, int64_t expire_ms) = 0;
+  bool SetExpire(std::string_view key, int64_t expire_ms);
+  // Outside a transaction and not journaled: a worker killed during it
+  // leaves part of the keys (docs/server.md).
   virtual uint64_t FlushAll() = 0;
+
+  // The same writes inside a transaction (MULTI/EXEC).
+  static Status SetIn(Txn* t, std::string_view key, std::string_view value,
+                      int64_t expire_ms, SetMode mode, bool keep_ttl);
+  static Status IncrByIn(Txn* t, std::string_view key, int64_t by,
+                         int64_t* out);
+  // expire_ms 0 = persist; *changed as SetExpire's result.
+  static Status SetExpireIn(Txn* t, std::string_view key, int64_t expire_ms,
+                            bool* changed);
 
   // Iteration: visits up to `count` slots from *cursor (0 = start), calls
   // f(key) for each live key; *cursor is 0 when the pass is complete.
@@ -125,6 +190,13 @@ class Store {
   virtual uint64_t MemoryTotal() = 0;
   virtual uint64_t MemoryUsed() = 0;
   virtual ControlBlock* control() = 0;
+  // Multi-key commits that needed more than the plain path.
+  struct JournalStats {
+    uint64_t recovered = 0;  // a dead writer's, finished by another process
+    uint64_t undone = 0;     // undone because the map was full
+    uint64_t dropped = 0;    // a damaged journal, dropped by recovery
+  };
+  virtual JournalStats journal_stats() = 0;
   const StoreConfig& config() const { return cfg_; }
 
  protected:

@@ -269,14 +269,22 @@ class Worker {
     std::vector<int> moved;
     for (auto& kv : conns_) {
       Conn* c = kv.second.get();
-      if (c->closing || c->pending_out() > 0) continue;
+      // Inside MULTI the queued commands stay here until EXEC or DISCARD
+      // (or the drain deadline closes the connection: nothing ran).
+      if (c->closing || c->pending_out() > 0 ||
+          c->client.in_transaction()) {
+        continue;
+      }
       size_t partial = c->in.size() - c->in_off;
       if (partial > kMaxHandoffBytes) continue;
-      // 'S', the kind, whether AUTH passed, the client id, its name, then
-      // the partial request ('H'/'R' + request from older workers).
+      // 'S', the kind, a digit ('0' + 1 if AUTH passed + 2 if the client
+      // WATCHes keys: their versions do not travel, so its next EXEC
+      // fails and it retries), the client id, its name, then the partial
+      // request ('H'/'R' + request from older workers).
       std::string msg = "S";
       msg += c->http ? 'H' : 'R';
-      msg += c->client.authed ? '1' : '0';
+      msg += static_cast<char>('0' + (c->client.authed ? 1 : 0) +
+                               (c->client.watched.empty() && !c->client.watch_lost ? 0 : 2));
       uint64_t id = c->client.id;
       msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
       uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
@@ -325,7 +333,9 @@ class Worker {
       if (msg.size() >= kStateHead && msg[0] == 'S' &&
           name_len <= msg.size() - kStateHead) {
         c->http = msg[1] == 'H';
-        c->client.authed = c->client.authed || msg[2] == '1';
+        int flags = msg[2] - '0';
+        c->client.authed = c->client.authed || (flags & 1) != 0;
+        c->client.watch_lost = (flags & 2) != 0;
         std::memcpy(&c->client.id, msg.data() + 3, sizeof(uint64_t));
         c->client.name.assign(msg, kStateHead, name_len);
         c->in.assign(msg, kStateHead + name_len, std::string::npos);

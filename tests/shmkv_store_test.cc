@@ -17,8 +17,12 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_array.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -245,6 +249,209 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
   EXPECT_GT(master_->control()->lock_recoveries, 0u)
       << "no kill landed inside the lock: the test proved little";
   munmap(mem, sizeof(Progress));
+}
+
+// --- multi-key commits (the journal) ------------------------------------
+
+constexpr int kGroup = 100;  // keys one commit changes together
+
+std::string GroupKey(int i) { return "g" + std::to_string(i); }
+// Generation `gen` of a group value: 300..800 bytes, so each key's blob
+// spans several nodes and a commit takes a while to apply.
+std::string GroupValue(uint64_t gen, int i) {
+  std::string v = std::to_string(gen) + ":";
+  v.resize(300 + static_cast<size_t>((gen * 131 + static_cast<uint64_t>(i)) % 500),
+           static_cast<char>('a' + gen % 26));
+  return v;
+}
+// The generation the group holds, or -1 if its keys disagree or one is
+// missing.
+int64_t GroupGeneration(shmkv::Store* s) {
+  int64_t gen = -2;
+  for (int i = 0; i < kGroup; ++i) {
+    std::string v;
+    if (!s->Get(GroupKey(i), &v)) return -1;
+    int64_t g = std::stoll(v.substr(0, v.find(':')));
+    if (v != GroupValue(static_cast<uint64_t>(g), i)) return -1;
+    if (gen != -2 && g != gen) return -1;
+    gen = g;
+  }
+  return gen;
+}
+shmkv::Store::Status CommitGroup(shmkv::Store* s, uint64_t gen) {
+  auto t = s->Begin();
+  for (int i = 0; i < kGroup; ++i) {
+    Status st = t->Put(GroupKey(i), GroupValue(gen, i), 0);
+    if (st != Status::kOk) return st;
+  }
+  return t->Commit();
+}
+
+// A writer SIGKILLed at random moments while it commits 100-key groups:
+// after each kill, the next process to take the lock finishes (or undoes)
+// the interrupted commit, and the group holds one generation, never a mix.
+// Some kills must land while a commit is being applied, or the test proved
+// nothing; the journal counts them.
+TEST_F(StoreFixture, MultiKeyCommitIsAllOrNothingUnderKills) {
+  ASSERT_EQ(CommitGroup(master_.get(), 0), Status::kOk);
+  std::mt19937 rng(11);
+  uint64_t gen_base = 1;
+  int kills = 0;
+  for (; kills < 400 && master_->journal_stats().recovered < 5; ++kills) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto s = OpenWorker();
+      for (uint64_t g = gen_base;; ++g) {
+        if (CommitGroup(s.get(), g) != Status::kOk) _exit(97);
+      }
+    }
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::microseconds(500 + rng() % 3000));
+    kill(pid, SIGKILL);
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_TRUE(WIFSIGNALED(st)) << "the writer exited with " << WEXITSTATUS(st);
+    // Take the lock (a write elsewhere): this runs the recovery.
+    ASSERT_EQ(master_->Set("probe", "x", 0, SetMode::kAlways, false),
+              Status::kOk);
+    int64_t gen = GroupGeneration(master_.get());
+    ASSERT_GE(gen, 0) << "a mixed group after kill " << kills;
+    gen_base = static_cast<uint64_t>(gen) + 1000;
+  }
+  EXPECT_GT(master_->journal_stats().recovered, 0u)
+      << "no kill landed inside a commit in " << kills << " kills";
+  EXPECT_EQ(master_->journal_stats().dropped, 0u);
+}
+
+// Lock-free readers in another process bracket their reads with
+// ReadBegin/ReadValid and never see half of a commit, while a writer
+// commits group after group.
+TEST_F(StoreFixture, ReadersNeverSeeHalfACommit) {
+  ASSERT_EQ(CommitGroup(master_.get(), 0), Status::kOk);
+  pid_t writer = fork();
+  if (writer == 0) {
+    auto s = OpenWorker();
+    for (uint64_t g = 1;; ++g) {
+      if (CommitGroup(s.get(), g) != Status::kOk) _exit(97);
+    }
+  }
+  ASSERT_GT(writer, 0);
+  pid_t reader = fork();
+  if (reader == 0) {
+    auto s = OpenWorker();
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    int64_t last = 0, changes = 0;
+    while (std::chrono::steady_clock::now() < end) {
+      int64_t gen;
+      for (;;) {
+        uint64_t t = s->ReadBegin();
+        gen = GroupGeneration(s.get());
+        if (s->ReadValid(t)) break;
+      }
+      if (gen < 0) _exit(1);  // saw a mix
+      if (gen < last) _exit(2);  // went back in time
+      changes += gen != last;
+      last = gen;
+    }
+    _exit(changes >= 10 ? 0 : 3);  // it saw the writer make progress
+  }
+  ASSERT_GT(reader, 0);
+  int rc = Wait(reader, std::chrono::seconds(30));
+  kill(writer, SIGKILL);
+  waitpid(writer, nullptr, 0);
+  EXPECT_EQ(rc, 0) << "1: a reader saw a mixed group; 2: an older one; "
+                      "3: the writer made no progress";
+}
+
+// A commit larger than the journal is refused whole.
+TEST_F(StoreFixture, CommitLargerThanTheJournalChangesNothing) {
+  master_.reset();
+  std::string err;
+  ASSERT_TRUE(shmkv::RemoveStore(cfg_, &err)) << err;
+  cfg_.journal = 16 << 10;
+  master_ = shmkv::Store::Open(cfg_, true, &err);
+  ASSERT_NE(master_, nullptr) << err;
+  ASSERT_EQ(master_->Set("a", "old", 0, SetMode::kAlways, false), Status::kOk);
+  std::string big(1000, 'x');
+  std::vector<std::pair<std::string_view, std::string_view>> pairs;
+  std::vector<std::string> keys;
+  for (int i = 0; i < 40; ++i) keys.push_back("m" + std::to_string(i));
+  pairs.emplace_back("a", "new");
+  for (const std::string& k : keys) pairs.emplace_back(k, big);
+  EXPECT_EQ(master_->MSet(pairs), Status::kTxnTooLarge);
+  std::string v;
+  ASSERT_TRUE(master_->Get("a", &v));
+  EXPECT_EQ(v, "old");
+  EXPECT_FALSE(master_->Exists("m0"));
+  pairs.resize(5);  // 4 KiB fits
+  EXPECT_EQ(master_->MSet(pairs), Status::kOk);
+  ASSERT_TRUE(master_->Get("a", &v));
+  EXPECT_EQ(v, "new");
+}
+
+// The map fills up part-way through applying a commit: the records already
+// applied are undone, and every key keeps its old value.
+TEST_F(StoreFixture, CommitThatDoesNotFitIsUndone) {
+  // 8 MiB of values: 100 keys of 300..800 bytes, then a commit that makes
+  // each of them 200 KB.
+  ASSERT_EQ(CommitGroup(master_.get(), 1), Status::kOk);
+  auto t = master_->Begin();
+  std::string huge(200 << 10, 'h');
+  for (int i = 0; i < kGroup; ++i) {
+    ASSERT_EQ(t->Put(GroupKey(i), huge, 0), Status::kOk);
+  }
+  EXPECT_EQ(t->Commit(), Status::kFull);
+  t.reset();
+  EXPECT_EQ(GroupGeneration(master_.get()), 1);
+  EXPECT_EQ(master_->journal_stats().undone, 1u);
+  // The space is back: a commit that fits goes through.
+  EXPECT_EQ(CommitGroup(master_.get(), 2), Status::kOk);
+  EXPECT_EQ(GroupGeneration(master_.get()), 2);
+}
+
+// A journal left "applying" with damaged records by a dead writer is
+// dropped with a message, not replayed out of bounds.
+TEST_F(StoreFixture, DamagedJournalIsDropped) {
+  ASSERT_EQ(master_->Set("a", "1", 0, SetMode::kAlways, false), Status::kOk);
+  shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
+  ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)))
+      << jnl.last_error().message;
+  ASSERT_GT(jnl.size(), 16u);
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 50; ++round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto s = OpenWorker();  // also sets the shared-writer create flags
+      shmc::ShmArray<uint64_t, shmc::POSIX> wj;
+      if (!wj.InitForWrite(shmkv::JournalKey(cfg_), jnl.size())) _exit(90);
+      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
+      // Plant a committed journal with random counts, lengths and bytes,
+      // then die holding the lock.
+      auto* w = const_cast<uint64_t*>(&wj[0]);
+      w[2] = 1;  // applying
+      w[3] = rng() % 4 == 0 ? ~0ULL : rng() % 64;
+      w[4] = rng() % 8;
+      w[5] = rng() % 2 ? rng() : rng() % 4096;
+      for (size_t i = 0; i < 512; ++i) w[16 + 16384 + i] = rng();
+      // Half the rounds with a matching checksum, so the bounds checks
+      // behind it are what stands between the records and the map.
+      const char* area = reinterpret_cast<const char*>(&w[16 + 16384]);
+      size_t cap = (wj.size() - 16 - 16384) * 8;
+      w[6] = round % 2 == 0 && w[5] <= cap ? shmc::HashBytes(area, w[5])
+                                           : rng();
+      _exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
+    ASSERT_EQ(master_->Set("b", "2", 0, SetMode::kAlways, false), Status::kOk);
+    std::string v;
+    ASSERT_TRUE(master_->Get("a", &v));
+    EXPECT_EQ(v, "1");
+    rng();
+  }
+  shmkv::Store::JournalStats js = master_->journal_stats();
+  EXPECT_EQ(js.recovered, 50u);  // each planted commit was met
+  EXPECT_GE(js.dropped, 25u) << "random records rarely parse";
 }
 
 }  // namespace

@@ -321,7 +321,7 @@ TEST(Shmkv, EveryCommand) {
       {{"DECRBY", "a", "50"}, ":-9\r\n"},
       {{"INCR", "k"}, "-ERR value is not an integer or out of range\r\n"},
       {{"SET", "big", "9223372036854775807"}, "+OK\r\n"},
-      {{"INCR", "big"}, "-ERR value is not an integer or out of range\r\n"},
+      {{"INCR", "big"}, "-ERR increment or decrement would overflow\r\n"},
       {{"APPEND", "ap", "abc"}, ":3\r\n"},
       {{"APPEND", "ap", "de"}, ":5\r\n"},
       {{"STRLEN", "ap"}, ":5\r\n"},
@@ -1027,3 +1027,195 @@ TEST(Shmkv, ConflictingContentLengthIsRefused) {
 }
 
 }  // namespace
+
+// Every string command of issue 23 with its edge values and error cases,
+// compared byte for byte with Redis.
+TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("strdiff");
+  ASSERT_TRUE(s.Start()) << s.log();
+  const std::string bin("a\0b\xff\r\n", 6);
+  ExpectSameReplies(s.port(), redis.port(), {
+      // SET and its options
+      {"SET", "k", "v", "GET"}, {"SET", "k", "w", "GET"},
+      {"SET", "k", "x", "NX", "GET"}, {"SET", "n1", "x", "XX", "GET"},
+      {"SET", "k", "y", "NX", "NX"}, {"SET", "k", "y", "NX", "XX"},
+      {"SET", "k", "y", "EX", "10", "PX", "10"},
+      {"SET", "k", "y", "KEEPTTL", "EX", "10"},
+      {"SET", "k", "y", "EX", "abc", "NX", "XX"}, {"SET", "k", "y", "EX"},
+      {"SET", "k", "y", "EXAT", "0"}, {"SET", "k", "y", "PXAT", "1"},
+      {"EXISTS", "k"}, {"SET", "k", "y", "PXAT", "99999999999999"},
+      {"EXPIRETIME", "k"}, {"PEXPIRETIME", "k"},
+      {"SET", "k", "z", "KEEPTTL"}, {"PEXPIRETIME", "k"},
+      {"SET", "k", "z", "PERSIST"}, {"SET", "b", bin}, {"GET", "b"},
+      {"SET", "e", ""}, {"GET", "e"}, {"STRLEN", "e"}, {"STRLEN", "b"},
+      {"STRLEN", "none"},
+      // GETEX GETSET GETDEL
+      {"GETEX", "none"}, {"GETEX", "k", "PERSIST"}, {"TTL", "k"},
+      {"GETEX", "k", "EXAT", "99999999999"}, {"EXPIRETIME", "k"},
+      {"GETEX", "k", "PERSIST", "EX", "1"}, {"GETEX", "k", "EX", "0"},
+      {"GETEX", "k", "EX", "-1"}, {"GETEX", "k", "PX", "x"},
+      {"GETEX", "k", "KEEPTTL"}, {"GETEX", "k", "EX"},
+      {"GETEX", "k", "PXAT", "1"}, {"EXISTS", "k"},
+      {"GETSET", "g", "1"}, {"GETSET", "g", "2"}, {"GET", "g"},
+      {"GETDEL", "g"}, {"GETDEL", "g"},
+      // SETNX SETEX PSETEX MSETNX
+      {"SETNX", "sn", "1"}, {"SETNX", "sn", "2"}, {"GET", "sn"},
+      {"SETEX", "se", "0", "v"}, {"SETEX", "se", "-5", "v"},
+      {"SETEX", "se", "x", "v"}, {"SETEX", "se", "9223372036854775", "v"},
+      {"PSETEX", "se", "9223372036854775807", "v"},
+      {"PSETEX", "se", "0", "v"}, {"SETEX", "se", "100", "v"},
+      {"TTL", "se"}, {"MSETNX", "m1", "a", "m2", "b"},
+      {"MSETNX", "m2", "c", "m3", "d"}, {"MGET", "m1", "m2", "m3"},
+      {"MSETNX", "m4"}, {"MSET", "m4"}, {"MSET", "m4", "1", "m5"},
+      // ranges
+      {"SET", "r", "Hello World"}, {"GETRANGE", "r", "0", "4"},
+      {"GETRANGE", "r", "-5", "-1"}, {"GETRANGE", "r", "-1", "-5"},
+      {"GETRANGE", "r", "5", "1"}, {"GETRANGE", "r", "0", "100"},
+      {"GETRANGE", "r", "-100", "-50"}, {"GETRANGE", "r", "100", "200"},
+      {"GETRANGE", "none", "0", "-1"}, {"GETRANGE", "r", "a", "1"},
+      {"GETRANGE", "e", "0", "-1"}, {"SUBSTR", "r", "6", "-1"},
+      {"SETRANGE", "r", "6", "Redis"}, {"GET", "r"},
+      {"SETRANGE", "r", "20", "!"}, {"GET", "r"},
+      {"SETRANGE", "sr", "3", ""}, {"EXISTS", "sr"},
+      {"SETRANGE", "sr", "3", "x"}, {"GET", "sr"},
+      {"SETRANGE", "sr", "-1", "x"}, {"SETRANGE", "sr", "x", "x"},
+      {"SETRANGE", "r", "0", ""},
+      // bits
+      {"SETBIT", "bits", "7", "1"}, {"SETBIT", "bits", "7", "0"},
+      {"SETBIT", "bits", "7", "1"}, {"SETBIT", "bits", "100", "1"},
+      {"GET", "bits"}, {"GETBIT", "bits", "7"}, {"GETBIT", "bits", "6"},
+      {"GETBIT", "bits", "100000"}, {"GETBIT", "none", "3"},
+      {"SETBIT", "bits", "-1", "1"}, {"SETBIT", "bits", "4294967296", "1"},
+      {"SETBIT", "bits", "1", "2"}, {"SETBIT", "bits", "1", "x"},
+      {"GETBIT", "bits", "-1"}, {"GETBIT", "bits", "x"},
+      {"SET", "bc", "foobar"}, {"BITCOUNT", "bc"},
+      {"BITCOUNT", "bc", "0", "0"}, {"BITCOUNT", "bc", "1", "1"},
+      {"BITCOUNT", "bc", "1", "1", "BYTE"}, {"BITCOUNT", "bc", "5", "30", "BIT"},
+      {"BITCOUNT", "bc", "-2", "-1"}, {"BITCOUNT", "bc", "-1", "-2"},
+      {"BITCOUNT", "bc", "-100", "100"}, {"BITCOUNT", "bc", "0"},
+      {"BITCOUNT", "bc", "0", "1", "WORD"}, {"BITCOUNT", "none", "x", "y"},
+      {"BITCOUNT", "bc", "x", "1"}, {"BITCOUNT", "e"},
+      {"BITCOUNT", "bc", "-3", "-1", "BIT"},
+      {"SET", "bp", std::string("\xff\xf0\x00", 3)}, {"BITPOS", "bp", "0"},
+      {"BITPOS", "bp", "1"}, {"BITPOS", "bp", "1", "1"},
+      {"BITPOS", "bp", "1", "2"}, {"BITPOS", "bp", "0", "0", "0"},
+      {"BITPOS", "bp", "0", "0", "-1"}, {"BITPOS", "bp", "1", "7", "15", "BIT"},
+      {"BITPOS", "bp", "0", "2", "-1", "BIT"}, {"BITPOS", "bp", "1", "-1"},
+      {"BITPOS", "bp", "2"}, {"BITPOS", "bp", "1", "0", "1", "NIBBLE"},
+      {"BITPOS", "none", "0"}, {"BITPOS", "none", "1"}, {"BITPOS", "e", "0"},
+      {"SET", "ones", std::string("\xff\xff", 2)}, {"BITPOS", "ones", "0"},
+      {"BITPOS", "ones", "0", "0", "-1"}, {"BITPOS", "ones", "0", "1"},
+      {"BITPOS", "ones", "0", "3", "12", "BIT"}, {"BITPOS", "bp", "x"},
+      // LCS
+      {"SET", "l1", "ohmytext"}, {"SET", "l2", "mynewtext"},
+      {"LCS", "l1", "l2"}, {"LCS", "l1", "l2", "LEN"},
+      {"LCS", "l1", "l2", "IDX"}, {"LCS", "l1", "l2", "IDX", "WITHMATCHLEN"},
+      {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4"},
+      {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "-3", "WITHMATCHLEN"},
+      {"LCS", "l1", "l2", "LEN", "IDX"}, {"LCS", "l1", "l2", "FOO"},
+      {"LCS", "l1", "none"}, {"LCS", "none", "none", "IDX"},
+      {"LCS", "l1", "l2", "MINMATCHLEN"}, {"LCS", "l1", "l2", "MINMATCHLEN", "x"},
+      {"SET", "l3", "abcabcabc"}, {"SET", "l4", "cbacba"},
+      {"LCS", "l3", "l4", "IDX", "WITHMATCHLEN"},
+      // counters
+      {"INCRBYFLOAT", "f", "10.5"}, {"INCRBYFLOAT", "f", "0.1"},
+      {"INCRBYFLOAT", "f", "-5.0e3"}, {"INCRBYFLOAT", "f", "5.0e3"},
+      {"INCRBYFLOAT", "f", "1e400"}, {"INCRBYFLOAT", "f", "inf"},
+      {"INCRBYFLOAT", "f", "nan"}, {"INCRBYFLOAT", "f", " 1"},
+      {"INCRBYFLOAT", "f", "1x"}, {"INCRBYFLOAT", "f", ""},
+      {"INCRBYFLOAT", "r", "1"}, {"INCRBYFLOAT", "e", "1"},
+      {"SET", "i", "10"}, {"INCRBYFLOAT", "i", "-10"},
+      {"INCRBYFLOAT", "i", "3"}, {"SET", "i", "9223372036854775807"},
+      {"INCR", "i"}, {"DECRBY", "i", "-9223372036854775808"},
+      {"INCRBY", "i", "x"}, {"SET", "i", " 1"}, {"INCR", "i"},
+      {"SET", "i", "01"}, {"INCR", "i"}, {"APPEND", "ap", "x"},
+      {"APPEND", "ap", bin}, {"GET", "ap"},
+  });
+}
+
+// Keys and expiry: every command and option of issue 23, against Redis.
+// TTLs are absolute and far away, so the replies do not depend on time.
+TEST(ShmkvVsRedis, KeyCommandsReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("keydiff");
+  ASSERT_TRUE(s.Start()) << s.log();
+  ExpectSameReplies(s.port(), redis.port(), {
+      {"SET", "a", "1"}, {"SET", "b", "2"},
+      {"RENAME", "a", "c"}, {"GET", "a"}, {"GET", "c"},
+      {"RENAME", "none", "x"}, {"RENAME", "c", "c"}, {"RENAME", "none", "none"},
+      {"RENAMENX", "c", "b"}, {"RENAMENX", "c", "c"}, {"RENAMENX", "c", "d"},
+      {"RENAMENX", "none", "d"}, {"MGET", "c", "d"},
+      {"PEXPIREAT", "d", "99999999999000"}, {"RENAME", "d", "e"},
+      {"PEXPIRETIME", "e"}, {"RENAME", "b", "e"}, {"PEXPIRETIME", "e"},
+      {"COPY", "e", "f"}, {"COPY", "e", "f"}, {"COPY", "e", "f", "REPLACE"},
+      {"COPY", "e", "e"}, {"COPY", "none", "g"}, {"COPY", "e", "g", "DB", "0"},
+      {"COPY", "e", "h", "BOGUS"}, {"COPY", "e", "h", "DB", "x"},
+      {"COPY", "e", "h", "DB"}, {"GET", "g"},
+      {"PEXPIREAT", "e", "99999999999000"}, {"COPY", "e", "h"},
+      {"PEXPIRETIME", "h"},
+      {"TYPE", "e"}, {"TYPE", "none"}, {"TOUCH", "e", "f", "none", "e"},
+      {"UNLINK", "f", "none", "g"}, {"EXISTS", "f", "g"},
+      // EXPIRE forms and NX XX GT LT
+      {"SET", "t", "v"}, {"EXPIRETIME", "t"}, {"EXPIRETIME", "none"},
+      {"EXPIREAT", "t", "99999999999", "XX"},
+      {"EXPIREAT", "t", "99999999999", "NX"}, {"EXPIRETIME", "t"},
+      {"EXPIREAT", "t", "99999999999", "NX"},
+      {"EXPIREAT", "t", "99999999990", "GT"},
+      {"EXPIREAT", "t", "99999999999", "GT"},
+      {"EXPIREAT", "t", "99999999999", "LT"},
+      {"EXPIREAT", "t", "99999999998", "LT"}, {"EXPIRETIME", "t"},
+      {"EXPIREAT", "t", "99999999999", "XX", "GT"}, {"EXPIRETIME", "t"},
+      {"PERSIST", "t"}, {"PERSIST", "t"}, {"PERSIST", "none"},
+      {"EXPIREAT", "t", "99999999999", "GT"},
+      {"EXPIREAT", "t", "99999999999", "LT"}, {"EXPIRETIME", "t"},
+      {"PEXPIREAT", "t", "99999999999999", "NX"},
+      {"EXPIRE", "t", "100", "NX", "XX"}, {"EXPIRE", "t", "100", "NX", "GT"},
+      {"EXPIRE", "t", "100", "GT", "LT"}, {"EXPIRE", "t", "100", "FOO"},
+      {"EXPIRE", "t", "abc", "FOO"}, {"EXPIRE", "t", "abc"},
+      {"EXPIREAT", "t", "9223372036854775807"},
+      {"PEXPIREAT", "t", "9223372036854775807"}, {"PEXPIRETIME", "t"},
+      {"EXPIREAT", "none", "1"}, {"EXPIREAT", "t", "1"}, {"EXISTS", "t"},
+      {"SET", "t", "v"}, {"PEXPIREAT", "t", "-5"}, {"EXISTS", "t"},
+      {"SET", "t", "v"}, {"EXPIRE", "t", "0"}, {"EXISTS", "t"},
+      {"SET", "t", "v"}, {"PEXPIRE", "t", "-1", "XX"}, {"EXISTS", "t"},
+      {"RANDOMKEY", "x"}, {"DBSIZE"}, {"FLUSHALL"}, {"RANDOMKEY"},
+      {"SET", "only", "1"}, {"RANDOMKEY"}, {"TIME", "x"},
+  });
+}
+
+// MULTI / EXEC / DISCARD / WATCH / UNWATCH on one connection, with every
+// error Redis gives, compared byte for byte.
+TEST(ShmkvVsRedis, TransactionsReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("txndiff");
+  ASSERT_TRUE(s.Start()) << s.log();
+  ExpectSameReplies(s.port(), redis.port(), {
+      {"EXEC"}, {"DISCARD"}, {"MULTI"}, {"MULTI"}, {"SET", "a", "1"},
+      {"INCR", "a"}, {"GET", "a"}, {"MGET", "a", "b"}, {"EXEC"}, {"GET", "a"},
+      // a runtime error inside EXEC does not stop the others
+      {"MULTI"}, {"SET", "s", "x"}, {"INCR", "s"}, {"SET", "t", "y"},
+      {"EXEC"}, {"MGET", "s", "t"},
+      // a refused command dooms the transaction
+      {"MULTI"}, {"SET", "u", "1"}, {"NOSUCH"}, {"EXEC"}, {"EXISTS", "u"},
+      {"MULTI"}, {"SET", "u"}, {"SET", "u", "1"}, {"EXEC"}, {"EXISTS", "u"},
+      {"MULTI"}, {"SET", "u", "1"}, {"DISCARD"}, {"EXISTS", "u"},
+      {"MULTI"}, {"EXEC"},
+      {"MULTI"}, {"WATCH", "a"}, {"SET", "w", "1"}, {"EXEC"},
+      {"WATCH"}, {"UNWATCH"}, {"WATCH", "a", "b"}, {"GET", "a"},
+      {"MULTI"}, {"SET", "a", "watched"}, {"EXEC"}, {"GET", "a"},
+      // the watched key changes before EXEC: nothing runs
+      {"WATCH", "a"}, {"SET", "a", "other"}, {"MULTI"}, {"SET", "a", "lost"},
+      {"EXEC"}, {"GET", "a"},
+      {"WATCH", "a"}, {"UNWATCH"}, {"SET", "a", "again"}, {"MULTI"},
+      {"SET", "a", "kept"}, {"EXEC"}, {"GET", "a"},
+      {"WATCH", "none"}, {"SET", "none", "1"}, {"MULTI"}, {"DEL", "none"},
+      {"EXEC"}, {"EXISTS", "none"},
+      {"WATCH", "a"}, {"FLUSHALL"}, {"MULTI"}, {"SET", "z", "1"}, {"EXEC"},
+      {"MULTI"}, {"FLUSHALL"}, {"SET", "y", "1"}, {"RENAME", "y", "x"},
+      {"EXEC"}, {"KEYS", "*"},
+  });
+}

@@ -1,0 +1,951 @@
+// shmkv's data commands: strings, keys and expiry, with Redis 7's replies
+// and error texts (docs/server.md lists them and the deliberate
+// differences). Each write command runs inside a Store::Txn the caller
+// opened (server/commands.cc: one per command, or EXEC's), so it sees its
+// own writes and commits all or nothing; reads outside a transaction are
+// lock-free.
+#include <cerrno>
+#include <cinttypes>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "server/command_util.h"
+#include "server/resp.h"
+
+namespace shmkv {
+namespace cmd {
+
+namespace {
+
+using Status = Store::Status;
+
+// The key's live value as the command sees it: through its transaction
+// when it runs in one, else lock-free. A 128-bit hash collision reads as
+// "not found"; a write to such a key reports it.
+bool ReadKey(CommandContext* c, std::string_view key, std::string* v,
+             int64_t* expire = nullptr) {
+  if (c->txn != nullptr) return c->txn->Read(key, v, expire) == Status::kOk;
+  return c->store->Get(key, v, expire);
+}
+
+// The write transaction of a write command (set by Execute or EXEC).
+Store::Txn* W(CommandContext* c) { return c->txn; }
+
+// The absolute expiry time in ms of `v`, given in seconds or ms, relative
+// to now or absolute; false when it does not fit in 64 bits (the sum once
+// wrapped into the past and deleted the key).
+bool ExpireAt(int64_t v, bool secs, bool abs, int64_t* when) {
+  if (secs && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) return false;
+  int64_t ms = secs ? v * 1000 : v;
+  if (abs) {
+    *when = ms;
+    return true;
+  }
+  int64_t now = NowMs();
+  if (ms > INT64_MAX - now) return false;
+  *when = now + ms;
+  return true;
+}
+
+std::string InvalidExpire(std::string_view command) {
+  return "ERR invalid expire time in '" + Lower(command) + "' command";
+}
+
+std::string StringTooLong() {
+  return "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
+}
+
+// The expiry options of SET and GETEX, parsed as Redis parses them:
+// conflicting options are a syntax error, checked before the time value.
+struct ExpiryArgs {
+  bool nx = false, xx = false, get = false, keep_ttl = false,
+       persist = false;
+  const char* unit = nullptr;  // "ex", "px", "exat", "pxat"
+  std::string_view value;
+};
+
+bool ParseExpiryArgs(const Args& a, size_t from, bool for_set,
+                     ExpiryArgs* x) {
+  for (size_t i = from; i < a.size(); ++i) {
+    bool more = i + 1 < a.size();
+    const char* units[] = {"ex", "px", "exat", "pxat"};
+    const char* unit = nullptr;
+    for (const char* u : units) {
+      if (Eq(a[i], u)) unit = u;
+    }
+    if (for_set && Eq(a[i], "nx") && !x->xx) {
+      x->nx = true;
+    } else if (for_set && Eq(a[i], "xx") && !x->nx) {
+      x->xx = true;
+    } else if (for_set && Eq(a[i], "get")) {
+      x->get = true;
+    } else if (for_set && Eq(a[i], "keepttl") && !x->persist &&
+               x->unit == nullptr) {
+      x->keep_ttl = true;
+    } else if (!for_set && Eq(a[i], "persist") && x->unit == nullptr &&
+               !x->keep_ttl) {
+      x->persist = true;
+    } else if (unit != nullptr && more && x->unit == nullptr &&
+               !x->keep_ttl && !x->persist) {
+      x->unit = unit;
+      x->value = a[++i];
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The absolute expiry the options ask for (0: none); false after replying
+// the error.
+bool ExpiryOf(const ExpiryArgs& x, std::string_view command, int64_t* when,
+              std::string* o, bool* e) {
+  *when = 0;
+  if (x.unit == nullptr) return true;
+  int64_t v = 0;
+  if (!ToInt(x.value, &v)) {
+    NotInt(o, e);
+    return false;
+  }
+  std::string_view u = x.unit;
+  bool secs = u == "ex" || u == "exat";
+  bool abs = u == "exat" || u == "pxat";
+  if (v <= 0 || !ExpireAt(v, secs, abs, when) || *when <= 0) {
+    Err(o, e, InvalidExpire(command));
+    return false;
+  }
+  return true;
+}
+
+void ReplyStatus(Status st, std::string* o, bool* e) {
+  if (st == Status::kOk) {
+    ReplySimple(o, "OK");
+  } else {
+    StoreError(st, o, e);
+  }
+}
+
+// Redis's long double rule (string2ld): the whole argument, no leading
+// space, no NaN.
+bool ToLongDouble(std::string_view s, long double* out) {
+  if (s.empty() || s.size() >= 5 * 1024) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  long double v = std::strtold(tmp.c_str(), &end);
+  if (std::isspace(static_cast<unsigned char>(tmp[0])) || *end != '\0' ||
+      (errno == ERANGE &&
+       (v == HUGE_VALL || v == -HUGE_VALL || std::fpclassify(v) == FP_ZERO)) ||
+      std::isnan(v)) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// As Redis prints an INCRBYFLOAT result: 17 decimals, trailing zeros cut.
+std::string LongDoubleText(long double v) {
+  char buf[5 * 1024];
+  int n = std::snprintf(buf, sizeof(buf), "%.17Lf", v);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return "0";
+  std::string s(buf, static_cast<size_t>(n));
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+// Redis's range rule for GETRANGE, BITCOUNT and BITPOS: negative indexes
+// count from the end, both ends are clamped; false when it is empty.
+bool ClampRange(int64_t len, int64_t* start, int64_t* end) {
+  if (*start < 0) *start += len;
+  if (*end < 0) *end += len;
+  if (*start < 0) *start = 0;
+  if (*end < 0) *end = 0;
+  if (*end >= len) *end = len - 1;
+  return *start <= *end;
+}
+
+bool BitAt(std::string_view v, uint64_t bit) {
+  return (static_cast<unsigned char>(v[bit >> 3]) >> (7 - (bit & 7))) & 1;
+}
+
+// A bit offset argument: 0 .. 2^32-1, as Redis's 512 MB strings allow.
+bool BitOffset(std::string_view s, uint64_t* out, std::string* o, bool* e) {
+  int64_t v = 0;
+  if (!ToInt(s, &v) || v < 0 || (v >> 3) >= (512LL << 20)) {
+    Err(o, e, "ERR bit offset is not an integer or out of range");
+    return false;
+  }
+  *out = static_cast<uint64_t>(v);
+  return true;
+}
+
+}  // namespace
+
+// --- strings -----------------------------------------------------------
+
+void Get(const Args& a, CommandContext* c, std::string* o, bool*) {
+  if (c->txn == nullptr) {
+    std::string_view v;
+    if (c->store->GetView(a[1], &v)) return ReplyBulk(o, v);
+    return ReplyNull(o);
+  }
+  std::string v;
+  if (ReadKey(c, a[1], &v)) return ReplyBulk(o, v);
+  ReplyNull(o);
+}
+
+void Set(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpiryArgs x;
+  if (!ParseExpiryArgs(a, 3, true, &x)) return Err(o, e, "ERR syntax error");
+  int64_t when = 0;
+  if (!ExpiryOf(x, a[0], &when, o, e)) return;
+  std::string old;
+  int64_t old_expire = 0;
+  bool found = ReadKey(c, a[1], &old, &old_expire);
+  if ((x.nx && found) || (x.xx && !found)) {
+    if (x.get && found) return ReplyBulk(o, old);
+    return ReplyNull(o);
+  }
+  if (x.keep_ttl && found) when = old_expire;
+  Status st = W(c)->Put(a[1], a[2], when);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  if (!x.get) return ReplySimple(o, "OK");
+  if (found) return ReplyBulk(o, old);
+  ReplyNull(o);
+}
+
+void GetEx(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpiryArgs x;
+  if (!ParseExpiryArgs(a, 2, false, &x)) return Err(o, e, "ERR syntax error");
+  int64_t when = 0;
+  if (!ExpiryOf(x, a[0], &when, o, e)) return;
+  std::string v;
+  if (!ReadKey(c, a[1], &v)) return ReplyNull(o);
+  Status st = Status::kOk;
+  if (x.unit != nullptr && when <= NowMs()) {
+    st = W(c)->Delete(a[1]);
+  } else if (x.unit != nullptr || x.persist) {
+    bool changed = false;
+    st = Store::SetExpireIn(W(c), a[1], when, &changed);
+  }
+  if (st != Status::kOk && st != Status::kNotFound) return StoreError(st, o, e);
+  ReplyBulk(o, v);
+}
+
+void GetSet(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string old;
+  bool found = ReadKey(c, a[1], &old);
+  Status st = W(c)->Put(a[1], a[2], 0);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  if (found) return ReplyBulk(o, old);
+  ReplyNull(o);
+}
+
+void GetDel(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string v;
+  if (!ReadKey(c, a[1], &v)) return ReplyNull(o);
+  Status st = W(c)->Delete(a[1]);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyBulk(o, v);
+}
+
+void SetNx(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  Status st = Store::SetIn(W(c), a[1], a[2], 0, Store::SetMode::kIfMissing,
+                           false);
+  if (st == Status::kExists) return ReplyInt(o, 0);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, 1);
+}
+
+namespace {
+
+void SetWithTtl(const Args& a, bool secs, CommandContext* c, std::string* o,
+                bool* e) {
+  int64_t v = 0, when = 0;
+  if (!ToInt(a[2], &v)) return NotInt(o, e);
+  if (v <= 0 || !ExpireAt(v, secs, false, &when)) {
+    return Err(o, e, InvalidExpire(a[0]));
+  }
+  ReplyStatus(W(c)->Put(a[1], a[3], when), o, e);
+}
+
+}  // namespace
+
+void SetEx(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  SetWithTtl(a, true, c, o, e);
+}
+void PSetEx(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  SetWithTtl(a, false, c, o, e);
+}
+
+void MGet(const Args& a, CommandContext* c, std::string* o, bool*) {
+  size_t mark = o->size();
+  std::string v;
+  for (;;) {
+    // One snapshot: a multi-key commit is seen whole or not at all.
+    uint64_t t = c->txn == nullptr ? c->store->ReadBegin() : 0;
+    ReplyArray(o, a.size() - 1);
+    for (size_t i = 1; i < a.size(); ++i) {
+      if (ReadKey(c, a[i], &v)) {
+        ReplyBulk(o, v);
+      } else {
+        ReplyNull(o);
+      }
+    }
+    if (c->txn != nullptr || c->store->ReadValid(t)) return;
+    o->resize(mark);
+  }
+}
+
+namespace {
+
+// Checks MSET's pairs before the first write, so a refused pair leaves
+// none written.
+bool PairsFit(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (a.size() % 2 != 1) {
+    Err(o, e, "ERR wrong number of arguments for '" + Lower(a[0]) +
+                  "' command");
+    return false;
+  }
+  const StoreConfig& cfg = c->store->config();
+  for (size_t i = 1; i + 1 < a.size(); i += 2) {
+    if (a[i].size() > cfg.max_key || a[i + 1].size() > cfg.max_value) {
+      StoreError(Status::kTooLarge, o, e);
+      return false;
+    }
+  }
+  return true;
+}
+
+Status PutPairs(const Args& a, CommandContext* c) {
+  for (size_t i = 1; i + 1 < a.size(); i += 2) {
+    Status st = W(c)->Put(a[i], a[i + 1], 0);
+    if (st != Status::kOk) return st;
+  }
+  return Status::kOk;
+}
+
+}  // namespace
+
+void MSet(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (!PairsFit(a, c, o, e)) return;
+  ReplyStatus(PutPairs(a, c), o, e);
+}
+
+void MSetNx(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (!PairsFit(a, c, o, e)) return;
+  std::string v;
+  for (size_t i = 1; i + 1 < a.size(); i += 2) {
+    if (ReadKey(c, a[i], &v)) return ReplyInt(o, 0);
+  }
+  Status st = PutPairs(a, c);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, 1);
+}
+
+namespace {
+
+void IncrCommon(std::string_view key, int64_t by, CommandContext* c,
+                std::string* o, bool* e) {
+  int64_t v = 0;
+  Status st = Store::IncrByIn(W(c), key, by, &v);
+  if (st == Status::kOk) return ReplyInt(o, v);
+  StoreError(st, o, e);
+}
+
+}  // namespace
+
+void Incr(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  IncrCommon(a[1], 1, c, o, e);
+}
+void Decr(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  IncrCommon(a[1], -1, c, o, e);
+}
+void IncrBy(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t by = 0;
+  if (!ToInt(a[2], &by)) return NotInt(o, e);
+  IncrCommon(a[1], by, c, o, e);
+}
+void DecrBy(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t by = 0;
+  if (!ToInt(a[2], &by)) return NotInt(o, e);
+  if (by == INT64_MIN) {
+    return Err(o, e, "ERR decrement would overflow");
+  }
+  IncrCommon(a[1], -by, c, o, e);
+}
+
+void IncrByFloat(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string v;
+  int64_t expire = 0;
+  long double cur = 0, by = 0;
+  bool found = ReadKey(c, a[1], &v, &expire);
+  if ((found && !ToLongDouble(v, &cur)) || !ToLongDouble(a[2], &by)) {
+    return Err(o, e, "ERR value is not a valid float");
+  }
+  long double sum = cur + by;
+  if (std::isnan(sum) || std::isinf(sum)) {
+    return Err(o, e, "ERR increment would produce NaN or Infinity");
+  }
+  std::string text = LongDoubleText(sum);
+  Status st = W(c)->Put(a[1], text, expire);  // the TTL stays, as in Redis
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyBulk(o, text);
+}
+
+void Append(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string v;
+  int64_t expire = 0;
+  ReadKey(c, a[1], &v, &expire);
+  if (v.size() + a[2].size() > c->store->config().max_value) {
+    return Err(o, e, StringTooLong());
+  }
+  v.append(a[2].data(), a[2].size());
+  Status st = W(c)->Put(a[1], v, expire);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, static_cast<int64_t>(v.size()));
+}
+
+void Strlen(const Args& a, CommandContext* c, std::string* o, bool*) {
+  if (c->txn == nullptr) {
+    std::string_view v;
+    return ReplyInt(o, c->store->GetView(a[1], &v)
+                           ? static_cast<int64_t>(v.size()) : 0);
+  }
+  std::string v;
+  ReadKey(c, a[1], &v);
+  ReplyInt(o, static_cast<int64_t>(v.size()));
+}
+
+void SetRange(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t off = 0;
+  if (!ToInt(a[2], &off)) return NotInt(o, e);
+  if (off < 0) return Err(o, e, "ERR offset is out of range");
+  std::string v;
+  int64_t expire = 0;
+  bool found = ReadKey(c, a[1], &v, &expire);
+  std::string_view part = a[3];
+  if (part.empty()) return ReplyInt(o, static_cast<int64_t>(v.size()));
+  uint64_t need = static_cast<uint64_t>(off) + part.size();
+  if (need > c->store->config().max_value) return Err(o, e, StringTooLong());
+  if (v.size() < need) v.resize(need, '\0');
+  v.replace(static_cast<size_t>(off), part.size(), part.data(), part.size());
+  Status st = W(c)->Put(a[1], v, found ? expire : 0);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, static_cast<int64_t>(v.size()));
+}
+
+void GetRange(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t start = 0, end = 0;
+  if (!ToInt(a[2], &start) || !ToInt(a[3], &end)) return NotInt(o, e);
+  std::string v;
+  ReadKey(c, a[1], &v);
+  if (start < 0 && end < 0 && start > end) return ReplyBulk(o, "");
+  int64_t len = static_cast<int64_t>(v.size());
+  if (len == 0 || !ClampRange(len, &start, &end)) return ReplyBulk(o, "");
+  ReplyBulk(o, std::string_view(v).substr(static_cast<size_t>(start),
+                                          static_cast<size_t>(end - start + 1)));
+}
+
+void SetBit(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  uint64_t bit = 0;
+  if (!BitOffset(a[2], &bit, o, e)) return;
+  int64_t on = 0;
+  if (!ToInt(a[3], &on) || (on & ~int64_t{1}) != 0) {
+    return Err(o, e, "ERR bit is not an integer or out of range");
+  }
+  std::string v;
+  int64_t expire = 0;
+  bool found = ReadKey(c, a[1], &v, &expire);
+  uint64_t byte = bit >> 3;
+  if (byte + 1 > c->store->config().max_value) {
+    return Err(o, e, StringTooLong());
+  }
+  if (v.size() <= byte) v.resize(byte + 1, '\0');
+  bool old = BitAt(v, bit);
+  unsigned char mask = static_cast<unsigned char>(1u << (7 - (bit & 7)));
+  unsigned char& ch = reinterpret_cast<unsigned char&>(v[byte]);
+  ch = on ? (ch | mask) : (ch & static_cast<unsigned char>(~mask));
+  Status st = W(c)->Put(a[1], v, found ? expire : 0);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, old ? 1 : 0);
+}
+
+void GetBit(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  uint64_t bit = 0;
+  if (!BitOffset(a[2], &bit, o, e)) return;
+  std::string v;
+  ReadKey(c, a[1], &v);
+  ReplyInt(o, (bit >> 3) < v.size() && BitAt(v, bit) ? 1 : 0);
+}
+
+namespace {
+
+// BITCOUNT's and BITPOS's [start end [BYTE|BIT]]: the range in bits,
+// false (after replying) on a bad argument; *empty when nothing is in it.
+struct BitRange {
+  uint64_t first = 0, last = 0;  // bits, inclusive
+  bool empty = false;
+};
+
+bool ParseUnit(std::string_view s, bool* bits, std::string* o, bool* e) {
+  if (Eq(s, "bit")) {
+    *bits = true;
+  } else if (Eq(s, "byte")) {
+    *bits = false;
+  } else {
+    Err(o, e, "ERR syntax error");
+    return false;
+  }
+  return true;
+}
+
+void ToBits(int64_t start, int64_t end, bool bits, BitRange* r) {
+  r->first = bits ? static_cast<uint64_t>(start)
+                  : static_cast<uint64_t>(start) * 8;
+  r->last = bits ? static_cast<uint64_t>(end)
+                 : static_cast<uint64_t>(end) * 8 + 7;
+}
+
+}  // namespace
+
+void BitCount(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string v;
+  if (!ReadKey(c, a[1], &v)) return ReplyInt(o, 0);  // before the range
+  int64_t len = static_cast<int64_t>(v.size());
+  BitRange r;
+  if (a.size() == 4 || a.size() == 5) {
+    int64_t start = 0, end = 0;
+    bool bits = false;
+    if (!ToInt(a[2], &start) || !ToInt(a[3], &end)) return NotInt(o, e);
+    if (a.size() == 5 && !ParseUnit(a[4], &bits, o, e)) return;
+    int64_t total = bits ? len * 8 : len;
+    if (start < 0 && end < 0 && start > end) return ReplyInt(o, 0);
+    if (!ClampRange(total, &start, &end)) return ReplyInt(o, 0);
+    ToBits(start, end, bits, &r);
+  } else if (a.size() == 2) {
+    if (len == 0) return ReplyInt(o, 0);
+    r.last = static_cast<uint64_t>(len) * 8 - 1;
+  } else {
+    return Err(o, e, "ERR syntax error");
+  }
+  int64_t n = 0;
+  for (uint64_t b = r.first; b <= r.last;) {
+    if ((b & 7) == 0 && b + 7 <= r.last) {
+      n += __builtin_popcount(static_cast<unsigned char>(v[b >> 3]));
+      b += 8;
+    } else {
+      n += BitAt(v, b);
+      ++b;
+    }
+  }
+  ReplyInt(o, n);
+}
+
+void BitPos(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t bit = 0;
+  if (!ToInt(a[2], &bit)) return NotInt(o, e);
+  if (bit != 0 && bit != 1) {
+    return Err(o, e, "ERR The bit argument must be 1 or 0.");
+  }
+  std::string v;
+  if (!ReadKey(c, a[1], &v)) return ReplyInt(o, bit ? -1 : 0);
+  int64_t len = static_cast<int64_t>(v.size());
+  BitRange r;
+  bool end_given = false;
+  if (a.size() >= 4 && a.size() <= 6) {
+    int64_t start = 0, end = 0;
+    bool bits = false;
+    if (!ToInt(a[3], &start)) return NotInt(o, e);
+    if (a.size() == 6 && !ParseUnit(a[5], &bits, o, e)) return;
+    if (a.size() >= 5) {
+      if (!ToInt(a[4], &end)) return NotInt(o, e);
+      end_given = true;
+    } else {
+      end = bits ? len * 8 + 7 : len - 1;
+    }
+    int64_t total = bits ? len * 8 : len;
+    if (!ClampRange(total, &start, &end)) return ReplyInt(o, -1);
+    ToBits(start, end, bits, &r);
+  } else if (a.size() == 3) {
+    if (len == 0) return ReplyInt(o, -1);
+    r.last = static_cast<uint64_t>(len) * 8 - 1;
+  } else {
+    return Err(o, e, "ERR syntax error");
+  }
+  for (uint64_t b = r.first; b <= r.last; ++b) {
+    if (BitAt(v, b) == (bit == 1)) return ReplyInt(o, static_cast<int64_t>(b));
+  }
+  // No clear bit in the string: Redis answers the first bit past it,
+  // unless the caller gave the range's end.
+  if (bit == 0 && !end_given) {
+    return ReplyInt(o, static_cast<int64_t>((r.last | 7) + 1));
+  }
+  ReplyInt(o, -1);
+}
+
+void Lcs(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string x, y;
+  ReadKey(c, a[1], &x);
+  ReadKey(c, a[2], &y);
+  bool idx = false, len_only = false, with_len = false;
+  int64_t min_len = 0;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (Eq(a[i], "idx")) {
+      idx = true;
+    } else if (Eq(a[i], "len")) {
+      len_only = true;
+    } else if (Eq(a[i], "withmatchlen")) {
+      with_len = true;
+    } else if (Eq(a[i], "minmatchlen") && i + 1 < a.size()) {
+      if (!ToInt(a[++i], &min_len)) return NotInt(o, e);
+      if (min_len < 0) min_len = 0;
+    } else {
+      return Err(o, e, "ERR syntax error");
+    }
+  }
+  if (idx && len_only) {
+    return Err(o, e, "ERR If you want both the length and indexes, please "
+                     "just use IDX.");
+  }
+  size_t n = x.size(), m = y.size();
+  // The table of LCS lengths of every pair of prefixes, bounded as Redis
+  // bounds it.
+  if ((n + 1) * (m + 1) > (512ULL << 20) / sizeof(uint32_t)) {
+    return Err(o, e, "ERR Insufficient memory, transient memory for LCS "
+                     "exceeds proto-max-bulk-len");
+  }
+  std::vector<uint32_t> t((n + 1) * (m + 1), 0);
+  auto at = [&](size_t i, size_t j) -> uint32_t& { return t[i * (m + 1) + j]; };
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      at(i, j) = x[i - 1] == y[j - 1] ? at(i - 1, j - 1) + 1
+                                      : std::max(at(i - 1, j), at(i, j - 1));
+    }
+  }
+  uint32_t total = at(n, m);
+  if (len_only) return ReplyInt(o, total);
+  // Walk back from the end, as Redis does (ties step in the second
+  // string), collecting the common string and the matching ranges.
+  std::string common(total, '\0');
+  size_t k = total;
+  std::string matches;
+  size_t count = 0;
+  size_t i = n, j = m;
+  bool open = false;
+  size_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  auto emit = [&] {
+    size_t mlen = a1 - a0 + 1;
+    if (min_len == 0 || mlen >= static_cast<uint64_t>(min_len)) {
+      ReplyArray(&matches, with_len ? 3 : 2);
+      ReplyArray(&matches, 2);
+      ReplyInt(&matches, static_cast<int64_t>(a0));
+      ReplyInt(&matches, static_cast<int64_t>(a1));
+      ReplyArray(&matches, 2);
+      ReplyInt(&matches, static_cast<int64_t>(b0));
+      ReplyInt(&matches, static_cast<int64_t>(b1));
+      if (with_len) ReplyInt(&matches, static_cast<int64_t>(mlen));
+      ++count;
+    }
+    open = false;
+  };
+  while (i > 0 && j > 0) {
+    bool close = false;
+    if (x[i - 1] == y[j - 1]) {
+      common[--k] = x[i - 1];
+      if (!open) {
+        open = true;
+        a0 = a1 = i - 1;
+        b0 = b1 = j - 1;
+      } else if (a0 == i && b0 == j) {
+        --a0;
+        --b0;
+      } else {
+        close = true;
+      }
+      if (a0 == 0 || b0 == 0) close = true;
+      --i;
+      --j;
+    } else {
+      if (at(i - 1, j) > at(i, j - 1)) {
+        --i;
+      } else {
+        --j;
+      }
+      if (open) close = true;
+    }
+    if (close && open) emit();
+  }
+  if (!idx) return ReplyBulk(o, common);
+  ReplyArray(o, 4);
+  ReplyBulk(o, "matches");
+  ReplyArray(o, count);
+  o->append(matches);
+  ReplyBulk(o, "len");
+  ReplyInt(o, total);
+}
+
+// --- keys ----------------------------------------------------------------
+
+void Del(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  int64_t n = 0;
+  for (size_t i = 1; i < a.size(); ++i) {
+    Status st = W(c)->Delete(a[i]);
+    if (st == Status::kOk) {
+      ++n;
+    } else if (st != Status::kNotFound && st != Status::kCollision) {
+      return StoreError(st, o, e);
+    }
+  }
+  ReplyInt(o, n);
+}
+
+void Exists(const Args& a, CommandContext* c, std::string* o, bool*) {
+  int64_t n = 0;
+  std::string v;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (c->txn == nullptr) {
+      n += c->store->Exists(a[i]);
+    } else {
+      n += ReadKey(c, a[i], &v);
+    }
+  }
+  ReplyInt(o, n);
+}
+
+void Touch(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  Exists(a, c, o, e);
+}
+
+void Type(const Args& a, CommandContext* c, std::string* o, bool*) {
+  std::string v;
+  ReplySimple(o, ReadKey(c, a[1], &v) ? "string" : "none");
+}
+
+namespace {
+
+// RENAME and RENAMENX: the value and its TTL move to the new name.
+void RenameCommon(const Args& a, bool nx, CommandContext* c, std::string* o,
+                  bool* e) {
+  std::string v, dummy;
+  int64_t expire = 0;
+  if (!ReadKey(c, a[1], &v, &expire)) return Err(o, e, "ERR no such key");
+  if (a[1] == a[2]) return nx ? ReplyInt(o, 0) : ReplySimple(o, "OK");
+  if (nx && ReadKey(c, a[2], &dummy)) return ReplyInt(o, 0);
+  Status st = W(c)->Put(a[2], v, expire);
+  if (st == Status::kOk) st = W(c)->Delete(a[1]);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  nx ? ReplyInt(o, 1) : ReplySimple(o, "OK");
+}
+
+}  // namespace
+
+void Rename(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  RenameCommon(a, false, c, o, e);
+}
+void RenameNx(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  RenameCommon(a, true, c, o, e);
+}
+
+void Copy(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  bool replace = false;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (Eq(a[i], "replace")) {
+      replace = true;
+    } else if (Eq(a[i], "db") && i + 1 < a.size()) {
+      int64_t db = 0;
+      if (!ToInt(a[++i], &db)) return NotInt(o, e);
+      if (db != 0) return Err(o, e, "ERR DB index is out of range");
+    } else {
+      return Err(o, e, "ERR syntax error");
+    }
+  }
+  if (a[1] == a[2]) {
+    return Err(o, e, "ERR source and destination objects are the same");
+  }
+  std::string v, dummy;
+  int64_t expire = 0;
+  if (!ReadKey(c, a[1], &v, &expire)) return ReplyInt(o, 0);
+  if (!replace && ReadKey(c, a[2], &dummy)) return ReplyInt(o, 0);
+  Status st = W(c)->Put(a[2], v, expire);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, 1);
+}
+
+void RandomKey(const Args&, CommandContext* c, std::string* o, bool*) {
+  std::string k;
+  if (c->store->RandomKey(&k)) return ReplyBulk(o, k);
+  ReplyNull(o);
+}
+
+namespace {
+
+// Every EXPIRE form: [NX | XX | GT | LT] checked as Redis checks them
+// (options first, then the time, then the key).
+void ExpireCommon(const Args& a, bool secs, bool abs, CommandContext* c,
+                  std::string* o, bool* e) {
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (Eq(a[i], "nx")) {
+      nx = true;
+    } else if (Eq(a[i], "xx")) {
+      xx = true;
+    } else if (Eq(a[i], "gt")) {
+      gt = true;
+    } else if (Eq(a[i], "lt")) {
+      lt = true;
+    } else {
+      return Err(o, e, "ERR Unsupported option " + std::string(a[i]));
+    }
+  }
+  if (nx && (xx || gt || lt)) {
+    return Err(o, e, "ERR NX and XX, GT or LT options at the same time are "
+                     "not compatible");
+  }
+  if (gt && lt) {
+    return Err(o, e, "ERR GT and LT options at the same time are not "
+                     "compatible");
+  }
+  int64_t v = 0, when = 0;
+  if (!ToInt(a[2], &v)) return NotInt(o, e);
+  if (!ExpireAt(v, secs, abs, &when)) return Err(o, e, InvalidExpire(a[0]));
+  std::string value;
+  int64_t cur = 0;
+  if (!ReadKey(c, a[1], &value, &cur)) return ReplyInt(o, 0);
+  // No TTL is an infinite one: GT never beats it, LT always does.
+  if ((nx && cur != 0) || (xx && cur == 0) || (gt && (cur == 0 || when <= cur)) ||
+      (lt && cur != 0 && when >= cur)) {
+    return ReplyInt(o, 0);
+  }
+  Status st = when <= NowMs() ? W(c)->Delete(a[1])
+                              : W(c)->Put(a[1], value, when);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, 1);
+}
+
+void TtlCommon(const Args& a, bool ms, bool abs, CommandContext* c,
+               std::string* o) {
+  std::string v;
+  int64_t expire = 0;
+  if (!ReadKey(c, a[1], &v, &expire)) return ReplyInt(o, -2);
+  if (expire == 0) return ReplyInt(o, -1);
+  int64_t left = abs ? expire : expire - NowMs();
+  if (left < 0) left = 0;
+  ReplyInt(o, ms ? left : (left + 500) / 1000);
+}
+
+}  // namespace
+
+void Expire(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpireCommon(a, true, false, c, o, e);
+}
+void PExpire(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpireCommon(a, false, false, c, o, e);
+}
+void ExpireAt(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpireCommon(a, true, true, c, o, e);
+}
+void PExpireAt(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  ExpireCommon(a, false, true, c, o, e);
+}
+void Ttl(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TtlCommon(a, false, false, c, o);
+}
+void PTtl(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TtlCommon(a, true, false, c, o);
+}
+void ExpireTime(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TtlCommon(a, false, true, c, o);
+}
+void PExpireTime(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TtlCommon(a, true, true, c, o);
+}
+
+void Persist(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  bool changed = false;
+  Status st = Store::SetExpireIn(W(c), a[1], 0, &changed);
+  if (st != Status::kOk) return StoreError(st, o, e);
+  ReplyInt(o, changed ? 1 : 0);
+}
+
+void DbSize(const Args&, CommandContext* c, std::string* o, bool*) {
+  ReplyInt(o, static_cast<int64_t>(c->store->Keys()));
+}
+
+void FlushAll(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (a.size() > 2 || (a.size() == 2 && !Eq(a[1], "sync") &&
+                       !Eq(a[1], "async"))) {
+    return Err(o, e, "ERR syntax error");
+  }
+  if (c->txn != nullptr) {
+    uint64_t n = 0;
+    Status st = c->txn->FlushAll(&n);
+    if (st != Status::kOk) return StoreError(st, o, e);
+  } else {
+    c->store->FlushAll();
+  }
+  ReplySimple(o, "OK");
+}
+
+void Keys(const Args& a, CommandContext* c, std::string* o, bool*) {
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+  do {
+    c->store->Scan(&cursor, 4096, [&](std::string_view k) {
+      if (GlobMatch(a[1], k)) keys.emplace_back(k);
+    });
+  } while (cursor != 0);
+  ReplyArray(o, keys.size());
+  for (const std::string& k : keys) ReplyBulk(o, k);
+}
+
+void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  // Redis reads the cursor with strtoul: "-1" is a (huge) cursor, not an
+  // error; leading space, trailing bytes or overflow are.
+  uint64_t cur = 0;
+  {
+    std::string s(a[1]);
+    char* end = nullptr;
+    errno = 0;
+    cur = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ||
+        errno == ERANGE || *end != '\0') {
+      return Err(o, e, "ERR invalid cursor");
+    }
+  }
+  std::string_view match;
+  int64_t count = 10;
+  for (size_t i = 2; i < a.size(); ++i) {
+    if (Eq(a[i], "match") && i + 1 < a.size()) {
+      match = a[++i];
+    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
+      if (!ToInt(a[++i], &count)) return NotInt(o, e);
+      if (count < 1) return Err(o, e, "ERR syntax error");
+    } else if (Eq(a[i], "type") && i + 1 < a.size()) {
+      ++i;  // every value is a string
+    } else {
+      return Err(o, e, "ERR syntax error");
+    }
+  }
+  std::vector<std::string> keys;
+  uint64_t cursor = cur;
+  c->store->Scan(&cursor, static_cast<size_t>(count), [&](std::string_view k) {
+    if (match.empty() || GlobMatch(match, k)) keys.emplace_back(k);
+  });
+  ReplyArray(o, 2);
+  ReplyBulk(o, std::to_string(cursor));
+  ReplyArray(o, keys.size());
+  for (const std::string& k : keys) ReplyBulk(o, k);
+}
+
+}  // namespace cmd
+}  // namespace shmkv
