@@ -1,0 +1,255 @@
+"""shmkv spoken to by a real Redis client: redis-py (Debian python3-redis).
+
+Run by ctest as: python3 shmkv_redis_py_test.py SHMKV_BIN SHMC_BIN
+Exits 77 (ctest: skipped) when redis-py or redis-server is missing.
+
+Each test starts its own shmkv on free loopback ports and segments named
+after this process and the test, and removes those segments (with `shmc
+rm`, which removes only shmc segments) when it is done.
+"""
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+try:
+    import redis
+except ImportError:
+    print("redis-py not installed (apt-get install python3-redis)")
+    sys.exit(77)
+
+SHMKV = None
+SHMC = None
+REDIS_SERVER = "/usr/bin/redis-server"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port, password=None, proc=None):
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError("server exited with %d" % proc.returncode)
+        try:
+            redis.Redis(port=port, password=password, socket_timeout=1).ping()
+            return
+        except redis.exceptions.AuthenticationError:
+            return
+        except redis.exceptions.ConnectionError:
+            time.sleep(0.05)
+    raise RuntimeError("server on port %d never answered" % port)
+
+
+class Shmkv:
+    """A shmkv master with two workers on its own segments."""
+
+    def __init__(self, tag, extra=(), env=None):
+        self.name = "/shmkv_py_%d_%s" % (os.getpid(), tag)
+        self.port = free_port()
+        self.log = tempfile.TemporaryFile()
+        self.remove_segments()
+        self.proc = subprocess.Popen(
+            [SHMKV, "--port", str(self.port), "--http-port", "0",
+             "--workers", "2", "--name", self.name, "--capacity", "300000",
+             "--memory", "96M"] + list(extra),
+            stdout=self.log, stderr=self.log, env=env)
+
+    def remove_segments(self):
+        for suffix in ("", ".ctl", ".ctl.journal", ".ctl.stats"):
+            subprocess.run([SHMC, "rm", "posix:" + self.name + suffix],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=30)
+        self.remove_segments()
+
+
+class RedisServer:
+    """Debian's redis-server: the oracle the round trips are compared with."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.dir = tempfile.TemporaryDirectory()
+        self.proc = subprocess.Popen(
+            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", self.dir.name],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.dir.cleanup()
+
+
+class CountingRedis(redis.Redis):
+    """A client that counts the commands it sends, by name."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sent = {}
+
+    def execute_command(self, *args, **options):
+        name = str(args[0]).upper()
+        self.sent[name] = self.sent.get(name, 0) + 1
+        return super().execute_command(*args, **options)
+
+
+def incr_with_watch(port, key, times, result):
+    """WATCH/MULTI/EXEC increments, retried on conflict; counts retries."""
+    r = redis.Redis(port=port)
+    retries = 0
+    for _ in range(times):
+        with r.pipeline() as p:
+            while True:
+                try:
+                    p.watch(key)
+                    v = int(p.get(key) or 0)
+                    p.multi()
+                    p.set(key, v + 1)
+                    p.execute()
+                    break
+                except redis.WatchError:
+                    retries += 1
+    result.put(retries)
+
+
+class RedisPyTest(unittest.TestCase):
+    def setUp(self):
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            s.stop()
+
+    def start(self, tag, extra=(), env=None, password=None):
+        s = Shmkv(tag, extra, env)
+        self.servers.append(s)
+        wait_ready(s.port, password, s.proc)
+        return s
+
+    def test_transactional_pipeline(self):
+        s = self.start("pipe")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        p = r.pipeline()  # transaction=True: MULTI ... EXEC
+        p.set("a", "1").incr("a").get("a").mset({"b": "x", "c": "y"})
+        p.rename("b", "d").mget("b", "c", "d").incrbyfloat("f", 1.5)
+        self.assertEqual(p.execute(), [True, 2, "2", True, True,
+                                       [None, "y", "x"], 1.5])
+        # A command that fails at run time does not stop the others, and
+        # redis-py reports it in its place.
+        p = r.pipeline()
+        p.set("s", "text").incr("s").set("t", "ok")
+        res = p.execute(raise_on_error=False)
+        self.assertTrue(res[0])
+        self.assertIsInstance(res[1], redis.ResponseError)
+        self.assertTrue(res[2])
+        self.assertEqual(r.get("t"), "ok")
+        # A refused command discards the whole transaction.
+        p = r.pipeline()
+        p.set("u", "1").execute_command("NOSUCHCOMMAND")
+        with self.assertRaises(redis.ResponseError):
+            p.execute()
+        self.assertIsNone(r.get("u"))
+        # Non-transactional pipelines and the string commands.
+        p = r.pipeline(transaction=False)
+        p.setex("e", 100, "v").getex("e", persist=True).ttl("e")
+        p.setrange("e", 3, "zz").getrange("e", 0, -1).setbit("bits", 3, 1)
+        p.bitcount("bits").getdel("e").exists("e")
+        self.assertEqual(p.execute(), [True, "v", -1, 5, "v\x00\x00zz", 0,
+                                       1, "v\x00\x00zz", 0])
+
+    def test_scan_iter_round_trips(self):
+        keys = 100000
+        counts = {}
+        s = self.start("scan")
+        oracle = RedisServer()
+        try:
+            wait_ready(oracle.port, proc=oracle.proc)
+            for label, port in (("shmkv", s.port), ("redis", oracle.port)):
+                r = CountingRedis(port=port)
+                p = r.pipeline(transaction=False)
+                for i in range(keys):
+                    p.set("key:%d" % i, i)
+                    if i % 5000 == 4999:
+                        p.execute()
+                p.execute()
+                seen = set(r.scan_iter(count=100))
+                self.assertEqual(len(seen), keys, label)
+                counts[label] = r.sent.get("SCAN", 0)
+        finally:
+            oracle.stop()
+        print("scan_iter over %d keys: shmkv %d SCAN calls, redis %d"
+              % (keys, counts["shmkv"], counts["redis"]))
+        self.assertLessEqual(counts["shmkv"], 2 * counts["redis"], counts)
+
+    def test_watch_conflicts_and_retries(self):
+        s = self.start("watch")
+        a = redis.Redis(port=s.port)
+        b = redis.Redis(port=s.port)
+        # A conflict forced step by step: B writes between A's WATCH and
+        # EXEC, so A's transaction does not run.
+        a.set("k", 1)
+        with a.pipeline() as p:
+            p.watch("k")
+            p.multi()
+            p.incr("k")
+            b.set("k", 10)
+            with self.assertRaises(redis.WatchError):
+                p.execute()
+        self.assertEqual(int(a.get("k")), 10)
+        # Two competing processes, each 300 increments: none lost.
+        times = 300
+        q = multiprocessing.Queue()
+        procs = [multiprocessing.Process(target=incr_with_watch,
+                                         args=(s.port, "counter", times, q))
+                 for _ in range(2)]
+        for p in procs:
+            p.start()
+        retries = [q.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(timeout=30)
+        self.assertEqual(int(a.get("counter")), 2 * times)
+        print("WATCH retries under two competing clients:", retries)
+
+    def test_auth(self):
+        with tempfile.NamedTemporaryFile("w", delete=False) as f:
+            f.write("s3cret\n")
+            path = f.name
+        try:
+            s = self.start("auth", ["--requirepass-file", path],
+                           password="s3cret")
+        finally:
+            os.unlink(path)
+        with self.assertRaises(redis.exceptions.AuthenticationError):
+            redis.Redis(port=s.port).get("x")
+        # redis-py 4.3 reports WRONGPASS as a plain ResponseError.
+        with self.assertRaises(redis.exceptions.ResponseError) as cm:
+            redis.Redis(port=s.port, password="wrong").ping()
+        self.assertTrue(str(cm.exception).startswith("WRONGPASS"))
+        r = redis.Redis(port=s.port, password="s3cret")
+        self.assertTrue(r.set("x", "1"))
+        r2 = redis.Redis(port=s.port, username="default", password="s3cret")
+        self.assertEqual(r2.get("x"), b"1")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        print(__doc__)
+        sys.exit(2)
+    SHMKV, SHMC = sys.argv[1], sys.argv[2]
+    if not os.access(REDIS_SERVER, os.X_OK):
+        print("redis-server not installed (apt-get install redis-server)")
+        sys.exit(77)
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)
