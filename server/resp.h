@@ -19,12 +19,13 @@ struct RespLimits {
 
 enum class ParseResult { kOk, kIncomplete, kError };
 
-// Parses one command from data[0, n). kOk: *args views into data, *used
+// Parses one command from data[0, n). kOk: *args views into data (an
+// inline command's, with its quotes resolved, into *inline_store), *used
 // bytes consumed. kIncomplete: nothing consumed, call again with more.
 // kError: *error says why (the connection should be closed).
 ParseResult ParseCommand(const char* data, size_t n, const RespLimits& lim,
                          std::vector<std::string_view>* args, size_t* used,
-                         std::string* error);
+                         std::string* inline_store, std::string* error);
 
 // Reply writers (append to *out).
 void ReplySimple(std::string* out, std::string_view s);

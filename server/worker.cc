@@ -466,7 +466,7 @@ class Worker {
         continue;
       }
       std::string err;
-      ParseResult r = ParseCommand(p, avail, limits_, &args_, &used, &err);
+      ParseResult r = ParseCommand(p, avail, limits_, &args_, &used, &inline_, &err);
       if (r == ParseResult::kIncomplete) break;
       if (r == ParseResult::kError) {
         ReplyError(&c->out, "ERR " + err);
@@ -541,6 +541,7 @@ class Worker {
   int ep_ = -1, sig_fd_ = -1;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::vector<std::string_view> args_;
+  std::string inline_;  // an inline command's words, unquoted
   bool draining_ = false;
   double drain_deadline_ = 0;
   int handoff_fd_ = -1;

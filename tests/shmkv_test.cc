@@ -1219,3 +1219,31 @@ TEST(ShmkvVsRedis, TransactionsReplyAsRedis) {
       {"EXEC"}, {"KEYS", "*"},
   });
 }
+
+// Inline commands (as typed into telnet) split as Redis splits them:
+// quotes, escapes, and unbalanced quotes refused.
+TEST(ShmkvVsRedis, InlineCommandsParseQuotesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("inline");
+  ASSERT_TRUE(s.Start()) << s.log();
+  const std::vector<std::string> lines = {
+      "SET k \"a b\"\r\n", "GET k\r\n", "SET k2 'it\\'s here'\r\n",
+      "GET k2\r\n", "SET k3 \"\\x41\\x4a\\n\\t\\\\\\\"q\"\r\n", "GET k3\r\n",
+      "SET k4 a\"b c\" d\r\n", "GET k4\r\n", "   \r\n", "STRLEN   k\n",
+      "SET k5 \"\\xZZ\"\r\n", "GET k5\r\n", "ECHO ''\r\n",
+  };
+  Client a(s.port()), b(redis.port());
+  for (const std::string& line : lines) {
+    ASSERT_TRUE(a.SendRaw(line) && b.SendRaw(line));
+    if (line.find_first_not_of(" \r\n") == std::string::npos) continue;
+    EXPECT_EQ(a.Reply(), b.Reply()) << line;
+  }
+  for (const std::string bad : {"SET k \"open\r\n", "SET k \"a\"b\r\n",
+                                "SET k 'x\r\n", "SET k a\"b c\"d\r\n"}) {
+    Client x(s.port()), y(redis.port());
+    ASSERT_TRUE(x.SendRaw(bad) && y.SendRaw(bad));
+    EXPECT_EQ(x.Reply(), y.Reply()) << bad;
+    EXPECT_TRUE(x.Closed()) << bad;
+  }
+}
