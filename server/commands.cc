@@ -1,5 +1,6 @@
 #include "server/commands.h"
 
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,31 +119,78 @@ void Echo(const Args& a, CommandContext*, std::string* out, bool*) {
 }
 
 void Info(const Args& a, CommandContext* c, std::string* o, bool*) {
-  ReplyBulk(o, InfoText(c, a.size() > 1 ? a[1] : std::string_view()));
+  ReplyBulk(o, InfoText(c, std::vector<std::string_view>(a.begin() + 1,
+                                                         a.end())));
 }
 
-void Command(const Args& a, CommandContext*, std::string* o, bool*) {
-  // Enough for redis-cli: no command docs or hints.
-  if (a.size() > 1 && Eq(a[1], "count")) return ReplyInt(o, 0);
-  ReplyArray(o, 0);
+void Command(const Args& a, CommandContext* c, std::string* o, bool* e);
+
+// CONFIG GET pattern...: every setting shmkv has, under Redis's names where
+// Redis has one. CONFIG SET: they are fixed at start (workers share them),
+// so each is refused as Redis refuses an immutable setting.
+std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
+  const ServerInfo& i = *c->info;
+  return {
+      {"port", std::to_string(i.resp_port)},
+      {"bind", i.bind},
+      {"protected-mode", i.protected_mode ? "yes" : "no"},
+      {"requirepass", c->password != nullptr ? *c->password : ""},
+      {"timeout", "0"},
+      {"databases", "1"},
+      {"save", ""},
+      {"appendonly", "no"},
+      {"maxmemory", std::to_string(i.memory)},
+      {"proto-max-bulk-len", std::to_string(i.max_value)},
+      {"shmkv-http-port", std::to_string(i.http_port)},
+      {"shmkv-workers", std::to_string(i.workers)},
+      {"shmkv-name", i.name},
+      {"shmkv-capacity", std::to_string(i.capacity)},
+      {"shmkv-journal-size", std::to_string(i.journal)},
+  };
 }
 
-void Config(const Args& a, CommandContext*, std::string* o, bool* e) {
-  if (a.size() < 2 || !Eq(a[1], "get")) {
-    return Err(o, e, "ERR CONFIG supports GET only");
-  }
-  // What redis-benchmark asks: persistence is off, memory is the store's.
-  std::vector<std::pair<std::string, std::string>> kv;
-  for (size_t i = 2; i < a.size(); ++i) {
-    std::string k = Lower(a[i]);
-    if (GlobMatch(k, "save")) kv.emplace_back("save", "");
-    if (GlobMatch(k, "appendonly")) kv.emplace_back("appendonly", "no");
-    if (GlobMatch(k, "databases")) kv.emplace_back("databases", "1");
-  }
-  ReplyArray(o, kv.size() * 2);
-  for (const auto& p : kv) {
-    ReplyBulk(o, p.first);
-    ReplyBulk(o, p.second);
+void Config(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string sub = Lower(a[1]);
+  if (sub == "get") {
+    if (a.size() < 3) {
+      return Err(o, e, "ERR wrong number of arguments for 'config|get' "
+                       "command");
+    }
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (const auto& p : Settings(c)) {
+      for (size_t i = 2; i < a.size(); ++i) {
+        if (GlobMatch(Lower(a[i]), p.first)) {
+          kv.push_back(p);
+          break;
+        }
+      }
+    }
+    ReplyArray(o, kv.size() * 2);
+    for (const auto& p : kv) {
+      ReplyBulk(o, p.first);
+      ReplyBulk(o, p.second);
+    }
+  } else if (sub == "set") {
+    if (a.size() < 4 || a.size() % 2 != 0) {
+      return Err(o, e, "ERR wrong number of arguments for 'config|set' "
+                       "command");
+    }
+    for (size_t i = 2; i < a.size(); i += 2) {
+      std::string name = Lower(a[i]);
+      bool known = false;
+      for (const auto& p : Settings(c)) known = known || p.first == name;
+      if (!known) {
+        return Err(o, e, "ERR Unknown option or number of arguments for "
+                         "CONFIG SET - '" + std::string(a[i]) + "'");
+      }
+    }
+    Err(o, e, "ERR CONFIG SET failed (possibly related to argument '" +
+                  std::string(a[2]) + "') - can't set immutable config");
+  } else if (sub == "resetstat" || sub == "rewrite") {
+    Err(o, e, "ERR CONFIG " + Lower(a[1]) + " is not supported by shmkv");
+  } else {
+    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+                  "'. Try CONFIG HELP.");
   }
 }
 
@@ -463,6 +511,93 @@ const std::unordered_map<std::string, size_t>& Index() {
   return *index;
 }
 
+// Key positions of a command for COMMAND INFO: first, last, step.
+void KeyPositions(const std::string& name, int64_t* first, int64_t* last,
+                  int64_t* step) {
+  static const char* const kNoKeys[] = {
+      "ping", "echo", "dbsize", "flushall", "flushdb", "keys", "scan",
+      "multi", "exec", "discard", "unwatch", "time", "info", "command",
+      "config", "quit", "select", "client", "auth", "hello", "randomkey"};
+  static const char* const kAllKeys[] = {"del", "unlink", "exists", "touch",
+                                         "mget", "watch"};
+  static const char* const kTwoKeys[] = {"rename", "renamenx", "copy", "lcs"};
+  *first = 1;
+  *last = 1;
+  *step = 1;
+  for (const char* n : kNoKeys) {
+    if (name == n) *first = *last = *step = 0;
+  }
+  for (const char* n : kAllKeys) {
+    if (name == n) *last = -1;
+  }
+  for (const char* n : kTwoKeys) {
+    if (name == n) *last = 2;
+  }
+  if (name == "mset" || name == "msetnx") {
+    *last = -1;
+    *step = 2;
+  }
+}
+
+void CommandInfo(size_t i, std::string* o) {
+  const Spec& s = kSpecs[i];
+  int64_t first, last, step;
+  KeyPositions(s.name, &first, &last, &step);
+  ReplyArray(o, 10);
+  ReplyBulk(o, s.name);
+  ReplyInt(o, s.arity);
+  ReplyArray(o, 1);
+  ReplySimple(o, (s.flags & kWrite) != 0 ? "write" : "readonly");
+  ReplyInt(o, first);
+  ReplyInt(o, last);
+  ReplyInt(o, step);
+  for (int k = 0; k < 4; ++k) ReplyArray(o, 0);  // acl, tips, keys, subs
+}
+
+// COMMAND, COMMAND COUNT, COMMAND INFO [name...], COMMAND DOCS [name...]:
+// what clients ask on connect (redis-cli's hints come from DOCS; shmkv
+// gives no documentation text).
+void Command(const Args& a, CommandContext*, std::string* o, bool* e) {
+  std::string sub = a.size() > 1 ? Lower(a[1]) : "";
+  if (a.size() == 1 || ((sub == "info" || sub == "docs") && a.size() == 2)) {
+    ReplyArray(o, (kNumSpecs - 1) * (sub == "docs" ? 2 : 1));
+    for (size_t i = 1; i < kNumSpecs; ++i) {
+      if (sub == "docs") {
+        ReplyBulk(o, kSpecs[i].name);
+        ReplyArray(o, 0);
+      } else {
+        CommandInfo(i, o);
+      }
+    }
+  } else if (sub == "count" && a.size() == 2) {
+    ReplyInt(o, static_cast<int64_t>(kNumSpecs - 1));
+  } else if (sub == "info" || sub == "docs") {
+    std::vector<size_t> found;
+    for (size_t j = 2; j < a.size(); ++j) {
+      auto it = Index().find(Lower(a[j]));
+      found.push_back(it == Index().end() ? 0 : it->second);
+    }
+    if (sub == "info") {
+      ReplyArray(o, found.size());
+      for (size_t i : found) i == 0 ? ReplyNull(o) : CommandInfo(i, o);
+    } else {
+      size_t n = 0;
+      for (size_t i : found) n += i != 0;
+      ReplyArray(o, n * 2);
+      for (size_t i : found) {
+        if (i == 0) continue;
+        ReplyBulk(o, kSpecs[i].name);
+        ReplyArray(o, 0);
+      }
+    }
+  } else if (sub == "count") {
+    Err(o, e, "ERR wrong number of arguments for 'command|count' command");
+  } else {
+    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+                  "'. Try COMMAND HELP.");
+  }
+}
+
 std::string Fmt(const char* fmt, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), fmt, v);
@@ -591,14 +726,24 @@ bool GlobMatch(std::string_view p, std::string_view s) {
   return pi == p.size();
 }
 
-std::string InfoText(CommandContext* c, std::string_view section) {
-  std::string sec = Lower(section);
-  bool all = sec.empty() || sec == "all" || sec == "everything" ||
-             sec == "default";
+std::string InfoText(CommandContext* c,
+                     const std::vector<std::string_view>& sections) {
+  // As Redis 7: no section is "default"; "all", "everything" and
+  // "default" name every section here (the statistics ones included);
+  // several may be given; an unknown one adds nothing.
+  bool all = sections.empty();
+  std::vector<std::string> secs;
+  for (std::string_view v : sections) {
+    secs.push_back(Lower(v));
+    all = all || secs.back() == "all" || secs.back() == "everything" ||
+          secs.back() == "default";
+  }
   StatsTotals t = c->stats->Merge();
   ControlBlock* ctl = c->store->control();
   std::string s;
-  auto want = [&](const char* name) { return all || sec == name; };
+  auto want = [&](const char* name) {
+    return all || std::find(secs.begin(), secs.end(), name) != secs.end();
+  };
   auto line = [&](const std::string& k, const std::string& v) {
     s += k + ":" + v + "\r\n";
   };
@@ -648,6 +793,17 @@ std::string InfoText(CommandContext* c, std::string_view section) {
     line("journal_commits_recovered", std::to_string(js.recovered));
     line("journal_commits_undone", std::to_string(js.undone));
     line("journal_commits_dropped", std::to_string(js.dropped));
+    s += "\r\n";
+  }
+  if (want("cpu")) {
+    s += "# CPU\r\n";
+    // Every worker's CPU time (this instance's, past workers included).
+    line("used_cpu_sys", Fmt("%.6f", t.cpu_sys_us / 1e6));
+    line("used_cpu_user", Fmt("%.6f", t.cpu_user_us / 1e6));
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    line("used_cpu_sys_children", Fmt("%.6f", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
+    line("used_cpu_user_children", Fmt("%.6f", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6));
     s += "\r\n";
   }
   if (want("commandstats")) {

@@ -20,6 +20,10 @@ struct ServerInfo {
   uint64_t workers = 0;
   int64_t start_ms = 0;
   std::string name;  // the segment, as given on the command line
+  // The settings CONFIG GET shows (fixed at start).
+  std::string bind;  // addresses, space-separated
+  bool protected_mode = false;
+  uint64_t max_value = 0, memory = 0, capacity = 0, journal = 0;
 };
 
 // What a connection carries between its commands.
@@ -62,8 +66,9 @@ size_t Execute(const std::vector<std::string_view>& args,
 // Name of statistics index i ("" if unused).
 const char* CommandName(size_t i);
 
-// The INFO text (all sections, or one), also used by the HTTP /stats page.
-std::string InfoText(CommandContext* ctx, std::string_view section);
+// The INFO text of the named sections (none: all of them).
+std::string InfoText(CommandContext* ctx,
+                     const std::vector<std::string_view>& sections);
 std::string StatsJson(CommandContext* ctx);
 
 // Redis glob matching (*, ?, [abc], [^a-z], \x).

@@ -692,6 +692,14 @@ int main(int argc, char** argv) {
     wc.info.workers = static_cast<uint64_t>(o.workers);
     wc.info.start_ms = o.start_ms;
     wc.info.name = sc.name;
+    for (const std::string& b : o.bind) {
+      wc.info.bind += (wc.info.bind.empty() ? "" : " ") + b;
+    }
+    wc.info.protected_mode = o.worker_protected;
+    wc.info.max_value = o.max_value;
+    wc.info.memory = o.memory;
+    wc.info.capacity = o.capacity;
+    wc.info.journal = o.journal;
     if (getppid() == 1) return 1;  // the master is already gone
     return RunWorker(wc);
   }

@@ -93,6 +93,8 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   Store(&s->http_requests, l.http_requests);
   Store(&s->adopted, l.adopted);
   Store(&s->ops_per_sec, l.ops_per_sec);
+  Store(&s->cpu_user_us, l.cpu_user_us);
+  Store(&s->cpu_sys_us, l.cpu_sys_us);
   for (size_t c = 0; c < kMaxCommands; ++c) {
     if (l.calls[c] == 0) continue;
     CommandWords& w = s->cmd[c];
@@ -136,6 +138,8 @@ StatsTotals SharedStats::Merge() const {
     t.bytes_out += copy.bytes_out;
     t.http_requests += copy.http_requests;
     t.adopted += copy.adopted;
+    t.cpu_user_us += copy.cpu_user_us;
+    t.cpu_sys_us += copy.cpu_sys_us;
     for (size_t c = 0; c < kMaxCommands; ++c) {
       const CommandWords& w = copy.cmd[c];
       if (w.calls == 0) continue;

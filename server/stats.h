@@ -41,7 +41,8 @@ struct StatsSlot {
   uint64_t http_requests;
   uint64_t adopted;  // connections taken over in hot restarts
   uint64_t ops_per_sec;  // commands per second over the last ~1 s
-  uint64_t reserved[5];
+  uint64_t cpu_user_us, cpu_sys_us;  // the worker's CPU time (getrusage)
+  uint64_t reserved[3];
   CommandWords cmd[kMaxCommands];
 };
 
@@ -51,6 +52,7 @@ struct LocalStats {
   uint64_t connections = 0, connections_total = 0, commands = 0, errors = 0;
   uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
   uint64_t ops_per_sec = 0;
+  uint64_t cpu_user_us = 0, cpu_sys_us = 0;
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::PercentileEstimator> est;  // kMaxCommands * 3
@@ -63,6 +65,7 @@ struct StatsTotals {
   uint64_t connections = 0, connections_total = 0, commands = 0, errors = 0;
   uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
   uint64_t ops_per_sec = 0;  // live workers only
+  uint64_t cpu_user_us = 0, cpu_sys_us = 0;  // every worker's, dead ones too
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::PercentileEstimator> est;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -225,6 +226,13 @@ class Worker {
       rate_start_ = now;
     }
     local_.connections = conns_.size();
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0) {
+      local_.cpu_user_us = static_cast<uint64_t>(ru.ru_utime.tv_sec) * 1000000 +
+                           static_cast<uint64_t>(ru.ru_utime.tv_usec);
+      local_.cpu_sys_us = static_cast<uint64_t>(ru.ru_stime.tv_sec) * 1000000 +
+                          static_cast<uint64_t>(ru.ru_stime.tv_usec);
+    }
     local_.http_requests = ctx_.http_requests;
     stats_.Publish(cfg_.slot, local_);
   }

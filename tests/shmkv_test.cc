@@ -1247,3 +1247,48 @@ TEST(ShmkvVsRedis, InlineCommandsParseQuotesAsRedis) {
     EXPECT_TRUE(x.Closed()) << bad;
   }
 }
+
+// INFO with several sections and # CPU, CONFIG GET of every setting and
+// Redis's refusals, COMMAND as clients ask it.
+TEST(ShmkvVsRedis, ServerCommands) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("srvcmd");
+  ASSERT_TRUE(s.Start()) << s.log();
+  ExpectSameReplies(s.port(), redis.port(), {
+      {"CONFIG", "GET", "nosuch*"},
+      {"CONFIG", "GET", "appendonly"}, {"CONFIG", "SET", "nosuch", "1"},
+      {"CONFIG", "GET"}, {"CONFIG", "SET", "x"}, {"CONFIG", "NOSUCH"},
+      {"COMMAND", "INFO", "nosuchcmd"}, {"COMMAND", "DOCS", "nosuchcmd"},
+      {"COMMAND", "COUNT", "x"}, {"COMMAND", "NOSUCH"},
+      {"INFO", "nosuchsection"}, {"TIME", "x"},
+  });
+  Client c(s.port());
+  std::string info = c.Call({"INFO", "server", "CPU"});
+  EXPECT_NE(info.find("# Server"), std::string::npos) << info;
+  EXPECT_NE(info.find("# CPU\r\nused_cpu_sys:"), std::string::npos) << info;
+  EXPECT_EQ(info.find("# Memory"), std::string::npos) << info;
+  std::string all = c.Call({"INFO"});
+  for (const char* sec : {"# Server", "# Clients", "# Memory", "# Stats",
+                          "# CPU", "# Keyspace"}) {
+    EXPECT_NE(all.find(sec), std::string::npos) << sec;
+  }
+  std::string cfg = c.Call({"CONFIG", "GET", "*"});
+  for (const char* k : {"port", "bind", "requirepass", "protected-mode",
+                        "maxmemory", "proto-max-bulk-len",
+                        "shmkv-journal-size", "shmkv-capacity"}) {
+    EXPECT_NE(cfg.find(Bulk(k)), std::string::npos) << k << " in " << cfg;
+  }
+  EXPECT_NE(cfg.find(Bulk(std::to_string(s.port()))), std::string::npos);
+  EXPECT_EQ(c.Call({"CONFIG", "SET", "maxmemory", "1"}),
+            "-ERR CONFIG SET failed (possibly related to argument "
+            "'maxmemory') - can't set immutable config\r\n");
+  std::string count = c.Call({"COMMAND", "COUNT"});
+  ASSERT_EQ(count[0], ':') << count;
+  EXPECT_GT(std::stoi(count.substr(1)), 60);
+  EXPECT_EQ(c.Call({"COMMAND", "INFO", "get", "nosuch"}),
+            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*1\r\n+readonly\r\n:1\r\n:1\r\n"
+            ":1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n");
+  std::string docs = c.Call({"COMMAND", "DOCS", "set"});
+  EXPECT_EQ(docs, "*2\r\n$3\r\nset\r\n*0\r\n");
+}
