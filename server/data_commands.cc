@@ -924,6 +924,7 @@ void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
   }
   std::string_view match;
   int64_t count = 10;
+  bool strings = true;  // TYPE other than string: every key is a string
   for (size_t i = 2; i < a.size(); ++i) {
     if (Eq(a[i], "match") && i + 1 < a.size()) {
       match = a[++i];
@@ -931,7 +932,7 @@ void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
       if (!ToInt(a[++i], &count)) return NotInt(o, e);
       if (count < 1) return Err(o, e, "ERR syntax error");
     } else if (Eq(a[i], "type") && i + 1 < a.size()) {
-      ++i;  // every value is a string
+      strings = Eq(a[++i], "string");
     } else {
       return Err(o, e, "ERR syntax error");
     }
@@ -939,7 +940,7 @@ void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
   std::vector<std::string> keys;
   uint64_t cursor = cur;
   c->store->Scan(&cursor, static_cast<size_t>(count), [&](std::string_view k) {
-    if (match.empty() || GlobMatch(match, k)) keys.emplace_back(k);
+    if (strings && (match.empty() || GlobMatch(match, k))) keys.emplace_back(k);
   });
   ReplyArray(o, 2);
   ReplyBulk(o, std::to_string(cursor));

@@ -1289,6 +1289,12 @@ TEST(ShmkvVsRedis, ServerCommands) {
   EXPECT_EQ(c.Call({"COMMAND", "INFO", "get", "nosuch"}),
             "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*1\r\n+readonly\r\n:1\r\n:1\r\n"
             ":1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n");
+  // SCAN TYPE: every key is a string.
+  ASSERT_EQ(c.Call({"SET", "k", "v"}), "+OK\r\n");
+  EXPECT_EQ(c.Call({"SCAN", "0", "COUNT", "1000000", "TYPE", "hash"}),
+            "*2\r\n$1\r\n0\r\n*0\r\n");
+  EXPECT_EQ(c.Call({"SCAN", "0", "COUNT", "1000000", "TYPE", "string"}),
+            "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n");
   std::string docs = c.Call({"COMMAND", "DOCS", "set"});
   EXPECT_EQ(docs, "*2\r\n$3\r\nset\r\n*0\r\n");
 }
