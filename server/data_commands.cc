@@ -290,9 +290,7 @@ void PSetEx(const Args& a, CommandContext* c, std::string* o, bool* e) {
 void MGet(const Args& a, CommandContext* c, std::string* o, bool*) {
   size_t mark = o->size();
   std::string v;
-  for (;;) {
-    // One snapshot: a multi-key commit is seen whole or not at all.
-    uint64_t t = c->txn == nullptr ? c->store->ReadBegin() : 0;
+  auto read_all = [&] {
     ReplyArray(o, a.size() - 1);
     for (size_t i = 1; i < a.size(); ++i) {
       if (ReadKey(c, a[i], &v)) {
@@ -301,9 +299,21 @@ void MGet(const Args& a, CommandContext* c, std::string* o, bool*) {
         ReplyNull(o);
       }
     }
-    if (c->txn != nullptr || c->store->ReadValid(t)) return;
+  };
+  if (c->txn != nullptr) return read_all();
+  // One snapshot: a multi-key commit is seen whole or not at all. Lock-free
+  // first; a reader that keeps meeting commits reads under the write lock
+  // instead, so a stream of commits cannot starve it.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    uint64_t t = c->store->ReadBegin();
+    read_all();
+    if (c->store->ReadValid(t)) return;
     o->resize(mark);
   }
+  auto txn = c->store->Begin();
+  c->txn = txn.get();
+  read_all();
+  c->txn = nullptr;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "server/store.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,13 +284,20 @@ class StoreT : public Store {
   }
 
   // Seqlock reader side: an odd sequence means a multi-key commit is being
-  // applied; taking the lock waits for it (or recovers a dead writer's).
-  // Must not be called while this process holds the lock.
+  // applied. Applying takes microseconds, so the reader yields a while;
+  // a sequence that stays odd may belong to a dead writer, and taking the
+  // lock waits for the commit or recovers it. Must not be called while
+  // this process holds the lock.
   uint64_t ReadBegin() override {
-    for (;;) {
+    for (int waits = 0;; ++waits) {
       uint64_t s = LoadWord(&jnl_[kJSeq]);
       if ((s & 1) == 0) return s;
-      Locked wait(this);
+      if (waits < 2000) {
+        sched_yield();
+      } else {
+        Locked wait(this);
+        waits = 0;
+      }
     }
   }
   bool ReadValid(uint64_t token) override {
