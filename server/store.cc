@@ -307,31 +307,34 @@ class StoreT : public Store {
     return __atomic_load_n(&jnl_[kJSeq], __ATOMIC_RELAXED) == token;
   }
 
+  // A key near a random slot: the table is walked from there (wrapping at
+  // its end) to the first live key, so a non-empty store always answers.
   bool RandomKey(std::string* key) override {
     if (map_.size() == 0) return false;
     const auto& table = map_.hash_table();
-    for (int attempt = 0; attempt < 64; ++attempt) {
-      // A random slot of the table; its keys are walked from there.
-      typename Map::TravelPos pos;
-      uint64_t slot = rng_() % std::max<size_t>(1, table.ideal_capacity());
-      while (pos.row + 1 < table.row_count() &&
-             slot >= table.row_slots(pos.row)) {
-        slot -= table.row_slots(pos.row++);
-      }
-      pos.col = static_cast<uint32_t>(
-          std::min<uint64_t>(slot, table.row_slots(pos.row) - 1));
-      int64_t now = NowMs();
-      bool found = false;
-      map_.Travel(&pos, 4096, [&](const KeyHash&, const std::string& blob) {
+    typename Map::TravelPos pos;
+    uint64_t slots = std::max<size_t>(1, table.ideal_capacity());
+    uint64_t slot = rng_() % slots;
+    while (pos.row + 1 < table.row_count() &&
+           slot >= table.row_slots(pos.row)) {
+      slot -= table.row_slots(pos.row++);
+    }
+    pos.col = static_cast<uint32_t>(
+        std::min<uint64_t>(slot, table.row_slots(pos.row) - 1));
+    int64_t now = NowMs();
+    bool found = false;
+    constexpr size_t kStep = 4096;
+    for (uint64_t walked = 0; !found && walked <= slots + kStep;
+         walked += kStep) {
+      map_.Travel(&pos, kStep, [&](const KeyHash&, const std::string& blob) {
         Blob b;
         if (!found && b.Parse(blob.data(), blob.size()) && !b.Expired(now)) {
           key->assign(b.key.data(), b.key.size());
           found = true;
         }
       });
-      if (found) return true;
     }
-    return false;
+    return found;
   }
 
   WatchStamp Watch(std::string_view key) override {
