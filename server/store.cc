@@ -14,6 +14,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "server/journal.h"
 #include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
@@ -152,49 +153,6 @@ bool ParseInt64(std::string_view s, int64_t* out) {
   return true;
 }
 
-// The journal segment, as 64-bit words: a header, the WATCH versions, then
-// the records of the commit in progress. Each record is
-//   u64 hash.a  u64 hash.b  u32 new_len  u32 old_len  new blob  old blob
-// padded to 8 bytes; a length of kNoBlob means "no key" (a delete, or a
-// key that did not exist).
-enum JournalWord : size_t {
-  kJMagic = 0,
-  kJSeq = 1,       // odd while a multi-key commit is being applied
-  kJState = 2,     // kIdle, kApplying or kUndoing
-  kJCount = 3,     // records
-  kJDone = 4,      // records applied so far (undoing: still applied)
-  kJBytes = 5,     // record bytes
-  kJSum = 6,       // hash of the record bytes
-  kJEpoch = 7,     // bumped by every recovery: all WATCHes fail
-  kJRecovered = 8,  // commits of dead writers finished by another process
-  kJUndone = 9,     // commits undone because the map was full
-  kJDropped = 10,   // damaged journals dropped by recovery
-  kJVersions = 16,  // kWatchSlots versions
-};
-constexpr uint64_t kJournalMagic = 0x316c6e6a766b6d73ULL;  // "smkvjnl1"
-constexpr size_t kWatchSlots = 16384;
-constexpr size_t kJRecords = kJVersions + kWatchSlots;
-constexpr uint64_t kIdle = 0, kApplying = 1, kUndoing = 2;
-constexpr uint32_t kNoBlob = 0xffffffffu;
-static_assert((kWatchSlots & (kWatchSlots - 1)) == 0, "a mask selects");
-
-// The journal's words are shared by every process; each access names its
-// order. Acquire/release pair the state and sequence words with the
-// records and map writes they publish.
-uint64_t LoadWord(const uint64_t* w) {
-  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
-}
-void Store64(uint64_t* w, uint64_t v) {
-  __atomic_store_n(w, v, __ATOMIC_RELEASE);
-}
-
-// One parsed journal record (views into the journal).
-struct Record {
-  KeyHash h;
-  bool has_new = false, has_old = false;
-  std::string_view next, old;
-};
-
 template <class Alloc>
 class StoreT : public Store {
  public:
@@ -216,14 +174,10 @@ class StoreT : public Store {
       *err = ctl_arr_.last_error().message;
       return false;
     }
-    uint64_t journal_words = kJRecords + (cfg.journal + 7) / 8;
-    if (!jnl_arr_.InitForWrite(JournalKey(cfg), journal_words)) {
-      *err = jnl_arr_.last_error().message;
+    if (!journal_.Open(JournalKey(cfg), cfg.journal, master, err)) {
       return false;
     }
     ctl_ = const_cast<ControlBlock*>(&ctl_arr_[0]);
-    jnl_ = const_cast<uint64_t*>(&jnl_arr_[0]);
-    jnl_cap_ = (jnl_arr_.size() - kJRecords) * 8;
     if (master && __atomic_load_n(&ctl_->magic, __ATOMIC_ACQUIRE) !=
                       kControlMagic) {
       pthread_mutexattr_t attr;
@@ -246,18 +200,11 @@ class StoreT : public Store {
     if (master) {
       // A write interrupted by kill -9 of every process: finish it now.
       Locked lock(this);
-      if (LoadWord(&jnl_[kJMagic]) != kJournalMagic) {
-        Store64(&jnl_[kJState], kIdle);
-        Store64(&jnl_[kJMagic], kJournalMagic);
-      }
       if (!map_.Recover()) {
         *err = map_.last_error().message;
         return false;
       }
-      RecoverJournal();
-    } else if (LoadWord(&jnl_[kJMagic]) != kJournalMagic) {
-      *err = "journal segment " + JournalKey(cfg) + " is not initialized";
-      return false;
+      journal_.Recover(Applier());
     }
     return true;
   }
@@ -290,7 +237,7 @@ class StoreT : public Store {
   // this process holds the lock.
   uint64_t ReadBegin() override {
     for (int waits = 0;; ++waits) {
-      uint64_t s = LoadWord(&jnl_[kJSeq]);
+      uint64_t s = journal_.Seq();
       if ((s & 1) == 0) return s;
       if (waits < 2000) {
         sched_yield();
@@ -300,12 +247,7 @@ class StoreT : public Store {
       }
     }
   }
-  bool ReadValid(uint64_t token) override {
-    // The reads before this fence happen before the sequence load below
-    // (the seqlock's acquire fence, pairing with the writer's release).
-    std::atomic_thread_fence(std::memory_order_acquire);
-    return __atomic_load_n(&jnl_[kJSeq], __ATOMIC_RELAXED) == token;
-  }
+  bool ReadValid(uint64_t token) override { return journal_.SeqValid(token); }
 
   // A key near a random slot: the table is walked from there (wrapping at
   // its end) to the first live key, so a non-empty store always answers.
@@ -341,8 +283,8 @@ class StoreT : public Store {
     Locked lock(this);
     KeyHash h = HashKey(key);
     WatchStamp w;
-    w.version = LoadWord(Version(h));
-    w.epoch = LoadWord(&jnl_[kJEpoch]);
+    w.version = journal_.Version(h.a);
+    w.epoch = journal_.Epoch();
     Blob b;
     if (ReadLocked(h, key, &b) == Status::kOk) w.expire_ms = b.expire_ms;
     return w;
@@ -356,13 +298,10 @@ class StoreT : public Store {
     Locked lock(this);
     std::vector<KeyHash> all;
     map_.Travel([&](const KeyHash& h, const std::string&) { all.push_back(h); });
-    uint64_t s = LoadWord(&jnl_[kJSeq]);
-    Store64(&jnl_[kJSeq], s + 1);  // readers wait: no half-flushed MGET
-    std::atomic_thread_fence(std::memory_order_release);
+    journal_.BeginUnjournaled();  // readers wait: no half-flushed MGET
     uint64_t n = 0;
     for (const KeyHash& h : all) n += map_.Erase(h);
-    Store64(&jnl_[kJEpoch], LoadWord(&jnl_[kJEpoch]) + 1);  // WATCHes fail
-    Store64(&jnl_[kJSeq], s + 2);
+    journal_.EndUnjournaled();
     return n;
   }
 
@@ -427,9 +366,9 @@ class StoreT : public Store {
   ControlBlock* control() override { return ctl_; }
   JournalStats journal_stats() override {
     JournalStats j;
-    j.recovered = LoadWord(&jnl_[kJRecovered]);
-    j.undone = LoadWord(&jnl_[kJUndone]);
-    j.dropped = LoadWord(&jnl_[kJDropped]);
+    j.recovered = journal_.Counter(Journal::kRecovered);
+    j.undone = journal_.Counter(Journal::kUndone);
+    j.dropped = journal_.Counter(Journal::kDropped);
     return j;
   }
 
@@ -452,12 +391,11 @@ class StoreT : public Store {
     std::string value;
     int64_t expire = 0;
     bool had_old = false;  // the key's state in the map
-    std::string old_blob;
+    size_t old_len = 0;    // its blob's bytes (the journal's undo half)
     bool dirty = false;
   };
 
-  // The transaction: an overlay of the keys it touched, each with the
-  // blob it had in the map (for the journal's undo half).
+  // The transaction: an overlay of the keys it touched.
   class TxnImpl : public Txn {
    public:
     explicit TxnImpl(StoreT* s) : s_(s), lock_(s) {}
@@ -521,8 +459,8 @@ class StoreT : public Store {
 
     bool Unchanged(std::string_view key, const WatchStamp& w) override {
       KeyHash h = HashKey(key);
-      if (LoadWord(s_->Version(h)) != w.version ||
-          LoadWord(&s_->jnl_[kJEpoch]) != w.epoch) {
+      if (s_->journal_.Version(h.a) != w.version ||
+          s_->journal_.Epoch() != w.epoch) {
         return false;
       }
       return w.expire_ms == 0 || w.expire_ms > NowMs();
@@ -545,7 +483,7 @@ class StoreT : public Store {
         } else {
           s_->map_.Erase(e.h);
         }
-        s_->Bump(e.h);
+        s_->journal_.Bump(e.h.a);
         return Status::kOk;
       }
       return s_->CommitJournaled(dirty);
@@ -569,7 +507,7 @@ class StoreT : public Store {
         e.present = e.had_old = true;
         e.value.assign(b.value.data(), b.value.size());
         e.expire = b.expire_ms;
-        e.old_blob.assign(s_->scratch_.data(), s_->scratch_len_);
+        e.old_len = s_->scratch_len_;
       }
       auto ins = entries_.emplace(std::move(k), std::move(e));
       ins.first->second.key = ins.first->first;
@@ -582,10 +520,10 @@ class StoreT : public Store {
       if (!e->dirty) {
         e->dirty = true;
         order_.push_back(&e->key);
-        bytes_ += 24 + 8 + e->old_blob.size();
+        bytes_ += 24 + 8 + e->old_len;
       }
       bytes_ += kBlobHeader + e->key.size() + e->value.size();
-      if (order_.size() > 1 && bytes_ > s_->jnl_cap_) {
+      if (order_.size() > 1 && bytes_ > s_->journal_.capacity()) {
         failed_ = true;
         return Status::kTxnTooLarge;
       }
@@ -600,154 +538,43 @@ class StoreT : public Store {
     bool failed_ = false;
   };
 
-  void Bump64(size_t word) { Store64(&jnl_[word], LoadWord(&jnl_[word]) + 1); }
-
-  uint64_t* Version(const KeyHash& h) {
-    return &jnl_[kJVersions + (h.a & (kWatchSlots - 1))];
+  // The map side of a journal record.
+  Journal::ApplyFn Applier() {
+    return [this](uint64_t ha, uint64_t hb, bool present,
+                  std::string_view blob) {
+      KeyHash h{ha, hb};
+      if (!present) {
+        map_.Erase(h);
+        return true;
+      }
+      return map_.Replace(h, blob.data(), blob.size());
+    };
   }
-  // After the key's new value is in the map: a WATCH that read the old
-  // version (under the lock) sees the change at EXEC.
-  void Bump(const KeyHash& h) {
-    uint64_t* v = Version(h);
-    Store64(v, LoadWord(v) + 1);
-  }
 
-  // Writes the records, marks the journal applying, then applies them
-  // inside the seqlock; a failure part-way (the map is full) undoes the
-  // records already applied.
+  // Journals every change with the key's blob in the map (the map is as
+  // the transaction found it: nothing is applied before this), then lets
+  // the journal apply them.
   Status CommitJournaled(const std::vector<Entry*>& dirty) {
-    std::string rec;
-    std::string blob;
+    std::string rec, blob, old;
     for (const Entry* e : dirty) {
-      size_t at = rec.size();
-      rec.resize(at + 24);
-      std::memcpy(&rec[at], &e->h.a, 8);
-      std::memcpy(&rec[at + 8], &e->h.b, 8);
-      uint32_t nl = kNoBlob, ol = kNoBlob;
+      std::string_view next_view, old_view;
       if (e->present) {
         MakeBlob(&blob, e->key, e->value, e->expire);
-        nl = static_cast<uint32_t>(blob.size());
-        rec.append(blob);
+        next_view = blob;
       }
       if (e->had_old) {
-        ol = static_cast<uint32_t>(e->old_blob.size());
-        rec.append(e->old_blob);
+        if (!ReadBlob(e->h)) return Status::kCollision;  // cannot happen
+        old.assign(scratch_.data(), scratch_len_);
+        old_view = old;
       }
-      std::memcpy(&rec[at + 16], &nl, 4);
-      std::memcpy(&rec[at + 20], &ol, 4);
-      rec.resize((rec.size() + 7) & ~size_t{7}, '\0');
+      Journal::AppendRecord(&rec, e->h.a, e->h.b,
+                            e->present ? &next_view : nullptr,
+                            e->had_old ? &old_view : nullptr);
     }
-    if (rec.size() > jnl_cap_) return Status::kTxnTooLarge;
-    char* area = reinterpret_cast<char*>(&jnl_[kJRecords]);
-    std::memcpy(area, rec.data(), rec.size());
-    Store64(&jnl_[kJCount], dirty.size());
-    Store64(&jnl_[kJBytes], rec.size());
-    Store64(&jnl_[kJSum], shmc::HashBytes(rec.data(), rec.size()));
-    Store64(&jnl_[kJDone], 0);
-    // Release: the records above are complete before the journal says
-    // "applying"; from here on the commit happens, whoever finishes it.
-    Store64(&jnl_[kJState], kApplying);
-    uint64_t s = LoadWord(&jnl_[kJSeq]);
-    if ((s & 1) == 0) Store64(&jnl_[kJSeq], s + 1);
-    // The odd sequence is visible before any map write below (seqlock
-    // writer side; readers' acquire fence in ReadValid pairs with it).
-    std::atomic_thread_fence(std::memory_order_release);
-    bool ok = FinishJournal();
-    for (const Entry* e : dirty) Bump(e->h);
+    if (rec.size() > journal_.capacity()) return Status::kTxnTooLarge;
+    bool ok = journal_.Commit(rec, dirty.size(), Applier());
+    for (const Entry* e : dirty) journal_.Bump(e->h.a);
     return ok ? Status::kOk : Status::kFull;
-  }
-
-  // The journal's records, checked against its bounds; false if damaged.
-  bool ParseJournal(std::vector<Record>* out) {
-    uint64_t count = LoadWord(&jnl_[kJCount]);
-    uint64_t bytes = LoadWord(&jnl_[kJBytes]);
-    if (bytes > jnl_cap_ || count > bytes / 24) return false;
-    const char* p = reinterpret_cast<const char*>(&jnl_[kJRecords]);
-    if (shmc::HashBytes(p, bytes) != LoadWord(&jnl_[kJSum])) return false;
-    size_t off = 0;
-    for (uint64_t i = 0; i < count; ++i) {
-      if (bytes - off < 24) return false;
-      Record r;
-      uint32_t nl, ol;
-      std::memcpy(&r.h.a, p + off, 8);
-      std::memcpy(&r.h.b, p + off + 8, 8);
-      std::memcpy(&nl, p + off + 16, 4);
-      std::memcpy(&ol, p + off + 20, 4);
-      off += 24;
-      r.has_new = nl != kNoBlob;
-      r.has_old = ol != kNoBlob;
-      size_t n = r.has_new ? nl : 0, o = r.has_old ? ol : 0;
-      if (n > bytes - off || o > bytes - off - n) return false;
-      r.next = std::string_view(p + off, n);
-      r.old = std::string_view(p + off + n, o);
-      off = (off + n + o + 7) & ~size_t{7};
-      if (off > bytes) return false;
-      out->push_back(r);
-    }
-    return true;
-  }
-
-  bool ApplyTo(const KeyHash& h, bool present, std::string_view blob) {
-    if (!present) {
-      map_.Erase(h);
-      return true;
-    }
-    return map_.Replace(h, blob.data(), blob.size());
-  }
-
-  // Applies (or undoes) the journal from where it stands, under the lock;
-  // true when it was applied, false when it was undone or dropped. Ends
-  // idle, with the sequence even.
-  bool FinishJournal() {
-    std::vector<Record> recs;
-    bool applied = true;
-    uint64_t state = LoadWord(&jnl_[kJState]);
-    if (state != kIdle && !ParseJournal(&recs)) {
-      std::fprintf(stderr, "shmkv: the commit journal %s is damaged; its "
-                   "commit is dropped\n", JournalKey(cfg_).c_str());
-      Bump64(kJDropped);
-      state = kIdle;
-      applied = false;
-    }
-    uint64_t done = std::min<uint64_t>(LoadWord(&jnl_[kJDone]), recs.size());
-    if (state == kApplying) {
-      // A record already applied by a writer that died before counting it
-      // is applied again: each record sets the key's final state.
-      for (; done < recs.size(); ++done) {
-        const Record& r = recs[done];
-        if (!ApplyTo(r.h, r.has_new, r.next)) break;
-        Store64(&jnl_[kJDone], done + 1);
-      }
-      if (done < recs.size()) {
-        // The record that failed changed nothing: undo those before it.
-        state = kUndoing;
-        Store64(&jnl_[kJState], kUndoing);
-      }
-    }
-    if (state == kUndoing) {
-      applied = false;
-      Bump64(kJUndone);
-      // In reverse, so each old value gets back the room it had.
-      while (done > 0) {
-        const Record& r = recs[done - 1];
-        if (!ApplyTo(r.h, r.has_old, r.old)) {
-          std::fprintf(stderr, "shmkv: cannot undo a journal record\n");
-        }
-        Store64(&jnl_[kJDone], --done);
-      }
-    }
-    Store64(&jnl_[kJState], kIdle);
-    uint64_t s = LoadWord(&jnl_[kJSeq]);
-    if (s & 1) Store64(&jnl_[kJSeq], s + 1);
-    return applied;
-  }
-
-  // After a writer died: its commit is finished (or undone), and every
-  // WATCH fails, since its version bumps may be missing.
-  void RecoverJournal() {
-    if (LoadWord(&jnl_[kJState]) != kIdle) Bump64(kJRecovered);
-    FinishJournal();
-    Bump64(kJEpoch);
   }
 
   void Lock() {
@@ -759,7 +586,7 @@ class StoreT : public Store {
         // replaces the record, and `shmc check --fix` repairs the pool.
         std::fprintf(stderr, "shmkv: %s\n", map_.last_error().message.c_str());
       }
-      RecoverJournal();
+      journal_.Recover(Applier());
       __atomic_add_fetch(&ctl_->lock_recoveries, 1, __ATOMIC_RELAXED);
       pthread_mutex_consistent(&ctl_->write_lock);
     } else if (rc != 0) {
@@ -837,10 +664,8 @@ class StoreT : public Store {
 
   Map map_;
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl_arr_;
-  shmc::ShmArray<uint64_t, shmc::POSIX> jnl_arr_;
   ControlBlock* ctl_ = nullptr;
-  uint64_t* jnl_ = nullptr;
-  size_t jnl_cap_ = 0;  // record bytes
+  Journal journal_;
   std::vector<char> scratch_;
   size_t scratch_len_ = 0;
   std::string blob_;
@@ -988,28 +813,6 @@ bool Store::Del(std::string_view key) {
 
 Store::Status Store::IncrBy(std::string_view key, int64_t by, int64_t* out) {
   return InOwnTxn(this, [&](Txn* t) { return IncrByIn(t, key, by, out); });
-}
-
-Store::Status Store::Append(std::string_view key, std::string_view tail,
-                            size_t* new_len) {
-  return InOwnTxn(this, [&](Txn* t) {
-    std::string v;
-    int64_t expire = 0;
-    Status st = t->Read(key, &v, &expire);
-    if (st == Status::kCollision) return st;
-    if (v.size() + tail.size() > cfg_.max_value) return Status::kTooLarge;
-    v.append(tail.data(), tail.size());
-    *new_len = v.size();
-    return t->Put(key, v, expire);
-  });
-}
-
-bool Store::SetExpire(std::string_view key, int64_t expire_ms) {
-  bool changed = false;
-  Status st = InOwnTxn(this, [&](Txn* t) {
-    return SetExpireIn(t, key, expire_ms, &changed);
-  });
-  return st == Status::kOk && changed;
 }
 
 }  // namespace shmkv

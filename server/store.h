@@ -161,10 +161,6 @@ class Store {
           pairs);
   bool Del(std::string_view key);
   Status IncrBy(std::string_view key, int64_t by, int64_t* out);
-  Status Append(std::string_view key, std::string_view tail, size_t* new_len);
-  // expire_ms 0 = persist. False when the key does not exist (or, for
-  // persist, has no TTL).
-  bool SetExpire(std::string_view key, int64_t expire_ms);
   // Outside a transaction and not journaled: a worker killed during it
   // leaves part of the keys (docs/server.md).
   virtual uint64_t FlushAll() = 0;
@@ -174,7 +170,8 @@ class Store {
                       int64_t expire_ms, SetMode mode, bool keep_ttl);
   static Status IncrByIn(Txn* t, std::string_view key, int64_t by,
                          int64_t* out);
-  // expire_ms 0 = persist; *changed as SetExpire's result.
+  // expire_ms 0 = persist; *changed: false when the key does not exist
+  // (or, to persist, has no TTL). A deadline in the past deletes.
   static Status SetExpireIn(Txn* t, std::string_view key, int64_t expire_ms,
                             bool* changed);
 

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/journal.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
@@ -388,6 +389,15 @@ TEST_F(StoreFixture, ReadersNeverSeeHalfACommit) {
       if (!valid) gen = GroupGeneration(s.get(), s->Begin().get());
       if (gen < 0) _exit(1);  // saw a mix
       if (gen < last) _exit(2);  // went back in time
+      // Single reads check the sequence too: once a GET of the commit's
+      // first key shows its new value, a later GET of its last key does.
+      for (int pair = 0; pair < 50; ++pair) {
+        std::string v0, v1;
+        if (s->Get(GroupKey(0), &v0) && s->Get(GroupKey(kGroup - 1), &v1) &&
+            std::stoll(v1) < std::stoll(v0)) {
+          _exit(4);
+        }
+      }
       changes += gen != last;
       last = gen;
     }
@@ -400,7 +410,8 @@ TEST_F(StoreFixture, ReadersNeverSeeHalfACommit) {
   kill(writer, SIGKILL);
   waitpid(writer, nullptr, 0);
   EXPECT_EQ(rc, 0) << "1: a reader saw a mixed group; 2: an older one; "
-                      "3: the writer made no progress";
+                      "3: the writer made no progress; 4: a single GET saw "
+                      "a newer value than a later one";
 }
 
 // A commit larger than the journal is refused whole.
@@ -456,7 +467,8 @@ TEST_F(StoreFixture, DamagedJournalIsDropped) {
   shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
   ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)))
       << jnl.last_error().message;
-  ASSERT_GT(jnl.size(), 16u);
+  using J = shmkv::Journal;
+  ASSERT_GT(jnl.size(), J::kRecords + 512);
   std::mt19937_64 rng(3);
   for (int round = 0; round < 50; ++round) {
     pid_t pid = fork();
@@ -468,17 +480,18 @@ TEST_F(StoreFixture, DamagedJournalIsDropped) {
       // Plant a committed journal with random counts, lengths and bytes,
       // then die holding the lock.
       auto* w = const_cast<uint64_t*>(&wj[0]);
-      w[2] = 1;  // applying
-      w[3] = rng() % 4 == 0 ? ~0ULL : rng() % 64;
-      w[4] = rng() % 8;
-      w[5] = rng() % 2 ? rng() : rng() % 4096;
-      for (size_t i = 0; i < 512; ++i) w[16 + 16384 + i] = rng();
+      w[J::kState] = J::kApplying;
+      w[J::kCount] = rng() % 4 == 0 ? ~0ULL : rng() % 64;
+      w[J::kDone] = rng() % 8;
+      w[J::kBytes] = rng() % 2 ? rng() : rng() % 4096;
+      for (size_t i = 0; i < 512; ++i) w[J::kRecords + i] = rng();
       // Half the rounds with a matching checksum, so the bounds checks
       // behind it are what stands between the records and the map.
-      const char* area = reinterpret_cast<const char*>(&w[16 + 16384]);
-      size_t cap = (wj.size() - 16 - 16384) * 8;
-      w[6] = round % 2 == 0 && w[5] <= cap ? shmc::HashBytes(area, w[5])
-                                           : rng();
+      const char* area = reinterpret_cast<const char*>(&w[J::kRecords]);
+      size_t cap = (wj.size() - J::kRecords) * 8;
+      w[J::kSum] = round % 2 == 0 && w[J::kBytes] <= cap
+                       ? shmc::HashBytes(area, w[J::kBytes])
+                       : rng();
       _exit(0);
     }
     ASSERT_GT(pid, 0);

@@ -1,0 +1,198 @@
+#include "server/journal.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "shmc/hash.h"
+
+namespace shmkv {
+
+namespace {
+
+constexpr uint64_t kJournalMagic = 0x316c6e6a766b6d73ULL;  // "smkvjnl1"
+static_assert((Journal::kWatchSlots & (Journal::kWatchSlots - 1)) == 0,
+              "a mask selects the version");
+
+// The words are shared by every process; acquire/release pair the state
+// and sequence words with the records and map writes they publish.
+uint64_t LoadWord(const uint64_t* w) {
+  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+}
+void StoreWord(uint64_t* w, uint64_t v) {
+  __atomic_store_n(w, v, __ATOMIC_RELEASE);
+}
+
+}  // namespace
+
+bool Journal::Open(const std::string& key, uint64_t bytes, bool master,
+                   std::string* err) {
+  if (!arr_.InitForWrite(key, kRecords + (bytes + 7) / 8)) {
+    *err = arr_.last_error().message;
+    return false;
+  }
+  w_ = const_cast<uint64_t*>(&arr_[0]);
+  cap_ = (arr_.size() - kRecords) * 8;
+  if (LoadWord(&w_[kMagic]) == kJournalMagic) return true;
+  if (!master) {
+    *err = "journal segment " + key + " is not initialized";
+    return false;
+  }
+  StoreWord(&w_[kState], kIdle);
+  StoreWord(&w_[kMagic], kJournalMagic);
+  return true;
+}
+
+uint64_t Journal::Seq() const { return LoadWord(&w_[kSeq]); }
+
+bool Journal::SeqValid(uint64_t token) const {
+  // The reads before this fence happen before the sequence load below
+  // (the seqlock's acquire fence, pairing with the writer's release).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return __atomic_load_n(&w_[kSeq], __ATOMIC_RELAXED) == token;
+}
+
+void Journal::BeginUnjournaled() {
+  StoreWord(&w_[kSeq], LoadWord(&w_[kSeq]) | 1);
+  // The odd sequence is visible before the map writes that follow.
+  std::atomic_thread_fence(std::memory_order_release);
+}
+
+void Journal::EndUnjournaled() {
+  Add(kEpoch);  // every WATCH fails
+  StoreWord(&w_[kSeq], LoadWord(&w_[kSeq]) + 1);
+}
+
+uint64_t Journal::Version(uint64_t hash) const {
+  return LoadWord(&w_[kVersions + (hash & (kWatchSlots - 1))]);
+}
+
+void Journal::Bump(uint64_t hash) {
+  // After the map write: a WATCH that read the old version (under the
+  // lock) sees the change at EXEC.
+  uint64_t* v = &w_[kVersions + (hash & (kWatchSlots - 1))];
+  StoreWord(v, LoadWord(v) + 1);
+}
+
+uint64_t Journal::Epoch() const { return LoadWord(&w_[kEpoch]); }
+
+uint64_t Journal::Counter(Word w) const { return LoadWord(&w_[w]); }
+
+void Journal::Add(Word w) { StoreWord(&w_[w], LoadWord(&w_[w]) + 1); }
+
+void Journal::AppendRecord(std::string* rec, uint64_t ha, uint64_t hb,
+                           const std::string_view* next,
+                           const std::string_view* old) {
+  uint32_t nl = next != nullptr ? static_cast<uint32_t>(next->size())
+                                : kNoBlob;
+  uint32_t ol = old != nullptr ? static_cast<uint32_t>(old->size())
+                               : kNoBlob;
+  char head[24];
+  std::memcpy(head, &ha, 8);
+  std::memcpy(head + 8, &hb, 8);
+  std::memcpy(head + 16, &nl, 4);
+  std::memcpy(head + 20, &ol, 4);
+  rec->append(head, sizeof(head));
+  if (next != nullptr) rec->append(next->data(), next->size());
+  if (old != nullptr) rec->append(old->data(), old->size());
+  rec->resize((rec->size() + 7) & ~size_t{7}, '\0');
+}
+
+bool Journal::Commit(const std::string& rec, uint64_t count,
+                     const ApplyFn& apply) {
+  std::memcpy(&w_[kRecords], rec.data(), rec.size());
+  StoreWord(&w_[kCount], count);
+  StoreWord(&w_[kBytes], rec.size());
+  StoreWord(&w_[kSum], shmc::HashBytes(rec.data(), rec.size()));
+  StoreWord(&w_[kDone], 0);
+  // Release: the records are complete before the journal says "applying".
+  StoreWord(&w_[kState], kApplying);
+  BeginUnjournaled();
+  return Finish(apply);
+}
+
+void Journal::Recover(const ApplyFn& apply) {
+  if (LoadWord(&w_[kState]) != kIdle) Add(kRecovered);
+  Finish(apply);
+  Add(kEpoch);  // the dead writer's version bumps may be missing
+}
+
+// The records, checked against the journal's bounds; false if damaged.
+bool Journal::Parse(std::vector<Record>* out) const {
+  uint64_t count = LoadWord(&w_[kCount]);
+  uint64_t bytes = LoadWord(&w_[kBytes]);
+  if (bytes > cap_ || count > bytes / 24) return false;
+  const char* p = reinterpret_cast<const char*>(&w_[kRecords]);
+  if (shmc::HashBytes(p, bytes) != LoadWord(&w_[kSum])) return false;
+  size_t off = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (bytes - off < 24) return false;
+    Record r;
+    uint32_t nl, ol;
+    std::memcpy(&r.ha, p + off, 8);
+    std::memcpy(&r.hb, p + off + 8, 8);
+    std::memcpy(&nl, p + off + 16, 4);
+    std::memcpy(&ol, p + off + 20, 4);
+    off += 24;
+    r.has_new = nl != kNoBlob;
+    r.has_old = ol != kNoBlob;
+    size_t n = r.has_new ? nl : 0, o = r.has_old ? ol : 0;
+    if (n > bytes - off || o > bytes - off - n) return false;
+    r.next = std::string_view(p + off, n);
+    r.old = std::string_view(p + off + n, o);
+    off = (off + n + o + 7) & ~size_t{7};
+    if (off > bytes) return false;
+    out->push_back(r);
+  }
+  return true;
+}
+
+// Applies (or undoes) the records from where the journal stands; true when
+// they were applied. Ends idle, with the sequence even.
+bool Journal::Finish(const ApplyFn& apply) {
+  std::vector<Record> recs;
+  bool applied = true;
+  uint64_t state = LoadWord(&w_[kState]);
+  if (state != kIdle && !Parse(&recs)) {
+    std::fprintf(stderr, "shmkv: the commit journal is damaged; its commit "
+                         "is dropped\n");
+    Add(kDropped);
+    state = kIdle;
+    applied = false;
+  }
+  uint64_t done = std::min<uint64_t>(LoadWord(&w_[kDone]), recs.size());
+  if (state == kApplying) {
+    // A record a dead writer applied but had not counted is applied again:
+    // each record sets its key's final state.
+    for (; done < recs.size(); ++done) {
+      const Record& r = recs[done];
+      if (!apply(r.ha, r.hb, r.has_new, r.next)) break;
+      StoreWord(&w_[kDone], done + 1);
+    }
+    if (done < recs.size()) {
+      // The record that failed changed nothing: undo those before it.
+      state = kUndoing;
+      StoreWord(&w_[kState], kUndoing);
+    }
+  }
+  if (state == kUndoing) {
+    applied = false;
+    Add(kUndone);
+    // In reverse, so each old value gets back the room it had.
+    while (done > 0) {
+      const Record& r = recs[done - 1];
+      if (!apply(r.ha, r.hb, r.has_old, r.old)) {
+        std::fprintf(stderr, "shmkv: cannot undo a journal record\n");
+      }
+      StoreWord(&w_[kDone], --done);
+    }
+  }
+  StoreWord(&w_[kState], kIdle);
+  uint64_t s = LoadWord(&w_[kSeq]);
+  if (s & 1) StoreWord(&w_[kSeq], s + 1);
+  return applied;
+}
+
+}  // namespace shmkv

@@ -1,0 +1,101 @@
+// The commit journal of shmkv's store (docs/server.md, "Reads never lock,
+// writes are transactions"): the records of a multi-key commit, the
+// seqlock word lock-free readers check, and the versions WATCH compares.
+// One POSIX segment of 64-bit words, shared by the master and every
+// worker:
+//
+//   word 0..15        header (Word below)
+//   word 16..16399    kWatchSlots versions, one per key-hash bucket
+//   word 16400..      records of the commit in progress, each
+//                       u64 hash.a  u64 hash.b  u32 new_len  u32 old_len
+//                       new blob  old blob  (padded to 8 bytes)
+//                     a length of kNoBlob: no key (a delete, or a key
+//                     that did not exist)
+//
+// Every method but the readers' Seq()/SeqValid() and Version() is called
+// under the store's write lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_array.h"
+
+namespace shmkv {
+
+class Journal {
+ public:
+  enum Word : size_t {
+    kMagic = 0,
+    kSeq = 1,        // odd while a commit is being applied
+    kState = 2,      // kIdle, kApplying or kUndoing
+    kCount = 3,      // records
+    kDone = 4,       // records applied so far (undoing: still applied)
+    kBytes = 5,      // record bytes
+    kSum = 6,        // hash of the record bytes
+    kEpoch = 7,      // bumped by every recovery and FLUSHALL: WATCHes fail
+    kRecovered = 8,  // commits of dead writers finished by another process
+    kUndone = 9,     // commits undone because the map was full
+    kDropped = 10,   // damaged journals dropped by recovery
+    kVersions = 16,
+  };
+  static constexpr size_t kWatchSlots = 16384;
+  static constexpr size_t kRecords = kVersions + kWatchSlots;
+  static constexpr uint64_t kIdle = 0, kApplying = 1, kUndoing = 2;
+  static constexpr uint32_t kNoBlob = 0xffffffffu;
+
+  // Attaches (creating it, if the create flags say so) with room for
+  // `bytes` of records; a master initializes a new one.
+  bool Open(const std::string& key, uint64_t bytes, bool master,
+            std::string* err);
+  size_t capacity() const { return cap_; }  // record bytes
+
+  // Seqlock, reader side: Seq() (odd: wait), reads, SeqValid(token).
+  uint64_t Seq() const;
+  bool SeqValid(uint64_t token) const;
+  // Writer side, for a change that is not journaled (FLUSHALL).
+  void BeginUnjournaled();
+  void EndUnjournaled();
+
+  uint64_t Version(uint64_t hash) const;
+  void Bump(uint64_t hash);  // after the key's new value is in the map
+  uint64_t Epoch() const;
+
+  // A commit's records, built in process memory before Commit().
+  static void AppendRecord(std::string* rec, uint64_t ha, uint64_t hb,
+                           const std::string_view* next,
+                           const std::string_view* old);
+  // Applies one record's side: present ? replace with blob : erase.
+  using ApplyFn = std::function<bool(uint64_t ha, uint64_t hb, bool present,
+                                     std::string_view blob)>;
+  // Writes the records, marks them applying (from here on the commit
+  // happens, whoever finishes it), makes the sequence odd and applies
+  // them. False when the map filled up and they were undone.
+  bool Commit(const std::string& rec, uint64_t count, const ApplyFn& apply);
+  // After a writer died holding the lock: its commit is finished (or
+  // undone, or dropped if damaged), and every WATCH fails.
+  void Recover(const ApplyFn& apply);
+
+  uint64_t Counter(Word w) const;
+
+ private:
+  struct Record {
+    uint64_t ha, hb;
+    bool has_new = false, has_old = false;
+    std::string_view next, old;
+  };
+  bool Parse(std::vector<Record>* out) const;
+  bool Finish(const ApplyFn& apply);
+  void Add(Word w);
+
+  shmc::ShmArray<uint64_t, shmc::POSIX> arr_;
+  uint64_t* w_ = nullptr;
+  size_t cap_ = 0;
+};
+
+}  // namespace shmkv
