@@ -1,0 +1,434 @@
+// shmkv's server and connection commands (PING, AUTH, HELLO, CLIENT,
+// INFO, CONFIG, TIME, ...) and the statistics pages INFO and HTTP /stats
+// show.
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/command_util.h"
+#include "server/resp.h"
+
+namespace shmkv {
+
+namespace cmd {
+
+namespace {
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+}  // namespace
+
+void Ping(const Args& a, CommandContext*, std::string* out, bool* error) {
+  if (a.size() > 2) {
+    Err(out, error, "ERR wrong number of arguments for 'ping' command");
+  } else if (a.size() == 2) {
+    ReplyBulk(out, a[1]);
+  } else {
+    ReplySimple(out, "PONG");
+  }
+}
+
+void Echo(const Args& a, CommandContext*, std::string* out, bool*) {
+  ReplyBulk(out, a[1]);
+}
+
+void Info(const Args& a, CommandContext* c, std::string* o, bool*) {
+  ReplyBulk(o, InfoText(c, std::vector<std::string_view>(a.begin() + 1,
+                                                         a.end())));
+}
+
+void Command(const Args& a, CommandContext* c, std::string* o, bool* e);
+
+// CONFIG GET pattern...: every setting shmkv has, under Redis's names where
+// Redis has one. CONFIG SET: they are fixed at start (workers share them),
+// so each is refused as Redis refuses an immutable setting.
+std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
+  const ServerInfo& i = *c->info;
+  return {
+      {"port", std::to_string(i.resp_port)},
+      {"bind", i.bind},
+      {"protected-mode", i.protected_mode ? "yes" : "no"},
+      {"requirepass", c->password != nullptr ? *c->password : ""},
+      {"timeout", "0"},
+      {"databases", "1"},
+      {"save", ""},
+      {"appendonly", "no"},
+      {"maxmemory", std::to_string(i.memory)},
+      {"proto-max-bulk-len", std::to_string(i.max_value)},
+      {"shmkv-http-port", std::to_string(i.http_port)},
+      {"shmkv-workers", std::to_string(i.workers)},
+      {"shmkv-name", i.name},
+      {"shmkv-capacity", std::to_string(i.capacity)},
+      {"shmkv-journal-size", std::to_string(i.journal)},
+  };
+}
+
+void Config(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string sub = Lower(a[1]);
+  if (sub == "get") {
+    if (a.size() < 3) {
+      return Err(o, e, "ERR wrong number of arguments for 'config|get' "
+                       "command");
+    }
+    std::vector<std::pair<std::string, std::string>> kv;
+    for (const auto& p : Settings(c)) {
+      for (size_t i = 2; i < a.size(); ++i) {
+        if (GlobMatch(Lower(a[i]), p.first)) {
+          kv.push_back(p);
+          break;
+        }
+      }
+    }
+    ReplyArray(o, kv.size() * 2);
+    for (const auto& p : kv) {
+      ReplyBulk(o, p.first);
+      ReplyBulk(o, p.second);
+    }
+  } else if (sub == "set") {
+    if (a.size() < 4 || a.size() % 2 != 0) {
+      return Err(o, e, "ERR wrong number of arguments for 'config|set' "
+                       "command");
+    }
+    for (size_t i = 2; i < a.size(); i += 2) {
+      std::string name = Lower(a[i]);
+      bool known = false;
+      for (const auto& p : Settings(c)) known = known || p.first == name;
+      if (!known) {
+        return Err(o, e, "ERR Unknown option or number of arguments for "
+                         "CONFIG SET - '" + std::string(a[i]) + "'");
+      }
+    }
+    Err(o, e, "ERR CONFIG SET failed (possibly related to argument '" +
+                  std::string(a[2]) + "') - can't set immutable config");
+  } else if (sub == "resetstat" || sub == "rewrite") {
+    Err(o, e, "ERR CONFIG " + Lower(a[1]) + " is not supported by shmkv");
+  } else {
+    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+                  "'. Try CONFIG HELP.");
+  }
+}
+
+void Quit(const Args&, CommandContext* c, std::string* o, bool*) {
+  c->quit = true;
+  ReplySimple(o, "OK");
+}
+
+void Select(const Args& a, CommandContext*, std::string* o, bool* e) {
+  if (a[1] != "0") return Err(o, e, "ERR DB index is out of range");
+  ReplySimple(o, "OK");
+}
+
+bool PasswordSet(const CommandContext* c) {
+  return c->password != nullptr && !c->password->empty();
+}
+
+// Compares in time that depends on the lengths only.
+bool SamePassword(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+constexpr const char kWrongPass[] =
+    "WRONGPASS invalid username-password pair or user is disabled.";
+
+// AUTH [username] password, and HELLO's AUTH option: the only user is
+// "default", as in a Redis without ACL rules.
+bool CheckAuth(std::string_view user, std::string_view pass,
+               CommandContext* c) {
+  if (user != "default") return false;
+  if (!PasswordSet(c)) return true;  // default user has no password
+  if (!SamePassword(pass, *c->password)) return false;
+  c->client->authed = true;
+  return true;
+}
+
+void Auth(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  if (a.size() > 3) return Err(o, e, "ERR syntax error");
+  if (a.size() == 2 && !PasswordSet(c)) {
+    return Err(o, e, "ERR AUTH <password> called without any password "
+                     "configured for the default user. Are you sure your "
+                     "configuration is correct?");
+  }
+  std::string_view user = a.size() == 3 ? a[1] : std::string_view("default");
+  if (!CheckAuth(user, a.back(), c)) return Err(o, e, kWrongPass);
+  ReplySimple(o, "OK");
+}
+
+// HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only.
+void Hello(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  size_t i = 1;
+  if (a.size() > 1) {
+    int64_t ver = 0;
+    if (!ToInt(a[1], &ver)) {
+      return Err(o, e, "ERR Protocol version is not an integer or out of "
+                       "range");
+    }
+    if (ver != 2) return Err(o, e, "NOPROTO unsupported protocol version");
+    i = 2;
+  }
+  std::string_view name;
+  bool set_name = false;
+  for (; i < a.size(); ++i) {
+    if (Eq(a[i], "auth") && i + 2 < a.size()) {
+      if (!CheckAuth(a[i + 1], a[i + 2], c)) return Err(o, e, kWrongPass);
+      i += 2;
+    } else if (Eq(a[i], "setname") && i + 1 < a.size()) {
+      name = a[++i];
+      set_name = true;
+    } else {
+      return Err(o, e, "ERR Syntax error in HELLO option '" +
+                           std::string(a[i].substr(0, 128)) + "'");
+    }
+  }
+  if (PasswordSet(c) && !c->client->authed) {
+    return Err(o, e, "NOAUTH HELLO must be called with the client already "
+                     "authenticated, otherwise the HELLO AUTH <user> <pass> "
+                     "option can be used to authenticate the client and "
+                     "select the RESP protocol version at the same time");
+  }
+  if (set_name) c->client->name = std::string(name);
+  ReplyArray(o, 14);
+  ReplyBulk(o, "server");
+  ReplyBulk(o, "redis");
+  ReplyBulk(o, "version");
+  ReplyBulk(o, "7.0.0");
+  ReplyBulk(o, "proto");
+  ReplyInt(o, 2);
+  ReplyBulk(o, "id");
+  ReplyInt(o, static_cast<int64_t>(c->client->id));
+  ReplyBulk(o, "mode");
+  ReplyBulk(o, "standalone");
+  ReplyBulk(o, "role");
+  ReplyBulk(o, "master");
+  ReplyBulk(o, "modules");
+  ReplyArray(o, 0);
+}
+
+// CLIENT ID | SETNAME | GETNAME | SETINFO | INFO | LIST | NO-EVICT | ...:
+// the subcommands clients send on connect; anything else is Redis's
+// unknown-subcommand error, never a silent OK.
+void Client(const Args& a, CommandContext* c, std::string* o, bool* e) {
+  std::string sub = Lower(a[1]);
+  auto arity = [&](size_t n) {
+    if (a.size() == n) return true;
+    Err(o, e, "ERR wrong number of arguments for 'client|" + sub +
+                  "' command");
+    return false;
+  };
+  if (sub == "id") {
+    if (arity(2)) ReplyInt(o, static_cast<int64_t>(c->client->id));
+  } else if (sub == "getname") {
+    if (!arity(2)) return;
+    if (c->client->name.empty()) return ReplyNull(o);
+    ReplyBulk(o, c->client->name);
+  } else if (sub == "setname") {
+    if (!arity(3)) return;
+    for (char ch : a[2]) {
+      if (ch <= ' ' || ch > '~') {
+        return Err(o, e, "ERR Client names cannot contain spaces, newlines "
+                         "or special characters.");
+      }
+    }
+    c->client->name = std::string(a[2]);
+    ReplySimple(o, "OK");
+  } else if (sub == "setinfo") {
+    if (!arity(4)) return;
+    std::string what = Lower(a[2]);
+    if (what != "lib-name" && what != "lib-ver") {
+      return Err(o, e, "ERR Unrecognized option '" + std::string(a[2]) +
+                           "'");
+    }
+    ReplySimple(o, "OK");
+  } else if (sub == "info" || sub == "list") {
+    std::string line = "id=" + std::to_string(c->client->id) +
+                       " addr=" + c->client->addr + " name=" +
+                       c->client->name + " db=0 cmd=client|" + sub + "\n";
+    ReplyBulk(o, line);  // LIST: this connection only (docs/server.md)
+  } else {
+    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+                  "'. Try CLIENT HELP.");
+  }
+}
+
+void Time(const Args&, CommandContext*, std::string* o, bool*) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ReplyArray(o, 2);
+  ReplyBulk(o, std::to_string(ts.tv_sec));
+  ReplyBulk(o, std::to_string(ts.tv_nsec / 1000));
+}
+
+}  // namespace cmd
+
+using namespace cmd;  // NOLINT: the command layer's own helpers
+
+std::string InfoText(CommandContext* c,
+                     const std::vector<std::string_view>& sections) {
+  // As Redis 7: no section is "default"; "all", "everything" and
+  // "default" name every section here (the statistics ones included);
+  // several may be given; an unknown one adds nothing.
+  bool all = sections.empty();
+  std::vector<std::string> secs;
+  for (std::string_view v : sections) {
+    secs.push_back(Lower(v));
+    all = all || secs.back() == "all" || secs.back() == "everything" ||
+          secs.back() == "default";
+  }
+  StatsTotals t = c->stats->Merge();
+  ControlBlock* ctl = c->store->control();
+  std::string s;
+  auto want = [&](const char* name) {
+    return all || std::find(secs.begin(), secs.end(), name) != secs.end();
+  };
+  auto line = [&](const std::string& k, const std::string& v) {
+    s += k + ":" + v + "\r\n";
+  };
+  if (want("server")) {
+    s += "# Server\r\n";
+    line("redis_version", "7.0.0");
+    line("shmkv_version", kVersion);
+    line("process_id", std::to_string(getpid()));
+    line("master_pid", std::to_string(__atomic_load_n(&ctl->master_pid, __ATOMIC_RELAXED)));
+    line("tcp_port", std::to_string(c->info->resp_port));
+    line("http_port", std::to_string(c->info->http_port));
+    line("workers", std::to_string(c->info->workers));
+    line("segment", c->info->name);
+    line("uptime_in_seconds", std::to_string((NowMs() - c->info->start_ms) / 1000));
+    line("reloads", std::to_string(__atomic_load_n(&ctl->reloads, __ATOMIC_RELAXED)));
+    s += "\r\n";
+  }
+  if (want("clients")) {
+    s += "# Clients\r\n";
+    line("connected_clients", std::to_string(t.connections));
+    line("workers_alive", std::to_string(t.workers_alive));
+    s += "\r\n";
+  }
+  if (want("memory")) {
+    s += "# Memory\r\n";
+    line("used_memory", std::to_string(c->store->MemoryUsed()));
+    line("maxmemory", std::to_string(c->store->MemoryTotal()));
+    line("keys_capacity", std::to_string(c->store->Capacity()));
+    uint64_t total = c->store->MemoryTotal();
+    line("memory_fill_pct", Fmt("%.2f", total ? 100.0 * c->store->MemoryUsed() / total : 0));
+    line("key_fill_pct", Fmt("%.2f", 100.0 * c->store->Keys() / c->store->Capacity()));
+    s += "\r\n";
+  }
+  if (want("stats")) {
+    s += "# Stats\r\n";
+    line("total_connections_received", std::to_string(t.connections_total));
+    line("total_commands_processed", std::to_string(t.commands));
+    line("instantaneous_ops_per_sec", std::to_string(t.ops_per_sec));
+    line("total_error_replies", std::to_string(t.errors));
+    line("total_net_input_bytes", std::to_string(t.bytes_in));
+    line("total_net_output_bytes", std::to_string(t.bytes_out));
+    line("http_requests", std::to_string(t.http_requests));
+    line("connections_handed_over", std::to_string(t.adopted));
+    line("expired_keys", std::to_string(__atomic_load_n(&ctl->expired_keys, __ATOMIC_RELAXED)));
+    line("write_lock_recoveries", std::to_string(__atomic_load_n(&ctl->lock_recoveries, __ATOMIC_RELAXED)));
+    Store::JournalStats js = c->store->journal_stats();
+    line("journal_commits_recovered", std::to_string(js.recovered));
+    line("journal_commits_undone", std::to_string(js.undone));
+    line("journal_commits_dropped", std::to_string(js.dropped));
+    s += "\r\n";
+  }
+  if (want("cpu")) {
+    s += "# CPU\r\n";
+    // Every worker's CPU time (this instance's, past workers included).
+    line("used_cpu_sys", Fmt("%.6f", t.cpu_sys_us / 1e6));
+    line("used_cpu_user", Fmt("%.6f", t.cpu_user_us / 1e6));
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    line("used_cpu_sys_children", Fmt("%.6f", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6));
+    line("used_cpu_user_children", Fmt("%.6f", ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6));
+    s += "\r\n";
+  }
+  if (want("commandstats")) {
+    s += "# Commandstats\r\n";
+    for (size_t i = 0; i < kMaxCommands; ++i) {
+      if (t.calls[i] == 0) continue;
+      line(std::string("cmdstat_") + CommandName(i),
+           "calls=" + std::to_string(t.calls[i]) + ",usec=" +
+               std::to_string(t.usec[i]) + ",usec_per_call=" +
+               Fmt("%.2f", static_cast<double>(t.usec[i]) / t.calls[i]));
+    }
+    s += "\r\n";
+  }
+  if (want("latencystats")) {
+    s += "# Latencystats\r\n";
+    for (size_t i = 0; i < kMaxCommands; ++i) {
+      if (t.calls[i] == 0) continue;
+      std::string v;
+      const char* names[3] = {"p50", "p99", "p99.9"};
+      for (size_t q = 0; q < 3; ++q) {
+        if (q) v += ",";
+        v += std::string(names[q]) + "=" + Fmt("%.3f", t.est[i * 3 + q].Estimate());
+      }
+      line(std::string("latency_percentiles_usec_") + CommandName(i), v);
+    }
+    s += "\r\n";
+  }
+  if (want("keyspace")) {
+    s += "# Keyspace\r\n";
+    line("db0", "keys=" + std::to_string(c->store->Keys()) + ",expires=0,avg_ttl=0");
+  }
+  return s;
+}
+
+std::string StatsJson(CommandContext* c) {
+  StatsTotals t = c->stats->Merge();
+  std::string j = "{";
+  auto kv = [&](const char* k, const std::string& v, bool comma = true) {
+    j += std::string("\"") + k + "\":" + v + (comma ? "," : "");
+  };
+  kv("version", std::string("\"") + kVersion + "\"");
+  kv("uptime_s", std::to_string((NowMs() - c->info->start_ms) / 1000));
+  kv("workers", std::to_string(c->info->workers));
+  kv("workers_alive", std::to_string(t.workers_alive));
+  kv("connections", std::to_string(t.connections));
+  kv("connections_total", std::to_string(t.connections_total));
+  kv("commands", std::to_string(t.commands));
+  kv("ops_per_sec", std::to_string(t.ops_per_sec));
+  kv("errors", std::to_string(t.errors));
+  kv("http_requests", std::to_string(t.http_requests));
+  kv("keys", std::to_string(c->store->Keys()));
+  kv("keys_capacity", std::to_string(c->store->Capacity()));
+  kv("memory_used", std::to_string(c->store->MemoryUsed()));
+  kv("memory_total", std::to_string(c->store->MemoryTotal()));
+  j += "\"commands_stats\":{";
+  bool first = true;
+  for (size_t i = 0; i < kMaxCommands; ++i) {
+    if (t.calls[i] == 0) continue;
+    if (!first) j += ",";
+    first = false;
+    j += std::string("\"") + CommandName(i) + "\":{\"calls\":" +
+         std::to_string(t.calls[i]);
+    const char* names[3] = {"p50_us", "p99_us", "p999_us"};
+    for (size_t q = 0; q < 3; ++q) {
+      double e = t.est[i * 3 + q].Estimate();
+      j += std::string(",\"") + names[q] + "\":" +
+           (std::isfinite(e) ? Fmt("%.3f", e) : std::string("null"));
+    }
+    j += "}";
+  }
+  j += "}}";
+  return j;
+}
+
+}  // namespace shmkv
