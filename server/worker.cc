@@ -366,7 +366,11 @@ class Worker {
   void CloseIdle() {
     std::vector<int> idle;
     for (auto& kv : conns_) {
-      if (kv.second->idle()) idle.push_back(kv.first);
+      // A client inside MULTI keeps its queue until EXEC or DISCARD (then
+      // HandOff moves it), or until the drain deadline.
+      if (kv.second->idle() && !kv.second->client.in_transaction()) {
+        idle.push_back(kv.first);
+      }
     }
     for (int fd : idle) Close(fd);
   }

@@ -939,6 +939,45 @@ TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   EXPECT_EQ(stranger.Call({"GET", "k"}), "-NOAUTH Authentication required.\r\n");
 }
 
+// A hot restart hands a connection over only between transactions: one
+// inside MULTI keeps its queue and its EXEC runs whole; one that WATCHes
+// is handed over with its watches lost, so its next EXEC runs nothing and
+// a retry succeeds.
+TEST(Shmkv, HotRestartKeepsTransactionsWhole) {
+  Server s("hottxn");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client queued(s.port()), watcher(s.port());
+  ASSERT_EQ(queued.Call({"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(queued.Call({"SET", "t1", "a"}), "+QUEUED\r\n");
+  ASSERT_EQ(queued.Call({"SET", "t2", "b"}), "+QUEUED\r\n");
+  ASSERT_EQ(watcher.Call({"WATCH", "w"}), "+OK\r\n");
+  std::string before = InfoField(&watcher, "process_id");
+  s.Signal(SIGHUP);
+  std::string after = before;
+  for (int i = 0; i < 100 && after == before; ++i) {
+    std::this_thread::sleep_for(50ms);
+    after = InfoField(&watcher, "process_id");
+  }
+  ASSERT_NE(after, before) << "the watcher was not moved: " << s.log();
+  EXPECT_EQ(queued.Call({"EXEC"}), "*2\r\n+OK\r\n+OK\r\n");
+  EXPECT_EQ(queued.Call({"MGET", "t1", "t2"}), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+  ASSERT_EQ(watcher.Call({"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(watcher.Call({"SET", "w", "1"}), "+QUEUED\r\n");
+  EXPECT_EQ(watcher.Call({"EXEC"}), "*-1\r\n") << "watches lost in the move";
+  EXPECT_EQ(watcher.Call({"EXISTS", "w"}), ":0\r\n");
+  ASSERT_EQ(watcher.Call({"WATCH", "w"}), "+OK\r\n");
+  ASSERT_EQ(watcher.Call({"MULTI"}), "+OK\r\n");
+  ASSERT_EQ(watcher.Call({"SET", "w", "2"}), "+QUEUED\r\n");
+  EXPECT_EQ(watcher.Call({"EXEC"}), "*1\r\n+OK\r\n");
+  // The queued client moves too once its transaction is over.
+  std::string moved = before;
+  for (int i = 0; i < 100 && moved == before; ++i) {
+    moved = InfoField(&queued, "process_id");
+    if (moved == before) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_NE(moved, before);
+}
+
 // A non-loopback address of this machine, or "" when it has none.
 std::string NonLoopbackIPv4() {
   struct ifaddrs* list = nullptr;
