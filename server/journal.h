@@ -12,8 +12,8 @@
 //                     a length of kNoBlob: no key (a delete, or a key
 //                     that did not exist)
 //
-// Every method but the readers' Seq()/SeqValid() and Version() is called
-// under the store's write lock.
+// Writers call every method under the store's write lock; lock-free
+// readers use only Seq()/SeqValid(), and INFO reads Counter().
 #pragma once
 
 #include <cstddef>

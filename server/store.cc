@@ -563,7 +563,9 @@ class StoreT : public Store {
         next_view = blob;
       }
       if (e->had_old) {
-        if (!ReadBlob(e->h)) return Status::kCollision;  // cannot happen
+        // Read under this same lock when the transaction began, so it is
+        // there; if not, refuse rather than journal a wrong undo.
+        if (!ReadBlob(e->h)) return Status::kCollision;
         old.assign(scratch_.data(), scratch_len_);
         old_view = old;
       }

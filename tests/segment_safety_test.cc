@@ -336,6 +336,16 @@ bool SetOwner(const std::string& key, uid_t uid, mode_t mode) {
   }
 }
 
+// Creates an array segment on a fresh key and reads its mode and owner
+// (0 when either step fails, with a test failure).
+template <class Alloc>
+void CreateAndStat(mode_t* mode, uid_t* uid) {
+  ScopedKey<Alloc> key;
+  shmc::ShmArray<Rec, Alloc> w;
+  ASSERT_TRUE(w.InitForWrite(key, 100)) << w.last_error().message;
+  ASSERT_TRUE(StatSegment<Alloc>(key, mode, uid));
+}
+
 template <class Alloc>
 class SegmentModeTest : public ::testing::Test {};
 using ModeAllocs = ::testing::Types<shmc::SVIPC, shmc::SVIPC_HugeTLB,
@@ -346,12 +356,9 @@ TYPED_TEST(SegmentModeTest, DefaultIs0600WhateverTheUmask) {
   SHMC_SKIP_WITHOUT_HUGEPAGES(TypeParam, 2);
   for (mode_t mask : {mode_t{0}, mode_t{0022}, mode_t{0077}}) {
     ScopedUmask u(mask);
-    ScopedKey<TypeParam> key;
-    shmc::ShmArray<Rec, TypeParam> w;
-    ASSERT_TRUE(w.InitForWrite(key, 100)) << w.last_error().message;
     mode_t mode = 0;
     uid_t uid = 0;
-    ASSERT_TRUE(StatSegment<TypeParam>(key, &mode, &uid));
+    CreateAndStat<TypeParam>(&mode, &uid);
     EXPECT_EQ(mode, 0600u) << "umask " << std::oct << mask;
     EXPECT_EQ(uid, geteuid());
   }
@@ -362,12 +369,9 @@ TYPED_TEST(SegmentModeTest, ChosenModeIsAppliedExactly) {
   ScopedUmask u(0077);  // would strip the group bits if it applied
   for (mode_t want : {mode_t{0640}, mode_t{0660}, mode_t{0400}}) {
     ScopedDefaultMode m(want);
-    ScopedKey<TypeParam> key;
-    shmc::ShmArray<Rec, TypeParam> w;
-    ASSERT_TRUE(w.InitForWrite(key, 100)) << w.last_error().message;
     mode_t mode = 0;
     uid_t uid = 0;
-    ASSERT_TRUE(StatSegment<TypeParam>(key, &mode, &uid));
+    CreateAndStat<TypeParam>(&mode, &uid);
     EXPECT_EQ(mode, want);
   }
   // The allocator's own option, as the reference API uses it.
