@@ -1,5 +1,6 @@
 #include "server/resp.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -111,19 +112,22 @@ bool SplitInline(const char* p, size_t n, std::vector<std::string_view>* args,
 }
 
 ParseResult ParseInline(const char* data, size_t n, const RespLimits& lim,
-                        std::vector<std::string_view>* args, size_t* used,
-                        std::string* store, std::string* error) {
-  const void* nl = std::memchr(data, '\n', n);
+                        RespCursor* cur, std::vector<std::string_view>* args,
+                        size_t* used, std::string* store, std::string* error) {
+  size_t from = std::min(cur->pos, n);
+  const void* nl = std::memchr(data + from, '\n', n - from);
   if (nl == nullptr) {
     if (n > lim.max_inline) {
       *error = "Protocol error: too big inline request";
       return ParseResult::kError;
     }
+    cur->pos = n;  // no newline up to here: look only at what comes next
     return ParseResult::kIncomplete;
   }
   size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data);
   size_t line_end = end > 0 && data[end - 1] == '\r' ? end - 1 : end;
   args->clear();
+  cur->Reset();
   if (!SplitInline(data, line_end, args, store)) {
     *error = "Protocol error: unbalanced quotes in request";
     return ParseResult::kError;
@@ -132,63 +136,102 @@ ParseResult ParseInline(const char* data, size_t n, const RespLimits& lim,
   return ParseResult::kOk;
 }
 
-}  // namespace
-
-ParseResult ParseCommand(const char* data, size_t n, const RespLimits& lim,
-                         std::vector<std::string_view>* args, size_t* used,
-                         std::string* inline_store, std::string* error) {
-  if (n == 0) return ParseResult::kIncomplete;
-  if (data[0] != '*') {
-    return ParseInline(data, n, lim, args, used, inline_store, error);
-  }
-  size_t eol = FindCrlf(data, n, 1);
+// The length line "<c>N\r\n" starting at data[at]: kOk with *len and *next
+// (the byte after its CRLF), kIncomplete, or kError with *error.
+ParseResult LengthLine(const char* data, size_t n, size_t at, bool allow_neg,
+                       int64_t max, const char* what, int64_t* len,
+                       size_t* next, std::string* error) {
+  size_t eol = FindCrlf(data, n, at + 1);
   if (eol == std::string_view::npos) {
-    if (n > 32) {
-      *error = "Protocol error: invalid multibulk length";
+    if (n - at > 32) {
+      *error = std::string("Protocol error: invalid ") + what + " length";
       return ParseResult::kError;
     }
     return ParseResult::kIncomplete;
   }
-  int64_t count = 0;
-  if (!ParseLen(data + 1, eol - 1, true, &count) ||
-      count > static_cast<int64_t>(lim.max_args)) {
-    *error = "Protocol error: invalid multibulk length";
+  if (!ParseLen(data + at + 1, eol - at - 1, allow_neg, len) || *len > max) {
+    *error = std::string("Protocol error: invalid ") + what + " length";
     return ParseResult::kError;
   }
-  args->clear();
-  size_t pos = eol + 2;
-  for (int64_t i = 0; i < count; ++i) {
+  *next = eol + 2;
+  return ParseResult::kOk;
+}
+
+// Goes on with a multibulk request from where *cur stopped.
+ParseResult ParseMultibulk(const char* data, size_t n, const RespLimits& lim,
+                           RespCursor* cur, std::string* error) {
+  if (n < cur->need) return ParseResult::kIncomplete;  // a body is arriving
+  ParseResult r;
+  if (cur->count < 0) {
+    int64_t count = 0;
+    size_t next = 0;
+    r = LengthLine(data, n, 0, true, static_cast<int64_t>(lim.max_args),
+                   "multibulk", &count, &next, error);
+    if (r != ParseResult::kOk) return r;
+    cur->count = count;
+    cur->pos = next;
+  }
+  const int64_t max_bulk = static_cast<int64_t>(
+      std::min<size_t>(lim.max_bulk, INT64_MAX));
+  while (cur->done < cur->count) {
+    size_t pos = cur->pos;
     if (pos >= n) return ParseResult::kIncomplete;
     if (data[pos] != '$') {
       *error = std::string("Protocol error: expected '$', got '") +
                (data[pos] >= 0x20 && data[pos] < 0x7f ? data[pos] : '?') + "'";
       return ParseResult::kError;
     }
-    size_t le = FindCrlf(data, n, pos + 1);
-    if (le == std::string_view::npos) {
-      if (n - pos > 32) {
-        *error = "Protocol error: invalid bulk length";
-        return ParseResult::kError;
-      }
+    int64_t len = 0;
+    size_t body = 0;
+    r = LengthLine(data, n, pos, false, max_bulk, "bulk", &len, &body, error);
+    if (r != ParseResult::kOk) return r;
+    size_t end = body + static_cast<size_t>(len) + 2;
+    if (n < end) {
+      cur->need = end;
       return ParseResult::kIncomplete;
     }
-    int64_t len = 0;
-    if (!ParseLen(data + pos + 1, le - pos - 1, false, &len) ||
-        static_cast<uint64_t>(len) > lim.max_bulk) {
-      *error = "Protocol error: invalid bulk length";
-      return ParseResult::kError;
-    }
-    size_t body = le + 2;
-    size_t ulen = static_cast<size_t>(len);
-    if (n < body + ulen + 2) return ParseResult::kIncomplete;
-    if (data[body + ulen] != '\r' || data[body + ulen + 1] != '\n') {
+    if (data[end - 2] != '\r' || data[end - 1] != '\n') {
       *error = "Protocol error: bulk string not followed by CRLF";
       return ParseResult::kError;
     }
-    args->emplace_back(data + body, ulen);
-    pos = body + ulen + 2;
+    cur->pos = end;
+    ++cur->done;
+  }
+  return ParseResult::kOk;
+}
+
+}  // namespace
+
+ParseResult ParseCommand(const char* data, size_t n, const RespLimits& lim,
+                         RespCursor* cur, std::vector<std::string_view>* args,
+                         size_t* used, std::string* inline_store,
+                         std::string* error) {
+  if (n == 0) return ParseResult::kIncomplete;
+  if (data[0] != '*') {
+    return ParseInline(data, n, lim, cur, args, used, inline_store, error);
+  }
+  ParseResult r = ParseMultibulk(data, n, lim, cur, error);
+  if (r == ParseResult::kIncomplete) return r;
+  if (r == ParseResult::kError) {
+    cur->Reset();
+    return r;
+  }
+  // Complete and checked: one more walk over the length lines (the bodies
+  // are skipped) collects the arguments.
+  args->clear();
+  args->reserve(static_cast<size_t>(cur->count));
+  std::string unused;
+  int64_t len = 0;
+  size_t pos = 0;
+  LengthLine(data, n, 0, true, INT64_MAX, "multibulk", &len, &pos, &unused);
+  for (int64_t i = 0; i < cur->count; ++i) {
+    size_t body = 0;
+    LengthLine(data, n, pos, false, INT64_MAX, "bulk", &len, &body, &unused);
+    args->emplace_back(data + body, static_cast<size_t>(len));
+    pos = body + static_cast<size_t>(len) + 2;
   }
   *used = pos;
+  cur->Reset();
   return ParseResult::kOk;
 }
 

@@ -47,6 +47,7 @@ struct Conn {
   ClientState client;
   std::string in;
   size_t in_off = 0;
+  RespCursor cursor;  // how far the request at in_off is parsed
   std::string out;
   size_t out_off = 0;
   bool closing = false;   // close once the output is flushed
@@ -478,7 +479,8 @@ class Worker {
         continue;
       }
       std::string err;
-      ParseResult r = ParseCommand(p, avail, limits_, &args_, &used, &inline_, &err);
+      ParseResult r = ParseCommand(p, avail, limits_, &c->cursor, &args_,
+                                   &used, &inline_, &err);
       if (r == ParseResult::kIncomplete) break;
       if (r == ParseResult::kError) {
         ReplyError(&c->out, "ERR " + err);
