@@ -24,6 +24,9 @@ struct ServerInfo {
   std::string bind;  // addresses, space-separated
   bool protected_mode = false;
   uint64_t max_value = 0, memory = 0, capacity = 0, journal = 0;
+  uint64_t timeout_s = 0;      // close clients idle this long; 0: never
+  uint64_t client_memory = 0;  // bound on all clients' buffers, all workers
+  uint64_t max_request = 0;    // bound on one request's bytes
 };
 
 // What a connection carries between its commands.

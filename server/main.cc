@@ -48,6 +48,8 @@ struct Options {
   uint64_t memory = 256ULL << 20;
   uint64_t max_value = 16ULL << 20;
   uint64_t journal = 64ULL << 20;
+  uint64_t timeout_s = 0;      // Redis's timeout: 0, never
+  uint64_t client_memory = 0;  // 0: the default (ClientMemory())
   bool reload = false;
   // Redis 7's defaults: loopback only, protected mode on.
   std::vector<std::string> bind = {"127.0.0.1", "::1"};
@@ -75,6 +77,11 @@ const char kUsage[] =
     "  --max-value BYTES largest value                         [16M]\n"
     "  --journal-size BYTES  largest multi-key commit (MSET,\n"
     "                    RENAME, MULTI/EXEC), its old values included [64M]\n"
+    "  --timeout SECS    close a client idle this long (0: never) [0]\n"
+    "  --maxmemory-clients BYTES  bound on all clients' buffered\n"
+    "                    requests and replies; above it the client\n"
+    "                    holding most is closed [256M, at least\n"
+    "                    workers x (2 x 2 x max-value + 5M)]\n"
     "  --bind ADDR...    addresses to listen on     [127.0.0.1 ::1]\n"
     "  --protected-mode yes|no  refuse non-loopback clients when\n"
     "                    no password is set                    [yes]\n"
@@ -150,6 +157,16 @@ int ParseArgs(int argc, char** argv, Options* o) {
       o->seg = v;
     } else if (a == "--backend") {
       o->backend = v;
+    } else if (a == "--timeout") {
+      if (!ParseSize(v, &n) || n > INT32_MAX) {
+        return Usage(("--timeout: bad number of seconds " + std::string(v)).c_str());
+      }
+      o->timeout_s = n;
+    } else if (a == "--maxmemory-clients") {
+      if (!ParseSize(v, &n) || n == 0) {
+        return Usage(("--maxmemory-clients: bad size " + std::string(v)).c_str());
+      }
+      o->client_memory = n;
     } else if (a == "--capacity" || a == "--memory" || a == "--max-value" ||
                a == "--journal-size") {
       if (!ParseSize(v, &n) || n == 0) {
@@ -496,6 +513,8 @@ class Master {
           "--memory", std::to_string(o_.memory),
           "--max-value", std::to_string(o_.max_value),
           "--journal-size", std::to_string(o_.journal),
+          "--timeout", std::to_string(o_.timeout_s),
+          "--maxmemory-clients", std::to_string(o_.client_memory),
           "--start-ms", std::to_string(start_ms_)};
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(&a[0]);
@@ -654,6 +673,28 @@ int SendReload(const StoreConfig& sc) {
   return 0;
 }
 
+// Settles the worker count and the client-buffer bound: 256 MiB by
+// default, and never so small that a worker cannot hold one request of
+// the largest size.
+bool ResolveClientMemory(const StoreConfig& sc, Options* o, std::string* err) {
+  if (o->workers == 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    o->workers = static_cast<int>(std::min<long>(std::max<long>(cores, 1), 32));
+  }
+  uint64_t least = static_cast<uint64_t>(o->workers) *
+                   MinClientMemoryPerWorker(sc);
+  if (o->client_memory == 0) {
+    o->client_memory = std::max<uint64_t>(256ULL << 20, least);
+  } else if (o->client_memory < least) {
+    *err = "--maxmemory-clients " + std::to_string(o->client_memory) +
+           " is less than " + std::to_string(o->workers) +
+           " workers need to each hold one largest request (" +
+           std::to_string(least) + "); raise it or lower --max-value";
+    return false;
+  }
+  return true;
+}
+
 void RaiseFdLimit() {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -674,6 +715,7 @@ int main(int argc, char** argv) {
   std::string err;
   if (!MakeStoreConfig(o, &sc, &err)) return Usage(err.c_str());
   if (o.reload) return SendReload(sc);
+  if (!ResolveClientMemory(sc, &o, &err)) return Usage(err.c_str());
   RaiseFdLimit();
   if (o.worker_slot >= 0) {
     WorkerConfig wc;
@@ -700,6 +742,12 @@ int main(int argc, char** argv) {
     wc.info.memory = o.memory;
     wc.info.capacity = o.capacity;
     wc.info.journal = o.journal;
+    wc.timeout_s = static_cast<int64_t>(o.timeout_s);
+    wc.client_memory = o.client_memory;
+    wc.workers = static_cast<size_t>(std::max(o.workers, 1));
+    wc.info.timeout_s = o.timeout_s;
+    wc.info.client_memory = o.client_memory;
+    wc.info.max_request = MaxRequestBytes(sc);
     if (getppid() == 1) return 1;  // the master is already gone
     return RunWorker(wc);
   }

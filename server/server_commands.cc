@@ -60,7 +60,9 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"bind", i.bind},
       {"protected-mode", i.protected_mode ? "yes" : "no"},
       {"requirepass", c->password != nullptr ? *c->password : ""},
-      {"timeout", "0"},
+      {"timeout", std::to_string(i.timeout_s)},
+      {"maxmemory-clients", std::to_string(i.client_memory)},
+      {"client-query-buffer-limit", std::to_string(i.max_request)},
       {"databases", "1"},
       {"save", ""},
       {"appendonly", "no"},
@@ -318,6 +320,8 @@ std::string InfoText(CommandContext* c,
     s += "# Clients\r\n";
     line("connected_clients", std::to_string(t.connections));
     line("workers_alive", std::to_string(t.workers_alive));
+    line("maxmemory_clients", std::to_string(c->info->client_memory));
+    line("client_buffers", std::to_string(t.client_buffers));
     s += "\r\n";
   }
   if (want("memory")) {
@@ -340,6 +344,8 @@ std::string InfoText(CommandContext* c,
     line("total_net_output_bytes", std::to_string(t.bytes_out));
     line("http_requests", std::to_string(t.http_requests));
     line("connections_handed_over", std::to_string(t.adopted));
+    line("evicted_clients", std::to_string(t.evicted_clients));
+    line("timed_out_clients", std::to_string(t.timed_out_clients));
     line("expired_keys", std::to_string(__atomic_load_n(&ctl->expired_keys, __ATOMIC_RELAXED)));
     line("write_lock_recoveries", std::to_string(__atomic_load_n(&ctl->lock_recoveries, __ATOMIC_RELAXED)));
     Store::JournalStats js = c->store->journal_stats();

@@ -95,6 +95,9 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   Store(&s->ops_per_sec, l.ops_per_sec);
   Store(&s->cpu_user_us, l.cpu_user_us);
   Store(&s->cpu_sys_us, l.cpu_sys_us);
+  Store(&s->evicted_clients, l.evicted_clients);
+  Store(&s->timed_out_clients, l.timed_out_clients);
+  Store(&s->client_buffers, l.client_buffers);
   for (size_t c = 0; c < kMaxCommands; ++c) {
     if (l.calls[c] == 0) continue;
     CommandWords& w = s->cmd[c];
@@ -130,6 +133,7 @@ StatsTotals SharedStats::Merge() const {
       ++t.workers_alive;
       t.connections += copy.connections;
       t.ops_per_sec += copy.ops_per_sec;
+      t.client_buffers += copy.client_buffers;
     }
     t.connections_total += copy.connections_total;
     t.commands += copy.commands;
@@ -140,6 +144,8 @@ StatsTotals SharedStats::Merge() const {
     t.adopted += copy.adopted;
     t.cpu_user_us += copy.cpu_user_us;
     t.cpu_sys_us += copy.cpu_sys_us;
+    t.evicted_clients += copy.evicted_clients;
+    t.timed_out_clients += copy.timed_out_clients;
     for (size_t c = 0; c < kMaxCommands; ++c) {
       const CommandWords& w = copy.cmd[c];
       if (w.calls == 0) continue;

@@ -42,7 +42,9 @@ struct StatsSlot {
   uint64_t adopted;  // connections taken over in hot restarts
   uint64_t ops_per_sec;  // commands per second over the last ~1 s
   uint64_t cpu_user_us, cpu_sys_us;  // the worker's CPU time (getrusage)
-  uint64_t reserved[3];
+  // Clients closed for the server-wide buffer bound / for --timeout, and
+  // the bytes the worker's clients buffer now (live workers' count).
+  uint64_t evicted_clients, timed_out_clients, client_buffers;
   CommandWords cmd[kMaxCommands];
 };
 
@@ -53,6 +55,7 @@ struct LocalStats {
   uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
   uint64_t ops_per_sec = 0;
   uint64_t cpu_user_us = 0, cpu_sys_us = 0;
+  uint64_t evicted_clients = 0, timed_out_clients = 0, client_buffers = 0;
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::PercentileEstimator> est;  // kMaxCommands * 3
@@ -66,6 +69,8 @@ struct StatsTotals {
   uint64_t bytes_in = 0, bytes_out = 0, http_requests = 0, adopted = 0;
   uint64_t ops_per_sec = 0;  // live workers only
   uint64_t cpu_user_us = 0, cpu_sys_us = 0;  // every worker's, dead ones too
+  uint64_t evicted_clients = 0, timed_out_clients = 0;
+  uint64_t client_buffers = 0;  // live workers only
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::PercentileEstimator> est;

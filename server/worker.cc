@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -33,7 +34,28 @@ namespace {
 
 constexpr size_t kReadChunk = 64 << 10;
 constexpr size_t kMaxPendingOut = 32 << 20;  // stop reading above this
+// A buffer left larger than this once empty goes back to the allocator, so
+// an idle connection holds no memory from its last large request.
+constexpr size_t kKeepBuffer = 128 << 10;
 
+
+// Arguments up to twice the largest value are read and refused with an
+// error reply; beyond that the request is a protocol error.
+size_t MaxBulk(const StoreConfig& store) {
+  return 2 * std::max<size_t>(store.max_value, store.max_key);
+}
+
+}  // namespace
+
+size_t MaxRequestBytes(const StoreConfig& store) {
+  return MaxBulk(store) * 2 + (1 << 20);
+}
+
+size_t MinClientMemoryPerWorker(const StoreConfig& store) {
+  return MaxRequestBytes(store) + (4 << 20);
+}
+
+namespace {
 
 double MonoUs() {
   struct timespec ts;
@@ -53,7 +75,10 @@ struct Conn {
   bool closing = false;   // close once the output is flushed
   bool reading = true;    // EPOLLIN registered
   bool writing = false;   // EPOLLOUT registered
+  double last_active = 0;  // last byte read or written (--timeout)
+  size_t held = 0;         // buffer bytes counted in the worker's total
   size_t pending_out() const { return out.size() - out_off; }
+  size_t buffers() const { return in.capacity() + out.capacity(); }
   bool idle() const { return in_off == in.size() && pending_out() == 0; }
 };
 
@@ -106,11 +131,16 @@ class Worker {
     ctx_.stats = &stats_;
     ctx_.info = &cfg_.info;
     ctx_.password = &cfg_.password;
-    // Arguments up to twice the largest value are read and refused with
-    // an error reply; beyond that the request is a protocol error.
-    limits_.max_bulk = 2 * std::max<size_t>(cfg_.store.max_value,
-                                            cfg_.store.max_key);
-    max_request_ = limits_.max_bulk * 2 + (1 << 20);
+    limits_.max_bulk = MaxBulk(cfg_.store);
+    max_request_ = MaxRequestBytes(cfg_.store);
+    budget_ = std::max<uint64_t>(
+        cfg_.client_memory / std::max<size_t>(cfg_.workers, 1),
+        MinClientMemoryPerWorker(cfg_.store));
+    // Buffers of large requests are mapped on their own and unmapped when
+    // freed, so the memory a closed client held goes back to the kernel
+    // (glibc would otherwise raise this threshold as such buffers come and
+    // go, and keep up to 32 MiB blocks in its heap).
+    mallopt(M_MMAP_THRESHOLD, 256 << 10);
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     sigset_t mask;
     sigemptyset(&mask);
@@ -206,6 +236,10 @@ class Worker {
         Publish();
         last_publish = now;
       }
+      if (cfg_.timeout_s > 0 && now - last_timeout_scan_ >= 1e6) {
+        CloseTimedOut(now);
+        last_timeout_scan_ = now;
+      }
       if (draining_) {
         if (handoff_fd_ >= 0) HandOff();
         CloseIdle();
@@ -235,6 +269,7 @@ class Worker {
                           static_cast<uint64_t>(ru.ru_stime.tv_usec);
     }
     local_.http_requests = ctx_.http_requests;
+    local_.client_buffers = total_held_;
     stats_.Publish(cfg_.slot, local_);
   }
 
@@ -354,14 +389,63 @@ class Worker {
         if (msg.size() > 1) c->in.assign(msg, 1, std::string::npos);
       }
       Conn* raw = c.get();
+      raw->last_active = MonoUs();
       Add(fd, EPOLLIN | EPOLLRDHUP);
       conns_[fd] = std::move(c);
       ++local_.adopted;
+      Account(raw);
       if (!raw->in.empty()) {
         Process(raw);
         Flush(raw);
       }
     }
+  }
+
+  // Redis's timeout: a client that sent or received nothing for longer
+  // than timeout_s seconds is closed (one in MULTI too, as Redis does).
+  void CloseTimedOut(double now) {
+    std::vector<int> late;
+    double limit = static_cast<double>(cfg_.timeout_s) * 1e6;
+    for (auto& kv : conns_) {
+      if (now - kv.second->last_active > limit) late.push_back(kv.first);
+    }
+    for (int fd : late) Close(fd);
+    local_.timed_out_clients += late.size();
+  }
+
+  // Counts c's buffers in the worker's total.
+  void Account(Conn* c) {
+    size_t now = c->in.size() + c->out.size();
+    total_held_ = total_held_ - c->held + now;
+    c->held = now;
+  }
+
+  // The server-wide bound on client buffers (this worker's share): while
+  // above it, the client holding the most is told and closed, as Redis's
+  // client eviction does. True if `keep` is still open.
+  bool Evict(const Conn* keep) {
+    bool kept = true;
+    while (total_held_ > budget_ && !conns_.empty()) {
+      Conn* big = nullptr;
+      for (auto& kv : conns_) {
+        if (big == nullptr || kv.second->held > big->held) {
+          big = kv.second.get();
+        }
+      }
+      static const char kEvicted[] =
+          "-ERR client closed: all clients' buffers reached "
+          "maxmemory-clients\r\n";
+      (void)!send(big->fd, kEvicted, sizeof(kEvicted) - 1,
+                  MSG_NOSIGNAL | MSG_DONTWAIT);
+      std::fprintf(stderr,
+                   "shmkv: closed client %s holding %zu buffered bytes: "
+                   "client buffers above maxmemory-clients\n",
+                   big->client.addr.c_str(), big->held);
+      kept = kept && big != keep;
+      ++local_.evicted_clients;
+      Close(big->fd);
+    }
+    return kept;
   }
 
   void CloseIdle() {
@@ -424,6 +508,7 @@ class Worker {
       c->client.id = NewClientId();
       c->client.addr = addr;
       c->client.authed = cfg_.password.empty();
+      c->last_active = MonoUs();
       Add(fd, EPOLLIN | EPOLLRDHUP);
       conns_[fd] = std::move(c);
       ++local_.connections_total;
@@ -433,7 +518,10 @@ class Worker {
   void Close(int fd) {
     epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
     close(fd);
-    conns_.erase(fd);
+    auto it = conns_.find(fd);
+    if (it == conns_.end()) return;
+    total_held_ -= it->second->held;
+    conns_.erase(it);
   }
 
   void OnReadable(Conn* c) {
@@ -444,7 +532,10 @@ class Worker {
       if (n > 0) {
         c->in.append(buf, static_cast<size_t>(n));
         local_.bytes_in += static_cast<uint64_t>(n);
+        c->last_active = MonoUs();
+        Account(c);
         if (static_cast<size_t>(n) < sizeof(buf)) break;
+        if (total_held_ > budget_) break;  // settle the bound first
         continue;
       }
       if (n == 0) {
@@ -456,9 +547,15 @@ class Worker {
       Close(c->fd);  // reset by peer
       return;
     }
+    if (total_held_ > budget_ && !Evict(c)) return;
+    int fd = c->fd;
     Process(c);
     if (eof) c->closing = true;
     Flush(c);
+    if (total_held_ > budget_) {
+      auto it = conns_.find(fd);
+      Evict(it == conns_.end() ? nullptr : it->second.get());
+    }
   }
 
   void Process(Conn* c) {
@@ -503,7 +600,11 @@ class Worker {
       }
     }
     if (c->in_off == c->in.size()) {
-      c->in.clear();
+      if (c->in.capacity() > kKeepBuffer) {
+        std::string().swap(c->in);
+      } else {
+        c->in.clear();
+      }
       c->in_off = 0;
     } else if (c->in_off > (1 << 20) || c->in_off * 2 > c->in.size()) {
       c->in.erase(0, c->in_off);
@@ -513,6 +614,7 @@ class Worker {
       ReplyError(&c->out, "ERR request too large");
       c->closing = true;
     }
+    Account(c);
   }
 
   void Flush(Conn* c) {
@@ -522,6 +624,7 @@ class Worker {
       if (n > 0) {
         c->out_off += static_cast<size_t>(n);
         local_.bytes_out += static_cast<uint64_t>(n);
+        c->last_active = MonoUs();
         continue;
       }
       if (n < 0 && errno == EINTR) continue;
@@ -530,8 +633,13 @@ class Worker {
       return;
     }
     if (c->pending_out() == 0) {
-      c->out.clear();
+      if (c->out.capacity() > kKeepBuffer) {
+        std::string().swap(c->out);
+      } else {
+        c->out.clear();
+      }
       c->out_off = 0;
+      Account(c);
       if (c->closing) {
         Close(c->fd);
         return;
@@ -552,6 +660,9 @@ class Worker {
   CommandContext ctx_;
   RespLimits limits_;
   size_t max_request_ = 0;
+  uint64_t budget_ = 0;      // this worker's share of client_memory
+  uint64_t total_held_ = 0;  // bytes its clients' buffers hold now
+  double last_timeout_scan_ = 0;
   int ep_ = -1, sig_fd_ = -1;
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::vector<std::string_view> args_;

@@ -31,7 +31,22 @@ struct WorkerConfig {
   StoreConfig store;
   ServerInfo info;
   int drain_ms = 5000;  // on SIGTERM: time to finish open connections
+  int64_t timeout_s = 0;  // close a client idle this long (Redis's timeout)
+  // Every client's buffered input and output, summed over the workers:
+  // above it the client holding the most is closed (Redis's
+  // maxmemory-clients). Each worker keeps to its share, workers > 1.
+  uint64_t client_memory = 0;
+  size_t workers = 1;
 };
+
+// The most bytes one request may hold (its arguments up to twice the
+// largest value, so a too-large value gets an error reply, not a closed
+// connection); a longer request is refused.
+size_t MaxRequestBytes(const StoreConfig& store);
+
+// The least client memory a worker may be given: one largest request and
+// a read burst. --maxmemory-clients is at least workers times this.
+size_t MinClientMemoryPerWorker(const StoreConfig& store);
 
 int RunWorker(const WorkerConfig& cfg);
 

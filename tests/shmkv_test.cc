@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -1063,6 +1064,178 @@ TEST(Shmkv, ConflictingContentLengthIsRefused) {
   r = HttpExchange(fd, "GET /stats HTTP/1.1\r\nX-Big: " + big + "\r\n\r\n");
   EXPECT_EQ(r.substr(0, 12), "HTTP/1.1 431") << "a head over 16 KiB in one read";
   close(fd);
+}
+
+// The anonymous memory (heap and buffers, not the shared segments) of the
+// master's worker processes, in bytes.
+uint64_t WorkersAnonRss(pid_t master) {
+  uint64_t total = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    char state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != master) continue;
+    std::ifstream status(e.path() / "status");
+    while (std::getline(status, line)) {
+      if (line.rfind("RssAnon:", 0) == 0) {
+        total += std::stoull(line.substr(8)) * 1024;  // kB
+      }
+    }
+  }
+  return total;
+}
+
+// 50 clients each send 30 MiB of a request and stop: 1.5 GB if every
+// partial request were kept. The bound on all clients' buffers (256 MiB
+// by default, split between the workers) closes the clients holding the
+// most, with an error, and the server keeps serving; a client left open
+// can still finish its request.
+TEST(Shmkv, ClientBuffersAreBoundedServerWide) {
+  Server s("inbound");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client probe(s.port());
+  ASSERT_EQ(probe.Call({"CONFIG", "GET", "maxmemory-clients"}),
+            "*2\r\n$17\r\nmaxmemory-clients\r\n$9\r\n268435456\r\n");
+  const uint64_t before = WorkersAnonRss(s.pid());
+  constexpr size_t kClients = 50;
+  constexpr size_t kPartial = 30 << 20;
+  const std::string head = "*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n$" +
+                           std::to_string(kPartial + 100) + "\r\n";
+  const std::string chunk(256 << 10, 'v');
+  struct Sender {
+    int fd;
+    size_t sent = 0;
+    bool refused = false;
+  };
+  std::vector<Sender> senders;
+  for (size_t i = 0; i < kClients; ++i) {
+    int fd = Connect(s.port());
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(send(fd, head.data(), head.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(head.size()));
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    senders.push_back({fd});
+  }
+  uint64_t peak = 0;
+  auto deadline = std::chrono::steady_clock::now() + 90s;
+  for (size_t busy = kClients; busy > 0;) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the clients stalled";
+    busy = 0;
+    bool moved = false;
+    for (Sender& c : senders) {
+      if (c.refused || c.sent == kPartial) continue;
+      ++busy;
+      size_t n = std::min(chunk.size(), kPartial - c.sent);
+      ssize_t k = send(c.fd, chunk.data(), n, MSG_NOSIGNAL);
+      if (k > 0) {
+        c.sent += static_cast<size_t>(k);
+        moved = true;
+      } else if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        c.refused = true;  // closed by the server
+      }
+    }
+    if (!moved) {
+      peak = std::max(peak, WorkersAnonRss(s.pid()));
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  std::this_thread::sleep_for(300ms);  // the last reads, and stats
+  peak = std::max(peak, WorkersAnonRss(s.pid()));
+  // Those not refused while sending: closed since, or still held.
+  size_t open = 0;
+  for (Sender& c : senders) {
+    if (c.refused) continue;
+    char b[256];
+    ssize_t k = recv(c.fd, b, sizeof(b), 0);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      ++open;
+      continue;
+    }
+    if (k > 0) {
+      EXPECT_EQ(std::string(b, static_cast<size_t>(k)).rfind("-ERR client closed", 0), 0u)
+          << std::string(b, static_cast<size_t>(k));
+    }
+    c.refused = true;
+  }
+  std::printf("worker heap before %.1f MiB, peak %.1f MiB; %zu of %zu "
+              "partial requests still held\n", before / 1048576.0,
+              peak / 1048576.0, open, kClients);
+  EXPECT_LE(peak - before, (256u + 64u) << 20) << "the bound did not hold";
+  EXPECT_LE(open * kPartial, size_t{256} << 20);
+  EXPECT_GE(open, 1u) << "the bound leaves room for large requests";
+  EXPECT_GE(std::stoull(InfoField(&probe, "evicted_clients")), kClients - open);
+  EXPECT_EQ(probe.Call({"SET", "small", "v"}), "+OK\r\n");
+  // A client still open finishes its request; the value is over
+  // --max-value, so Redis's size error comes back, on a live connection.
+  for (Sender& c : senders) {
+    if (c.refused) continue;
+    fcntl(c.fd, F_SETFL, fcntl(c.fd, F_GETFL) & ~O_NONBLOCK);
+    std::string tail = std::string(100, 'v') + "\r\nPING\r\n";
+    ASSERT_EQ(send(c.fd, tail.data(), tail.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(tail.size()));
+    std::string got;
+    char b[512];
+    while (got.find("+PONG\r\n") == std::string::npos) {
+      struct pollfd p = {c.fd, POLLIN, 0};
+      ASSERT_GT(poll(&p, 1, 10000), 0) << got;
+      ssize_t k = recv(c.fd, b, sizeof(b), 0);
+      ASSERT_GT(k, 0) << got;
+      got.append(b, static_cast<size_t>(k));
+    }
+    EXPECT_EQ(got.rfind("-ERR", 0), 0u) << got;
+    break;
+  }
+  for (Sender& c : senders) close(c.fd);
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(InfoField(&probe, "client_buffers"), "0")
+      << "closed clients' buffers are released";
+}
+
+// Redis's timeout: a client silent for longer than --timeout seconds is
+// closed; one that keeps talking is not.
+TEST(Shmkv, IdleClientsTimeOut) {
+  Server s("timeout");
+  ASSERT_TRUE(s.Start({"--timeout", "1"})) << s.log();
+  Client idle(s.port());
+  Client busy(s.port());
+  ASSERT_EQ(idle.Call({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(busy.Call({"CONFIG", "GET", "timeout"}),
+            "*2\r\n$7\r\ntimeout\r\n$1\r\n1\r\n");
+  auto until = std::chrono::steady_clock::now() + 3500ms;
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_EQ(busy.Call({"PING"}), "+PONG\r\n");
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(idle.Closed()) << "the idle client is closed";
+  EXPECT_EQ(busy.Call({"PING"}), "+PONG\r\n");
+  EXPECT_GE(std::stoi(InfoField(&busy, "timed_out_clients")), 1);
+}
+
+TEST(Shmkv, NoTimeoutByDefault) {
+  Server s("notimeout");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client idle(s.port());
+  ASSERT_EQ(idle.Call({"PING"}), "+PONG\r\n");
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(idle.Call({"PING"}), "+PONG\r\n");
+}
+
+// --maxmemory-clients too small for one largest request per worker is a
+// usage error at start, before any segment exists.
+TEST(Shmkv, ClientMemoryBelowOneRequestIsRefused) {
+  Server s("tinyclients");
+  EXPECT_FALSE(s.Start({"--maxmemory-clients", "10M"}));
+  EXPECT_EQ(s.exit_code(), 2);
+  EXPECT_NE(s.log().find("--maxmemory-clients"), std::string::npos) << s.log();
+  EXPECT_NE(access(("/dev/shm" + s.name() + "0").c_str(), F_OK), 0);
 }
 
 }  // namespace
