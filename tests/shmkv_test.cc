@@ -1168,7 +1168,13 @@ TEST(Shmkv, ClientBuffersAreBoundedServerWide) {
   std::printf("worker heap before %.1f MiB, peak %.1f MiB; %zu of %zu "
               "partial requests still held\n", before / 1048576.0,
               peak / 1048576.0, open, kClients);
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan keeps freed blocks in quarantine (256 MiB) and ignores mallopt:
+  // the heap says nothing here. The count of held requests still does.
+  (void)before;
+#else
   EXPECT_LE(peak - before, (256u + 64u) << 20) << "the bound did not hold";
+#endif
   EXPECT_LE(open * kPartial, size_t{256} << 20);
   EXPECT_GE(open, 1u) << "the bound leaves room for large requests";
   EXPECT_GE(std::stoull(InfoField(&probe, "evicted_clients")), kClients - open);
