@@ -1,5 +1,5 @@
 // hash_map_bench: ShmHashMap reads and writes of 100-byte values against
-// std::unordered_map<uint64_t, std::string> in the same run (issue #4).
+// std::unordered_map<uint64_t, std::string> in the same run.
 //
 //   hash_map_bench [--keys N] [--value BYTES] [--rounds R]
 //

@@ -4,7 +4,7 @@
 //
 //   hash_table_bench [--keys N] [--capacity C] [--reps R] [--huge]
 //
-// Workload (issue #3): N random 64-bit keys, 16-byte nodes, a table sized for
+// Workload: N random 64-bit keys, 16-byte nodes, a table sized for
 // C, lookups in shuffled order. Each figure is the best of R repetitions in
 // ns/op; ratios are baseline_time / shmc_time (higher is better for shmc).
 #include <sys/resource.h>

@@ -15,7 +15,7 @@
 
 namespace shmc_bench {
 
-// The 16-byte node of the hash-table benchmarks (issue #3's workload): key
+// The 16-byte node of the hash-table benchmarks (hash_table_bench's workload): key
 // 0 marks a free slot.
 struct Node {
   uint64_t key;
@@ -63,7 +63,7 @@ void MapVisitLoop(const Map& m, const std::vector<uint64_t>& lookups) {
 }
 
 // std::unordered_map find that touches the value's first and last byte
-// (#4's baseline); every key must be present and its value non-empty.
+// (hash_map_bench's baseline); every key must be present and its value non-empty.
 inline void UmFindLoop(const std::unordered_map<uint64_t, std::string>& um,
                        const std::vector<uint64_t>& lookups) {
   uint64_t sum = 0;

@@ -766,7 +766,7 @@ void ExpectSameReplies(int shmkv_port, int redis_port,
   }
 }
 
-// The fixes of issue 23's "bugs in commands shmkv already has", each
+// Bugs found in commands shmkv already had, each
 // compared with Redis: overflowing TTLs are refused and keep the key, a
 // cursor out of range or negative, CLIENT subcommands, AUTH with no
 // password configured.
@@ -1246,7 +1246,7 @@ TEST(Shmkv, ClientMemoryBelowOneRequestIsRefused) {
 
 }  // namespace
 
-// Every string command of issue 23 with its edge values and error cases,
+// Every string command with its edge values and error cases,
 // compared byte for byte with Redis.
 TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
   RedisOracle redis;
@@ -1353,7 +1353,7 @@ TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
   });
 }
 
-// Keys and expiry: every command and option of issue 23, against Redis.
+// Keys and expiry: every command and option, against Redis.
 // TTLs are absolute and far away, so the replies do not depend on time.
 TEST(ShmkvVsRedis, KeyCommandsReplyAsRedis) {
   RedisOracle redis;

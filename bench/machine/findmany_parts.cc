@@ -1,4 +1,4 @@
-// Where FindMany's time goes: the table (2.1M random keys, capacity
+// Where FindMany's time goes: hash_table_bench's table (2.1M random keys, capacity
 // 2.5M, 16-byte nodes, POSIX segment, lookups shuffled) timed through the
 // public pipeline steps, one stage added at a time, beside the same node
 // lines touched with no table logic. Every figure is ns per key, best of

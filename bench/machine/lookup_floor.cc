@@ -1,8 +1,8 @@
 // How fast can a lookup be on this machine, whatever the table? The floors
-// under the goals of issues #3 and #4, measured in the same rotating rounds
+// under the table and map benchmarks' goals, measured in the same rotating rounds
 // as the baselines the goals name and as the library.
 //
-// Table (#3's workload: 2.1M random 64-bit keys, 16-byte nodes, room for
+// Table (hash_table_bench's workload: 2.1M random 64-bit keys, 16-byte nodes, room for
 // 2.5M, lookups in shuffled order):
 //   absl find          absl::flat_hash_map<uint64_t, uint64_t> reserved to
 //                      2.5M, single finds (the goals' baseline);
@@ -21,7 +21,7 @@
 //   two lines / 16     both of a key's two lines (two choices, as
 //                      ShmHashTable has) requested 16 ahead, then compared;
 //   ShmHashTable Find, FindMany (POSIX segment, 1024 keys a call).
-// Map (#4's workload: 1M keys, 100-byte values, lookups shuffled):
+// Map (hash_map_bench's workload: 1M keys, 100-byte values, lookups shuffled):
 //   um find            std::unordered_map<uint64_t, std::string>, find and
 //                      touch the value's first and last byte (the goal's
 //                      baseline, as in hash_map_bench);

@@ -3,7 +3,7 @@
 // 16-byte nodes, one home line per key (no second choice), linear probing
 // to the next line when full; a lookup matches the home line's tags with
 // SWAR, verifies the node, and stops at a line with a free slot. Measured
-// against absl::flat_hash_map in the same process, on the workload
+// against absl::flat_hash_map in the same process, on hash_table_bench's workload
 // (single finds; and batched: each home line requested 16 keys ahead)
 // (2.1M random keys, sized for 2.5M, lookups shuffled). Segment-like memory:
 // MAP_SHARED anonymous, 4 KiB pages. Results: docs/hash_table.md.
