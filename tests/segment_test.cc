@@ -266,6 +266,10 @@ TEST_F(BadSegmentTest, DeadCreatorIsAbandonedAndReplacedByWriter) {
   Array w;
   ASSERT_TRUE(w.InitForWrite(key_, 1000)) << w.last_error().message;
   EXPECT_TRUE(log.Contains(shmc::kWarning, "abandoned"));
+  EXPECT_EQ(w.last_error().code, ErrorCode::kOk)
+      << "the replaced segment is not this call's error: "
+      << w.last_error().message;
+  EXPECT_FALSE(log.Contains(shmc::kError, "died")) << "recovered: no error line";
   Array r;
   EXPECT_TRUE(r.InitForRead(key_)) << r.last_error().message;
 }
@@ -442,6 +446,8 @@ TEST(SegmentErrors, ExtendingRecreatesWithAWarning) {
   EXPECT_EQ(a.size(), 200u);
   EXPECT_EQ(a[5].id, 0u) << "recreated: old data is gone";
   EXPECT_TRUE(log.Contains(shmc::kWarning, "data is lost"));
+  EXPECT_EQ(a.last_error().code, ErrorCode::kOk) << a.last_error().message;
+  EXPECT_FALSE(log.Contains(shmc::kError, "requested")) << "recovered: no error line";
   // Shrinking is never done implicitly.
   shmc::ShmArray<Node, shmc::POSIX> b;
   EXPECT_FALSE(b.InitForWrite(key, 50));

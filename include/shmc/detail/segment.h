@@ -307,13 +307,23 @@ class Segment {
           if (lv == Verdict::kOk) {
             Adopt(key, addr, mapped, false, false);
             if (used_legacy != nullptr) *used_legacy = true;
+            err->Clear();
             return true;
           }
         }
-        Verdict v = Validate(static_cast<char*>(addr), mapped, spec, true,
-                             key, who, err);
+        // What is wrong with the segment stays quiet until it is known
+        // whether this call gets past it (an abandoned segment replaced, a
+        // smaller one extended): then it is not this call's error.
+        Error found;
+        Verdict v;
+        {
+          LogMute quiet;
+          v = Validate(static_cast<char*>(addr), mapped, spec, true, key,
+                       who, &found);
+        }
         if (v == Verdict::kOk) {
           Adopt(key, addr, mapped, false, false);
+          err->Clear();
           return true;
         }
         const SegmentHeader* h = static_cast<const SegmentHeader*>(addr);
@@ -322,7 +332,8 @@ class Segment {
         alloc_.Detach(addr, mapped);
         if (v == Verdict::kAbandoned && (create_flags & kCreateIfNotExist)) {
           Log(kWarning, "%s(%s): replacing a segment its creator abandoned "
-              "before publishing it\n", who, key.c_str());
+              "before publishing it (%s)\n", who, key.c_str(),
+              found.message.c_str());
           if (!Remove(key, who, err)) return false;
           continue;
         }
@@ -336,6 +347,8 @@ class Segment {
           may_create = true;
           continue;
         }
+        *err = found;
+        Log(kError, "%s\n", err->message.c_str());
         return false;
       }
       int ae = alloc_.last_errno();
@@ -356,7 +369,10 @@ class Segment {
                     "no such segment and creation is not allowed "
                     "(create flags %d)", create_flags);
       }
-      if (Create(key, spec, init, who, err)) return true;
+      if (Create(key, spec, init, who, err)) {
+        err->Clear();
+        return true;
+      }
       if (alloc_.last_errno() != impl::kErrAlreadyExist) return false;
       // Lost a create race: attach the winner's segment next round.
     }
