@@ -87,6 +87,36 @@ TYPED_TEST(ShmQueueTest, PushPopAndZeroCopy) {
   EXPECT_FALSE(c.Pop(&out));
 }
 
+// TryPop tells an empty queue from a buffer too small for the head
+// record (Pop answers false to both, as the reference does).
+TYPED_TEST(ShmQueueTest, TryPopTellsEmptyFromTooSmall) {
+  using Q = shmc::ShmQueue<TypeParam>;
+  Q p, c;
+  ASSERT_TRUE(p.InitForWrite(this->key_, 4096)) << p.last_error().message;
+  ASSERT_TRUE(c.InitForRead(this->key_)) << c.last_error().message;
+  char buf[8];
+  size_t len = 99;
+  EXPECT_EQ(c.TryPop(buf, sizeof(buf), &len), Q::PopResult::kEmpty);
+  EXPECT_EQ(len, 0u);
+  ASSERT_TRUE(p.Push("0123456789", 10));
+  EXPECT_EQ(c.TryPop(buf, sizeof(buf), &len), Q::PopResult::kBufferTooSmall);
+  EXPECT_EQ(len, 10u) << "the length the record needs";
+  size_t small = sizeof(buf);
+  EXPECT_FALSE(c.Pop(buf, &small));
+  EXPECT_EQ(small, sizeof(buf)) << "Pop leaves *len for the next call";
+  EXPECT_FALSE(c.Pop(nullptr, &small)) << "a drop that does not fit *len";
+  char big[16];
+  ASSERT_EQ(c.TryPop(big, sizeof(big), &len), Q::PopResult::kOk);
+  EXPECT_EQ(std::string(big, len), "0123456789");
+  ASSERT_TRUE(p.Push("abc", 3));
+  ASSERT_EQ(c.TryPop(nullptr, 0, &len), Q::PopResult::kOk) << "dropped";
+  EXPECT_EQ(len, 3u);
+  EXPECT_EQ(c.TryPop(big, sizeof(big), &len), Q::PopResult::kEmpty);
+  if (shmc::impl::AllocTraits<TypeParam>::is_named) {
+    EXPECT_EQ(p.TryPop(big, sizeof(big), &len), Q::PopResult::kNotConsumer);
+  }
+}
+
 TYPED_TEST(ShmQueueTest, WrapAroundAtEveryOffset) {
   shmc::ShmQueue<TypeParam> p, c;
   ASSERT_TRUE(p.InitForWrite(this->key_, 1024));

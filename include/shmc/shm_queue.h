@@ -147,18 +147,49 @@ class ShmQueue {
   }
   bool Push(const std::string& data) { return Push(data.data(), data.size()); }
 
-  // Pops the head record into buf. Fails, consuming nothing, when empty or
-  // when *len (buf's size) is smaller than the record. len == nullptr (or
-  // buf == nullptr) drops the head record.
+  // Why TryPop popped nothing (shmc addition).
+  enum class PopResult {
+    kOk,
+    kEmpty,           // no record published yet
+    kBufferTooSmall,  // the head record is longer than the buffer
+    kNotConsumer,     // this handle cannot pop (producer of a named
+                      // queue, InitForInspect, or not initialized)
+  };
+
+  // Pops the head record into buf[0, cap): kOk with *len its length. On
+  // kBufferTooSmall nothing is consumed and *len is the length the record
+  // needs; on kEmpty and kNotConsumer *len is 0. buf == nullptr drops the
+  // head record whatever its length.
+  PopResult TryPop(void* buf, size_t cap, size_t* len) {
+    *len = 0;
+    if (!consumer_ || hdr_ == nullptr) return PopResult::kNotConsumer;
+    uint64_t at = 0;
+    uint32_t n = 0;
+    if (!Front(&at, &n)) return PopResult::kEmpty;
+    *len = n;
+    if (buf != nullptr) {
+      if (cap < n) return PopResult::kBufferTooSmall;
+      detail::CopyBytes(buf, ring_ + (at & mask_) + 8, n);
+    }
+    Advance(at + detail::QueueRecordSize(n));
+    return PopResult::kOk;
+  }
+
+  // The reference's call: pops the head record into buf, *len being buf's
+  // size on entry and the record's length on success. False, consuming
+  // nothing and leaving *len as it was, when the queue is empty or the
+  // record is longer than *len (so a caller that passes *len again never
+  // overruns its buffer); TryPop tells the two apart. len == nullptr drops
+  // the head record; buf == nullptr with a len drops it if it fits *len.
   bool Pop(void* buf, size_t* len) {
     uint64_t at = 0;
     uint32_t n = 0;
     if (!Front(&at, &n)) return false;
-    if (len != nullptr && buf != nullptr) {
+    if (len != nullptr) {
       if (*len < n) return false;
-      detail::CopyBytes(buf, ring_ + (at & mask_) + 8, n);
+      if (buf != nullptr) detail::CopyBytes(buf, ring_ + (at & mask_) + 8, n);
+      *len = n;
     }
-    if (len != nullptr) *len = n;
     Advance(at + detail::QueueRecordSize(n));
     return true;
   }
