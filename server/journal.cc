@@ -17,12 +17,19 @@ static_assert((Journal::kWatchSlots & (Journal::kWatchSlots - 1)) == 0,
               "a mask selects the version");
 
 // The words are shared by every process; acquire/release pair the state
-// and sequence words with the records and map writes they publish.
+// and sequence words with the records and map writes they publish. The
+// records after the words are plain bytes, written and read under the
+// write lock.
+static_assert(std::atomic_ref<uint64_t>::is_always_lock_free &&
+                  std::atomic_ref<uint64_t>::required_alignment <=
+                      alignof(uint64_t),
+              "the journal's words are shared between processes");
 uint64_t LoadWord(const uint64_t* w) {
-  return __atomic_load_n(w, __ATOMIC_ACQUIRE);
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(w))
+      .load(std::memory_order_acquire);
 }
 void StoreWord(uint64_t* w, uint64_t v) {
-  __atomic_store_n(w, v, __ATOMIC_RELEASE);
+  std::atomic_ref<uint64_t>(*w).store(v, std::memory_order_release);
 }
 
 }  // namespace
@@ -51,7 +58,8 @@ bool Journal::SeqValid(uint64_t token) const {
   // The reads before this fence happen before the sequence load below
   // (the seqlock's acquire fence, pairing with the writer's release).
   std::atomic_thread_fence(std::memory_order_acquire);
-  return __atomic_load_n(&w_[kSeq], __ATOMIC_RELAXED) == token;
+  return std::atomic_ref<uint64_t>(w_[kSeq]).load(std::memory_order_relaxed) ==
+         token;
 }
 
 void Journal::BeginUnjournaled() {

@@ -33,7 +33,6 @@
 #include "server/stats.h"
 #include "server/store.h"
 #include "server/worker.h"
-#include "shmc/detail/process.h"
 
 namespace shmkv {
 namespace {
@@ -386,11 +385,8 @@ class Master {
       return 1;
     }
     ControlBlock* ctl = store_->control();
-    uint64_t other = __atomic_load_n(&ctl->master_pid, __ATOMIC_ACQUIRE);
-    if (other != 0 && other != static_cast<uint64_t>(getpid()) &&
-        shmc::detail::ProcessAlive(other) &&
-        shmc::detail::ProcessStartTime(other) ==
-            __atomic_load_n(&ctl->master_start, __ATOMIC_ACQUIRE)) {
+    uint64_t other = 0;
+    if (ctl->master.Acquire(&other) == shmc::ProcessLease::Result::kBusy) {
       std::fprintf(stderr, "shmkv: already running on %s (master pid %" PRIu64
                    ")\n", sc_.name.c_str(), other);
       return 1;
@@ -416,12 +412,8 @@ class Master {
       }
       slots_.push_back(s);
     }
-    __atomic_store_n(&ctl->master_start,
-                     shmc::detail::ProcessStartTime(getpid()), __ATOMIC_RELEASE);
-    __atomic_store_n(&ctl->master_pid, static_cast<uint64_t>(getpid()),
-                     __ATOMIC_RELEASE);
-    __atomic_store_n(&ctl->workers, static_cast<uint64_t>(workers),
-                     __ATOMIC_RELAXED);
+    ctl->workers.store(static_cast<uint64_t>(workers),
+                       std::memory_order_relaxed);
     start_ms_ = NowMs();
 
     sigset_t mask;
@@ -626,7 +618,7 @@ class Master {
       }
       close(h[0]);
     }
-    __atomic_add_fetch(&store_->control()->reloads, 1, __ATOMIC_RELAXED);
+    store_->control()->reloads.fetch_add(1, std::memory_order_relaxed);
   }
 
   int Shutdown(int rc) {
@@ -636,7 +628,7 @@ class Master {
     for (auto& kv : draining_) kill(kv.first, SIGTERM);
     while (waitpid(-1, nullptr, 0) > 0) {
     }
-    __atomic_store_n(&store_->control()->master_pid, 0, __ATOMIC_RELEASE);
+    store_->control()->master.Release();
     std::fprintf(stderr, "shmkv: stopped; %" PRIu64 " keys stay in %s\n",
                  store_->Keys(), sc_.name.c_str());
     return rc;
@@ -662,9 +654,8 @@ int SendReload(const StoreConfig& sc) {
                  sc.name.c_str(), ctl.last_error().message.c_str());
     return 1;
   }
-  uint64_t pid = __atomic_load_n(&ctl[0].master_pid, __ATOMIC_ACQUIRE);
-  if (pid == 0 || !shmc::detail::ProcessAlive(pid) ||
-      kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+  uint64_t pid = const_cast<const ControlBlock&>(ctl[0]).master.Holder();
+  if (pid == 0 || kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
     std::fprintf(stderr, "shmkv --reload: no live master for %s\n",
                  sc.name.c_str());
     return 1;

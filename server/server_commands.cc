@@ -307,13 +307,13 @@ std::string InfoText(CommandContext* c,
     line("redis_version", "7.0.0");
     line("shmkv_version", kVersion);
     line("process_id", std::to_string(getpid()));
-    line("master_pid", std::to_string(__atomic_load_n(&ctl->master_pid, __ATOMIC_RELAXED)));
+    line("master_pid", std::to_string(ctl->master.Holder()));
     line("tcp_port", std::to_string(c->info->resp_port));
     line("http_port", std::to_string(c->info->http_port));
     line("workers", std::to_string(c->info->workers));
     line("segment", c->info->name);
     line("uptime_in_seconds", std::to_string((NowMs() - c->info->start_ms) / 1000));
-    line("reloads", std::to_string(__atomic_load_n(&ctl->reloads, __ATOMIC_RELAXED)));
+    line("reloads", std::to_string(ctl->reloads.load(std::memory_order_relaxed)));
     s += "\r\n";
   }
   if (want("clients")) {
@@ -346,8 +346,8 @@ std::string InfoText(CommandContext* c,
     line("connections_handed_over", std::to_string(t.adopted));
     line("evicted_clients", std::to_string(t.evicted_clients));
     line("timed_out_clients", std::to_string(t.timed_out_clients));
-    line("expired_keys", std::to_string(__atomic_load_n(&ctl->expired_keys, __ATOMIC_RELAXED)));
-    line("write_lock_recoveries", std::to_string(__atomic_load_n(&ctl->lock_recoveries, __ATOMIC_RELAXED)));
+    line("expired_keys", std::to_string(ctl->expired_keys.load(std::memory_order_relaxed)));
+    line("write_lock_recoveries", std::to_string(ctl->lock_recoveries.load(std::memory_order_relaxed)));
     Store::JournalStats js = c->store->journal_stats();
     line("journal_commits_recovered", std::to_string(js.recovered));
     line("journal_commits_undone", std::to_string(js.undone));

@@ -6,12 +6,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "shmc/remove_segment.h"
+
 namespace shmkv {
 
 namespace {
-
-uint64_t Load(const uint64_t* p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-void Store(uint64_t* p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
 
 uint64_t Bits(double d) {
   uint64_t u;
@@ -53,9 +52,8 @@ bool SharedStats::Open(const std::string& key, bool create, std::string* err) {
   if (!arr_.InitForWrite(key, kMaxWorkerSlots)) {
     // Statistics are not data: the master replaces a segment of another
     // layout (an earlier shmkv with fewer commands) if it is shmc's own.
-    shmc::POSIX alloc;
-    if (!create || shmc::detail::RemoveOwnSegment(key, &alloc) !=
-                       shmc::detail::RemoveResult::kRemoved ||
+    if (!create ||
+        shmc::RemoveSegment<shmc::POSIX>(key) != shmc::RemoveStatus::kRemoved ||
         !arr_.InitForWrite(key, kMaxWorkerSlots)) {
       *err = arr_.last_error().message;
       return false;
@@ -67,67 +65,89 @@ bool SharedStats::Open(const std::string& key, bool create, std::string* err) {
   return true;
 }
 
+namespace {
+
+// The slot's writer: seq goes odd, the words are stored, seq goes even.
+void WriteSlot(StatsSlot* s, const StatsValues& v) {
+  uint64_t words[StatsSlot::kWords];
+  std::memcpy(words, &v, sizeof(words));
+  uint64_t seq = s->seq.load(std::memory_order_relaxed);
+  s->seq.store(seq | 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (size_t i = 0; i < StatsSlot::kWords; ++i) {
+    s->words[i].store(words[i], std::memory_order_relaxed);
+  }
+  s->seq.store((seq | 1) + 1, std::memory_order_release);
+}
+
+// A reader: a copy taken while seq stood still and even; false if the
+// writer kept it busy.
+bool ReadSlot(const StatsSlot* s, StatsValues* v) {
+  uint64_t words[StatsSlot::kWords];
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    uint64_t seq = s->seq.load(std::memory_order_acquire);
+    if (seq & 1) continue;
+    for (size_t i = 0; i < StatsSlot::kWords; ++i) {
+      words[i] = s->words[i].load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (s->seq.load(std::memory_order_relaxed) == seq) {
+      std::memcpy(v, words, sizeof(words));
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void SharedStats::Clear(size_t slot) {
-  StatsSlot* s = const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]);
-  uint64_t seq = Load(&s->seq);
-  Store(&s->seq, seq | 1);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  uint64_t* w = reinterpret_cast<uint64_t*>(s) + 1;
-  size_t words = sizeof(StatsSlot) / 8 - 1;
-  for (size_t i = 0; i < words; ++i) Store(w + i, 0);
-  __atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+  WriteSlot(const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]),
+            StatsValues{});
 }
 
 void SharedStats::Publish(size_t slot, const LocalStats& l) {
   StatsSlot* s = const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]);
-  uint64_t seq = Load(&s->seq);
-  Store(&s->seq, seq | 1);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-  Store(&s->pid, static_cast<uint64_t>(getpid()));
-  Store(&s->connections, l.connections);
-  Store(&s->connections_total, l.connections_total);
-  Store(&s->commands, l.commands);
-  Store(&s->errors, l.errors);
-  Store(&s->bytes_in, l.bytes_in);
-  Store(&s->bytes_out, l.bytes_out);
-  Store(&s->http_requests, l.http_requests);
-  Store(&s->adopted, l.adopted);
-  Store(&s->ops_per_sec, l.ops_per_sec);
-  Store(&s->cpu_user_us, l.cpu_user_us);
-  Store(&s->cpu_sys_us, l.cpu_sys_us);
-  Store(&s->evicted_clients, l.evicted_clients);
-  Store(&s->timed_out_clients, l.timed_out_clients);
-  Store(&s->client_buffers, l.client_buffers);
+  StatsValues v;
+  // Only this worker writes its slot: start from what it holds (a command
+  // with no calls yet keeps its zeros).
+  ReadSlot(s, &v);
+  v.pid = static_cast<uint64_t>(getpid());
+  v.connections = l.connections;
+  v.connections_total = l.connections_total;
+  v.commands = l.commands;
+  v.errors = l.errors;
+  v.bytes_in = l.bytes_in;
+  v.bytes_out = l.bytes_out;
+  v.http_requests = l.http_requests;
+  v.adopted = l.adopted;
+  v.ops_per_sec = l.ops_per_sec;
+  v.cpu_user_us = l.cpu_user_us;
+  v.cpu_sys_us = l.cpu_sys_us;
+  v.evicted_clients = l.evicted_clients;
+  v.timed_out_clients = l.timed_out_clients;
+  v.client_buffers = l.client_buffers;
   for (size_t c = 0; c < kMaxCommands; ++c) {
     if (l.calls[c] == 0) continue;
-    CommandWords& w = s->cmd[c];
-    Store(&w.calls, l.calls[c]);
-    Store(&w.usec, l.usec[c]);
+    CommandWords& w = v.cmd[c];
+    w.calls = l.calls[c];
+    w.usec = l.usec[c];
     for (size_t q = 0; q < 3; ++q) {
       const shmc::PercentileEstimator& e = l.est[c * 3 + q];
-      Store(&w.est[q][0], Bits(e.sum_of_maxima()));
-      Store(&w.est[q][1], e.count());
-      Store(&w.est[q][2], Bits(e.open_group_max()));
+      w.est[q][0] = Bits(e.sum_of_maxima());
+      w.est[q][1] = e.count();
+      w.est[q][2] = Bits(e.open_group_max());
     }
   }
-  __atomic_store_n(&s->seq, (seq | 1) + 1, __ATOMIC_RELEASE);
+  WriteSlot(s, v);
 }
 
 StatsTotals SharedStats::Merge() const {
   StatsTotals t;
-  StatsSlot copy;
+  StatsValues copy;
   for (size_t i = 0; i < kMaxWorkerSlots; ++i) {
     const StatsSlot* s = const_cast<const StatsSlot*>(&arr_[static_cast<int>(i)]);
-    bool ok = false;
-    for (int attempt = 0; attempt < 1000 && !ok; ++attempt) {
-      uint64_t seq = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
-      if (seq & 1) continue;
-      const uint64_t* src = reinterpret_cast<const uint64_t*>(s);
-      uint64_t* dst = reinterpret_cast<uint64_t*>(&copy);
-      for (size_t w = 0; w < sizeof(StatsSlot) / 8; ++w) dst[w] = Load(src + w);
-      __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      ok = Load(&s->seq) == seq;
-    }
+    bool ok = ReadSlot(s, &copy);
     if (!ok || copy.pid == 0) continue;
     if (Alive(copy.pid)) {
       ++t.workers_alive;

@@ -9,8 +9,10 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "shmc/percentile.h"
@@ -30,8 +32,8 @@ struct CommandWords {
   uint64_t est[3][3];                // per quantile: sum_max, count, open_max
 };
 
-struct StatsSlot {
-  uint64_t seq;  // odd while the owner writes
+// One worker's figures, as plain words.
+struct StatsValues {
   uint64_t pid;
   uint64_t connections;
   uint64_t connections_total;
@@ -47,6 +49,21 @@ struct StatsSlot {
   uint64_t evicted_clients, timed_out_clients, client_buffers;
   CommandWords cmd[kMaxCommands];
 };
+static_assert(std::is_trivially_copyable<StatsValues>::value &&
+                  sizeof(StatsValues) % 8 == 0,
+              "StatsValues travels through a slot's words");
+
+// A worker's slot in shared memory: its StatsValues word by word, under a
+// sequence word (a seqlock: odd while its worker writes; readers retry).
+struct StatsSlot {
+  static constexpr size_t kWords = sizeof(StatsValues) / 8;
+  std::atomic<uint64_t> seq;
+  std::atomic<uint64_t> words[kWords];
+};
+static_assert(std::is_standard_layout<StatsSlot>::value &&
+                  sizeof(StatsSlot) == 8 + sizeof(StatsValues),
+              "StatsSlot lives in shared memory: a sequence word, then the "
+              "values");
 
 // What a worker accumulates between publications.
 struct LocalStats {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "server/journal.h"
+#include "shmc/remove_segment.h"
 #include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
@@ -178,8 +179,15 @@ class StoreT : public Store {
       return false;
     }
     ctl_ = const_cast<ControlBlock*>(&ctl_arr_[0]);
-    if (master && __atomic_load_n(&ctl_->magic, __ATOMIC_ACQUIRE) !=
-                      kControlMagic) {
+    uint64_t magic = ctl_->magic.load(std::memory_order_acquire);
+    if (magic != 0 && magic != kControlMagic) {
+      // Another shmkv version's block (its lock may be in use): left alone.
+      *err = "control segment " + ControlKey(cfg) + " was made by another "
+             "shmkv version; stop that server, then remove its segments "
+             "(docs/server.md)";
+      return false;
+    }
+    if (master && magic == 0) {
       pthread_mutexattr_t attr;
       pthread_mutexattr_init(&attr);
       pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
@@ -191,9 +199,8 @@ class StoreT : public Store {
                std::strerror(rc);
         return false;
       }
-      __atomic_store_n(&ctl_->magic, kControlMagic, __ATOMIC_RELEASE);
-    } else if (__atomic_load_n(&ctl_->magic, __ATOMIC_ACQUIRE) !=
-               kControlMagic) {
+      ctl_->magic.store(kControlMagic, std::memory_order_release);
+    } else if (ctl_->magic.load(std::memory_order_acquire) != kControlMagic) {
       *err = "control segment " + ControlKey(cfg) + " is not initialized";
       return false;
     }
@@ -589,7 +596,7 @@ class StoreT : public Store {
         std::fprintf(stderr, "shmkv: %s\n", map_.last_error().message.c_str());
       }
       journal_.Recover(Applier());
-      __atomic_add_fetch(&ctl_->lock_recoveries, 1, __ATOMIC_RELAXED);
+      ctl_->lock_recoveries.fetch_add(1, std::memory_order_relaxed);
       pthread_mutex_consistent(&ctl_->write_lock);
     } else if (rc != 0) {
       std::fprintf(stderr, "shmkv: write lock failed: %s\n",
@@ -643,7 +650,7 @@ class StoreT : public Store {
     if (b->key != key) return Status::kCollision;
     if (b->Expired(NowMs())) {
       map_.Erase(h);
-      __atomic_add_fetch(&ctl_->expired_keys, 1, __ATOMIC_RELAXED);
+      ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
       return Status::kNotFound;
     }
     return Status::kOk;
@@ -660,7 +667,7 @@ class StoreT : public Store {
       return false;
     }
     map_.Erase(h);
-    __atomic_add_fetch(&ctl_->expired_keys, 1, __ATOMIC_RELAXED);
+    ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 
@@ -685,19 +692,18 @@ std::unique_ptr<Store> OpenT(const StoreConfig& cfg, bool master,
 
 template <class Alloc>
 bool UnlinkIfPresent(const std::string& key, std::string* err) {
-  Alloc a;
-  switch (shmc::detail::RemoveOwnSegment(key, &a)) {
-    case shmc::detail::RemoveResult::kRemoved:
-    case shmc::detail::RemoveResult::kAbsent:
+  std::string why;
+  switch (shmc::RemoveSegment<Alloc>(key, &why)) {
+    case shmc::RemoveStatus::kRemoved:
+    case shmc::RemoveStatus::kAbsent:
       return true;
-    case shmc::detail::RemoveResult::kForeign:
+    case shmc::RemoveStatus::kForeign:
       *err = key + " is not a shmc segment; it was left alone";
       return false;
-    case shmc::detail::RemoveResult::kFailed:
+    case shmc::RemoveStatus::kFailed:
       break;
   }
-  *err = "cannot remove segment " + key + ": " +
-         shmc::detail::AllocErrorText(a.last_errno());
+  *err = "cannot remove segment " + key + ": " + why;
   return false;
 }
 

@@ -27,6 +27,8 @@
 
 #include <pthread.h>
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -34,6 +36,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "shmc/process_lease.h"
 
 namespace shmkv {
 
@@ -61,20 +65,30 @@ struct WatchStamp {
 // Shared by master and workers: the write lock and the master's identity.
 // Plain integers used through __atomic builtins: the block lives in a
 // ShmArray, whose node type must be trivially copyable.
+// Zero bytes are its initial state (a fresh segment); the master
+// initializes the lock, then sets magic.
 struct ControlBlock {
-  uint64_t magic;  // kControlMagic once initialized
-  uint64_t master_pid;
-  uint64_t master_start;
-  uint64_t reloads;
-  uint64_t workers;
-  uint64_t http_port;
-  uint64_t resp_port;
-  uint64_t start_time_ms;
-  pthread_mutex_t write_lock;
-  uint64_t lock_recoveries;  // locks taken over from a dead worker
-  uint64_t expired_keys;     // removed by lazy or active expiry
+  std::atomic<uint64_t> magic;  // kControlMagic once initialized
+  shmc::ProcessLease master;    // the live master, if any
+  std::atomic<uint64_t> reloads;
+  std::atomic<uint64_t> workers;
+  std::atomic<uint64_t> lock_recoveries;  // locks taken over from a dead worker
+  std::atomic<uint64_t> expired_keys;     // removed by lazy or active expiry
+  uint64_t reserved[2];
+  pthread_mutex_t write_lock;  // robust, process-shared
 };
-constexpr uint64_t kControlMagic = 0x31746c63766b6d73ULL;  // "smkvclt1"
+static_assert(std::is_standard_layout<ControlBlock>::value,
+              "ControlBlock lives in shared memory: standard layout");
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "its counters are shared between processes: lock-free words");
+static_assert(offsetof(ControlBlock, master) == 8 &&
+                  offsetof(ControlBlock, write_lock) == 80 &&
+                  sizeof(ControlBlock) == 80 + sizeof(pthread_mutex_t),
+              "the control block's layout is fixed: change kControlMagic "
+              "when it changes, so a running server of the old layout is "
+              "refused rather than misread");
+// "smkvclt2": the second layout (the master lease became a ProcessLease).
+constexpr uint64_t kControlMagic = 0x32746c63766b6d73ULL;
 
 int64_t NowMs();
 

@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "shmc/process_lease.h"
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
@@ -117,6 +118,58 @@ TYPED_TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
   EXPECT_EQ(shmc_test::RunInChild([&] { return TypeParam::Touch(&w) ? 0 : 1; }),
             0)
       << "a forked child writes through the inherited handle";
+}
+
+// The public lease: in a struct of the user's own in a shared array, one
+// live holder at a time; a holder killed without releasing is taken over.
+struct Roles {
+  shmc::ProcessLease master;
+};
+
+TEST(ProcessLease, OneLiveHolderAndTakeoverAfterKill) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmArray<Roles, shmc::POSIX> arr;
+  ASSERT_TRUE(arr.InitForWrite(key, 1)) << arr.last_error().message;
+  shmc::ProcessLease& lease = const_cast<Roles&>(arr[0]).master;
+  EXPECT_EQ(lease.Holder(), 0u) << "zero bytes are a free lease";
+  uint64_t holder = 0;
+  ASSERT_EQ(lease.Acquire(&holder), shmc::ProcessLease::Result::kAcquired);
+  EXPECT_EQ(lease.Holder(), static_cast<uint64_t>(getpid()));
+  EXPECT_EQ(lease.Acquire(), shmc::ProcessLease::Result::kReentered);
+  // Another process finds it busy and names the holder.
+  EXPECT_EQ(shmc_test::RunInChild([&] {
+              uint64_t h = 0;
+              bool busy = lease.Acquire(&h) == shmc::ProcessLease::Result::kBusy;
+              return busy && h == static_cast<uint64_t>(getppid()) ? 0 : 1;
+            }),
+            0);
+  lease.Release();
+  EXPECT_EQ(lease.Holder(), 0u);
+  // A holder killed while holding it: the next one takes it over.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    bool ok = lease.Acquire() == shmc::ProcessLease::Result::kAcquired;
+    (void)!write(ready[1], ok ? "1" : "0", 1);
+    pause();
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ASSERT_EQ(c, '1');
+  EXPECT_EQ(lease.Holder(), static_cast<uint64_t>(child));
+  EXPECT_EQ(lease.Acquire(&holder), shmc::ProcessLease::Result::kBusy);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  close(ready[0]);
+  close(ready[1]);
+  EXPECT_EQ(lease.Holder(), 0u) << "a dead holder holds nothing";
+  uint64_t epoch = lease.epoch();
+  EXPECT_EQ(lease.Acquire(&holder), shmc::ProcessLease::Result::kTakenOver);
+  EXPECT_EQ(holder, static_cast<uint64_t>(child));
+  EXPECT_EQ(lease.epoch(), epoch + 1);
+  lease.Release();
 }
 
 }  // namespace

@@ -28,8 +28,11 @@ template <class Node, class Alloc = SVIPC>
 class ShmArray {
   static_assert(std::is_standard_layout<Node>::value,
                 "Node lives in shared memory: it must be standard-layout");
-  static_assert(std::is_trivially_copyable<Node>::value,
-                "Node lives in shared memory: it must be trivially copyable");
+  // std::atomic members are welcome (they are not trivially copyable);
+  // a Node must not own anything outside the segment, and all-zero bytes
+  // must be a valid Node: a new array is zero-filled, never constructed.
+  static_assert(std::is_trivially_destructible<Node>::value,
+                "Node lives in shared memory: it must not own resources");
 
  public:
   static constexpr uint32_t kLayoutVersion = 1;

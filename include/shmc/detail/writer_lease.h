@@ -33,44 +33,66 @@ enum class LeaseResult {
   kBusy,       // held by another live process
 };
 
-inline bool LeaseHolderAlive(const SegmentHeader* h, uint64_t pid) {
+// The two words of a lease, wherever they live: the holder's pid and its
+// start time (ProcessLease keeps them in a user's shared struct, the
+// segment header in lease_pid/lease_start).
+struct LeaseWords {
+  std::atomic<uint64_t>* pid;
+  std::atomic<uint64_t>* start;
+  std::atomic<uint64_t>* epoch;  // bumped per acquisition; may be null
+};
+
+inline bool LeaseHolderAlive(const std::atomic<uint64_t>& start_word,
+                             uint64_t pid) {
   if (pid == 0 || !ProcessAlive(pid)) return false;
-  uint64_t start = h->lease_start.load(std::memory_order_acquire);
+  uint64_t start = start_word.load(std::memory_order_acquire);
   // 0: the holder is between its CAS and storing its start time.
   return start == 0 || start == ProcessStartTime(pid);
 }
 
-inline LeaseResult AcquireLease(SegmentHeader* h, bool shared,
-                                uint64_t* holder) {
+inline bool LeaseHolderAlive(const SegmentHeader* h, uint64_t pid) {
+  return LeaseHolderAlive(h->lease_start, pid);
+}
+
+inline LeaseResult AcquireLease(LeaseWords w, bool shared, uint64_t* holder) {
   const uint64_t me = static_cast<uint64_t>(getpid());
   const uint64_t my_start = ProcessStartTime(me);
   for (;;) {
-    uint64_t cur = h->lease_pid.load(std::memory_order_acquire);
+    uint64_t cur = w.pid->load(std::memory_order_acquire);
     *holder = cur;
     if (cur == me) {
       // Same pid: ours, unless a previous process with our recycled pid
       // left it (then its start time differs).
-      if (h->lease_start.load(std::memory_order_acquire) == my_start) {
+      if (w.start->load(std::memory_order_acquire) == my_start) {
         return LeaseResult::kReentered;
       }
-    } else if (LeaseHolderAlive(h, cur)) {
+    } else if (LeaseHolderAlive(*w.start, cur)) {
       return shared ? LeaseResult::kShared : LeaseResult::kBusy;
     }
-    if (h->lease_pid.compare_exchange_strong(cur, me,
-                                             std::memory_order_acq_rel)) {
-      h->lease_start.store(my_start, std::memory_order_release);
-      h->lease_epoch.fetch_add(1, std::memory_order_acq_rel);
+    if (w.pid->compare_exchange_strong(cur, me, std::memory_order_acq_rel)) {
+      w.start->store(my_start, std::memory_order_release);
+      if (w.epoch != nullptr) w.epoch->fetch_add(1, std::memory_order_acq_rel);
       return cur == 0 ? LeaseResult::kAcquired : LeaseResult::kTakenOver;
     }
   }
 }
 
-inline void ReleaseLease(SegmentHeader* h) {
+inline LeaseResult AcquireLease(SegmentHeader* h, bool shared,
+                                uint64_t* holder) {
+  return AcquireLease({&h->lease_pid, &h->lease_start, &h->lease_epoch},
+                      shared, holder);
+}
+
+inline void ReleaseLease(LeaseWords w) {
   uint64_t me = static_cast<uint64_t>(getpid());
-  if (h->lease_pid.load(std::memory_order_acquire) == me) {
-    h->lease_start.store(0, std::memory_order_relaxed);
-    h->lease_pid.store(0, std::memory_order_release);
+  if (w.pid->load(std::memory_order_acquire) == me) {
+    w.start->store(0, std::memory_order_relaxed);
+    w.pid->store(0, std::memory_order_release);
   }
+}
+
+inline void ReleaseLease(SegmentHeader* h) {
+  ReleaseLease({&h->lease_pid, &h->lease_start, &h->lease_epoch});
 }
 
 // Crash points for tests: SHMC_CRASH_POINT(id) calls the hook installed by a
