@@ -599,11 +599,10 @@ class ShmQueue {
     // SYNC POINT (release): publishes the record (or pad) and everything
     // written before it, the zeroed header after it included; pairs with
     // the consumer's acquire load in LoadHeader.
-    __atomic_store_n(reinterpret_cast<uint64_t*>(at), word, __ATOMIC_RELEASE);
+    detail::StoreWord(at, word, true);
   }
   static uint64_t LoadHeader(const char* at, uint32_t* len, uint32_t* kind) {
-    uint64_t word =
-        __atomic_load_n(reinterpret_cast<const uint64_t*>(at), __ATOMIC_ACQUIRE);
+    uint64_t word = detail::LoadWordAcquire(at);
     uint32_t h[2];
     std::memcpy(h, &word, 8);
     *len = h[0];
@@ -615,8 +614,7 @@ class ShmQueue {
   // bytes with its header), where the next record will go; the record's
   // header, stored after this, publishes the zero with it.
   void ZeroNext(char* ring, uint64_t rec, uint64_t size) {
-    __atomic_store_n(reinterpret_cast<uint64_t*>(ring + ((rec + size) & mask_)),
-                     uint64_t{0}, __ATOMIC_RELAXED);
+    detail::StoreWord(ring + ((rec + size) & mask_), 0, false);
   }
 
   // Publishes a written record: its header, then the pad before it (a

@@ -112,6 +112,19 @@ inline uint64_t LoadRelaxed(const uint64_t* p) {
   return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
+// A shared 8-byte word inside raw segment bytes (a ring's record header),
+// stored or loaded whole; `at` must be 8-byte aligned.
+inline void StoreWord(void* at, uint64_t v, bool release) {
+  if (release) {
+    __atomic_store_n(static_cast<uint64_t*>(at), v, __ATOMIC_RELEASE);
+  } else {
+    __atomic_store_n(static_cast<uint64_t*>(at), v, __ATOMIC_RELAXED);
+  }
+}
+inline uint64_t LoadWordAcquire(const void* at) {
+  return __atomic_load_n(static_cast<const uint64_t*>(at), __ATOMIC_ACQUIRE);
+}
+
 inline std::string PrintableBytes(const void* data, size_t n) {
   std::string out;
   const unsigned char* p = static_cast<const unsigned char*>(data);
