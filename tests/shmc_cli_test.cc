@@ -472,6 +472,94 @@ TEST(ShmcCli, MapDamageFoundAndRepaired) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
+// The tag byte of a hash table slot, found through a raw mapping of the
+// segment from its header's params (docs/layout/hash_table.md).
+volatile unsigned char* RawTag(char* base, uint64_t slot) {
+  const auto* h = reinterpret_cast<const shmc::detail::SegmentHeader*>(base);
+  uint64_t main_buckets = 0, slots = 0;
+  for (uint32_t i = 0; i < h->param_count; ++i) {
+    std::string name(h->params[i].name,
+                     strnlen(h->params[i].name, sizeof(h->params[i].name)));
+    if (name == "main_buckets") main_buckets = h->params[i].value;
+    if (name == "bucket_slots") slots = h->params[i].value;
+  }
+  uint64_t bitmap = ((main_buckets + 63) / 64 * 8 + 63) / 64 * 64;
+  uint64_t tags = 512 + 64 + 2 * bitmap;
+  uint64_t words_per_bucket = (slots + 3) / 4;
+  return reinterpret_cast<volatile unsigned char*>(base) + tags +
+         (slot / slots) * words_per_bucket * 4 + slot % slots;
+}
+
+// A tag changed behind the container's back hides its key from lookups:
+// `shmc check` finds it (as ShmHashMap::HealthCheck does), --fix rewrites
+// it from the key, and the key is found again.
+TEST(ShmcCli, DamagedTagFoundAndRepaired) {
+  Names<shmc::POSIX> n;
+  {
+    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+    ASSERT_TRUE(m.InitForWrite(n.base, 1000, 64, 2000));
+    for (uint64_t k = 1; k <= 100; ++k) ASSERT_TRUE(m.Insert(k, "value"));
+  }
+  ScopedKey<shmc::POSIX> tk("table");
+  {
+    shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> table;
+    ASSERT_TRUE(table.InitForWrite(tk, 1000));
+    for (uint64_t k = 1; k <= 100; ++k) {
+      bool found = false;
+      volatile Node16* node = table.FindOrAlloc(k, &found);
+      ASSERT_NE(node, nullptr);
+      node->key = k;
+      node->val = k * 3;
+    }
+  }
+  shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> table;
+  ASSERT_TRUE(table.InitForRead(tk));
+  struct Case {
+    std::string key, seg;
+    uint64_t slot;
+  };
+  shmc::ShmHashTable<uint64_t, shmc::detail::MapNode<uint64_t>, shmc::POSIX>
+      index;
+  ASSERT_TRUE(index.InitForRead(n.k0));
+  volatile auto* in_map = index.Find(42);
+  ASSERT_NE(in_map, nullptr);
+  volatile Node16* in_table = table.Find(42);
+  ASSERT_NE(in_table, nullptr);
+  std::vector<Case> cases = {
+      {n.k0, "posix:" + n.base.str(), index.node_index(in_map)},
+      {tk.str(), "posix:" + tk.str(), table.node_index(in_table)}};
+  for (const Case& c : cases) {
+    EXPECT_EQ(Shmc({"check", c.seg}).exit_code, 0) << c.seg;
+    shmc::POSIX raw;
+    size_t mapped = 0;
+    char* base = static_cast<char*>(raw.Attach(c.key, 0, 0, &mapped));
+    ASSERT_NE(base, nullptr);
+    volatile unsigned char* tag = RawTag(base, c.slot);
+    unsigned char good = *tag;
+    ASSERT_NE(good, 0);
+    *tag = static_cast<unsigned char>(good == 0x7f ? 0x80 : 0x7f);
+    Result r = Shmc({"check", c.seg, "--json"});
+    EXPECT_EQ(r.exit_code, 3) << c.seg << r.out << r.err;
+    EXPECT_NE(r.out.find("tag that is not their key"), std::string::npos)
+        << r.out;
+    if (c.key == n.k0) {
+      shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+      ASSERT_TRUE(m.InitForRead(n.base));
+      std::string v;
+      EXPECT_FALSE(m.Find(42, &v)) << "the key is unreachable";
+      shmc::ShmHashMap<uint64_t, shmc::POSIX>::HealthStat hs;
+      ASSERT_TRUE(m.HealthCheck(&hs, false));
+      EXPECT_EQ(hs.untagged_keys, 1u) << "the library agrees";
+    }
+    r = Shmc({"check", c.seg, "--fix"});
+    EXPECT_EQ(r.exit_code, 0) << c.seg << r.out << r.err;
+    EXPECT_EQ(*tag, good) << "rewritten from the key";
+    EXPECT_EQ(Shmc({"check", c.seg}).exit_code, 0) << c.seg;
+    raw.Detach(base, mapped);
+  }
+  EXPECT_NE(table.Find(42), nullptr);
+}
+
 // A queue whose word at the tail is not zero (damage) is reported: the
 // consumer would read it as a record. Records published past a stale tail
 // (a producer killed before storing it) are counted, not a problem.

@@ -275,6 +275,7 @@ struct Ops {
       } else if ((rc = OpenLinks(c.segments[1], &lt, err)) != kExitOk) {
         return rc;
       }
+      lay.map_index = true;
       CheckTable(lay, MapNodeUsed, fix, &problems, &fixed);
       typename shmc::ShmHashMap<uint64_t, Alloc>::HealthStat hs;
       auto each_slot =

@@ -1,6 +1,8 @@
 #include "tools/shmc/raw_layout.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_table.h"
@@ -89,6 +91,7 @@ bool DeriveLayout(ContainerKind kind, const HeaderPeek& peek, RawLayout* lay,
   }
   lay->node_size = peek.param("node_size");
   lay->node_align = peek.param("node_align");
+  lay->hash_id = peek.param("hash_id");
   if (lay->node_size == 0 || lay->node_size > (1u << 24) ||
       lay->node_align == 0 || lay->node_align > 4096 ||
       (lay->node_align & (lay->node_align - 1)) != 0 ||
@@ -258,9 +261,137 @@ Json TableInfo(const RawLayout& lay, UsedFn used, const char* used_word) {
 }
 
 // Hash-table findings (and the one repair: raising the recorded depth).
+namespace {
+
+// Where a key may sit in a node the tool knows only by its size, and how
+// it is hashed (shmc/hash.h): an integer (hash id 1: Mix64 of its value,
+// zero- or sign-extended) or plain bytes (hash id 2).
+struct KeyPlace {
+  uint64_t offset = 0, width = 0;
+  bool sign = false;
+  bool bytes = false;
+};
+
+uint64_t KeyHash(const RawLayout& lay, uint64_t slot, const KeyPlace& k) {
+  unsigned char b[4096];
+  const volatile unsigned char* p = lay.node(slot) + k.offset;
+  for (uint64_t i = 0; i < k.width; ++i) b[i] = p[i];
+  if (k.bytes) return shmc::HashBytes(b, k.width);
+  uint64_t v = 0;
+  std::memcpy(&v, b, k.width);  // little-endian
+  if (k.sign && k.width < 8 && (v >> (8 * k.width - 1)) != 0) {
+    v |= ~uint64_t{0} << (8 * k.width);
+  }
+  return shmc::Mix64(v);
+}
+
+// The byte of the tag array that holds slot's tag (little-endian words).
+volatile unsigned char* TagByte(const RawLayout& lay, uint64_t slot) {
+  uint64_t s = lay.geo.slots;
+  uint64_t word = (slot / s) * sd::TagWordsPerBucket(lay.geo.slots) +
+                  (slot % s) / 4;
+  return const_cast<volatile unsigned char*>(
+      lay.base + sd::TableTagsOffset(lay.geo.main_buckets) + word * 4 +
+      (slot % s) % 4);
+}
+
+std::vector<KeyPlace> KeyPlaces(const RawLayout& lay) {
+  std::vector<KeyPlace> out;
+  // A map's key is at the start, before its 8-byte handle word.
+  uint64_t room = lay.map_index ? lay.node_size - 8 : lay.node_size;
+  uint64_t last = lay.map_index ? 0 : room;
+  if (lay.hash_id == 1) {
+    for (uint64_t w : {8, 4, 2, 1}) {
+      for (uint64_t o = 0; o + w <= room && o <= last; o += w) {
+        out.push_back({o, w, false, false});
+        if (w < 8) out.push_back({o, w, true, false});
+      }
+    }
+  } else if (lay.hash_id == 2) {
+    for (uint64_t w = 1; w <= room && w <= 256; ++w) {
+      out.push_back({0, w, false, true});
+    }
+  }
+  return out;
+}
+
+// Tags: a lookup compares a slot's tag before its key, so a node in use
+// whose tag is not its key's cannot be found. The tool does not know the
+// program's Node: it tries each place a key may sit and takes one only if
+// nearly every tag agrees with it (a wrong guess agrees about once in
+// 255), then counts the nodes that disagree. A tag of 0 on a node in use
+// is wrong whatever the key.
+void CheckTags(const RawLayout& lay, UsedFn used, bool fix, Json* problems,
+               Json* fixed) {
+  std::vector<uint64_t> in_use;
+  uint64_t zero = 0;
+  for (uint64_t i = 0; i < lay.geo.total_slots(); ++i) {
+    if (!used(lay, i)) continue;
+    in_use.push_back(i);
+    zero += *TagByte(lay, i) == 0;
+  }
+  if (zero > 0) {
+    problems->Push(std::to_string(zero) + " nodes in use have no tag: "
+                   "lookups cannot reach them");
+  }
+  std::vector<uint64_t> sample;
+  for (size_t i = 0; i < in_use.size() && sample.size() < 512; ++i) {
+    sample.push_back(in_use[i * std::max<size_t>(1, in_use.size() / 512) %
+                            in_use.size()]);
+  }
+  if (sample.size() < 8) return;  // too few keys to tell where they are
+  auto agreeing = [&](const KeyPlace& k, size_t n) {
+    size_t agree = 0;
+    for (size_t j = 0; j < n && j < sample.size(); ++j) {
+      uint64_t i = sample[j];
+      agree += *TagByte(lay, i) == sd::TagOf(KeyHash(lay, i, k));
+    }
+    return agree;
+  };
+  // Chosen on a few nodes, then confirmed on the whole sample.
+  const KeyPlace* best = nullptr;
+  size_t best_agree = 0;
+  std::vector<KeyPlace> places = KeyPlaces(lay);
+  for (const KeyPlace& k : places) {
+    size_t agree = agreeing(k, 64);
+    if (agree > best_agree) {
+      best_agree = agree;
+      best = &k;
+    }
+  }
+  if (best == nullptr) return;
+  best_agree = agreeing(*best, sample.size());
+  if (best_agree * 10 < sample.size() * 9) return;
+  uint64_t bad = 0, retagged = 0;
+  for (uint64_t i : in_use) {
+    uint32_t want = sd::TagOf(KeyHash(lay, i, *best));
+    volatile unsigned char* t = TagByte(lay, i);
+    if (*t == want || *t == 0) continue;  // zero tags are counted above
+    ++bad;
+    if (fix) {
+      *t = static_cast<unsigned char>(want);
+      ++retagged;
+    }
+  }
+  if (bad > 0) {
+    problems->Push(std::to_string(bad) + " nodes in use carry a tag that "
+                   "is not their key's: lookups cannot reach them (key "
+                   "taken as bytes " + std::to_string(best->offset) + ".." +
+                   std::to_string(best->offset + best->width) + " of each "
+                   "node, which " + std::to_string(best_agree) + " of " +
+                   std::to_string(sample.size()) + " sampled tags agree with)");
+  }
+  if (retagged > 0) {
+    fixed->Push(std::to_string(retagged) + " tags rewritten from their keys");
+  }
+}
+
+}  // namespace
+
 void CheckTable(const RawLayout& lay, UsedFn used, bool fix, Json* problems,
                 Json* fixed) {
   if (lay.kind != ContainerKind::kHashTable) return;
+  CheckTags(lay, used, fix, problems, fixed);
   auto* th = const_cast<sd::HashTableHeader*>(TableHeader(lay));
   uint32_t depth = th->overflow_depth.load(std::memory_order_relaxed);
   if (depth > lay.geo.over_rows) {

@@ -26,6 +26,8 @@ struct RawLayout {
   uint64_t nodes_offset = 0;
   uint64_t node_num = 0;            // array
   shmc::detail::TableGeometry geo;  // hash table
+  uint64_t hash_id = 0;             // hash tables: how keys are hashed
+  bool map_index = false;           // a map's index: key, then handle word
   uint64_t rows = 0, cols = 0;      // hash table M
   std::vector<uint64_t> mods;       // hash table M
   // Rows of slots the tool walks: (first slot index, slots).
