@@ -90,6 +90,10 @@ KeyHash HashKey(std::string_view k) {
 
 constexpr size_t kBlobHeader = 16;
 constexpr size_t kNodeBytes = 64;  // value node payload
+// What one node costs in the value segment: its payload and the link
+// table's 16 bytes of bookkeeping (docs/layout/link_table.md). --memory
+// is spent in these units, and INFO's memory figures count them.
+constexpr size_t kNodeCost = kNodeBytes + 16;
 
 // A parsed blob (views into a buffer).
 struct Blob {
@@ -165,7 +169,7 @@ class StoreT : public Store {
     int flags = shmc::kSharedWriters |
                 (master ? shmc::kCreateIfNotExist : shmc::kNoCreate);
     shmc::SetDefaultCreateFlags(flags);
-    uint64_t nodes = cfg.memory / (kNodeBytes + 16);
+    uint64_t nodes = cfg.memory / kNodeCost;
     if (nodes < 16) nodes = 16;
     if (!map_.InitForWrite(cfg.name, cfg.capacity, kNodeBytes, nodes)) {
       *err = map_.last_error().message;
@@ -364,11 +368,11 @@ class StoreT : public Store {
   uint64_t Keys() override { return map_.size(); }
   uint64_t Capacity() override { return cfg_.capacity; }
   uint64_t MemoryTotal() override {
-    return map_.link_table().total_nodes() * kNodeBytes;
+    return map_.link_table().total_nodes() * kNodeCost;
   }
   uint64_t MemoryUsed() override {
     const auto& lt = map_.link_table();
-    return (lt.total_nodes() - lt.free_nodes()) * kNodeBytes;
+    return (lt.total_nodes() - lt.free_nodes()) * kNodeCost;
   }
   ControlBlock* control() override { return ctl_; }
   JournalStats journal_stats() override {

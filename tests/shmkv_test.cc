@@ -1205,6 +1205,22 @@ TEST(Shmkv, ClientBuffersAreBoundedServerWide) {
       << "closed clients' buffers are released";
 }
 
+// --memory is what INFO reports as maxmemory (to the 80-byte node), and
+// what the store's used_memory counts toward.
+TEST(Shmkv, MemoryOptionIsMaxmemory) {
+  Server s("maxmem");
+  ASSERT_TRUE(s.Start()) << s.log();  // --memory 64M
+  Client c(s.port());
+  uint64_t max = std::stoull(InfoField(&c, "maxmemory"));
+  EXPECT_LE(max, uint64_t{64} << 20);
+  EXPECT_GT(max, (uint64_t{64} << 20) - 80);
+  uint64_t before = std::stoull(InfoField(&c, "used_memory"));
+  ASSERT_EQ(c.Call({"SET", "k", std::string(1000, 'v')}), "+OK\r\n");
+  uint64_t after = std::stoull(InfoField(&c, "used_memory"));
+  EXPECT_GE(after - before, 1000u);
+  EXPECT_LE(after - before, 2000u);
+}
+
 // Redis's timeout: a client silent for longer than --timeout seconds is
 // closed; one that keeps talking is not.
 TEST(Shmkv, IdleClientsTimeOut) {
