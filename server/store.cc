@@ -713,8 +713,9 @@ bool UnlinkIfPresent(const std::string& key, std::string* err) {
 
 template <class Alloc>
 bool RemoveT(const StoreConfig& cfg, std::string* err) {
-  return UnlinkIfPresent<Alloc>(cfg.name + "0", err) &&
-         UnlinkIfPresent<Alloc>(cfg.name + "1", err) &&
+  auto keys = StoreT<Alloc>::Map::SegmentKeys(cfg.name);
+  return UnlinkIfPresent<Alloc>(keys.first, err) &&
+         UnlinkIfPresent<Alloc>(keys.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err);

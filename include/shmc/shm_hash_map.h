@@ -145,6 +145,12 @@ bool MapHealthCheck(Links& links, const EachSlot& each_slot,
 
 }  // namespace detail
 
+// A map lives in two segments: its index (a ShmHashTable) at the key with
+// kMapIndexSuffix appended, its values (a ShmLinkTable) with
+// kMapValuesSuffix. Tools that list, check or remove maps name them so.
+constexpr const char* kMapIndexSuffix = "0";
+constexpr const char* kMapValuesSuffix = "1";
+
 template <class KeyType, class Alloc = SVIPC>
 class ShmHashMap {
   static_assert(std::is_trivially_copyable<KeyType>::value &&
@@ -158,17 +164,24 @@ class ShmHashMap {
   ShmHashMap() = default;
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmHashMap);
 
+  // The keys of the map's two segments: {index, values}.
+  static std::pair<std::string, std::string> SegmentKeys(
+      const std::string& shm_key) {
+    return {shm_key + kMapIndexSuffix, shm_key + kMapValuesSuffix};
+  }
+
   // `key_num` keys; values stored in `val_node_num` nodes of
   // `val_node_size` bytes.
   bool InitForWrite(const std::string& shm_key, size_t key_num,
                     size_t val_node_size, size_t val_node_num) {
     error_.Clear();
-    if (!hash_table_.InitForWrite(shm_key + "0", key_num)) {
+    if (!hash_table_.InitForWrite(SegmentKeys(shm_key).first, key_num)) {
       error_ = hash_table_.last_error();
       return false;
     }
     typename Links::SlotResolver resolve = Resolver();
-    if (!link_table_.InitForWriteImpl(shm_key + "1", val_node_size, val_node_num,
+    if (!link_table_.InitForWriteImpl(SegmentKeys(shm_key).second,
+                                      val_node_size, val_node_num,
                                  &resolve)) {
       error_ = link_table_.last_error();
       return false;
@@ -178,11 +191,11 @@ class ShmHashMap {
 
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
-    if (!hash_table_.InitForRead(shm_key + "0")) {
+    if (!hash_table_.InitForRead(SegmentKeys(shm_key).first)) {
       error_ = hash_table_.last_error();
       return false;
     }
-    if (!link_table_.InitForRead(shm_key + "1")) {
+    if (!link_table_.InitForRead(SegmentKeys(shm_key).second)) {
       error_ = link_table_.last_error();
       return false;
     }

@@ -603,8 +603,8 @@ int Resolve(const SegName& name, Container* out, std::string* err) {
   HeaderPeek p = PeekHeader(name);
   if (p.status == HeaderPeek::kNotFound) {
     // A hash map is the pair NAME0 (index) + NAME1 (values).
-    HeaderPeek p0 = PeekHeader(name.Suffixed("0"));
-    HeaderPeek p1 = PeekHeader(name.Suffixed("1"));
+    HeaderPeek p0 = PeekHeader(name.Suffixed(shmc::kMapIndexSuffix));
+    HeaderPeek p1 = PeekHeader(name.Suffixed(shmc::kMapValuesSuffix));
     bool idx = p0.status == HeaderPeek::kOk &&
                p0.kind() == static_cast<uint32_t>(ContainerKind::kHashTable);
     bool vals = p1.status == HeaderPeek::kOk &&
@@ -614,7 +614,7 @@ int Resolve(const SegName& name, Container* out, std::string* err) {
       uint64_t node_size = p0.param("node_size", &found);
       if (found && node_size >= 16 && node_size % 8 == 0) {
         out->kind = "hash_map";
-        out->segments = {name.Suffixed("0"), name.Suffixed("1")};
+        out->segments = {name.Suffixed(shmc::kMapIndexSuffix), name.Suffixed(shmc::kMapValuesSuffix)};
         out->peeks = {p0, p1};
         return kExitOk;
       }
@@ -622,8 +622,8 @@ int Resolve(const SegName& name, Container* out, std::string* err) {
     if (p0.status != HeaderPeek::kNotFound ||
         p1.status != HeaderPeek::kNotFound) {
       *err = name.Display() + ": no such segment; " +
-             name.Suffixed("0").Display() + " and " +
-             name.Suffixed("1").Display() +
+             name.Suffixed(shmc::kMapIndexSuffix).Display() + " and " +
+             name.Suffixed(shmc::kMapValuesSuffix).Display() +
              " are not the index and values of one hash map";
       return kExitError;
     }

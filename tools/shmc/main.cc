@@ -20,6 +20,7 @@
 #include "shmc/detail/segment_header.h"
 #include "shmc/detail/writer_lease.h"
 #include "shmc/global_options.h"
+#include "shmc/shm_hash_map.h"
 #include "shmc/version.h"
 #include "tools/shmc/inspect.h"
 #include "tools/shmc/json.h"
@@ -214,15 +215,19 @@ int List(const Args& a) {
     Json segments = Json::Array();
     segments.Push(display);
     // A map's index NAME0 beside its values NAME1 is listed as NAME.
-    if (kind == "hash_table" && !display.empty() && display.back() == '0') {
-      std::string sib = display.substr(0, display.size() - 1) + "1";
+    const std::string index_suffix = shmc::kMapIndexSuffix;
+    if (kind == "hash_table" && display.size() > index_suffix.size() &&
+        display.compare(display.size() - index_suffix.size(),
+                        index_suffix.size(), index_suffix) == 0) {
+      std::string sib = display.substr(0, display.size() - index_suffix.size()) +
+                        shmc::kMapValuesSuffix;
       auto it = by_name.find(sib);
       if (it != by_name.end() && entries[it->second].peek.status ==
               HeaderPeek::kOk && entries[it->second].peek.kind() ==
               static_cast<uint32_t>(shmc::detail::ContainerKind::kLinkTable)) {
         merged[it->second] = true;
         kind = "hash_map";
-        display.pop_back();
+        display.resize(display.size() - index_suffix.size());
         size += entries[it->second].peek.header()->total_size;
         segments.Push(sib);
         // The map's writer lease lives in its values segment.
@@ -312,7 +317,8 @@ int ResolveForRemoval(const Args& a, Container* c) {
     d.segments = {name};
     d.peeks = {p};
   } else {
-    for (const char* half : {"0", "1"}) {  // what may be a map's pair
+    // What may be a map's pair.
+    for (const char* half : {shmc::kMapIndexSuffix, shmc::kMapValuesSuffix}) {
       HeaderPeek h = PeekHeader(name.Suffixed(half));
       if (h.status == HeaderPeek::kNotFound) continue;
       d.segments.push_back(name.Suffixed(half));
