@@ -203,6 +203,19 @@ TYPED_TEST(ShmcCliTest, HashMapInfoCheckDumpRm) {
   EXPECT_NE(r.err.find("no such segment"), std::string::npos) << r.err;
 }
 
+// Keys 1..keys into a table of Node16, each with its key as value.
+bool FillTable(shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX>* t,
+               uint64_t keys) {
+  for (uint64_t k = 1; k <= keys; ++k) {
+    bool found = false;
+    volatile Node16* node = t->FindOrAlloc(k, &found);
+    if (node == nullptr) return false;
+    node->val = k;
+    node->key = k;
+  }
+  return true;
+}
+
 TEST(ShmcCli, EveryOtherKind) {
   ScopedKey<shmc::POSIX> ka("a"), kt("t"), km("m"), kl("l"), kq("q"), ks("s");
   shmc::ShmArray<Node16, shmc::POSIX> arr;
@@ -210,13 +223,7 @@ TEST(ShmcCli, EveryOtherKind) {
   arr[3].key = 7;
   shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> table;
   ASSERT_TRUE(table.InitForWrite(kt, 1000));
-  for (uint64_t k = 1; k <= 900; ++k) {
-    bool found = false;
-    volatile Node16* node = table.FindOrAlloc(k, &found);
-    ASSERT_NE(node, nullptr);
-    node->val = k;
-    node->key = k;
-  }
+  ASSERT_TRUE(FillTable(&table, 900));
   shmc::ShmHashTableM<uint64_t, Node16, shmc::POSIX> tm;
   ASSERT_TRUE(tm.InitForWrite(km, 1000, 10));
   for (uint64_t k = 1; k <= 100; ++k) {
@@ -443,13 +450,21 @@ TEST(ShmcCli, DoubleBufferAndPercentileInfo) {
   EXPECT_EQ(Shmc({"check", "posix:" + kp.str()}).exit_code, 0);
 }
 
+// A POSIX map at `base` holding keys 1..keys, each with `value`; the
+// writer is gone when it returns.
+bool FillMap(const std::string& base, size_t key_num, size_t node_size,
+             size_t nodes, uint64_t keys, const std::string& value) {
+  shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+  if (!m.InitForWrite(base, key_num, node_size, nodes)) return false;
+  for (uint64_t k = 1; k <= keys; ++k) {
+    if (!m.Insert(k, value)) return false;
+  }
+  return true;
+}
+
 TEST(ShmcCli, MapDamageFoundAndRepaired) {
   Names<shmc::POSIX> n;
-  {
-    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
-    ASSERT_TRUE(m.InitForWrite(n.base, 1000, 64, 2000));
-    for (uint64_t k = 1; k <= 100; ++k) ASSERT_TRUE(m.Insert(k, "value"));
-  }
+  ASSERT_TRUE(FillMap(n.base, 1000, 64, 2000, 100, "value"));
   // Clear one key's handle behind the map's back: its value leaks.
   shmc::ShmHashTable<uint64_t, shmc::detail::MapNode<uint64_t>, shmc::POSIX>
       index;
@@ -495,22 +510,12 @@ volatile unsigned char* RawTag(char* base, uint64_t slot) {
 // it from the key, and the key is found again.
 TEST(ShmcCli, DamagedTagFoundAndRepaired) {
   Names<shmc::POSIX> n;
-  {
-    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
-    ASSERT_TRUE(m.InitForWrite(n.base, 1000, 64, 2000));
-    for (uint64_t k = 1; k <= 100; ++k) ASSERT_TRUE(m.Insert(k, "value"));
-  }
+  ASSERT_TRUE(FillMap(n.base, 1000, 64, 2000, 100, "value"));
   ScopedKey<shmc::POSIX> tk("table");
   {
     shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> table;
     ASSERT_TRUE(table.InitForWrite(tk, 1000));
-    for (uint64_t k = 1; k <= 100; ++k) {
-      bool found = false;
-      volatile Node16* node = table.FindOrAlloc(k, &found);
-      ASSERT_NE(node, nullptr);
-      node->key = k;
-      node->val = k * 3;
-    }
+    ASSERT_TRUE(FillTable(&table, 100));
   }
   shmc::ShmHashTable<uint64_t, Node16, shmc::POSIX> table;
   ASSERT_TRUE(table.InitForRead(tk));
@@ -846,11 +851,7 @@ TEST(ShmcCli, PermissionDenied) {
 // a crash.
 TEST(ShmcCli, FuzzedHeadersNeverCrashTheTool) {
   Names<shmc::POSIX> n;
-  {
-    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
-    ASSERT_TRUE(m.InitForWrite(n.base, 200, 32, 200));
-    for (uint64_t k = 1; k <= 50; ++k) ASSERT_TRUE(m.Insert(k, "v"));
-  }
+  ASSERT_TRUE(FillMap(n.base, 200, 32, 200, 50, "v"));
   ScopedKey<shmc::POSIX> qk("q");
   {
     shmc::ShmQueue<shmc::POSIX> q;
