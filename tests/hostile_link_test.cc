@@ -141,7 +141,8 @@ TEST_F(HostileLinkTest, DamagedIntentIsRefusedByNameAndRepairable) {
   // `shmc check --fix` opens for repair: the record is dropped, the scan
   // rebuilds, and the value that was live stays readable.
   Table w;
-  ASSERT_TRUE(w.InitForWriteImpl(key_, kNodeSize, kNodes, nullptr, true))
+  ASSERT_TRUE(shmc::detail::LinkTableWriter<shmc::POSIX>::InitForWrite(
+      w, key_, kNodeSize, kNodes, nullptr, true))
       << w.last_error().message;
   Table::HealthStat hs;
   ASSERT_TRUE(w.HealthCheck(&hs, true));

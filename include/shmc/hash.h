@@ -68,11 +68,18 @@ struct HasStdHash<T, std::void_t<decltype(std::hash<T>{}(std::declval<const T&>(
     : std::true_type {};
 }  // namespace detail
 
+// Hash ids recorded in a table's header (param hash_id), so that a table
+// is read only by code that places keys the same way: integers (Mix64 of
+// the value), plain bytes (HashBytes of the object), std::hash mixed.
+constexpr uint32_t kHashIdInteger = 1;
+constexpr uint32_t kHashIdBytes = 2;
+constexpr uint32_t kHashIdStd = 3;
+
 template <class Key, class Enable = void>
 struct ShmHash {
   static_assert(detail::HasStdHash<Key>::value,
                 "no fixed hash for this key type: specialize shmc::ShmHash");
-  static constexpr uint32_t kId = 3;
+  static constexpr uint32_t kId = kHashIdStd;
   uint64_t operator()(const Key& key) const {
     return Mix64(static_cast<uint64_t>(std::hash<Key>{}(key)));
   }
@@ -81,7 +88,7 @@ struct ShmHash {
 template <class Key>
 struct ShmHash<Key, std::enable_if_t<std::is_integral<Key>::value ||
                                      std::is_enum<Key>::value>> {
-  static constexpr uint32_t kId = 1;
+  static constexpr uint32_t kId = kHashIdInteger;
   uint64_t operator()(Key key) const {
     return Mix64(static_cast<uint64_t>(key));
   }
@@ -92,7 +99,7 @@ struct ShmHash<Key, std::enable_if_t<!std::is_integral<Key>::value &&
                                      !std::is_enum<Key>::value &&
                                      std::is_trivially_copyable<Key>::value &&
                                      std::has_unique_object_representations<Key>::value>> {
-  static constexpr uint32_t kId = 2;
+  static constexpr uint32_t kId = kHashIdBytes;
   uint64_t operator()(const Key& key) const {
     return HashBytes(&key, sizeof(key));
   }
@@ -100,7 +107,7 @@ struct ShmHash<Key, std::enable_if_t<!std::is_integral<Key>::value &&
 
 template <>
 struct ShmHash<std::string> {
-  static constexpr uint32_t kId = 2;
+  static constexpr uint32_t kId = kHashIdBytes;
   uint64_t operator()(const std::string& s) const {
     return HashBytes(s.data(), s.size());
   }
@@ -108,7 +115,7 @@ struct ShmHash<std::string> {
 
 template <>
 struct ShmHash<std::string_view> {
-  static constexpr uint32_t kId = 2;
+  static constexpr uint32_t kId = kHashIdBytes;
   uint64_t operator()(std::string_view s) const {
     return HashBytes(s.data(), s.size());
   }

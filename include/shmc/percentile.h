@@ -203,12 +203,13 @@ class ShmPercentile {
     if (!seg_.OpenForRead(shm_key, Spec(0, 0, 0), false, who, &error_)) {
       return false;
     }
-    double p = detail::BitsDouble(seg_.param(0));
-    uint64_t n = seg_.param(1), slots = seg_.param(2);
+    uint64_t p_bits = seg_.param(kPParam);
+    double p = detail::BitsDouble(p_bits);
+    uint64_t n = seg_.param(kGroupParam), slots = seg_.param(kSlotsParam);
     bool plausible = PercentileEstimator::GroupSize(p) == n && n != 0 &&
                      slots != 0 && slots <= kMaxSlots;
     if (!seg_.AcceptGeometry(plausible,
-                             Spec(seg_.param(0), n, slots).total_size,
+                             Spec(p_bits, n, slots).total_size,
                              "p/group_size/slots", who, &error_)) {
       return false;
     }
@@ -255,6 +256,10 @@ class ShmPercentile {
   static constexpr uint64_t kSlotsOffset =
       sizeof(detail::SegmentHeader);
 
+  static constexpr const char* kPParam = "p_bits";
+  static constexpr const char* kGroupParam = "group_size";
+  static constexpr const char* kSlotsParam = "slots";
+
   static detail::SegmentSpec Spec(uint64_t p_bits, uint64_t n,
                                   uint64_t slots) {
     detail::SegmentSpec spec;
@@ -262,9 +267,9 @@ class ShmPercentile {
     spec.layout_version = kLayoutVersion;
     spec.header_size = static_cast<uint32_t>(kSlotsOffset);
     spec.total_size = kSlotsOffset + slots * sizeof(detail::PercentileSlot);
-    spec.params = {{"p_bits", p_bits, detail::ParamRole::kGeometry},
-                   {"group_size", n, detail::ParamRole::kGeometry},
-                   {"slots", slots, detail::ParamRole::kGeometry}};
+    spec.params = {{kPParam, p_bits, detail::ParamRole::kGeometry},
+                   {kGroupParam, n, detail::ParamRole::kGeometry},
+                   {kSlotsParam, slots, detail::ParamRole::kGeometry}};
     return spec;
   }
 

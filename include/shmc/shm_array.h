@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/fixed_layout.h"
 #include "shmc/detail/segment.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
@@ -35,7 +36,7 @@ class ShmArray {
                 "Node lives in shared memory: it must not own resources");
 
  public:
-  static constexpr uint32_t kLayoutVersion = 1;
+  static constexpr uint32_t kLayoutVersion = detail::kArrayLayoutVersion;
 
   ShmArray() = default;
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmArray);
@@ -65,10 +66,13 @@ class ShmArray {
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmArray::InitForRead";
-    if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
-    uint64_t n = seg_.param(kNodeNumParam);
-    if (!seg_.AcceptGeometry(n != 0 && n <= MaxNodes(), Spec(n).total_size,
-                             "node_num", who, &error_)) {
+    detail::FixedLayout lay = Layout(0);
+    if (!seg_.OpenForRead(shm_key, lay.spec(), false, who, &error_)) {
+      return false;
+    }
+    bool plausible = lay.ReadGeometry(*seg_.header());
+    if (!seg_.AcceptGeometry(plausible, lay.total_size(), lay.GeometryWhat(),
+                             who, &error_)) {
       return false;
     }
     Bind();
@@ -95,32 +99,22 @@ class ShmArray {
   bool Sync() { return seg_.Sync(); }
 
  private:
-  static constexpr size_t kNodeNumParam = 2;
-  static constexpr uint64_t kDataOffset =
-      detail::NodesStart(sizeof(detail::SegmentHeader), alignof(Node));
-
   static size_t MaxNodes() {
-    return (std::numeric_limits<uint64_t>::max() - kDataOffset) / sizeof(Node);
+    return (std::numeric_limits<uint64_t>::max() -
+            Layout(0).nodes_offset()) / sizeof(Node);
   }
 
+  static detail::FixedLayout Layout(uint64_t node_num) {
+    return detail::FixedLayout::Array(sizeof(Node), alignof(Node), node_num);
+  }
   static detail::SegmentSpec Spec(uint64_t node_num) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kArray;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kDataOffset);
-    spec.total_size = node_num <= MaxNodes()
-                          ? kDataOffset + node_num * sizeof(Node) : 0;
-    spec.params = {
-        {"node_size", sizeof(Node), detail::ParamRole::kLayout},
-        {"node_align", alignof(Node), detail::ParamRole::kLayout},
-        {"node_num", node_num, detail::ParamRole::kGeometry},
-    };
-    return spec;
+    return Layout(node_num).spec();
   }
 
   void Bind() {
-    size_ = seg_.param(kNodeNumParam);
-    nodes_ = reinterpret_cast<volatile Node*>(seg_.base() + kDataOffset);
+    size_ = seg_.param(detail::kParamNodeNum);
+    nodes_ = reinterpret_cast<volatile Node*>(seg_.base() +
+                                              Layout(0).nodes_offset());
   }
 
   detail::Segment<Alloc> seg_;

@@ -260,6 +260,9 @@ class ShmDoubleBuf {
   static constexpr uint64_t kSlotsOffset =
       sizeof(detail::SegmentHeader) + sizeof(detail::DoubleBufHeader);
 
+  static constexpr const char* kHalfParam = "half_bytes";
+  static constexpr const char* kSlotsParam = "reader_slots";
+
   static detail::SegmentSpec Spec(uint64_t half, uint64_t slots) {
     detail::SegmentSpec spec;
     spec.kind = detail::ContainerKind::kDoubleBuf;
@@ -267,8 +270,8 @@ class ShmDoubleBuf {
     spec.header_size = static_cast<uint32_t>(kSlotsOffset);
     spec.total_size = kSlotsOffset + slots * sizeof(detail::DoubleBufSlot) +
                       2 * half;
-    spec.params = {{"half_bytes", half, detail::ParamRole::kGeometry},
-                   {"reader_slots", slots, detail::ParamRole::kGeometry}};
+    spec.params = {{kHalfParam, half, detail::ParamRole::kGeometry},
+                   {kSlotsParam, slots, detail::ParamRole::kGeometry}};
     return spec;
   }
 
@@ -286,7 +289,7 @@ class ShmDoubleBuf {
   char* Half(uint32_t h) const { return halves_ + h * half_; }
 
   bool CheckGeometry(const char* who) {
-    uint64_t half = seg_.param(0), slots = seg_.param(1);
+    uint64_t half = seg_.param(kHalfParam), slots = seg_.param(kSlotsParam);
     bool plausible = half != 0 && half <= kMaxBytes &&
                      half % detail::kCacheLine == 0 && slots != 0 &&
                      slots <= 65536;

@@ -90,6 +90,32 @@ static_assert(sizeof(MapNode<uint64_t>) == 16 &&
                   offsetof(MapNode<uint64_t>, link_buf) == 8,
               "a u64-keyed index node is the key word, then the handle word");
 
+// A map's index node, known by its size alone (the `shmc` tool's view):
+// whole key words, then the value's handle word, last. ShmHashMap asserts
+// that its MapNode<K> is so for every K.
+constexpr uint64_t MapHandleOffset(uint64_t node_size) {
+  return node_size - 8;
+}
+constexpr bool MapIndexNodeOk(uint64_t node_size) {
+  return node_size >= 16 && node_size % 8 == 0;
+}
+// The handle word of index slot `slot` in a map index mapped at `base`.
+inline std::atomic<uint64_t>* MapHandleWord(char* base,
+                                            const FixedLayout& index,
+                                            uint64_t slot) {
+  return reinterpret_cast<std::atomic<uint64_t>*>(
+      base + index.node_offset(slot) + MapHandleOffset(index.node_size()));
+}
+// Link-table operations name an index slot by its index + 1 (0: none);
+// recovery resolves the id back to the slot's handle word.
+constexpr uint64_t MapSlotId(uint64_t slot) { return slot + 1; }
+template <class HandleOf>
+LinkSlotResolver MapResolver(uint64_t slots, HandleOf handle_of) {
+  return [slots, handle_of](uint64_t id) -> std::atomic<uint64_t>* {
+    return id == 0 || id > slots ? nullptr : handle_of(id - 1);
+  };
+}
+
 template <class LinkStat>
 struct MapHealthStat {
   LinkStat lt_stat;
@@ -101,6 +127,8 @@ struct MapHealthStat {
   // Index nodes whose tag does not match their key (unreachable by lookups;
   // ShmHashMap::HealthCheck only, and re-tagged with auto_fix).
   size_t untagged_keys;
+  // The index's own checks (ShmHashTable::HealthCheck), tags and depth.
+  TableHealth index;
 };
 
 // ShmHashMap::HealthCheck over any index: each_slot(f) calls f with the
@@ -159,6 +187,11 @@ class ShmHashMap {
   using Node = detail::MapNode<KeyType>;
   using Table = ShmHashTable<KeyType, Node, Alloc>;
   using Links = ShmLinkTable<Alloc>;
+  using Writer = detail::LinkTableWriter<Alloc>;
+  static_assert(detail::MapIndexNodeOk(sizeof(Node)) &&
+                    offsetof(Node, link_buf) ==
+                        detail::MapHandleOffset(sizeof(Node)),
+                "the tool finds the handle as the index node's last word");
 
  public:
   ShmHashMap() = default;
@@ -179,10 +212,9 @@ class ShmHashMap {
       error_ = hash_table_.last_error();
       return false;
     }
-    typename Links::SlotResolver resolve = Resolver();
-    if (!link_table_.InitForWriteImpl(SegmentKeys(shm_key).second,
-                                      val_node_size, val_node_num,
-                                 &resolve)) {
+    detail::LinkSlotResolver resolve = Resolver();
+    if (!Writer::InitForWrite(link_table_, SegmentKeys(shm_key).second,
+                              val_node_size, val_node_num, &resolve)) {
       error_ = link_table_.last_error();
       return false;
     }
@@ -312,7 +344,7 @@ class ShmHashMap {
     if (n == nullptr) return false;
     link_buf_t old = link_buf_t::Unpack(n->LoadLink());
     if (!old) return false;
-    return link_table_.EraseValue(n->link_word(), hash_table_.node_index(n) + 1, old);
+    return Writer::Erase(link_table_, n->link_word(), SlotId(n), old);
   }
 
   bool Dump(const KeyType& key) const {
@@ -361,10 +393,10 @@ class ShmHashMap {
       return false;
     }
     // MapHealthCheck has already refused auto_fix on a read-only map, so
-    // CheckTags(auto_fix) fails only for an uninitialized table.
-    long untagged = hash_table_.CheckTags(auto_fix);
-    if (untagged < 0) return false;
-    hs->untagged_keys = static_cast<size_t>(untagged);
+    // this fails only for an uninitialized table.
+    if (!hash_table_.HealthCheck(&hs->index, auto_fix)) return false;
+    hs->untagged_keys =
+        static_cast<size_t>(hs->index.untagged + hs->index.mistagged);
     return true;
   }
 
@@ -392,8 +424,8 @@ class ShmHashMap {
   // EOWNERDEAD from a robust mutex). Nothing to do: returns at once.
   // False when the interrupted write's record is damaged (last_error()).
   bool Recover() {
-    typename Links::SlotResolver resolve = Resolver();
-    if (link_table_.Recover(&resolve)) return true;
+    detail::LinkSlotResolver resolve = Resolver();
+    if (Writer::Recover(link_table_, &resolve)) return true;
     error_ = link_table_.last_error();
     return false;
   }
@@ -406,11 +438,16 @@ class ShmHashMap {
   static constexpr int kReadTries = 8;  // then "not found", as the reference
 
   // Recovery's way from a slot id back to the index node's handle word.
-  typename Links::SlotResolver Resolver() {
-    return [this](uint64_t id) -> std::atomic<uint64_t>* {
-      volatile Node* n = id == 0 ? nullptr : hash_table_.node_at(id - 1);
-      return n == nullptr ? nullptr : n->link_word();
-    };
+  detail::LinkSlotResolver Resolver() {
+    return detail::MapResolver(
+        hash_table_.ideal_capacity(),
+        [this](uint64_t slot) -> std::atomic<uint64_t>* {
+          volatile Node* n = hash_table_.node_at(slot);
+          return n == nullptr ? nullptr : n->link_word();
+        });
+  }
+  uint64_t SlotId(const volatile Node* n) const {
+    return detail::MapSlotId(hash_table_.node_index(n));
   }
 
   bool Write(const KeyType& key, const void* buf, size_t len, bool replace) {
@@ -423,8 +460,8 @@ class ShmHashMap {
     } else {
       n->StoreKey(key);  // published by the handle's release store
     }
-    return link_table_.PublishValue(n->link_word(), hash_table_.node_index(n) + 1, old,
-                               buf, len);
+    return Writer::Publish(link_table_, n->link_word(), SlotId(n), old, buf,
+                           len);
   }
 
   enum class Attempt {

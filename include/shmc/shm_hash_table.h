@@ -48,8 +48,10 @@
 #include <utility>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/fixed_layout.h"
 #include "shmc/detail/node_key.h"
 #include "shmc/detail/segment.h"
+#include "shmc/detail/table_check.h"
 #include "shmc/detail/table_geometry.h"
 #include "shmc/detail/travel.h"
 #include "shmc/errors.h"
@@ -59,32 +61,13 @@
 
 namespace shmc {
 
-namespace detail {
-
-struct HashTableHeader {
-  // Overflow rows that ever received a node (0..over_rows): lookups probe no
-  // deeper. Written by the writer only; relaxed, ordered by the fence in
-  // FindOrAlloc.
-  std::atomic<uint32_t> overflow_depth;
-  uint32_t reserved0;
-  // Allocations that had to go to an overflow row (statistics).
-  std::atomic<uint64_t> overflow_allocs;
-  uint8_t reserved1[48];
-};
-static_assert(sizeof(HashTableHeader) == kCacheLine, "one line");
-static_assert(offsetof(HashTableHeader, overflow_depth) == 0, "layout");
-static_assert(offsetof(HashTableHeader, overflow_allocs) == 8, "layout");
-
-}  // namespace detail
-
 template <class Key, class Node, class Alloc = SVIPC>
 class ShmHashTable {
   static_assert(std::is_standard_layout<Node>::value,
                 "Node lives in shared memory: it must be standard-layout");
 
  public:
-  // 2: tag array (one byte per slot) between the bitmaps and the nodes.
-  static constexpr uint32_t kLayoutVersion = 2;
+  static constexpr uint32_t kLayoutVersion = detail::kTableLayoutVersion;
   // Nodes per bucket: a whole cache line of small nodes, and never fewer
   // than 4 (with fewer, two-choice buckets cannot reach 90% fill).
   static constexpr uint32_t kSlots =
@@ -134,18 +117,17 @@ class ShmHashTable {
     error_.Clear();
     const char* who = "ShmHashTable::InitForRead";
     detail::TableGeometry g;
-    if (!seg_.OpenForRead(shm_key, Spec(g), false, who, &error_)) return false;
     g.slots = kSlots;
-    g.main_buckets = seg_.param(kMainParam);
-    g.over_buckets = seg_.param(kOverParam);
-    g.over_rows = static_cast<uint32_t>(seg_.param(kOverRowsParam));
-    bool plausible =
-        seg_.param(kOverRowsParam) <= detail::kMaxOverRows && g.Derive();
-    if (!seg_.AcceptGeometry(plausible, Spec(g).total_size, "geometry", who,
-                             &error_)) {
+    detail::FixedLayout lay = Layout(g);
+    if (!seg_.OpenForRead(shm_key, lay.spec(), false, who, &error_)) {
       return false;
     }
-    Bind(g);
+    bool plausible = lay.ReadGeometry(*seg_.header());
+    if (!seg_.AcceptGeometry(plausible, lay.total_size(), lay.GeometryWhat(),
+                             who, &error_)) {
+      return false;
+    }
+    Bind(lay.geometry());
     return true;
   }
 
@@ -301,24 +283,37 @@ class ShmHashTable {
     return hdr_ ? hdr_->overflow_depth.load(std::memory_order_relaxed) : 0;
   }
   bool Sync() { return seg_.Sync(); }
-  // Checks that every node in use carries its key's tag: a node whose tag
-  // is wrong (a damaged segment, or a key written into a slot FindOrAlloc
-  // did not hand out) cannot be found. Returns how many are wrong; with
-  // `fix` (writer only) rewrites their tags, after which they are found
-  // again. -1 if not initialized, or `fix` on a read-only handle.
-  long CheckTags(bool fix) {
-    if (nodes_ == nullptr || (fix && seg_.read_only())) return -1;
-    long bad = 0;
-    for (uint64_t i = 0; i < geo_.total_slots(); ++i) {
-      volatile Node* n = nodes_ + i;
-      auto kv = detail::NodeKey()(n);
-      if (!kv.first) continue;
-      uint32_t tag = detail::TagOf(Hash(kv.second));
-      if (TagAt(i) == tag) continue;
-      ++bad;
-      if (fix) Claim(n, tag);
+  using HealthStat = detail::TableHealth;
+  // Full scan of the table's own metadata against its nodes
+  // (detail/table_check.h; `shmc check` runs the same checks): nodes in use
+  // whose tag is 0 or not their key's, and overflow rows in use beyond the
+  // recorded depth, all of which hide keys from lookups. With auto_fix
+  // (writer only) tags are rewritten from the keys and the depth raised,
+  // after which every key is found again. False if not initialized, or
+  // auto_fix on a read-only handle.
+  bool HealthCheck(HealthStat* hs, bool auto_fix) {
+    if (hs == nullptr || nodes_ == nullptr || (auto_fix && seg_.read_only())) {
+      return false;
     }
-    return bad;
+    detail::CheckTable(
+        seg_.base(), Layout(geo_),
+        [this](uint64_t i) { return detail::NodeKey()(nodes_ + i).first; },
+        [this](uint64_t i, uint64_t* h) {
+          *h = Hash(detail::NodeKey()(nodes_ + i).second);
+          return true;
+        },
+        auto_fix, hs);
+    return true;
+  }
+  // The tag part of HealthCheck: how many nodes in use carry a tag that is
+  // not their key's (a damaged segment, or a key written into a slot
+  // FindOrAlloc did not hand out), so cannot be found; `fix` (writer only)
+  // repairs as HealthCheck does. -1 if not initialized, or `fix` on a
+  // read-only handle.
+  long CheckTags(bool fix) {
+    HealthStat hs;
+    if (!HealthCheck(&hs, fix)) return -1;
+    return static_cast<long>(hs.untagged + hs.mistagged);
   }
   // Index of a node returned by this table, and the node at an index
   // (nullptr when out of range): let containers built on the table name a
@@ -334,56 +329,35 @@ class ShmHashTable {
   // FindMany's distance between its stages, in keys (measured: 16 beat 8
   // and 32; bench/RESULTS.md).
   static constexpr size_t kStage = 16;
-  static constexpr size_t kMainParam = 4;
-  static constexpr size_t kOverParam = 5;
-  static constexpr size_t kOverRowsParam = 6;
   static constexpr uint64_t kBitmapOffset = detail::kTableBitmapOffset;
-  static_assert(kBitmapOffset == sizeof(detail::SegmentHeader) +
-                                     sizeof(detail::HashTableHeader),
-                "bitmaps follow the table header");
 
   static uint64_t Hash(const Key& key) { return ShmHash<Key>()(key); }
 
   static uint64_t BitmapBytes(uint64_t buckets) {
     return detail::TableBitmapBytes(buckets);
   }
-  static uint64_t NodeOffset(const detail::TableGeometry& g) {
-    return detail::TableNodesOffset(g, alignof(Node));
-  }
   static constexpr uint32_t kTagWords = detail::TagWordsPerBucket(kSlots);
 
+  static detail::FixedLayout Layout(const detail::TableGeometry& g) {
+    return detail::FixedLayout::Table(sizeof(Node), alignof(Node),
+                                      ShmHash<Key>::kId, g);
+  }
   static detail::SegmentSpec Spec(const detail::TableGeometry& g) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kHashTable;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kBitmapOffset);
-    spec.total_size = g.slots == 0 ? 0
-                                   : NodeOffset(g) + g.total_slots() *
-                                                         sizeof(Node);
-    using R = detail::ParamRole;
-    spec.params = {
-        {"node_size", sizeof(Node), R::kLayout},
-        {"node_align", alignof(Node), R::kLayout},
-        {"hash_id", ShmHash<Key>::kId, R::kLayout},
-        {"bucket_slots", kSlots, R::kLayout},
-        {"main_buckets", g.main_buckets, R::kGeometry},
-        {"over_buckets", g.over_buckets, R::kGeometry},
-        {"over_rows", g.over_rows, R::kGeometry},
-    };
-    return spec;
+    return Layout(g).spec();
   }
 
   void Bind(const detail::TableGeometry& g) {
     geo_ = g;
     char* base = seg_.base();
     hdr_ = reinterpret_cast<detail::HashTableHeader*>(
-        base + sizeof(detail::SegmentHeader));
+        base + detail::kTableHeaderOffset);
     bits_[0] = reinterpret_cast<std::atomic<uint64_t>*>(base + kBitmapOffset);
     bits_[1] = reinterpret_cast<std::atomic<uint64_t>*>(
         base + kBitmapOffset + BitmapBytes(g.main_buckets));
     tags_ = reinterpret_cast<std::atomic<uint32_t>*>(
         base + detail::TableTagsOffset(g.main_buckets));
-    nodes_ = reinterpret_cast<volatile Node*>(base + NodeOffset(g));
+    nodes_ = reinterpret_cast<volatile Node*>(base +
+                                              Layout(g).nodes_offset());
   }
 
   volatile Node* Bucket(uint32_t row, uint64_t b) const {
@@ -438,13 +412,10 @@ class ShmHashTable {
   }
   // The tag word holding slot `slot`'s tag, and the tag's bit offset in it.
   std::atomic<uint32_t>* TagWord(uint64_t slot) const {
-    return tags_ + (slot / kSlots) * kTagWords + (slot % kSlots) / 4;
+    return tags_ + detail::TagWordIndex(slot, kSlots);
   }
-  static uint32_t TagShift(uint64_t slot) { return 8 * ((slot % kSlots) % 4); }
-  // The tag recorded for slot `slot` (relaxed: see SetTag).
-  uint32_t TagAt(uint64_t slot) const {
-    uint32_t word = TagWord(slot)->load(std::memory_order_relaxed);
-    return (word >> TagShift(slot)) & 0xffu;
+  static uint32_t TagShift(uint64_t slot) {
+    return detail::TagShift(slot, kSlots);
   }
   // Records the tag of the key about to be stored in `n`. Single writer:
   // load and store, no read-modify-write. Ordered before the caller's

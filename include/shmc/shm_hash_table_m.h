@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/fixed_layout.h"
 #include "shmc/detail/node_key.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/travel.h"
@@ -30,37 +31,15 @@
 
 namespace shmc {
 
-namespace detail {
-
-inline bool IsPrime(uint64_t n) {
-  if (n < 2) return false;
-  for (uint64_t d = 2; d * d <= n; ++d) {
-    if (n % d == 0) return false;
-  }
-  return true;
-}
-
-// The `count` largest primes <= top, descending; false if there are fewer.
-inline bool LargestPrimes(uint64_t top, size_t count,
-                          std::vector<uint64_t>* out) {
-  out->clear();
-  for (uint64_t n = top; n >= 2 && out->size() < count; --n) {
-    if (IsPrime(n)) out->push_back(n);
-  }
-  return out->size() == count;
-}
-
-}  // namespace detail
-
 template <class Key, class Node, class Alloc = SVIPC>
 class ShmHashTableM {
   static_assert(std::is_standard_layout<Node>::value,
                 "Node lives in shared memory: it must be standard-layout");
 
  public:
-  static constexpr uint32_t kLayoutVersion = 1;
-  static constexpr size_t kMinRows = 10;
-  static constexpr size_t kMaxRows = 200;
+  static constexpr uint32_t kLayoutVersion = detail::kTableMLayoutVersion;
+  static constexpr size_t kMinRows = detail::kTableMMinRows;
+  static constexpr size_t kMaxRows = detail::kTableMMaxRows;
 
   ShmHashTableM() = default;
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmHashTableM);
@@ -72,8 +51,7 @@ class ShmHashTableM {
     error_.Clear();
     user_arg_ = user_arg;
     const char* who = "ShmHashTableM::InitForWrite";
-    if (row_num < kMinRows || row_num > kMaxRows || col_num <= row_num ||
-        col_num > (1ULL << 32)) {
+    if (!detail::FixedLayout::TableMShapeOk(row_num, col_num)) {
       return detail::Segment<Alloc>::Fail(
           &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
           "need %zu <= row_num <= %zu and row_num < col_num <= 2^32 "
@@ -86,8 +64,8 @@ class ShmHashTableM {
           "fewer than %zu primes <= %zu", row_num, col_num);
     }
     int flags = DefaultCreateFlags();
-    if (!seg_.OpenForWrite(shm_key, Spec(col_num, row_num), flags, nullptr,
-                           who, &error_) ||
+    if (!seg_.OpenForWrite(shm_key, Layout(row_num, col_num, {}).spec(),
+                           flags, nullptr, who, &error_) ||
         !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
@@ -99,20 +77,16 @@ class ShmHashTableM {
     error_.Clear();
     user_arg_ = user_arg;
     const char* who = "ShmHashTableM::InitForRead";
-    if (!seg_.OpenForRead(shm_key, Spec(0, 0), false, who, &error_)) {
+    detail::FixedLayout lay = Layout(0, 0, {});
+    if (!seg_.OpenForRead(shm_key, lay.spec(), false, who, &error_)) {
       return false;
     }
-    uint64_t cols = seg_.param(kColParam);
-    uint64_t rows = seg_.param(kRowParam);
-    std::vector<uint64_t> mods;
-    bool plausible = rows >= kMinRows && rows <= kMaxRows && cols > rows &&
-                     cols <= (1ULL << 32) &&
-                     detail::LargestPrimes(cols, rows, &mods);
-    if (!seg_.AcceptGeometry(plausible, Spec(cols, rows).total_size,
-                             "rows x cols", who, &error_)) {
+    bool plausible = lay.ReadGeometry(*seg_.header());
+    if (!seg_.AcceptGeometry(plausible, lay.total_size(), lay.GeometryWhat(),
+                             who, &error_)) {
       return false;
     }
-    Bind(cols, std::move(mods));
+    Bind(lay.cols(), lay.mods());
     return true;
   }
 
@@ -170,26 +144,11 @@ class ShmHashTableM {
   bool is_initialized() const { return nodes_ != nullptr; }
 
  private:
-  static constexpr size_t kRowParam = 3;
-  static constexpr size_t kColParam = 4;
-  static constexpr uint64_t kNodeOffset =
-      detail::NodesStart(sizeof(detail::SegmentHeader), alignof(Node));
-
-  static detail::SegmentSpec Spec(uint64_t cols, uint64_t rows) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kHashTableM;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kNodeOffset);
-    spec.total_size = kNodeOffset + cols * rows * sizeof(Node);
-    using R = detail::ParamRole;
-    spec.params = {
-        {"node_size", sizeof(Node), R::kLayout},
-        {"node_align", alignof(Node), R::kLayout},
-        {"hash_id", ShmHash<Key>::kId, R::kLayout},
-        {"row_num", rows, R::kGeometry},
-        {"col_num", cols, R::kGeometry},
-    };
-    return spec;
+  static detail::FixedLayout Layout(uint64_t rows, uint64_t cols,
+                                    std::vector<uint64_t> mods) {
+    return detail::FixedLayout::TableM(sizeof(Node), alignof(Node),
+                                       ShmHash<Key>::kId, rows, cols,
+                                       std::move(mods));
   }
 
   void Bind(uint64_t cols, std::vector<uint64_t> mods) {
@@ -197,7 +156,8 @@ class ShmHashTableM {
     mods_ = std::move(mods);
     capacity_ = 0;
     for (uint64_t m : mods_) capacity_ += m;
-    nodes_ = reinterpret_cast<volatile Node*>(seg_.base() + kNodeOffset);
+    nodes_ = reinterpret_cast<volatile Node*>(
+        seg_.base() + Layout(0, 0, {}).nodes_offset());
   }
 
   volatile Node* Lookup(const Key& key) const {

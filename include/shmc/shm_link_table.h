@@ -105,6 +105,47 @@ static_assert(sizeof(link_buf_t) == 8 && alignof(link_buf_t) == 8,
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
               "link_buf_t::m puts the head in the low half of the word");
 
+template <class Alloc>
+class ShmLinkTable;
+
+namespace detail {
+
+// Geometry params of a link table's header.
+constexpr const char* kLinkParamDataWords = "data_words";
+constexpr const char* kLinkParamNodeNum = "node_num";
+
+// Recovery's way from a slot id (index slot + 1; 0 names none) to the
+// handle word a map operation was writing.
+using LinkSlotResolver = std::function<std::atomic<uint64_t>*(uint64_t)>;
+
+// The write protocol a map runs over its link table: not part of the
+// public API (a value published without an index slot would leak).
+// ShmHashMap uses it, and so does `shmc check --fix` on a map.
+template <class Alloc>
+struct LinkTableWriter {
+  using Links = ShmLinkTable<Alloc>;
+  static bool InitForWrite(Links& lt, const std::string& shm_key,
+                           size_t node_size, size_t node_num,
+                           const LinkSlotResolver* resolve,
+                           bool repair = false) {
+    return lt.InitForWriteImpl(shm_key, node_size, node_num, resolve, repair);
+  }
+  static bool Publish(Links& lt, std::atomic<uint64_t>* slot,
+                      uint64_t slot_id, link_buf_t old, const void* buf,
+                      size_t size) {
+    return lt.PublishValue(slot, slot_id, old, buf, size);
+  }
+  static bool Erase(Links& lt, std::atomic<uint64_t>* slot, uint64_t slot_id,
+                    link_buf_t old) {
+    return lt.EraseValue(slot, slot_id, old);
+  }
+  static bool Recover(Links& lt, const LinkSlotResolver* resolve) {
+    return lt.Recover(resolve);
+  }
+};
+
+}  // namespace detail
+
 template <class Alloc = SVIPC>
 class ShmLinkTable {
  public:
@@ -308,19 +349,27 @@ class ShmLinkTable {
   bool is_initialized() const { return hdr_ != nullptr; }
   bool Sync() { return seg_.Sync(); }
 
-  // --- used by ShmHashMap (not part of the reference API) -----------------
-  using SlotResolver = std::function<std::atomic<uint64_t>*(uint64_t)>;
-  // `repair`: a damaged intent record is discarded (logged) instead of
-  // failing the call, for a tool that runs HealthCheck(auto_fix) next.
-  bool InitForWriteImpl(const std::string& shm_key, size_t node_size,
-                        size_t node_num, const SlotResolver* resolve,
-                        bool repair = false);
+  // Whether `lb` names a live value's head, and its length (false: not a
+  // head of this pool, or it changed).
   bool HeadLength(link_buf_t lb, uint32_t* len) const;
+  // Nodes a value of `len` bytes takes.
   uint32_t NodesFor(size_t len) const {
     uint64_t cap = words_ * 8;
     uint64_t n = (len + cap - 1) / cap;
     return static_cast<uint32_t>(n == 0 ? 1 : n);
   }
+
+ private:
+  // The map-facing write protocol, reached through detail::LinkTableWriter
+  // (ShmHashMap and the `shmc` tool), never by applications.
+  template <class>
+  friend struct detail::LinkTableWriter;
+  using SlotResolver = detail::LinkSlotResolver;
+  // `repair`: a damaged intent record is discarded (logged) instead of
+  // failing the call, for a tool that runs HealthCheck(auto_fix) next.
+  bool InitForWriteImpl(const std::string& shm_key, size_t node_size,
+                        size_t node_num, const SlotResolver* resolve,
+                        bool repair = false);
   // Map write: new value `buf` goes to `slot` (index+1 in `slot_id`),
   // replacing `old` (empty handle: insert). The caller has written the key.
   bool PublishValue(std::atomic<uint64_t>* slot, uint64_t slot_id,
@@ -334,8 +383,8 @@ class ShmLinkTable {
   bool Recover(const SlotResolver* resolve);
 
  private:
-  static constexpr size_t kWordsParam = 0;
-  static constexpr size_t kNodesParam = 1;
+  static constexpr const char* kWordsParam = detail::kLinkParamDataWords;
+  static constexpr const char* kNodesParam = detail::kLinkParamNodeNum;
   static constexpr uint64_t kNodesOffset =
       sizeof(detail::SegmentHeader) + sizeof(detail::LinkTableHeader);
 
@@ -345,8 +394,8 @@ class ShmLinkTable {
     spec.layout_version = kLayoutVersion;
     spec.header_size = static_cast<uint32_t>(kNodesOffset);
     spec.total_size = kNodesOffset + (nodes + 1) * (16 + words * 8);
-    spec.params = {{"data_words", words, detail::ParamRole::kGeometry},
-                   {"node_num", nodes, detail::ParamRole::kGeometry}};
+    spec.params = {{kWordsParam, words, detail::ParamRole::kGeometry},
+                   {kNodesParam, nodes, detail::ParamRole::kGeometry}};
     return spec;
   }
 

@@ -382,6 +382,7 @@ class ShmQueue {
   static constexpr size_t kNone = ~size_t{0};
   static constexpr uint64_t kRingOffset =
       sizeof(detail::SegmentHeader) + sizeof(detail::QueueHeader);
+  static constexpr const char* kCapacityParam = "capacity";
 
   static detail::SegmentSpec Spec(uint64_t cap) {
     detail::SegmentSpec spec;
@@ -389,7 +390,7 @@ class ShmQueue {
     spec.layout_version = kLayoutVersion;
     spec.header_size = static_cast<uint32_t>(kRingOffset);
     spec.total_size = kRingOffset + cap;
-    spec.params = {{"capacity", cap, detail::ParamRole::kGeometry}};
+    spec.params = {{kCapacityParam, cap, detail::ParamRole::kGeometry}};
     return spec;
   }
 
@@ -490,7 +491,7 @@ class ShmQueue {
     if (!seg_.OpenForRead(shm_key, Spec(0), consumer, who, &error_)) {
       return false;
     }
-    uint64_t cap = seg_.param(0);
+    uint64_t cap = seg_.param(kCapacityParam);
     if (!seg_.AcceptGeometry(
             detail::ValidRingCapacity(cap, kMinBytes, detail::kMaxRingBytes),
             Spec(cap).total_size, "capacity", who, &error_)) {

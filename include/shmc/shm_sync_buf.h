@@ -135,7 +135,7 @@ class ShmSyncBuf {
     error_.Clear();
     const char* who = "ShmSyncBuf::InitForRead";
     if (!seg_.OpenForRead(shm_key, Spec(0), false, who, &error_)) return false;
-    uint64_t cap = seg_.param(0);
+    uint64_t cap = seg_.param(kCapacityParam);
     bool plausible = cap >= kMinBytes && cap <= kMaxBytes && cap % 8 == 0;
     if (!seg_.AcceptGeometry(plausible, Spec(cap).total_size, "capacity",
                              who, &error_)) {
@@ -318,6 +318,7 @@ class ShmSyncBuf {
   uint64_t write_ahead() const { return write_ahead_; }
 
  private:
+  static constexpr const char* kCapacityParam = "capacity";
   static detail::SegmentSpec Spec(uint64_t cap) {
     uint64_t index = IndexBytes(cap);
     detail::SegmentSpec spec;
@@ -325,7 +326,7 @@ class ShmSyncBuf {
     spec.layout_version = kLayoutVersion;
     spec.header_size = static_cast<uint32_t>(kIndexOffset);
     spec.total_size = kIndexOffset + index + cap;
-    spec.params = {{"capacity", cap, detail::ParamRole::kGeometry}};
+    spec.params = {{kCapacityParam, cap, detail::ParamRole::kGeometry}};
     return spec;
   }
   // A slot for every record the ring can hold (records are >= 24 bytes),

@@ -20,7 +20,7 @@
 #include "shmc/shm_queue.h"
 #include "shmc/shm_sync_buf.h"
 #include "shmc/svipc_shm_alloc.h"
-#include "tools/shmc/raw_layout.h"
+#include "tools/shmc/fixed_view.h"
 #include "tools/shmc/sorted_view.h"
 
 namespace shmc_tool {
@@ -64,13 +64,14 @@ struct Ops {
     return kExitOk;
   }
 
-  // A map's index (raw) and values, both read-only.
+  // A map's index (as bytes) and values, both read-only.
   struct MapView {
     sd::Segment<Alloc> seg;
-    RawLayout lay;
+    FixedView index;
     Links lt;
     int Open(const Container& c, std::string* err) {
-      int rc = OpenRaw(c.segments[0], c.peeks[0], false, &seg, &lay, err);
+      int rc = OpenFixed(c.segments[0], c.peeks[0], false, &seg, &index, err);
+      index.map_index = true;
       return rc != kExitOk ? rc : OpenLinks(c.segments[1], &lt, err);
     }
   };
@@ -135,27 +136,27 @@ struct Ops {
       MapView mv;
       int rc = mv.Open(c, err);
       if (rc != kExitOk) return rc;
-      Json idx = TableInfo(mv.lay, MapNodeUsed, "keys");
+      Json idx = TableInfo(mv.index, "keys");
       j.Set("keys", *idx.Get("keys"));
       j.Set("index", std::move(idx));
       j.Set("values", LinkInfo(mv.lt));
-    } else if (FixedNodes(kind)) {
+    } else if (sd::FixedLayout::IsFixed(kind)) {
       sd::Segment<Alloc> seg;
-      RawLayout lay;
-      int rc = OpenRaw(n, peek, false, &seg, &lay, err);
+      FixedView v;
+      int rc = OpenFixed(n, peek, false, &seg, &v, err);
       if (rc != kExitOk) return rc;
       if (kind == ContainerKind::kArray) {
         Json a = Json::Object();
-        a.Set("node_size", lay.node_size);
-        a.Set("node_num", lay.node_num);
+        a.Set("node_size", v.lay.node_size());
+        a.Set("node_num", v.lay.slots());
         uint64_t nz = 0;
-        for (uint64_t i = 0; i < lay.node_num; ++i) nz += RawNodeUsed(lay, i);
+        for (uint64_t i = 0; i < v.lay.slots(); ++i) nz += v.RawNodeUsed(i);
         a.Set("nonzero_nodes", nz);
         j.Set("array", std::move(a));
       } else {
         // The tool cannot call a user's Node::Key(): "used" means a node
         // with any non-zero byte (erased nodes are cleared by convention).
-        j.Set("table", TableInfo(lay, RawNodeUsed, "nonzero_nodes"));
+        j.Set("table", TableInfo(v, "nonzero_nodes"));
       }
     } else if (kind == ContainerKind::kLinkTable) {
       Links lt;
@@ -252,39 +253,33 @@ struct Ops {
     ContainerKind kind = static_cast<ContainerKind>(peek.header()->kind);
     if (c.kind == "hash_map") {
       sd::Segment<Alloc> seg;
-      RawLayout lay;
-      int rc = OpenRaw(n, peek, fix, &seg, &lay, err);
+      FixedView index;
+      int rc = OpenFixed(n, peek, fix, &seg, &index, err);
       if (rc != kExitOk) return rc;
+      index.map_index = true;
+      auto handle = [&index](uint64_t slot) {
+        return sd::MapHandleWord(index.base, index.lay, slot);
+      };
       Links lt;
       if (fix) {
         // Writer side: the lease, and recovery of an interrupted write.
-        typename Links::SlotResolver resolve =
-            [&lay](uint64_t id) -> std::atomic<uint64_t>* {
-          uint64_t slots = lay.geo.total_slots();
-          if (id == 0 || id > slots) return nullptr;
-          return reinterpret_cast<std::atomic<uint64_t>*>(
-              const_cast<unsigned char*>(lay.node(id - 1)) + lay.node_size -
-              8);
-        };
-        uint64_t words = c.peeks[1].param("data_words");
-        uint64_t nodes = c.peeks[1].param("node_num");
-        if (!lt.InitForWriteImpl(c.segments[1].key, words * 8, nodes,
-                                 &resolve, true)) {
+        sd::LinkSlotResolver resolve =
+            sd::MapResolver(index.lay.slots(), handle);
+        uint64_t words = c.peeks[1].param(sd::kLinkParamDataWords);
+        uint64_t nodes = c.peeks[1].param(sd::kLinkParamNodeNum);
+        if (!sd::LinkTableWriter<Alloc>::InitForWrite(
+                lt, c.segments[1].key, words * 8, nodes, &resolve, true)) {
           return Fail(lt.last_error(), err);
         }
       } else if ((rc = OpenLinks(c.segments[1], &lt, err)) != kExitOk) {
         return rc;
       }
-      lay.map_index = true;
-      CheckTable(lay, MapNodeUsed, fix, &problems, &fixed);
+      CheckTable(index, fix, &problems, &fixed);
       typename shmc::ShmHashMap<uint64_t, Alloc>::HealthStat hs;
       auto each_slot =
-          [&lay](const std::function<void(std::atomic<uint64_t>*)>& f) {
-            for (uint64_t i = 0; i < lay.geo.total_slots(); ++i) {
-              if (!MapNodeUsed(lay, i)) continue;
-              f(reinterpret_cast<std::atomic<uint64_t>*>(
-                  const_cast<unsigned char*>(lay.node(i)) + lay.node_size -
-                  8));
+          [&](const std::function<void(std::atomic<uint64_t>*)>& f) {
+            for (uint64_t i = 0; i < index.lay.slots(); ++i) {
+              if (index.MapNodeUsed(i)) f(handle(i));
             }
             return true;
           };
@@ -311,17 +306,18 @@ struct Ops {
       }
       stats = LinkStats(hs.lt_stat);
       stats.Set("keys", hs.total_key_values);
-    } else if (FixedNodes(kind)) {
+    } else if (sd::FixedLayout::IsFixed(kind)) {
       sd::Segment<Alloc> seg;
-      RawLayout lay;
-      int rc = OpenRaw(n, peek, fix, &seg, &lay, err);
+      FixedView v;
+      int rc = OpenFixed(n, peek, fix, &seg, &v, err);
       if (rc != kExitOk) return rc;
-      CheckTable(lay, RawNodeUsed, fix, &problems, &fixed);
+      CheckTable(v, fix, &problems, &fixed);
     } else if (kind == ContainerKind::kLinkTable) {
       Links lt;
       if (fix) {
-        if (!lt.InitForWriteImpl(n.key, peek.param("data_words") * 8,
-                                 peek.param("node_num"), nullptr, true)) {
+        if (!sd::LinkTableWriter<Alloc>::InitForWrite(
+                lt, n.key, peek.param(sd::kLinkParamDataWords) * 8,
+                peek.param(sd::kLinkParamNodeNum), nullptr, true)) {
           return Fail(lt.last_error(), err);
         }
       } else {
@@ -449,18 +445,18 @@ struct Ops {
       MapView mv;
       int rc = mv.Open(c, err);
       if (rc != kExitOk) return rc;
-      const RawLayout& lay = mv.lay;
+      const FixedView& index = mv.index;
       const Links& lt = mv.lt;
-      uint64_t key_bytes = lay.node_size - 8;
+      uint64_t key_bytes = index.map_key_bytes();
       std::string val;
-      for (uint64_t i = 0; i < lay.geo.total_slots() && more(); ++i) {
+      for (uint64_t i = 0; i < index.lay.slots() && more(); ++i) {
         // Read as the map does: handle, key, value, handle again.
         for (int attempt = 0; attempt < 8; ++attempt) {
-          uint64_t l = MapLinkWord(lay, i);
+          uint64_t l = index.MapLink(i);
           if (static_cast<uint32_t>(l) == 0) break;
-          std::string key = CopyBytes(lay.node(i), key_bytes);
+          std::string key = CopyBytes(index.node(i), key_bytes);
           bool ok = lt.Read(shmc::link_buf_t::Unpack(l), &val);
-          if (MapLinkWord(lay, i) != l) continue;  // changed: read again
+          if (index.MapLink(i) != l) continue;  // changed: read again
           Json j = Json::Object();
           if (key_bytes == 8) {
             uint64_t k;
@@ -479,16 +475,17 @@ struct Ops {
           break;
         }
       }
-    } else if (FixedNodes(kind)) {
+    } else if (sd::FixedLayout::IsFixed(kind)) {
       sd::Segment<Alloc> seg;
-      RawLayout lay;
-      int rc = OpenRaw(n, peek, false, &seg, &lay, err);
+      FixedView v;
+      int rc = OpenFixed(n, peek, false, &seg, &v, err);
       if (rc != kExitOk) return rc;
       bool table = kind != ContainerKind::kArray;
-      for (size_t r = 0; r < lay.row_spans.size() && more(); ++r) {
-        for (uint64_t s = 0; s < lay.row_spans[r].second && more(); ++s) {
-          uint64_t i = lay.row_spans[r].first + s;
-          if (table && !RawNodeUsed(lay, i)) continue;
+      for (size_t r = 0; r < v.lay.row_count() && more(); ++r) {
+        sd::RowSpan span = v.lay.row(r);
+        for (uint64_t s = 0; s < span.slots && more(); ++s) {
+          uint64_t i = span.first + s;
+          if (table && !v.RawNodeUsed(i)) continue;
           Json j = Json::Object();
           if (table) {
             j.Set("row", static_cast<uint64_t>(r));
@@ -496,7 +493,8 @@ struct Ops {
           } else {
             j.Set("index", i);
           }
-          j.Set("data", Data(CopyBytes(lay.node(i), lay.node_size), opt.hex));
+          j.Set("data", Data(CopyBytes(v.node(i), v.lay.node_size()),
+                             opt.hex));
           out(std::move(j));
         }
       }
@@ -611,8 +609,8 @@ int Resolve(const SegName& name, Container* out, std::string* err) {
                 p1.kind() == static_cast<uint32_t>(ContainerKind::kLinkTable);
     if (idx && vals) {
       bool found = false;
-      uint64_t node_size = p0.param("node_size", &found);
-      if (found && node_size >= 16 && node_size % 8 == 0) {
+      uint64_t node_size = p0.param(sd::kParamNodeSize, &found);
+      if (found && sd::MapIndexNodeOk(node_size)) {
         out->kind = "hash_map";
         out->segments = {name.Suffixed(shmc::kMapIndexSuffix), name.Suffixed(shmc::kMapValuesSuffix)};
         out->peeks = {p0, p1};

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/shmc/raw_layout.h"
+#include "tools/shmc/fixed_view.h"
 
 namespace shmc_tool {
 

@@ -97,6 +97,23 @@ constexpr uint64_t RoundUp(uint64_t n, uint64_t align) {
   return (n + align - 1) / align * align;
 }
 
+constexpr bool PowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+// The value of the header's param `name` (0, and *found false, when it has
+// none). Layouts read their params by name, never by position.
+inline uint64_t ParamByName(const SegmentHeader& h, const char* name,
+                            bool* found = nullptr) {
+  uint32_t n = h.param_count < kMaxParams ? h.param_count : kMaxParams;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (std::strncmp(h.params[i].name, name, kParamNameLen) == 0) {
+      if (found != nullptr) *found = true;
+      return h.params[i].value;
+    }
+  }
+  if (found != nullptr) *found = false;
+  return 0;
+}
+
 // Where an array of nodes aligned to `node_align` starts when it follows
 // `offset` bytes of headers: on a cache line, or the node's own alignment
 // if larger. Containers and the `shmc` tool (which knows only the params)
@@ -244,7 +261,11 @@ class Segment {
   SegmentHeader* header() const {
     return reinterpret_cast<SegmentHeader*>(base_);
   }
-  uint64_t param(size_t i) const { return header()->params[i].value; }
+  // A param by name; validation has already checked that the header holds
+  // the spec's params under their names.
+  uint64_t param(const char* name) const {
+    return ParamByName(*header(), name);
+  }
 
   void Reset() {
     if (base_ != nullptr && own_lease_) ReleaseLease(header());

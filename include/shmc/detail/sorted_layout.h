@@ -60,8 +60,6 @@ constexpr uint32_t kSortedLayoutVersion = 1;
 constexpr uint64_t kSortedMaxRecords = 1ULL << 40;
 constexpr uint64_t kSortedMaxItemSize = 1ULL << 20;
 
-inline bool PowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
-
 // Byte geometry of a data segment, from its params alone.
 struct SortedGeometry {
   uint64_t key_size = 0, key_align = 0;
@@ -117,9 +115,10 @@ inline SegmentSpec SortedDirSpec(const SortedGeometry& g) {
   return spec;
 }
 
-// Param indices of a data segment.
-enum SortedParam { kSortedRecords = 4, kSortedLayoutParam = 5,
-                   kSortedGeneration = 6 };
+// Geometry params of a data segment.
+constexpr const char* kSortedRecords = "records";
+constexpr const char* kSortedLayoutParam = "layout";
+constexpr const char* kSortedGeneration = "generation";
 
 inline SegmentSpec SortedDataSpec(const SortedGeometry& g, uint64_t gen) {
   SegmentSpec spec;
@@ -128,9 +127,9 @@ inline SegmentSpec SortedDataSpec(const SortedGeometry& g, uint64_t gen) {
   spec.header_size = static_cast<uint32_t>(kSortedDataHeaderEnd);
   spec.total_size = g.total();
   SortedTypeParams(g, &spec);
-  spec.params.push_back({"records", g.records, ParamRole::kGeometry});
-  spec.params.push_back({"layout", g.layout, ParamRole::kGeometry});
-  spec.params.push_back({"generation", gen, ParamRole::kGeometry});
+  spec.params.push_back({kSortedRecords, g.records, ParamRole::kGeometry});
+  spec.params.push_back({kSortedLayoutParam, g.layout, ParamRole::kGeometry});
+  spec.params.push_back({kSortedGeneration, gen, ParamRole::kGeometry});
   return spec;
 }
 

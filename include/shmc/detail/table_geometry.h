@@ -13,10 +13,12 @@
 // ~89% of keys in a main row.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
 #include "shmc/detail/prefetch.h"
+#include "shmc/detail/segment_header.h"
 
 namespace shmc {
 namespace detail {
@@ -106,12 +108,33 @@ struct TableGeometry {
   }
 };
 
-// Byte layout of a ShmHashTable segment after the 512-byte segment header
-// and the 64-byte table header (docs/layout/hash_table.md): two overflow
-// bitmaps of one bit per main bucket, each rounded up to a cache line, then
-// the tag array (one byte per slot, each bucket's tags in whole 32-bit
-// words), then the nodes.
-constexpr uint64_t kTableBitmapOffset = 512 + 64;
+// The table's own header, right after the segment header.
+struct HashTableHeader {
+  // Overflow rows that ever received a node (0..over_rows): lookups probe no
+  // deeper. Written by the writer only; relaxed, ordered by the fence in
+  // FindOrAlloc.
+  std::atomic<uint32_t> overflow_depth;
+  uint32_t reserved0;
+  // Allocations that had to go to an overflow row (statistics).
+  std::atomic<uint64_t> overflow_allocs;
+  uint8_t reserved1[48];
+};
+static_assert(sizeof(HashTableHeader) == kCacheLine,
+              "one line, so the bitmaps after it start on a line");
+static_assert(offsetof(HashTableHeader, overflow_depth) == 0 &&
+                  offsetof(HashTableHeader, overflow_allocs) == 8,
+              "fields of layout version 2: moving one needs a version bump");
+static_assert(std::atomic<uint32_t>::is_always_lock_free &&
+                  std::atomic<uint64_t>::is_always_lock_free,
+              "words shared between processes must be lock-free");
+constexpr uint64_t kTableHeaderOffset = sizeof(SegmentHeader);
+
+// Byte layout of a ShmHashTable segment after the segment header and the
+// table header (docs/layout/hash_table.md): two overflow bitmaps of one bit
+// per main bucket, each rounded up to a cache line, then the tag array (one
+// byte per slot, each bucket's tags in whole 32-bit words), then the nodes.
+constexpr uint64_t kTableBitmapOffset =
+    kTableHeaderOffset + sizeof(HashTableHeader);
 constexpr uint64_t TableBitmapBytes(uint64_t main_buckets) {
   return (((main_buckets + 63) / 64 * 8) + 63) / 64 * 64;
 }
@@ -121,6 +144,23 @@ constexpr uint32_t TagWordsPerBucket(uint32_t slots) {
 }
 constexpr uint64_t TableTagsOffset(uint64_t main_buckets) {
   return kTableBitmapOffset + 2 * TableBitmapBytes(main_buckets);
+}
+// The 32-bit tag word holding slot `slot`'s tag (an index into the tag
+// array), and the tag's bit offset in that word.
+constexpr uint64_t TagWordIndex(uint64_t slot, uint32_t slots) {
+  return (slot / slots) * TagWordsPerBucket(slots) + (slot % slots) / 4;
+}
+constexpr uint32_t TagShift(uint64_t slot, uint32_t slots) {
+  return static_cast<uint32_t>(8 * ((slot % slots) % 4));
+}
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "tag bytes are addressed as the bytes of their words");
+// Offset in the segment of the byte holding slot `slot`'s tag (the byte
+// TagShift names, little-endian).
+constexpr uint64_t TableTagByteOffset(uint64_t main_buckets, uint32_t slots,
+                                      uint64_t slot) {
+  return TableTagsOffset(main_buckets) + TagWordIndex(slot, slots) * 4 +
+         TagShift(slot, slots) / 8;
 }
 inline uint64_t TableTagBytes(const TableGeometry& g) {
   return (g.total_buckets() * TagWordsPerBucket(g.slots) * 4 + 63) / 64 * 64;
