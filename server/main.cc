@@ -43,6 +43,7 @@ struct Options {
   int workers = 0;  // 0: one per core
   std::string seg = "/shmkv";
   std::string backend = "posix";
+  bool backend_given = false;
   uint64_t capacity = 1000000;
   uint64_t memory = 256ULL << 20;
   uint64_t max_value = 16ULL << 20;
@@ -68,9 +69,10 @@ const char kUsage[] =
     "  --port N          RESP (Redis protocol) port            [6380]\n"
     "  --http-port N     HTTP port (0: none)                   [8080]\n"
     "  --workers N       worker processes                      [cores]\n"
-    "  --name SEG        segment name (posix shm name, sysv key or path)\n"
-    "                                                          [/shmkv]\n"
-    "  --backend B       posix | sysv | file:PATH              [posix]\n"
+    "  --name SEG        the map's segment, named as shmc names it:\n"
+    "                    posix:/NAME, sysv:KEY or file:PATH [posix:/shmkv]\n"
+    "                    (a bare name is posix, or --backend's)\n"
+    "  --backend B       posix | sysv | file:PATH (older form)  [posix]\n"
     "  --capacity KEYS   keys the index holds                  [1000000]\n"
     "  --memory BYTES    size of the key and value store, its\n"
     "                    bookkeeping included (K/M/G ok)        [256M]\n"
@@ -157,6 +159,7 @@ int ParseArgs(int argc, char** argv, Options* o) {
       o->seg = v;
     } else if (a == "--backend") {
       o->backend = v;
+      o->backend_given = true;
     } else if (a == "--timeout") {
       if (!ParseSize(v, &n) || n > INT32_MAX) {
         return Usage(("--timeout: bad number of seconds " + std::string(v)).c_str());
@@ -237,6 +240,18 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   c->max_value = o.max_value;
   c->journal = o.journal;
   c->name = o.seg;
+  if (shmc::SegmentName::HasBackend(o.seg)) {
+    // The shmc tool's syntax: the name says its backend.
+    shmc::SegmentName n;
+    if (!shmc::SegmentName::Parse(o.seg, &n, err)) return false;
+    if (o.backend_given) {
+      *err = "--name " + o.seg + " names its backend: drop --backend";
+      return false;
+    }
+    c->backend = n.backend;
+    c->name = n.key;
+    return true;
+  }
   if (o.backend == "posix") {
     c->backend = Backend::kPosix;
   } else if (o.backend == "sysv") {
@@ -389,7 +404,7 @@ class Master {
     uint64_t other = 0;
     if (ctl->master.Acquire(&other) == shmc::ProcessLease::Result::kBusy) {
       std::fprintf(stderr, "shmkv: already running on %s (master pid %" PRIu64
-                   ")\n", sc_.name.c_str(), other);
+                   ")\n", SegName(sc_).c_str(), other);
       return 1;
     }
     if (!stats_.Open(ControlKey(sc_) + ".stats", true, &err)) {
@@ -429,7 +444,7 @@ class Master {
     }
     std::fprintf(stderr, "shmkv %s: %zu workers, RESP port %d, HTTP port %d, "
                  "segment %s (%" PRIu64 " keys stored)\n", kVersion,
-                 slots_.size(), o_.port, o_.http_port, sc_.name.c_str(),
+                 slots_.size(), o_.port, o_.http_port, SegName(sc_).c_str(),
                  store_->Keys());
     return Loop();
   }
@@ -501,7 +516,7 @@ class Master {
           "--port", std::to_string(o_.port),
           "--http-port", std::to_string(o_.http_port),
           "--workers", std::to_string(slots_.size()),
-          "--name", o_.seg, "--backend", o_.backend,
+          "--name", SegName(sc_),
           "--capacity", std::to_string(o_.capacity),
           "--memory", std::to_string(o_.memory),
           "--max-value", std::to_string(o_.max_value),
@@ -631,7 +646,7 @@ class Master {
     }
     store_->control()->master.Release();
     std::fprintf(stderr, "shmkv: stopped; %" PRIu64 " keys stay in %s\n",
-                 store_->Keys(), sc_.name.c_str());
+                 store_->Keys(), SegName(sc_).c_str());
     return rc;
   }
 
@@ -652,13 +667,13 @@ int SendReload(const StoreConfig& sc) {
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl;
   if (!ctl.InitForRead(ControlKey(sc))) {
     std::fprintf(stderr, "shmkv --reload: no server on %s: %s\n",
-                 sc.name.c_str(), ctl.last_error().message.c_str());
+                 SegName(sc).c_str(), ctl.last_error().message.c_str());
     return 1;
   }
   uint64_t pid = const_cast<const ControlBlock&>(ctl[0]).master.Holder();
   if (pid == 0 || kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
     std::fprintf(stderr, "shmkv --reload: no live master for %s\n",
-                 sc.name.c_str());
+                 SegName(sc).c_str());
     return 1;
   }
   std::printf("shmkv: reload signalled to master pid %" PRIu64 "\n", pid);
@@ -725,7 +740,7 @@ int main(int argc, char** argv) {
     wc.info.http_port = static_cast<uint64_t>(o.http_port);
     wc.info.workers = static_cast<uint64_t>(o.workers);
     wc.info.start_ms = o.start_ms;
-    wc.info.name = sc.name;
+    wc.info.name = SegName(sc);
     for (const std::string& b : o.bind) {
       wc.info.bind += (wc.info.bind.empty() ? "" : " ") + b;
     }

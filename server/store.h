@@ -38,10 +38,11 @@
 #include <vector>
 
 #include "shmc/process_lease.h"
+#include "shmc/segment_name.h"
 
 namespace shmkv {
 
-enum class Backend { kPosix, kSysv, kFile };
+using Backend = shmc::SegmentBackend;
 
 struct StoreConfig {
   Backend backend = Backend::kPosix;
@@ -52,6 +53,11 @@ struct StoreConfig {
   uint64_t max_key = 64ULL << 10;
   uint64_t journal = 64ULL << 20;  // bytes for one multi-key commit
 };
+
+// The map's name as `shmc` takes it: posix:/shmkv, sysv:53670, file:PATH.
+inline std::string SegName(const StoreConfig& c) {
+  return shmc::SegmentName{c.backend, c.name}.Display();
+}
 
 // What WATCH remembers about a key: the version of its hash bucket, the
 // store's recovery epoch, and the expiry the key had (Redis aborts EXEC

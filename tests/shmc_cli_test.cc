@@ -895,3 +895,48 @@ TEST(ShmcCli, FuzzedHeadersNeverCrashTheTool) {
 }
 
 }  // namespace
+
+namespace {
+
+// ls shows a SysV segment's key in hex, as ipcs does, and that name (like
+// the decimal one) is taken back by the other commands; a map over SysV
+// keeps the decimal key its program gave. Long names widen the column.
+TEST(ShmcCliLs, SysvKeysInHexAndLongNamesAligned) {
+  MapKey<shmc::SVIPC> key;
+  shmc::ShmArray<Node16, shmc::SVIPC> a;
+  ASSERT_TRUE(a.InitForWrite(key.str(), 10)) << a.last_error().message;
+  char hex[32];
+  std::snprintf(hex, sizeof(hex), "sysv:0x%08x",
+                static_cast<uint32_t>(std::stoul(key.str())));
+  ScopedKey<shmc::POSIX> long_key("a_long_name_that_widens_the_ls_column");
+  const std::string& long_name = long_key;
+  shmc::ShmArray<Node16, shmc::POSIX> b;
+  ASSERT_TRUE(b.InitForWrite(long_name, 10)) << b.last_error().message;
+  Result r = Shmc({"ls", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  bool found = false;
+  for (const JValue& row : ParseOrFail(r.out).arr) {
+    found |= row.get("name")->str == hex;
+    EXPECT_NE(row.get("name")->str, "sysv:" + key.str()) << "decimal";
+  }
+  EXPECT_TRUE(found) << hex << " not listed:\n" << r.out;
+  EXPECT_EQ(Shmc({"info", hex}).exit_code, 0);
+  // Text: every row's KIND column starts where the header's does.
+  r = Shmc({"ls"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line, header;
+  std::getline(lines, header);
+  size_t kind_col = header.find("KIND");
+  ASSERT_NE(kind_col, std::string::npos);
+  size_t rows = 0;
+  while (std::getline(lines, line)) {
+    ASSERT_GT(line.size(), kind_col) << line;
+    EXPECT_EQ(line[kind_col - 1], ' ') << line;
+    EXPECT_NE(line[kind_col], ' ') << line;
+    ++rows;
+  }
+  EXPECT_GE(rows, 2u);
+}
+
+}  // namespace

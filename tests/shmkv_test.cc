@@ -682,6 +682,29 @@ TEST(Shmkv, ClearStartupErrors) {
   }
 }
 
+// --name takes the shmc tool's syntax (posix:/NAME, sysv:KEY, file:PATH),
+// and the server names its segment so in CONFIG and its log; a name that
+// says its backend and --backend together are a usage error.
+TEST(Shmkv, NamesSegmentsAsShmcDoes) {
+  Server s("named");
+  ASSERT_TRUE(s.Start({"--name", "posix:" + s.name()})) << s.log();
+  EXPECT_EQ(access(("/dev/shm" + s.name() + "0").c_str(), F_OK), 0);
+  Client c(s.port());
+  EXPECT_EQ(c.Call({"CONFIG", "GET", "shmkv-name"}),
+            "*2\r\n$10\r\nshmkv-name\r\n$" +
+                std::to_string(6 + s.name().size()) + "\r\nposix:" +
+                s.name() + "\r\n");
+  s.Stop();
+  EXPECT_NE(s.log().find("posix:" + s.name()), std::string::npos) << s.log();
+  Server bad("badname");
+  EXPECT_FALSE(bad.Start({"--name", "sysv:notakey"}));
+  EXPECT_EQ(bad.exit_code(), 2) << bad.log();
+  EXPECT_NE(bad.log().find("SysV key"), std::string::npos) << bad.log();
+  Server both("both");
+  EXPECT_FALSE(both.Start({"--name", "posix:/x", "--backend", "sysv"}));
+  EXPECT_EQ(both.exit_code(), 2) << both.log();
+}
+
 TEST(Shmkv, RedisCli) {
   if (access("/usr/bin/redis-cli", X_OK) != 0) {
     GTEST_SKIP() << "redis-cli not installed (apt-get install redis-tools)";

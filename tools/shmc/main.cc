@@ -152,6 +152,18 @@ std::string Human(uint64_t bytes) {
   return buf;
 }
 
+// How `ls` shows a segment: SysV keys in hex, as ipcs shows them (any
+// form of the key is taken back by the other commands).
+std::string ListedName(const SegName& n) {
+  key_t k;
+  if (n.backend != Backend::kSysv || !shmc::impl::ParseSysvKey(n.key, &k)) {
+    return n.Display();
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "sysv:0x%08x", static_cast<uint32_t>(k));
+  return buf;
+}
+
 int List(const Args& a) {
   if (!a.positional.empty()) return Usage("ls takes no segment name");
   std::string warnings;
@@ -198,7 +210,7 @@ int List(const Args& a) {
     const Entry& e = entries[i];
     Json row = Json::Object();
     if (e.peek.status != HeaderPeek::kOk) {
-      row.Set("name", e.name.Display());
+      row.Set("name", ListedName(e.name));
       row.Set("kind", e.peek.status == HeaderPeek::kForeign ? "foreign"
                       : e.peek.status == HeaderPeek::kTruncated
                           ? "truncated" : "unreadable");
@@ -213,7 +225,7 @@ int List(const Args& a) {
     std::string display = e.name.Display();
     uint64_t size = e.peek.header()->total_size;
     Json segments = Json::Array();
-    segments.Push(display);
+    segments.Push(ListedName(e.name));
     // A map's index NAME0 beside its values NAME1 is listed as NAME.
     const std::string index_suffix = shmc::kMapIndexSuffix;
     if (kind == "hash_table" && display.size() > index_suffix.size() &&
@@ -229,7 +241,7 @@ int List(const Args& a) {
         kind = "hash_map";
         display.resize(display.size() - index_suffix.size());
         size += entries[it->second].peek.header()->total_size;
-        segments.Push(sib);
+        segments.Push(ListedName(entries[it->second].name));
         // The map's writer lease lives in its values segment.
         summary.Set("writer", *HeaderSummary(entries[it->second].name,
                                              entries[it->second].peek)
@@ -240,9 +252,12 @@ int List(const Args& a) {
       kind = "sorted_array";
       for (size_t d : sorted_data[i]) {
         size += entries[d].peek.header()->total_size;
-        segments.Push(entries[d].name.Display());
+        segments.Push(ListedName(entries[d].name));
       }
     }
+    // A map keeps the key its program gave (its segments are that key
+    // with a digit appended); a lone SysV segment shows its key in hex.
+    if (kind != "hash_map") display = ListedName(e.name);
     row.Set("name", display);
     row.Set("backend", display.substr(0, display.find(':')));
     row.Set("kind", kind);
@@ -257,7 +272,12 @@ int List(const Args& a) {
     Print(rows, true);
     return kExitOk;
   }
-  std::printf("%-32s %-12s %10s %8s %9s  %s\n", "NAME", "KIND", "SIZE",
+  // Names wider than the column widen it, so every row stays aligned.
+  int width = 32;
+  for (const Json& row : rows.items()) {
+    width = std::max(width, static_cast<int>(row.Get("name")->Plain().size()));
+  }
+  std::printf("%-*s %-12s %10s %8s %9s  %s\n", width, "NAME", "KIND", "SIZE",
               "CREATOR", "AGE", "WRITER");
   for (const Json& row : rows.items()) {
     const Json* pid = row.Get("creator_pid");
@@ -272,7 +292,7 @@ int List(const Args& a) {
     }
     uint64_t size = std::strtoull(row.Get("size")->Plain().c_str(),
                                   nullptr, 10);
-    std::printf("%-32s %-12s %10s %8s %9s  %s\n",
+    std::printf("%-*s %-12s %10s %8s %9s  %s\n", width,
                 row.Get("name")->Plain().c_str(),
                 row.Get("kind")->Plain().c_str(), Human(size).c_str(),
                 pid ? pid->Plain().c_str() : "-",

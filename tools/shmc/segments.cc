@@ -23,57 +23,6 @@ namespace shmc_tool {
 
 namespace sd = shmc::detail;
 
-std::string SegName::Display() const {
-  switch (backend) {
-    case Backend::kPosix: return "posix:" + key;
-    case Backend::kSysv: return "sysv:" + key;
-    case Backend::kFile: return "file:" + key;
-  }
-  return key;
-}
-
-bool ParseSegName(const std::string& arg, SegName* out, std::string* err) {
-  size_t colon = arg.find(':');
-  if (colon == std::string::npos) {
-    *err = "'" + arg + "': name a segment as posix:NAME, sysv:KEY or "
-           "file:PATH";
-    return false;
-  }
-  std::string scheme = arg.substr(0, colon);
-  std::string rest = arg.substr(colon + 1);
-  if (rest.empty()) {
-    *err = "'" + arg + "': nothing after '" + scheme + ":'";
-    return false;
-  }
-  if (scheme == "posix") {
-    std::string name = rest[0] == '/' ? rest : "/" + rest;
-    if (name.size() < 2 || name.find('/', 1) != std::string::npos ||
-        name.size() > 255) {
-      *err = "'" + arg + "': a POSIX name is one component: posix:/name";
-      return false;
-    }
-    *out = SegName{Backend::kPosix, name};
-    return true;
-  }
-  if (scheme == "sysv") {
-    key_t k;
-    if (!shmc::impl::ParseSysvKey(rest, &k)) {
-      *err = "'" + arg + "': a SysV key is a number 1..0xffffffff (decimal, "
-             "0octal or 0xhex)";
-      return false;
-    }
-    *out = SegName{Backend::kSysv, rest};
-    return true;
-  }
-  if (scheme == "file") {
-    *out = SegName{Backend::kFile, rest};
-    return true;
-  }
-  *err = "'" + arg + "': unknown backend '" + scheme +
-         "' (posix, sysv or file)";
-  return false;
-}
-
 std::unique_ptr<shmc::impl::ShmAlloc> MakeAlloc(Backend backend) {
   switch (backend) {
     case Backend::kPosix: return std::make_unique<shmc::POSIX>();

@@ -14,24 +14,20 @@
 
 #include "shmc/detail/alloc_base.h"
 #include "shmc/detail/segment_header.h"
+#include "shmc/segment_name.h"
 #include "tools/shmc/json.h"
 
 namespace shmc_tool {
 
-enum class Backend { kPosix, kSysv, kFile };
+// The library's segment names (shmc/segment_name.h): one syntax for every
+// tool.
+using Backend = shmc::SegmentBackend;
+using SegName = shmc::SegmentName;
 
-struct SegName {
-  Backend backend = Backend::kPosix;
-  std::string key;  // as the allocator takes it
-
-  std::string Display() const;
-  SegName Suffixed(const char* suffix) const {
-    return SegName{backend, key + suffix};
-  }
-};
-
-// "posix:/x", "sysv:1234", "file:/var/lib/x.seg". False with a message.
-bool ParseSegName(const std::string& arg, SegName* out, std::string* err);
+inline bool ParseSegName(const std::string& arg, SegName* out,
+                         std::string* err) {
+  return SegName::Parse(arg, out, err);
+}
 
 std::unique_ptr<shmc::impl::ShmAlloc> MakeAlloc(Backend backend);
 
