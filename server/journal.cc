@@ -97,12 +97,8 @@ void Journal::AppendRecord(std::string* rec, uint64_t ha, uint64_t hb,
                                 : kNoBlob;
   uint32_t ol = old != nullptr ? static_cast<uint32_t>(old->size())
                                : kNoBlob;
-  char head[24];
-  std::memcpy(head, &ha, 8);
-  std::memcpy(head + 8, &hb, 8);
-  std::memcpy(head + 16, &nl, 4);
-  std::memcpy(head + 20, &ol, 4);
-  rec->append(head, sizeof(head));
+  RecordHead head{ha, hb, nl, ol};
+  rec->append(reinterpret_cast<const char*>(&head), sizeof(head));
   if (next != nullptr) rec->append(next->data(), next->size());
   if (old != nullptr) rec->append(old->data(), old->size());
   rec->resize((rec->size() + 7) & ~size_t{7}, '\0');
@@ -131,19 +127,19 @@ void Journal::Recover(const ApplyFn& apply) {
 bool Journal::Parse(std::vector<Record>* out) const {
   uint64_t count = LoadWord(&w_[kCount]);
   uint64_t bytes = LoadWord(&w_[kBytes]);
-  if (bytes > cap_ || count > bytes / 24) return false;
+  if (bytes > cap_ || count > bytes / sizeof(RecordHead)) return false;
   const char* p = reinterpret_cast<const char*>(&w_[kRecords]);
   if (shmc::HashBytes(p, bytes) != LoadWord(&w_[kSum])) return false;
   size_t off = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    if (bytes - off < 24) return false;
+    if (bytes - off < sizeof(RecordHead)) return false;
     Record r;
-    uint32_t nl, ol;
-    std::memcpy(&r.ha, p + off, 8);
-    std::memcpy(&r.hb, p + off + 8, 8);
-    std::memcpy(&nl, p + off + 16, 4);
-    std::memcpy(&ol, p + off + 20, 4);
-    off += 24;
+    RecordHead head;
+    std::memcpy(&head, p + off, sizeof(head));
+    r.ha = head.ha;
+    r.hb = head.hb;
+    uint32_t nl = head.new_len, ol = head.old_len;
+    off += sizeof(head);
     r.has_new = nl != kNoBlob;
     r.has_old = ol != kNoBlob;
     size_t n = r.has_new ? nl : 0, o = r.has_old ? ol : 0;

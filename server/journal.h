@@ -48,6 +48,15 @@ class Journal {
   static constexpr size_t kRecords = kVersions + kWatchSlots;
   static constexpr uint64_t kIdle = 0, kApplying = 1, kUndoing = 2;
   static constexpr uint32_t kNoBlob = 0xffffffffu;
+  // Each record: this head, the new blob, the old blob, zeros to a multiple
+  // of 8 bytes.
+  struct RecordHead {
+    uint64_t ha, hb;   // the key's two hashes
+    uint32_t new_len;  // kNoBlob: the key is deleted
+    uint32_t old_len;  // kNoBlob: the key did not exist
+  };
+  // What a record costs beyond its blobs, at most (head and padding).
+  static constexpr size_t kRecordOverhead = sizeof(RecordHead) + 8;
 
   // Attaches (creating it, if the create flags say so) with room for
   // `bytes` of records; a master initializes a new one.
@@ -97,5 +106,9 @@ class Journal {
   uint64_t* w_ = nullptr;
   size_t cap_ = 0;
 };
+static_assert(sizeof(Journal::RecordHead) == 24 &&
+                  offsetof(Journal::RecordHead, new_len) == 16 &&
+                  offsetof(Journal::RecordHead, old_len) == 20,
+              "journal records of segments already written keep this head");
 
 }  // namespace shmkv

@@ -88,7 +88,15 @@ KeyHash HashKey(std::string_view k) {
   return KeyHash{shmc::HashBytes(k.data(), k.size()), Hash2(k.data(), k.size())};
 }
 
-constexpr size_t kBlobHeader = 16;
+// A value blob in the map: this head, the key, the value.
+struct BlobHead {
+  uint64_t expire_at_ms;  // CLOCK_REALTIME ms; 0: no TTL
+  uint32_t key_len;
+  uint32_t reserved;      // 0
+};
+static_assert(sizeof(BlobHead) == 16 && offsetof(BlobHead, key_len) == 8,
+              "blobs already in a map keep this head (docs/server.md)");
+constexpr size_t kBlobHeader = sizeof(BlobHead);
 constexpr size_t kNodeBytes = 64;  // value node payload
 // What one node costs in the value segment: its payload and the link
 // table's 16 bytes of bookkeeping (docs/layout/link_table.md). --memory
@@ -101,12 +109,11 @@ struct Blob {
   std::string_view key, value;
   bool Parse(const char* p, size_t n) {
     if (n < kBlobHeader) return false;
-    uint64_t e;
-    uint32_t klen;
-    std::memcpy(&e, p, 8);
-    std::memcpy(&klen, p + 8, 4);
+    BlobHead h;
+    std::memcpy(&h, p, sizeof(h));
+    uint32_t klen = h.key_len;
     if (klen > n - kBlobHeader) return false;
-    expire_ms = static_cast<int64_t>(e);
+    expire_ms = static_cast<int64_t>(h.expire_at_ms);
     key = std::string_view(p + kBlobHeader, klen);
     value = std::string_view(p + kBlobHeader + klen, n - kBlobHeader - klen);
     return true;
@@ -118,12 +125,9 @@ void MakeBlob(std::string* out, std::string_view key, std::string_view value,
               int64_t expire_ms) {
   out->resize(kBlobHeader + key.size() + value.size());
   char* p = &(*out)[0];
-  uint64_t e = static_cast<uint64_t>(expire_ms);
-  uint32_t klen = static_cast<uint32_t>(key.size());
-  uint32_t reserved = 0;
-  std::memcpy(p, &e, 8);
-  std::memcpy(p + 8, &klen, 4);
-  std::memcpy(p + 12, &reserved, 4);
+  BlobHead h{static_cast<uint64_t>(expire_ms),
+             static_cast<uint32_t>(key.size()), 0};
+  std::memcpy(p, &h, sizeof(h));
   std::memcpy(p + kBlobHeader, key.data(), key.size());
   if (!value.empty()) {
     std::memcpy(p + kBlobHeader + key.size(), value.data(), value.size());
@@ -531,7 +535,7 @@ class StoreT : public Store {
       if (!e->dirty) {
         e->dirty = true;
         order_.push_back(&e->key);
-        bytes_ += 24 + 8 + e->old_len;
+        bytes_ += Journal::kRecordOverhead + e->old_len;
       }
       bytes_ += kBlobHeader + e->key.size() + e->value.size();
       if (order_.size() > 1 && bytes_ > s_->journal_.capacity()) {
