@@ -308,7 +308,9 @@ size_t Execute(const Args& args, CommandContext* ctx, std::string* out,
                       std::string(args[0].substr(0, 128)) +
                       "', with args beginning with: ";
     for (size_t i = 1; i < args.size() && i < 4; ++i) {
-      msg += "'" + std::string(args[i].substr(0, 64)) + "' ";
+      msg += '\'';
+      msg += args[i].substr(0, 64);
+      msg += "' ";
     }
     refuse(msg);
     return 0;

@@ -494,7 +494,10 @@ class Master {
       if (!o_.password.empty()) setenv("SHMKV_REQUIREPASS", o_.password.c_str(), 1);
       auto join = [](const std::vector<int>& fds) {
         std::string j;
-        for (int fd : fds) j += (j.empty() ? "" : ",") + std::to_string(fd);
+        for (int fd : fds) {
+          if (!j.empty()) j += ',';
+          j += std::to_string(fd);
+        }
         return j.empty() ? std::string("-1") : j;
       };
       bool beyond_loopback = false;
@@ -742,7 +745,8 @@ int main(int argc, char** argv) {
     wc.info.start_ms = o.start_ms;
     wc.info.name = SegName(sc);
     for (const std::string& b : o.bind) {
-      wc.info.bind += (wc.info.bind.empty() ? "" : " ") + b;
+      if (!wc.info.bind.empty()) wc.info.bind += ' ';
+      wc.info.bind += b;
     }
     wc.info.protected_mode = o.worker_protected;
     wc.info.max_value = o.max_value;

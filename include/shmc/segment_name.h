@@ -58,7 +58,9 @@ struct SegmentName {
       return false;
     }
     if (scheme == "posix") {
-      std::string name = rest[0] == '/' ? rest : "/" + rest;
+      std::string name;
+      if (rest[0] != '/') name = "/";
+      name += rest;
       if (name.size() < 2 || name.find('/', 1) != std::string::npos ||
           name.size() > 255) {
         *err = "'" + arg + "': a POSIX name is one component: posix:/name";
