@@ -19,6 +19,7 @@
 #
 # Needs redis-server, redis-tools and wrk (apt-get install redis-server
 # redis-tools wrk) and a release build (build/release/server/shmkv). Writes
+# (DIR created if needed; build/shmkv_bench by default)
 # DIR/shmkv_bench.csv (one line per run, target, test and pipeline depth)
 # and DIR/shmkv_bench.svg (bench/plot_shmkv.py), and prints a summary.
 set -euo pipefail
@@ -26,7 +27,7 @@ cd "$(dirname "$0")/.."
 
 runs=5
 requests=100000
-out=bench
+out=build/shmkv_bench  # bench/run_all.sh passes bench/results/<machine>
 workers=0  # shmkv's default: one per core
 pin=0
 while [ $# -gt 0 ]; do
@@ -82,6 +83,7 @@ ticks() {
 }
 hz=$(getconf CLK_TCK)
 
+mkdir -p "$out"
 csv=$out/shmkv_bench.csv
 echo "run,target,test,pipeline,rps,avg_ms,p50_ms,p99_ms,server_cpu_us_per_req" > "$csv"
 for run in $(seq "$runs"); do

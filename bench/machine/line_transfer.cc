@@ -28,7 +28,7 @@
 // the ways is how many lines cross between the cores per message and how
 // often a side waits on a line the other is writing. The rounds rotate the
 // order; the table gives medians of msg/s and of each round's ratio to the
-// ring. Results: bench/RESULTS.md ("the ceilings, by way of publishing").
+// ring. Results: bench/RESULTS.md (Floors).
 //
 // Build (from the repository root; one line), then run:
 //   g++ -O2 -DNDEBUG -std=c++17 -I. -Iinclude bench/machine/line_transfer.cc
