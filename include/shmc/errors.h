@@ -1,6 +1,20 @@
 // Error reporting shared by every container: a failed call leaves a code, the
 // errno of the system call that failed (0 when none did) and a sentence for
 // people. The codes are documented in docs/errors.md.
+//
+// Each Init* call's comment lists what its last_error() can hold, by these
+// two sets plus its own codes:
+//  * attach errors, any call that maps an existing segment: kNotFound,
+//    kPermissionDenied, kInvalidArgument (a bad key), kBadMagic,
+//    kVersionMismatch, kLayoutMismatch, kSizeMismatch (truncated),
+//    kNotReady, kCorrupted, kSystem;
+//  * create errors, a writer's call that may also make the segment (as the
+//    default create flags allow): the attach errors, kAlreadyExists,
+//    kNoSpace, kNoHugePages (SVIPC_HugeTLB), kSizeMismatch (another
+//    geometry: a different size or capacity asked);
+//  * kWriterBusy from every call that takes the writer lease: another live
+//    process holds it (kSharedWriters opts out).
+// A call that succeeds leaves last_error() clear (kOk).
 #pragma once
 
 #include <string>

@@ -178,6 +178,8 @@ class ShmPercentile {
   // slots, and claims a slot for this process: kNoSlot when every slot
   // is held by a live process; kSizeMismatch if the segment exists with
   // another p or slot count.
+  // Errors: create errors, and the two above; kInvalidArgument for p
+  // outside (0, 1) or slots out of range.
   bool InitForWrite(const std::string& shm_key, double p, size_t slots) {
     error_.Clear();
     const char* who = "ShmPercentile::InitForWrite";
@@ -197,6 +199,8 @@ class ShmPercentile {
     return Claim(who);
   }
 
+  // Reader: attaches read-only and merges every slot when asked.
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmPercentile::InitForRead";

@@ -44,6 +44,8 @@ class ShmArray {
   // Attaches the array `shm_key` read-write, creating it with `size` nodes
   // (zero-filled) as the default create flags allow. An existing array must
   // have the same node type and `size`.
+  // Errors: create errors; kWriterBusy; kInvalidArgument for size 0 or
+  // too large.
   bool InitForWrite(const std::string& shm_key, size_t size) {
     error_.Clear();
     detail::SegmentSpec spec = Spec(size);
@@ -63,6 +65,7 @@ class ShmArray {
   }
 
   // Attaches an existing array read-only.
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmArray::InitForRead";

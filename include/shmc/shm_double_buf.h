@@ -78,6 +78,8 @@ class ShmDoubleBuf {
 
   // Writer: creates or attaches the buffer (halves of max_bytes each) and
   // takes the writer lease.
+  // Errors: create errors; kWriterBusy; kInvalidArgument for sizes out of
+  // range.
   bool InitForWrite(const std::string& shm_key, size_t max_bytes,
                     size_t reader_slots = kDefaultReaderSlots) {
     error_.Clear();
@@ -101,6 +103,8 @@ class ShmDoubleBuf {
   }
 
   // Reader: attaches and claims a pin slot.
+  // Errors: attach errors; kNoSlot when every slot is held by a live
+  // process.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmDoubleBuf::InitForRead";
@@ -113,6 +117,7 @@ class ShmDoubleBuf {
   // Inspection (the `shmc` tool): maps read-only and claims no slot;
   // version(), max_bytes(), reader_slots(), readers() and pins() work,
   // reads do not.
+  // Errors: attach errors.
   bool InitForInspect(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmDoubleBuf::InitForInspect";

@@ -205,6 +205,10 @@ class ShmHashMap {
 
   // `key_num` keys; values stored in `val_node_num` nodes of
   // `val_node_size` bytes.
+  // Errors: the create errors and kWriterBusy of its index (a
+  // ShmHashTable at SegmentKeys().first) and of its values (a ShmLinkTable
+  // at .second), with their arguments' kInvalidArgument; the message names
+  // the segment.
   bool InitForWrite(const std::string& shm_key, size_t key_num,
                     size_t val_node_size, size_t val_node_num) {
     error_.Clear();
@@ -221,6 +225,8 @@ class ShmHashMap {
     return true;
   }
 
+  // Attaches both segments read-only.
+  // Errors: attach errors of either segment.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     if (!hash_table_.InitForRead(SegmentKeys(shm_key).first)) {

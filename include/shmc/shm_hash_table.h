@@ -84,6 +84,8 @@ class ShmHashTable {
 
   // Attaches or creates (per the default create flags) a table sized for
   // `capacity` keys. An existing table must have the same geometry.
+  // Errors: create errors; kWriterBusy; kInvalidArgument for a capacity
+  // outside 1..kMaxCapacity.
   bool InitForWrite(const std::string& shm_key, size_t capacity) {
     error_.Clear();
     const char* who = "ShmHashTable::InitForWrite";
@@ -113,6 +115,7 @@ class ShmHashTable {
   }
 
   // Attaches an existing table read-only.
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmHashTable::InitForRead";

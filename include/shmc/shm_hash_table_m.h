@@ -46,6 +46,8 @@ class ShmHashTableM {
 
   // `col_num` nodes per row (capacity / row_num), `row_num` in 10..200
   // (50 recommended). `user_arg` is kept for the reference's signature.
+  // Errors: create errors; kWriterBusy; kInvalidArgument for rows or
+  // columns out of range, or fewer than row_num primes <= col_num.
   bool InitForWrite(const std::string& shm_key, size_t col_num,
                     size_t row_num, void* user_arg = nullptr) {
     error_.Clear();
@@ -73,6 +75,8 @@ class ShmHashTableM {
     return true;
   }
 
+  // Attaches an existing table read-only.
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key, void* user_arg = nullptr) {
     error_.Clear();
     user_arg_ = user_arg;

@@ -159,11 +159,16 @@ class ShmLinkTable {
   // `node_size` data bytes per node, `node_num` nodes. Takes the writer
   // lease (kWriterBusy if another live process holds it) and recovers the
   // operation a crashed writer left half done.
+  // Errors: create errors; kWriterBusy; kInvalidArgument for a node size
+  // or count out of range; kCorrupted when the interrupted operation's
+  // record is damaged (nothing is touched: `shmc check --fix` repairs it).
   bool InitForWrite(const std::string& shm_key, size_t node_size,
                     size_t node_num) {
     return InitForWriteImpl(shm_key, node_size, node_num, nullptr);
   }
 
+  // Attaches an existing table read-only.
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmLinkTable::InitForRead";

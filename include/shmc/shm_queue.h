@@ -102,6 +102,8 @@ class ShmQueue {
   SHMC_NOT_COPYABLE_AND_MOVABLE(ShmQueue);
 
   // Producer. The ring holds buf_size_bytes rounded up to a power of two.
+  // Errors: create errors; kWriterBusy (another live producer);
+  // kInvalidArgument for a size out of range.
   bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
     error_.Clear();
     const char* who = "ShmQueue::InitForWrite";
@@ -129,12 +131,14 @@ class ShmQueue {
   }
 
   // Consumer (maps read-write: it stores its head).
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key) {
     return AttachExisting(shm_key, true, "ShmQueue::InitForRead");
   }
 
   // Inspection (shmc addition; the `shmc` tool uses it): maps read-only in
   // neither role. Statistics and Peek work; Push and Pop refuse.
+  // Errors: attach errors.
   bool InitForInspect(const std::string& shm_key) {
     return AttachExisting(shm_key, false, "ShmQueue::InitForInspect");
   }

@@ -144,6 +144,9 @@ class ShmSortedArray {
   // --- building -------------------------------------------------------
   // Publishes `records` (sorted here, stably, if they are not) as the next
   // version under `shm_key`; afterwards this object reads that version.
+  // Errors: create errors of the directory and the data segment;
+  // kWriterBusy (another live builder); kInvalidArgument for too many
+  // records; kAlreadyInitialized when a build is under way on this object.
   bool Build(const std::string& shm_key,
              std::vector<std::pair<Key, Value>> records,
              SortedLayout layout = SortedLayout::kSorted) {
@@ -163,6 +166,9 @@ class ShmSortedArray {
 
   // Builds from a file of packed records, each sizeof(Key) key bytes then
   // sizeof(Value) value bytes, already in key order (checked).
+  // Errors: as Build, and kNotFound, kPermissionDenied or kSystem for
+  // the file; kInvalidArgument for a size that is not whole records, or
+  // records out of order.
   bool BuildFromFile(const std::string& shm_key, const std::string& path,
                      SortedLayout layout = SortedLayout::kSorted) {
     const char* who = "ShmSortedArray::BuildFromFile";
@@ -359,6 +365,8 @@ class ShmSortedArray {
 
   // --- reading --------------------------------------------------------
   // Attaches the published version read-only.
+  // Errors: attach errors of the directory and of the data segment it
+  // names; kNotReady when nothing was published yet.
   bool InitForRead(const std::string& shm_key) {
     const char* who = "ShmSortedArray::InitForRead";
     error_.Clear();

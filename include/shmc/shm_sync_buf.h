@@ -105,6 +105,8 @@ class ShmSyncBuf {
 
   // Writer; the ring holds buf_size_bytes (kMinBytes..32 GiB) rounded up
   // to a multiple of 8.
+  // Errors: create errors; kWriterBusy; kInvalidArgument for a size out
+  // of range.
   bool InitForWrite(const std::string& shm_key, size_t buf_size_bytes) {
     error_.Clear();
     const char* who = "ShmSyncBuf::InitForWrite";
@@ -131,6 +133,8 @@ class ShmSyncBuf {
     return Bind(cap, who);
   }
 
+  // Reader: attaches read-only; any number of them.
+  // Errors: attach errors.
   bool InitForRead(const std::string& shm_key) {
     error_.Clear();
     const char* who = "ShmSyncBuf::InitForRead";
