@@ -266,15 +266,10 @@ class ShmPercentile {
 
   static detail::SegmentSpec Spec(uint64_t p_bits, uint64_t n,
                                   uint64_t slots) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kPercentile;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kSlotsOffset);
-    spec.total_size = kSlotsOffset + slots * sizeof(detail::PercentileSlot);
-    spec.params = {{kPParam, p_bits, detail::ParamRole::kGeometry},
-                   {kGroupParam, n, detail::ParamRole::kGeometry},
-                   {kSlotsParam, slots, detail::ParamRole::kGeometry}};
-    return spec;
+    return detail::SegmentSpec::Geometry(
+        detail::ContainerKind::kPercentile, kLayoutVersion, kSlotsOffset,
+        kSlotsOffset + slots * sizeof(detail::PercentileSlot),
+        {{kPParam, p_bits}, {kGroupParam, n}, {kSlotsParam, slots}});
   }
 
   void Bind(double p, uint64_t n, uint64_t slots) {

@@ -70,12 +70,7 @@ class ShmArray {
     error_.Clear();
     const char* who = "ShmArray::InitForRead";
     detail::FixedLayout lay = Layout(0);
-    if (!seg_.OpenForRead(shm_key, lay.spec(), false, who, &error_)) {
-      return false;
-    }
-    bool plausible = lay.ReadGeometry(*seg_.header());
-    if (!seg_.AcceptGeometry(plausible, lay.total_size(), lay.GeometryWhat(),
-                             who, &error_)) {
+    if (!detail::OpenFixedForRead(&seg_, shm_key, &lay, who, &error_)) {
       return false;
     }
     Bind();

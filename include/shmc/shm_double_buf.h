@@ -269,15 +269,10 @@ class ShmDoubleBuf {
   static constexpr const char* kSlotsParam = "reader_slots";
 
   static detail::SegmentSpec Spec(uint64_t half, uint64_t slots) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kDoubleBuf;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kSlotsOffset);
-    spec.total_size = kSlotsOffset + slots * sizeof(detail::DoubleBufSlot) +
-                      2 * half;
-    spec.params = {{kHalfParam, half, detail::ParamRole::kGeometry},
-                   {kSlotsParam, slots, detail::ParamRole::kGeometry}};
-    return spec;
+    return detail::SegmentSpec::Geometry(
+        detail::ContainerKind::kDoubleBuf, kLayoutVersion, kSlotsOffset,
+        kSlotsOffset + slots * sizeof(detail::DoubleBufSlot) + 2 * half,
+        {{kHalfParam, half}, {kSlotsParam, slots}});
   }
 
   void Bind(uint64_t half, uint64_t slots) {

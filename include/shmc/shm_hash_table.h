@@ -122,12 +122,7 @@ class ShmHashTable {
     detail::TableGeometry g;
     g.slots = kSlots;
     detail::FixedLayout lay = Layout(g);
-    if (!seg_.OpenForRead(shm_key, lay.spec(), false, who, &error_)) {
-      return false;
-    }
-    bool plausible = lay.ReadGeometry(*seg_.header());
-    if (!seg_.AcceptGeometry(plausible, lay.total_size(), lay.GeometryWhat(),
-                             who, &error_)) {
+    if (!detail::OpenFixedForRead(&seg_, shm_key, &lay, who, &error_)) {
       return false;
     }
     Bind(lay.geometry());
@@ -235,12 +230,7 @@ class ShmHashTable {
     return LookupSlow(key, h, detail::NodeKey());
   }
 
-  struct TravelPos {
-    uint32_t row;
-    uint32_t col;
-    TravelPos() : row(0), col(0) {}
-    bool at_origin() { return row == 0 && col == 0; }
-  };
+  using TravelPos = detail::TableTravelPos;
 
   // Calls `f` for each node in use, resuming from *pos; stops after
   // visiting `max_travel_nodes` slots (0: all) and saves where it stopped.

@@ -82,12 +82,7 @@ class ShmHashTableM {
     user_arg_ = user_arg;
     const char* who = "ShmHashTableM::InitForRead";
     detail::FixedLayout lay = Layout(0, 0, {});
-    if (!seg_.OpenForRead(shm_key, lay.spec(), false, who, &error_)) {
-      return false;
-    }
-    bool plausible = lay.ReadGeometry(*seg_.header());
-    if (!seg_.AcceptGeometry(plausible, lay.total_size(), lay.GeometryWhat(),
-                             who, &error_)) {
+    if (!detail::OpenFixedForRead(&seg_, shm_key, &lay, who, &error_)) {
       return false;
     }
     Bind(lay.cols(), lay.mods());
@@ -119,12 +114,7 @@ class ShmHashTableM {
     return seg_.read_only() ? nullptr : empty;
   }
 
-  struct TravelPos {
-    uint32_t row;
-    uint32_t col;
-    TravelPos() : row(0), col(0) {}
-    bool at_origin() { return row == 0 && col == 0; }
-  };
+  using TravelPos = detail::TableTravelPos;
 
   // As ShmHashTable::Travel; visits the first mods[r] nodes of each row
   // (the ones a key can reach).

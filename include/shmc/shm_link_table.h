@@ -394,14 +394,10 @@ class ShmLinkTable {
       sizeof(detail::SegmentHeader) + sizeof(detail::LinkTableHeader);
 
   static detail::SegmentSpec Spec(uint64_t words, uint64_t nodes) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kLinkTable;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kNodesOffset);
-    spec.total_size = kNodesOffset + (nodes + 1) * (16 + words * 8);
-    spec.params = {{kWordsParam, words, detail::ParamRole::kGeometry},
-                   {kNodesParam, nodes, detail::ParamRole::kGeometry}};
-    return spec;
+    return detail::SegmentSpec::Geometry(
+        detail::ContainerKind::kLinkTable, kLayoutVersion, kNodesOffset,
+        kNodesOffset + (nodes + 1) * (16 + words * 8),
+        {{kWordsParam, words}, {kNodesParam, nodes}});
   }
 
   void Bind(uint64_t words, uint64_t nodes) {

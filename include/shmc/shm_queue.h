@@ -389,13 +389,10 @@ class ShmQueue {
   static constexpr const char* kCapacityParam = "capacity";
 
   static detail::SegmentSpec Spec(uint64_t cap) {
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kQueue;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kRingOffset);
-    spec.total_size = kRingOffset + cap;
-    spec.params = {{kCapacityParam, cap, detail::ParamRole::kGeometry}};
-    return spec;
+    return detail::SegmentSpec::Geometry(detail::ContainerKind::kQueue,
+                                         kLayoutVersion, kRingOffset,
+                                         kRingOffset + cap,
+                                         {{kCapacityParam, cap}});
   }
 
   bool Bind(uint64_t cap, const char* who) {

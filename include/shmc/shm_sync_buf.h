@@ -324,14 +324,9 @@ class ShmSyncBuf {
  private:
   static constexpr const char* kCapacityParam = "capacity";
   static detail::SegmentSpec Spec(uint64_t cap) {
-    uint64_t index = IndexBytes(cap);
-    detail::SegmentSpec spec;
-    spec.kind = detail::ContainerKind::kSyncBuf;
-    spec.layout_version = kLayoutVersion;
-    spec.header_size = static_cast<uint32_t>(kIndexOffset);
-    spec.total_size = kIndexOffset + index + cap;
-    spec.params = {{kCapacityParam, cap, detail::ParamRole::kGeometry}};
-    return spec;
+    return detail::SegmentSpec::Geometry(
+        detail::ContainerKind::kSyncBuf, kLayoutVersion, kIndexOffset,
+        kIndexOffset + IndexBytes(cap) + cap, {{kCapacityParam, cap}});
   }
   // A slot for every record the ring can hold (records are >= 24 bytes),
   // and one more. A power-of-two ring gets a power-of-two index, so both

@@ -302,5 +302,18 @@ class FixedLayout {
   std::vector<uint64_t> mods_;  // hash table M: row r reaches mods_[r] slots
 };
 
+// A reader's attach of a fixed-node segment: the header checked against
+// `lay`'s spec (its geometry params ignored), then the geometry read back
+// into `lay` and checked against the header's size. On failure the
+// segment is not attached and *err says why.
+template <class Alloc>
+bool OpenFixedForRead(Segment<Alloc>* seg, const std::string& key,
+                      FixedLayout* lay, const char* who, Error* err) {
+  if (!seg->OpenForRead(key, lay->spec(), false, who, err)) return false;
+  bool plausible = lay->ReadGeometry(*seg->header());
+  return seg->AcceptGeometry(plausible, lay->total_size(),
+                             lay->GeometryWhat(), who, err);
+}
+
 }  // namespace detail
 }  // namespace shmc

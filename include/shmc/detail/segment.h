@@ -27,6 +27,7 @@
 #include <functional>
 #include <string>
 #include <type_traits>
+#include <initializer_list>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,23 @@ struct SegmentSpec {
   uint32_t header_size = sizeof(SegmentHeader);  // where the data starts
   uint64_t total_size = 0;                       // whole segment, for create
   std::vector<ParamSpec> params;
+
+  // The spec of a container whose params are all geometry (sizes chosen
+  // at creation and read back by readers; no element type to match).
+  static SegmentSpec Geometry(
+      ContainerKind kind, uint32_t layout_version, uint64_t header_size,
+      uint64_t total_size,
+      std::initializer_list<std::pair<const char*, uint64_t>> params) {
+    SegmentSpec spec;
+    spec.kind = kind;
+    spec.layout_version = layout_version;
+    spec.header_size = static_cast<uint32_t>(header_size);
+    spec.total_size = total_size;
+    for (const auto& p : params) {
+      spec.params.push_back({p.first, p.second, ParamRole::kGeometry});
+    }
+    return spec;
+  }
 };
 
 // ABI facts folded into every fingerprint: segments are shared only between

@@ -10,6 +10,15 @@
 namespace shmc {
 namespace detail {
 
+// Where a walk of a table stands: the TravelPos of ShmHashTable and
+// ShmHashTableM (the reference's fields).
+struct TableTravelPos {
+  uint32_t row;
+  uint32_t col;
+  TableTravelPos() : row(0), col(0) {}
+  bool at_origin() { return row == 0 && col == 0; }
+};
+
 // row_len(r): slots in row r; node_at(r, c): the slot; in_use(node).
 // False if *pos is not a position of the table.
 template <class Pos, class Node, class RowLen, class NodeAt>
