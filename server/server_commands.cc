@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -281,6 +283,74 @@ void Time(const Args&, CommandContext*, std::string* o, bool*) {
 
 using namespace cmd;  // NOLINT: the command layer's own helpers
 
+namespace {
+
+// A figure INFO and GET /stats both may report: its INFO section and name
+// (nullptr: not in INFO), its /stats name (nullptr: INFO only), and its
+// value; `text` values are quoted in JSON. One list, so the two cannot
+// disagree.
+struct Figure {
+  const char* section;
+  const char* info;
+  const char* json;
+  std::string value;
+  bool text = false;
+};
+
+std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
+  ControlBlock* ctl = c->store->control();
+  auto n = [](uint64_t v) { return std::to_string(v); };
+  auto relaxed = [](const std::atomic<uint64_t>& w) {
+    return std::to_string(w.load(std::memory_order_relaxed));
+  };
+  uint64_t used = c->store->MemoryUsed(), total = c->store->MemoryTotal();
+  Store::JournalStats js = c->store->journal_stats();
+  return {
+      {"server", "redis_version", nullptr, "7.0.0"},
+      {"server", "shmkv_version", "version", kVersion, true},
+      {"server", "process_id", nullptr, n(getpid())},
+      {"server", "master_pid", nullptr, n(ctl->master.Holder())},
+      {"server", "tcp_port", nullptr, n(c->info->resp_port)},
+      {"server", "http_port", nullptr, n(c->info->http_port)},
+      {"server", "workers", "workers", n(c->info->workers)},
+      {"server", "segment", nullptr, c->info->name},
+      {"server", "uptime_in_seconds", "uptime_s",
+       n((NowMs() - c->info->start_ms) / 1000)},
+      {"server", "reloads", nullptr, relaxed(ctl->reloads)},
+      {"clients", "connected_clients", "connections", n(t.connections)},
+      {"clients", "workers_alive", "workers_alive", n(t.workers_alive)},
+      {"clients", "maxmemory_clients", nullptr, n(c->info->client_memory)},
+      {"clients", "client_buffers", nullptr, n(t.client_buffers)},
+      {"memory", "used_memory", "memory_used", n(used)},
+      {"memory", "maxmemory", "memory_total", n(total)},
+      {"memory", "keys_capacity", "keys_capacity", n(c->store->Capacity())},
+      {"memory", "memory_fill_pct", nullptr,
+       Fmt("%.2f", total ? 100.0 * used / total : 0)},
+      {"memory", "key_fill_pct", nullptr,
+       Fmt("%.2f", 100.0 * c->store->Keys() / c->store->Capacity())},
+      {"stats", "total_connections_received", "connections_total",
+       n(t.connections_total)},
+      {"stats", "total_commands_processed", "commands", n(t.commands)},
+      {"stats", "instantaneous_ops_per_sec", "ops_per_sec", n(t.ops_per_sec)},
+      {"stats", "total_error_replies", "errors", n(t.errors)},
+      {"stats", "total_net_input_bytes", nullptr, n(t.bytes_in)},
+      {"stats", "total_net_output_bytes", nullptr, n(t.bytes_out)},
+      {"stats", "http_requests", "http_requests", n(t.http_requests)},
+      {"stats", "connections_handed_over", nullptr, n(t.adopted)},
+      {"stats", "evicted_clients", nullptr, n(t.evicted_clients)},
+      {"stats", "timed_out_clients", nullptr, n(t.timed_out_clients)},
+      {"stats", "expired_keys", nullptr, relaxed(ctl->expired_keys)},
+      {"stats", "write_lock_recoveries", nullptr,
+       relaxed(ctl->lock_recoveries)},
+      {"stats", "journal_commits_recovered", nullptr, n(js.recovered)},
+      {"stats", "journal_commits_undone", nullptr, n(js.undone)},
+      {"stats", "journal_commits_dropped", nullptr, n(js.dropped)},
+      {nullptr, nullptr, "keys", n(c->store->Keys())},
+  };
+}
+
+}  // namespace
+
 std::string InfoText(CommandContext* c,
                      const std::vector<std::string_view>& sections) {
   // As Redis 7: no section is "default"; "all", "everything" and
@@ -294,7 +364,6 @@ std::string InfoText(CommandContext* c,
           secs.back() == "default";
   }
   StatsTotals t = c->stats->Merge();
-  ControlBlock* ctl = c->store->control();
   std::string s;
   auto want = [&](const char* name) {
     return all || std::find(secs.begin(), secs.end(), name) != secs.end();
@@ -302,56 +371,19 @@ std::string InfoText(CommandContext* c,
   auto line = [&](const std::string& k, const std::string& v) {
     s += k + ":" + v + "\r\n";
   };
-  if (want("server")) {
-    s += "# Server\r\n";
-    line("redis_version", "7.0.0");
-    line("shmkv_version", kVersion);
-    line("process_id", std::to_string(getpid()));
-    line("master_pid", std::to_string(ctl->master.Holder()));
-    line("tcp_port", std::to_string(c->info->resp_port));
-    line("http_port", std::to_string(c->info->http_port));
-    line("workers", std::to_string(c->info->workers));
-    line("segment", c->info->name);
-    line("uptime_in_seconds", std::to_string((NowMs() - c->info->start_ms) / 1000));
-    line("reloads", std::to_string(ctl->reloads.load(std::memory_order_relaxed)));
+  std::vector<Figure> figures = Figures(c, t);
+  const std::pair<const char*, const char*> kSections[] = {
+      {"server", "# Server"}, {"clients", "# Clients"},
+      {"memory", "# Memory"}, {"stats", "# Stats"}};
+  for (const auto& sec : kSections) {
+    if (!want(sec.first)) continue;
+    s += sec.second;
     s += "\r\n";
-  }
-  if (want("clients")) {
-    s += "# Clients\r\n";
-    line("connected_clients", std::to_string(t.connections));
-    line("workers_alive", std::to_string(t.workers_alive));
-    line("maxmemory_clients", std::to_string(c->info->client_memory));
-    line("client_buffers", std::to_string(t.client_buffers));
-    s += "\r\n";
-  }
-  if (want("memory")) {
-    s += "# Memory\r\n";
-    line("used_memory", std::to_string(c->store->MemoryUsed()));
-    line("maxmemory", std::to_string(c->store->MemoryTotal()));
-    line("keys_capacity", std::to_string(c->store->Capacity()));
-    uint64_t total = c->store->MemoryTotal();
-    line("memory_fill_pct", Fmt("%.2f", total ? 100.0 * c->store->MemoryUsed() / total : 0));
-    line("key_fill_pct", Fmt("%.2f", 100.0 * c->store->Keys() / c->store->Capacity()));
-    s += "\r\n";
-  }
-  if (want("stats")) {
-    s += "# Stats\r\n";
-    line("total_connections_received", std::to_string(t.connections_total));
-    line("total_commands_processed", std::to_string(t.commands));
-    line("instantaneous_ops_per_sec", std::to_string(t.ops_per_sec));
-    line("total_error_replies", std::to_string(t.errors));
-    line("total_net_input_bytes", std::to_string(t.bytes_in));
-    line("total_net_output_bytes", std::to_string(t.bytes_out));
-    line("http_requests", std::to_string(t.http_requests));
-    line("connections_handed_over", std::to_string(t.adopted));
-    line("evicted_clients", std::to_string(t.evicted_clients));
-    line("timed_out_clients", std::to_string(t.timed_out_clients));
-    line("expired_keys", std::to_string(ctl->expired_keys.load(std::memory_order_relaxed)));
-    line("write_lock_recoveries", std::to_string(ctl->lock_recoveries.load(std::memory_order_relaxed)));
-    Store::JournalStats js = c->store->journal_stats();
-    line("journal_commits_recovered", std::to_string(js.recovered));
-    line("journal_commits_undone", std::to_string(js.undone));
-    line("journal_commits_dropped", std::to_string(js.dropped));
+    for (const Figure& f : figures) {
+      if (f.section != nullptr && std::strcmp(f.section, sec.first) == 0) {
+        line(f.info, f.value);
+      }
+    }
     s += "\r\n";
   }
   if (want("cpu")) {
@@ -400,23 +432,14 @@ std::string InfoText(CommandContext* c,
 std::string StatsJson(CommandContext* c) {
   StatsTotals t = c->stats->Merge();
   std::string j = "{";
-  auto kv = [&](const char* k, const std::string& v, bool comma = true) {
-    j += std::string("\"") + k + "\":" + v + (comma ? "," : "");
-  };
-  kv("version", std::string("\"") + kVersion + "\"");
-  kv("uptime_s", std::to_string((NowMs() - c->info->start_ms) / 1000));
-  kv("workers", std::to_string(c->info->workers));
-  kv("workers_alive", std::to_string(t.workers_alive));
-  kv("connections", std::to_string(t.connections));
-  kv("connections_total", std::to_string(t.connections_total));
-  kv("commands", std::to_string(t.commands));
-  kv("ops_per_sec", std::to_string(t.ops_per_sec));
-  kv("errors", std::to_string(t.errors));
-  kv("http_requests", std::to_string(t.http_requests));
-  kv("keys", std::to_string(c->store->Keys()));
-  kv("keys_capacity", std::to_string(c->store->Capacity()));
-  kv("memory_used", std::to_string(c->store->MemoryUsed()));
-  kv("memory_total", std::to_string(c->store->MemoryTotal()));
+  for (const Figure& f : Figures(c, t)) {
+    if (f.json == nullptr) continue;
+    j += '"';
+    j += f.json;
+    j += "\":";
+    j += f.text ? "\"" + f.value + "\"" : f.value;
+    j += ',';
+  }
   j += "\"commands_stats\":{";
   bool first = true;
   for (size_t i = 0; i < kMaxCommands; ++i) {
