@@ -111,6 +111,30 @@ void MeasureFinds(Row* row, int reps, const std::vector<uint64_t>& lookups,
   });
 }
 
+// Inserts every key into a shmc table (key and value k); a key that finds
+// no room is skipped (ShmHashTableM's rows can fill first).
+template <class Table>
+void InsertAll(Table* t, const std::vector<uint64_t>& keys) {
+  bool found;
+  for (uint64_t k : keys) {
+    volatile Node* n = t->FindOrAlloc(k, &found);
+    if (n == nullptr) continue;
+    n->key = k;
+    n->val = k;
+  }
+}
+
+// Hit and miss times of a shmc table's Find.
+template <class Table>
+void MeasureTableFinds(Row* row, int reps,
+                       const std::vector<uint64_t>& lookups,
+                       const std::vector<uint64_t>& absent, const Table& t) {
+  MeasureFinds(row, reps, lookups, absent, [&](uint64_t k) {
+    const volatile Node* n = t.Find(k);
+    return n ? &n->val : nullptr;
+  });
+}
+
 template <class Alloc>
 Row RunShmc(const std::string& seg, const std::vector<uint64_t>& keys,
             const std::vector<uint64_t>& lookups,
@@ -126,19 +150,10 @@ Row RunShmc(const std::string& seg, const std::vector<uint64_t>& keys,
       std::exit(1);
     }
   };
-  row.insert = Measure(reps, keys.size(), fresh, [&] {
-    bool found;
-    for (uint64_t k : keys) {
-      volatile Node* n = table->FindOrAlloc(k, &found);
-      n->key = k;
-      n->val = k;
-    }
-  });
+  row.insert = Measure(reps, keys.size(), fresh,
+                       [&] { InsertAll(table.get(), keys); });
   const auto& t = *table;
-  MeasureFinds(&row, reps, lookups, absent, [&](uint64_t k) {
-    const volatile Node* n = t.Find(k);
-    return n ? &n->val : nullptr;
-  });
+  MeasureTableFinds(&row, reps, lookups, absent, t);
   std::vector<const volatile Node*> out(1024);
   row.many = Measure(reps, lookups.size(), nullptr,
                      [&] { shmc_bench::FindManyLoop(t, lookups, &out); });
@@ -238,20 +253,9 @@ Row RunTableM(const std::vector<uint64_t>& keys,
         t = std::make_unique<TM>();
         t->InitForWrite("", cols, 50);
       },
-      [&] {
-        bool found;
-        for (uint64_t k : keys) {
-          volatile Node* n = t->FindOrAlloc(k, &found);
-          if (n == nullptr) continue;
-          n->key = k;
-          n->val = k;
-        }
-      });
+      [&] { InsertAll(t.get(), keys); });
   const TM& ct = *t;
-  MeasureFinds(&row, reps, lookups, absent, [&](uint64_t k) {
-    const volatile Node* n = ct.Find(k);
-    return n ? &n->val : nullptr;
-  });
+  MeasureTableFinds(&row, reps, lookups, absent, ct);
   return row;
 }
 

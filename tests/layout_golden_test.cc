@@ -131,39 +131,37 @@ class LayoutGolden : public ::testing::Test {
     made_.push_back(k);
     return k;
   }
+  // Makes `c` at a fresh key with InitForWrite(key, args...) and checks
+  // its segment against the golden table `name`.
+  template <class C, class... Args>
+  void MakeAndCheck(const char* name, C* c, Args... args) {
+    std::string k = Made(Key(name));
+    ASSERT_TRUE(c->InitForWrite(k, args...)) << c->last_error().message;
+    ExpectGolden(name, c->kLayoutVersion, k);
+  }
   std::vector<std::string> made_;
 };
 
 TEST_F(LayoutGolden, Array) {
-  std::string k = Made(Key("array"));
   shmc::ShmArray<Node40, POSIX> a;
-  ASSERT_TRUE(a.InitForWrite(k, 1000)) << a.last_error().message;
-  ExpectGolden("array", a.kLayoutVersion, k);
+  MakeAndCheck("array", &a, 1000);
 }
 
 TEST_F(LayoutGolden, HashTable) {
-  std::string k = Made(Key("table16"));
   shmc::ShmHashTable<uint64_t, Node16, POSIX> t;
-  ASSERT_TRUE(t.InitForWrite(k, 10000)) << t.last_error().message;
-  ExpectGolden("hash_table_16", t.kLayoutVersion, k);
-  std::string k40 = Made(Key("table40"));
+  MakeAndCheck("hash_table_16", &t, 10000);
   shmc::ShmHashTable<uint64_t, Node40, POSIX> t40;
-  ASSERT_TRUE(t40.InitForWrite(k40, 777)) << t40.last_error().message;
-  ExpectGolden("hash_table_40", t40.kLayoutVersion, k40);
+  MakeAndCheck("hash_table_40", &t40, 777);
 }
 
 TEST_F(LayoutGolden, HashTableM) {
-  std::string k = Made(Key("tablem"));
   shmc::ShmHashTableM<uint64_t, Node16, POSIX> t;
-  ASSERT_TRUE(t.InitForWrite(k, 1000, 20)) << t.last_error().message;
-  ExpectGolden("hash_table_m", t.kLayoutVersion, k);
+  MakeAndCheck("hash_table_m", &t, 1000, 20);
 }
 
 TEST_F(LayoutGolden, LinkTableAndMap) {
-  std::string k = Made(Key("links"));
   shmc::ShmLinkTable<POSIX> l;
-  ASSERT_TRUE(l.InitForWrite(k, 100, 500)) << l.last_error().message;
-  ExpectGolden("link_table", l.kLayoutVersion, k);
+  MakeAndCheck("link_table", &l, 100, 500);
   std::string m = Key("map");
   auto keys = shmc::ShmHashMap<Key24, POSIX>::SegmentKeys(m);
   Made(keys.first);
@@ -177,25 +175,17 @@ TEST_F(LayoutGolden, LinkTableAndMap) {
 }
 
 TEST_F(LayoutGolden, QueueAndSyncBuf) {
-  std::string k = Made(Key("queue"));
   shmc::ShmQueue<POSIX> q;
-  ASSERT_TRUE(q.InitForWrite(k, 1 << 16)) << q.last_error().message;
-  ExpectGolden("queue", q.kLayoutVersion, k);
-  std::string s = Made(Key("sync"));
+  MakeAndCheck("queue", &q, 1 << 16);
   shmc::ShmSyncBuf<POSIX> b;
-  ASSERT_TRUE(b.InitForWrite(s, 1 << 16)) << b.last_error().message;
-  ExpectGolden("sync_buf", b.kLayoutVersion, s);
+  MakeAndCheck("sync_buf", &b, 1 << 16);
 }
 
 TEST_F(LayoutGolden, DoubleBufAndPercentile) {
-  std::string k = Made(Key("double"));
   shmc::ShmDoubleBuf<POSIX> d;
-  ASSERT_TRUE(d.InitForWrite(k, 5000, 16)) << d.last_error().message;
-  ExpectGolden("double_buf", d.kLayoutVersion, k);
-  std::string p = Made(Key("pct"));
+  MakeAndCheck("double_buf", &d, 5000, 16);
   shmc::ShmPercentile<POSIX> pc;
-  ASSERT_TRUE(pc.InitForWrite(p, 0.99, 8)) << pc.last_error().message;
-  ExpectGolden("percentile", pc.kLayoutVersion, p);
+  MakeAndCheck("percentile", &pc, 0.99, 8);
 }
 
 TEST_F(LayoutGolden, SortedArray) {

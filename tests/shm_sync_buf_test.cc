@@ -300,14 +300,18 @@ TEST(ShmSyncBuf, RingsOfAnySizeFindEveryLiveRecord) {
   }
 }
 
+// Creates a sync buffer of `bytes` at `key` and lets its writer go, for a
+// test that then edits the segment through a raw mapping.
+void MakeSyncBuf(const std::string& key, size_t bytes) {
+  shmc::ShmSyncBuf<shmc::POSIX> w;
+  ASSERT_TRUE(w.InitForWrite(key, bytes)) << w.last_error().message;
+}
+
 // Index slots keep position / 8 in 32 bits; positions far beyond 2^35
 // (a long-lived buffer) are rebuilt from tail.
 TEST(ShmSyncBuf, PositionsBeyondThirtyTwoBitsOfWords) {
   ScopedKey<shmc::POSIX> key;
-  {
-    shmc::ShmSyncBuf<shmc::POSIX> w;
-    ASSERT_TRUE(w.InitForWrite(key, 5000)) << w.last_error().message;
-  }
+  MakeSyncBuf(key, 5000);
   {
     shmc_test::RawSegment raw(key);
     ASSERT_TRUE(raw.ok());
@@ -345,10 +349,7 @@ TEST(ShmSyncBuf, SegmentStaysNearTheSizeAskedFor) {
 
 TEST(ShmSyncBuf, LayoutVersionOneIsRefusedByName) {
   ScopedKey<shmc::POSIX> key;
-  {
-    shmc::ShmSyncBuf<shmc::POSIX> w;
-    ASSERT_TRUE(w.InitForWrite(key, 8192)) << w.last_error().message;
-  }
+  MakeSyncBuf(key, 8192);
   {
     shmc_test::RawSegment raw(key);
     ASSERT_TRUE(raw.ok());

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -63,6 +64,25 @@ void KillHook(int id) {
 
 enum class Op { kInsert, kReplace, kErase };
 
+// Forks a writer that attaches the map at `base`, arms kill point `id` for
+// its `at`-th pass and runs `op` (exit 0, or 4 if op fails, 3 if it cannot
+// attach); returns its wait status, or -1 if it could not be run.
+int RunWriterToKill(const std::string& base, int id, int at,
+                    const std::function<bool(Map&)>& op) {
+  pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    Map m;
+    if (!m.InitForWrite(base, 100, 64, 200)) _exit(3);
+    g_kill_id = id;
+    g_kill_at = at;
+    shmc::detail::CrashHook() = KillHook;
+    _exit(op(m) ? 0 : 4);
+  }
+  int status = 0;
+  return waitpid(child, &status, 0) == child ? status : -1;
+}
+
 // Every kill point of every operation, at its first three occurrences.
 TEST(HashMapCrash, EveryKillPointRecovers) {
   const std::string v0 = MakeValue(1, 0, 300);  // 5 nodes of 64 bytes
@@ -87,21 +107,12 @@ TEST(HashMapCrash, EveryKillPointRecovers) {
           ASSERT_TRUE(m.Insert(1, v0));
           ASSERT_TRUE(m.Insert(3, MakeValue(3, 0, 100)));
         }
-        int status = 0;
-        pid_t child = fork();
-        ASSERT_GE(child, 0);
-        if (child == 0) {
-          Map m;
-          if (!m.InitForWrite(seg.base, 100, 64, 200)) _exit(3);
-          g_kill_id = id;
-          g_kill_at = at;
-          shmc::detail::CrashHook() = KillHook;
-          bool ok = op == Op::kInsert    ? m.Insert(2, v2)
-                    : op == Op::kReplace ? m.Replace(1, v1)
-                                         : m.Erase(1);
-          _exit(ok ? 0 : 4);
-        }
-        ASSERT_EQ(waitpid(child, &status, 0), child);
+        int status = RunWriterToKill(seg.base, id, at, [&](Map& w) {
+          return op == Op::kInsert    ? w.Insert(2, v2)
+                 : op == Op::kReplace ? w.Replace(1, v1)
+                                      : w.Erase(1);
+        });
+        ASSERT_NE(status, -1);
         bool was_killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
         ASSERT_TRUE(was_killed || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
             << "op " << static_cast<int>(op) << " point " << id;
@@ -152,18 +163,9 @@ TEST(HashMapCrash, SharedWritersRecoverExplicitly) {
     Map m;
     ASSERT_TRUE(m.InitForWrite(seg.base, 100, 64, 200));
     ASSERT_TRUE(m.Insert(1, v0));
-    pid_t child = fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-      Map w;
-      if (!w.InitForWrite(seg.base, 100, 64, 200)) _exit(3);
-      g_kill_id = id;
-      g_kill_at = 1;
-      shmc::detail::CrashHook() = KillHook;
-      _exit(w.Replace(1, v1) ? 0 : 4);
-    }
-    int status = 0;
-    ASSERT_EQ(waitpid(child, &status, 0), child);
+    int status = RunWriterToKill(seg.base, id, 1,
+                                 [&](Map& w) { return w.Replace(1, v1); });
+    ASSERT_NE(status, -1);
     shared.reset();
     ASSERT_TRUE(WIFSIGNALED(status)) << "the writer must die mid-write";
     Map::HealthStat before;

@@ -273,15 +273,50 @@ class Damager {
 };
 
 // --- the targets ------------------------------------------------------------
+// A target of one segment, named `base`.
+Target One(const char* kind, const std::string& base) {
+  Target t;
+  t.kind = kind;
+  t.base = base;
+  t.keys = {base};
+  return t;
+}
+
+// Gives keys lo..hi nodes in a hash table (key and value i), as far as
+// it has room; false if some key found none.
+template <class HT>
+bool FillTable(HT* h, uint64_t lo, uint64_t hi) {
+  bool all = true;
+  for (uint64_t i = lo; i <= hi; ++i) {
+    bool found = false;
+    volatile Node16* n = h->FindOrAlloc(i, &found);
+    if (n == nullptr) {
+      all = false;
+      continue;
+    }
+    n->key = i;
+    n->val = i;
+  }
+  return all;
+}
+
+// A ring (ShmQueue or ShmSyncBuf) of 8 KiB at `key`, attached as its
+// writer, with `n` records pushed, of length len(i) filled with `c`; false
+// if it cannot be attached.
+template <class Ring, class Len>
+bool PushRecords(Ring* r, const std::string& key, int n, const Len& len,
+                 char c) {
+  if (!r->InitForWrite(key, 8192)) return false;
+  for (int i = 0; i < n; ++i) r->Push(std::string(len(i), c));
+  return true;
+}
+
 std::vector<Target> Targets(const std::string& prefix) {
   std::vector<Target> ts;
   auto key = [&](const char* k) { return prefix + k; };
 
   {
-    Target t;
-    t.kind = "array";
-    t.base = key("arr");
-    t.keys = {t.base};
+    Target t = One("array", key("arr"));
     std::string k = t.base;
     t.build = [k] {
       shmc::ShmArray<Rec, POSIX> a;
@@ -305,22 +340,12 @@ std::vector<Target> Targets(const std::string& prefix) {
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "hash_table";
-    t.base = key("ht");
-    t.keys = {t.base};
+    Target t = One("hash_table", key("ht"));
     std::string k = t.base;
     using HT = shmc::ShmHashTable<uint64_t, Node16, POSIX>;
     t.build = [k] {
       HT h;
-      if (!h.InitForWrite(k, 500)) std::abort();
-      for (uint64_t i = 1; i <= 300; ++i) {
-        bool found = false;
-        volatile Node16* n = h.FindOrAlloc(i, &found);
-        if (n == nullptr) std::abort();
-        n->key = i;
-        n->val = i * 3;
-      }
+      if (!h.InitForWrite(k, 500) || !FillTable(&h, 1, 300)) std::abort();
     };
     t.read = [k] () -> bool {
       HT h;
@@ -336,36 +361,19 @@ std::vector<Target> Targets(const std::string& prefix) {
     t.write = [k] () -> bool {
       HT h;
       if (!h.InitForWrite(k, 500)) return false;
-      for (uint64_t i = 250; i <= 350; ++i) {
-        bool found = false;
-        volatile Node16* n = h.FindOrAlloc(i, &found);
-        if (n != nullptr) {
-          n->key = i;
-          n->val = i;
-        }
-      }
+      FillTable(&h, 250, 350);
       return true;
     };
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "hash_table_m";
-    t.base = key("htm");
-    t.keys = {t.base};
+    Target t = One("hash_table_m", key("htm"));
     std::string k = t.base;
     using HT = shmc::ShmHashTableM<uint64_t, Node16, POSIX>;
     t.build = [k] {
       HT h;
       if (!h.InitForWrite(k, 64, 10)) std::abort();
-      for (uint64_t i = 1; i <= 300; ++i) {
-        bool found = false;
-        volatile Node16* n = h.FindOrAlloc(i, &found);
-        if (n != nullptr) {
-          n->key = i;
-          n->val = i;
-        }
-      }
+      FillTable(&h, 1, 300);
     };
     t.read = [k] () -> bool {
       HT h;
@@ -377,20 +385,13 @@ std::vector<Target> Targets(const std::string& prefix) {
     t.write = [k] () -> bool {
       HT h;
       if (!h.InitForWrite(k, 64, 10)) return false;
-      for (uint64_t i = 290; i <= 330; ++i) {
-        bool found = false;
-        volatile Node16* n = h.FindOrAlloc(i, &found);
-        if (n != nullptr) n->key = i;
-      }
+      FillTable(&h, 290, 330);
       return true;
     };
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "link_table";
-    t.base = key("lt");
-    t.keys = {t.base};
+    Target t = One("link_table", key("lt"));
     std::string k = t.base;
     using LT = shmc::ShmLinkTable<POSIX>;
     t.build = [k] {
@@ -471,15 +472,12 @@ std::vector<Target> Targets(const std::string& prefix) {
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "queue";
-    t.base = key("q");
-    t.keys = {t.base};
+    Target t = One("queue", key("q"));
     std::string k = t.base;
     t.build = [k] {
       shmc::ShmQueue<POSIX> q;
-      if (!q.InitForWrite(k, 8192)) std::abort();
-      for (int i = 0; i < 80; ++i) q.Push(std::string(static_cast<size_t>(i % 60), 'q'));
+      auto len = [](int i) { return static_cast<size_t>(i % 60); };
+      if (!PushRecords(&q, k, 80, len, 'q')) std::abort();
     };
     t.read = [k] () -> bool {
       {
@@ -495,8 +493,7 @@ std::vector<Target> Targets(const std::string& prefix) {
     };
     t.write = [k] () -> bool {
       shmc::ShmQueue<POSIX> q;
-      if (!q.InitForWrite(k, 8192)) return false;
-      for (int i = 0; i < 40; ++i) q.Push(std::string(50, 'w'));
+      if (!PushRecords(&q, k, 40, [](int) { return 50; }, 'w')) return false;
       std::string s;
       q.Pop(&s);
       return true;
@@ -504,15 +501,12 @@ std::vector<Target> Targets(const std::string& prefix) {
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "sync_buf";
-    t.base = key("sb");
-    t.keys = {t.base};
+    Target t = One("sync_buf", key("sb"));
     std::string k = t.base;
     t.build = [k] {
       shmc::ShmSyncBuf<POSIX> s;
-      if (!s.InitForWrite(k, 8192)) std::abort();
-      for (int i = 0; i < 300; ++i) s.Push(std::string(static_cast<size_t>(i % 70), 's'));
+      auto len = [](int i) { return static_cast<size_t>(i % 70); };
+      if (!PushRecords(&s, k, 300, len, 's')) std::abort();
     };
     t.read = [k] () -> bool {
       shmc::ShmSyncBuf<POSIX> s;
@@ -534,17 +528,12 @@ std::vector<Target> Targets(const std::string& prefix) {
     };
     t.write = [k] () -> bool {
       shmc::ShmSyncBuf<POSIX> s;
-      if (!s.InitForWrite(k, 8192)) return false;
-      for (int i = 0; i < 60; ++i) s.Push(std::string(40, 'x'));
-      return true;
+      return PushRecords(&s, k, 60, [](int) { return 40; }, 'x');
     };
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "double_buf";
-    t.base = key("db");
-    t.keys = {t.base};
+    Target t = One("double_buf", key("db"));
     std::string k = t.base;
     t.build = [k] {
       shmc::ShmDoubleBuf<POSIX> d;
@@ -614,10 +603,7 @@ std::vector<Target> Targets(const std::string& prefix) {
     ts.push_back(t);
   }
   {
-    Target t;
-    t.kind = "percentile";
-    t.base = key("pc");
-    t.keys = {t.base};
+    Target t = One("percentile", key("pc"));
     std::string k = t.base;
     t.build = [k] {
       shmc::ShmPercentile<POSIX> p;
