@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Bar chart (SVG, no dependencies) of bench/shmkv_bench.csv: mean requests/s
+"""Bar chart (SVG, no dependencies) of shmkv_bench.sh's CSV (DIR/shmkv_bench.csv): mean requests/s
 of shmkv and redis-server per test and pipeline depth, with each run's
 value as a dot so the spread shows.
 

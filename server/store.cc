@@ -99,9 +99,10 @@ static_assert(sizeof(BlobHead) == 16 && offsetof(BlobHead, key_len) == 8,
 constexpr size_t kBlobHeader = sizeof(BlobHead);
 constexpr size_t kNodeBytes = 64;  // value node payload
 // What one node costs in the value segment: its payload and the link
-// table's 16 bytes of bookkeeping (docs/layout/link_table.md). --memory
-// is spent in these units, and INFO's memory figures count them.
-constexpr size_t kNodeCost = kNodeBytes + 16;
+// table's bookkeeping (docs/layout/link_table.md). --memory is spent in
+// these units, and INFO's memory figures count them.
+constexpr size_t kNodeCost = shmc::ShmLinkTable<shmc::POSIX>::NodeCost(kNodeBytes);
+static_assert(kNodeCost == 80, "--memory's accounting (docs/server.md)");
 
 // A parsed blob (views into a buffer).
 struct Blob {

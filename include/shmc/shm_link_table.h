@@ -354,6 +354,12 @@ class ShmLinkTable {
   bool is_initialized() const { return hdr_ != nullptr; }
   bool Sync() { return seg_.Sync(); }
 
+  // Bytes one node of `node_size` data bytes takes in the segment: its
+  // head (chain link, tag, length) and its data words.
+  static constexpr uint64_t NodeCost(uint64_t node_size) {
+    return sizeof(detail::LinkNodeHead) + (node_size + 7) / 8 * 8;
+  }
+
   // Whether `lb` names a live value's head, and its length (false: not a
   // head of this pool, or it changed).
   bool HeadLength(link_buf_t lb, uint32_t* len) const;
@@ -396,14 +402,14 @@ class ShmLinkTable {
   static detail::SegmentSpec Spec(uint64_t words, uint64_t nodes) {
     return detail::SegmentSpec::Geometry(
         detail::ContainerKind::kLinkTable, kLayoutVersion, kNodesOffset,
-        kNodesOffset + (nodes + 1) * (16 + words * 8),
+        kNodesOffset + (nodes + 1) * NodeCost(words * 8),
         {{kWordsParam, words}, {kNodesParam, nodes}});
   }
 
   void Bind(uint64_t words, uint64_t nodes) {
     words_ = words;
     nodes_ = nodes;
-    stride_ = 16 + words * 8;
+    stride_ = NodeCost(words * 8);
     hdr_ = reinterpret_cast<detail::LinkTableHeader*>(
         seg_.base() + sizeof(detail::SegmentHeader));
     base_ = seg_.base() + kNodesOffset;
