@@ -65,6 +65,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "bench/bench_util.h"
+#include "bench/floor_layouts.h"
 #include "bench/lookup_loops.h"
 #include "shmc/detail/prefetch.h"
 #include "shmc/hash.h"
@@ -83,129 +84,24 @@ using shmc_bench::MapVisitLoop;
 using shmc_bench::UmFindLoop;
 using shmc_bench::Median;
 
-constexpr size_t kAhead = 16;  // keys between a request and its use
-
-// Zeroed memory of `bytes`: MAP_SHARED like a segment (4 KiB shmem pages),
-// or private with transparent huge pages asked for.
-void* Map(size_t bytes, bool huge) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 (huge ? MAP_PRIVATE : MAP_SHARED) | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    std::perror("lookup_floor: mmap");
-    std::exit(1);
-  }
-  if (huge) madvise(p, bytes, MADV_HUGEPAGE);
-  std::memset(p, 0, bytes);
-  return p;
-}
-
+using shmc_bench::Bucket;
+using shmc_bench::Buckets;
+using shmc_bench::kAhead;
+using shmc_bench::Lines;
+using shmc_bench::Map;
+using shmc_bench::MemoryKind;
 using shmc_bench::Node;
-// A bucket of N nodes on its own N/4 lines.
-template <size_t N>
-struct alignas(64) Bucket {
-  Node node[N];
-};
+using shmc_bench::Scan;
 
-// Sum of the values of `key` in `b` (0 if absent): N compares.
-template <size_t N>
-inline uint64_t Scan(const Bucket<N>& b, uint64_t key) {
-  uint64_t v = 0;
-  for (const Node& n : b.node) v += n.key == key ? n.val : 0;
-  return v;
-}
-
-// Bare buckets of N nodes; a key may sit in its first bucket (h's low half)
-// or, with `two`, its second (high half).
-template <size_t N>
-class Buckets {
- public:
-  Buckets(uint64_t slots, bool huge)
-      : n_((slots + N - 1) / N),
-        b_(static_cast<Bucket<N>*>(Map(n_ * sizeof(Bucket<N>), huge))) {}
-  const Bucket<N>& First(uint64_t h) const {
-    return b_[ReduceRange(static_cast<uint32_t>(h), n_)];
-  }
-  const Bucket<N>& Second(uint64_t h) const {
-    return b_[ReduceRange(static_cast<uint32_t>(h >> 32), n_)];
-  }
-  // Puts `key` (with `val`) in its first bucket, or with `two` its second;
-  // false if they are full.
-  bool Insert(uint64_t key, uint64_t val, bool two) {
-    uint64_t h = shmc::Mix64(key);
-    if (Put(const_cast<Bucket<N>&>(First(h)), key, val)) return true;
-    return two && Put(const_cast<Bucket<N>&>(Second(h)), key, val);
-  }
-
- private:
-  static bool Put(Bucket<N>& b, uint64_t key, uint64_t val) {
-    for (Node& n : b.node) {
-      if (n.key == 0) {
-        n = Node{key, val};
-        return true;
-      }
-    }
-    return false;
-  }
-  uint64_t n_;
-  Bucket<N>* b_;
-};
-using Lines = Buckets<4>;
-
-// One value of the map floors: a version word (even: stable) and the bytes.
-constexpr size_t kValueBytes = 100;
-struct alignas(64) Value {
-  std::atomic<uint64_t> version;
-  uint64_t key;  // used by the value-in-line floor only
-  std::atomic<uint64_t> len;
-  std::atomic<uint64_t> word[13];  // 104 bytes: room for the 100
-};
-static_assert(sizeof(Value) == 128, "two lines");
-
-// The ways a floor reads a value it found, least work first.
-enum Read {
-  kTouch,   // its first and last byte, in place (what um find does here)
-  kVector,  // copied out with memcpy, between two loads of the version word
-            // (validated): the fewest load instructions, but a plain copy
-            // racing a writer is outside the C++ memory model
-  kWords,   // the same with 8-byte relaxed atomic loads: the cheapest copy
-            // the memory model allows (the library's)
-};
-
-// Reads `v` the way `kRead` says into `out` (room for 104 bytes); returns
-// its length plus what was read of its first byte, or 0 if a writer moved
-// its version (a validating reader's retry).
-template <Read kRead>
-inline size_t ReadValue(const Value& v, char* out) {
-  if (kRead == kTouch) {
-    auto* bytes = reinterpret_cast<const unsigned char*>(v.word);
-    return bytes[0] + bytes[kValueBytes - 1];
-  }
-  uint64_t before = v.version.load(std::memory_order_acquire);
-  size_t len = v.len.load(std::memory_order_relaxed);
-  if (kRead == kVector) {
-    std::memcpy(out, reinterpret_cast<const char*>(v.word), 104);
-  } else {
-    for (size_t i = 0; i < 13; ++i) {
-      uint64_t w = v.word[i].load(std::memory_order_relaxed);
-      std::memcpy(out + 8 * i, &w, 8);
-    }
-  }
-  std::atomic_thread_fence(std::memory_order_acquire);
-  if ((before & 1) != 0 ||
-      v.version.load(std::memory_order_relaxed) != before || len > 104)
-    return 0;
-  return len + static_cast<unsigned char>(out[0]);
-}
-
-void WriteValue(Value* v, uint64_t key, const std::string& s) {
-  v->key = key;
-  v->len.store(s.size(), std::memory_order_relaxed);
-  uint64_t words[13] = {};
-  std::memcpy(words, s.data(), s.size());
-  for (size_t i = 0; i < 13; ++i)
-    v->word[i].store(words[i], std::memory_order_relaxed);
-  v->version.store(2, std::memory_order_release);
-}
+using shmc_bench::IndexValueFloor;
+using shmc_bench::kTouch;
+using shmc_bench::kValueBytes;
+using shmc_bench::kVector;
+using shmc_bench::kWords;
+using shmc_bench::Read;
+using shmc_bench::ReadValue;
+using shmc_bench::Value;
+using shmc_bench::WriteValue;
 
 template <Read kRead>
 using ReadKind = std::integral_constant<Read, kRead>;
@@ -254,8 +150,10 @@ void TableFloors(int rounds) {
   absl::flat_hash_map<uint64_t, uint64_t> absl_map;
   absl_map.reserve(capacity);
   for (uint64_t k : keys) absl_map.emplace(k, k);
-  Lines one(capacity, false), one_thp(capacity, true), two(capacity, false);
-  Buckets<8> wide(capacity, false);
+  Lines one(capacity, MemoryKind::kShared);
+  Lines one_thp(capacity, MemoryKind::kThp);
+  Lines two(capacity, MemoryKind::kShared);
+  Buckets<8> wide(capacity, MemoryKind::kShared);
   size_t in_one = 0, in_two = 0, in_wide = 0;
   for (uint64_t k : keys) {
     in_one += one.Insert(k, k, false);
@@ -286,9 +184,7 @@ void TableFloors(int rounds) {
               100.0 * in_wide / nkeys);
 
   auto single = [&](const auto& buckets) {
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) sum += Scan(buckets.First(shmc::Mix64(k)), k);
-    Keep(sum);
+    shmc_bench::OneBucketLoop(buckets, lookups);
   };
   // Each key's bucket (all its lines) requested kAhead keys before use.
   auto ahead = [&](const auto& buckets) {
@@ -325,24 +221,7 @@ void TableFloors(int rounds) {
       {"128-byte bucket", [&] { single(wide); }},
       {"128-byte bucket / 16", [&] { ahead(wide); }},
       {"two lines / 16",
-       [&] {
-         uint64_t sum = 0;
-         uint64_t hash[kAhead];
-         auto request = [&](size_t slot, uint64_t key) {
-           hash[slot] = shmc::Mix64(key);
-           PrefetchLine(&two.First(hash[slot]));
-           PrefetchLine(&two.Second(hash[slot]));
-         };
-         for (size_t i = 0; i < kAhead; ++i) request(i, lookups[i]);
-         for (size_t i = 0; i < lookups.size(); ++i) {
-           uint64_t h = hash[i % kAhead];
-           if (i + kAhead < lookups.size())
-             request(i % kAhead, lookups[i + kAhead]);
-           sum += Scan(two.First(h), lookups[i]) +
-                  Scan(two.Second(h), lookups[i]);
-         }
-         Keep(sum);
-       }},
+       [&] { shmc_bench::TwoLinesAheadLoop(two, lookups); }},
       {"ShmHashTable Find",
        [&] {
          uint64_t sum = 0;
@@ -371,17 +250,14 @@ void MapFloors(int rounds) {
   for (uint64_t k : keys) um.emplace(k, value);
 
   // Index + value: handles in the nodes' val, values in key order.
-  Lines index(slots, false);
-  auto* values = static_cast<Value*>(Map(nkeys * sizeof(Value), false));
+  IndexValueFloor by_index_floor(keys, value);
+  size_t kept_by_index = by_index_floor.kept();
   // Value in line: one 128-byte slot per hash, 1.25 slots per key.
-  auto* inline_slots = static_cast<Value*>(Map(slots * sizeof(Value), false));
-  size_t kept_by_index = 0, kept_in_line = 0;
+  auto* inline_slots =
+      static_cast<Value*>(Map(slots * sizeof(Value), MemoryKind::kShared));
+  size_t kept_in_line = 0;
   for (size_t i = 0; i < nkeys; ++i) {
     uint64_t h = shmc::Mix64(keys[i]);
-    if (index.Insert(keys[i], i, false)) {
-      WriteValue(&values[i], keys[i], value);
-      ++kept_by_index;
-    }
     Value& slot = inline_slots[ReduceRange(static_cast<uint32_t>(h), slots)];
     if (slot.key == 0) {
       WriteValue(&slot, keys[i], value);
@@ -408,15 +284,7 @@ void MapFloors(int rounds) {
   char buf[128];
   // A floor's lookup loop: find each key's value, read it as `kind` says.
   auto by_index = [&](auto kind) {
-    return [&, kind] {
-      uint64_t sum = 0;
-      for (uint64_t k : lookups) {
-        for (const Node& n : index.First(shmc::Mix64(k)).node) {
-          if (n.key == k) sum += ReadValue<kind.value>(values[n.val], buf);
-        }
-      }
-      Keep(sum);
-    };
+    return [&, kind] { by_index_floor.Loop<kind.value>(lookups); };
   };
   auto in_line = [&](auto kind) {
     return [&, kind] {
