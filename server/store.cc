@@ -14,6 +14,7 @@
 #include <random>
 #include <unordered_map>
 
+#include "server/blob.h"
 #include "server/journal.h"
 #include "shmc/remove_segment.h"
 #include "shmc/hash.h"
@@ -88,52 +89,12 @@ KeyHash HashKey(std::string_view k) {
   return KeyHash{shmc::HashBytes(k.data(), k.size()), Hash2(k.data(), k.size())};
 }
 
-// A value blob in the map: this head, the key, the value.
-struct BlobHead {
-  uint64_t expire_at_ms;  // CLOCK_REALTIME ms; 0: no TTL
-  uint32_t key_len;
-  uint32_t reserved;      // 0
-};
-static_assert(sizeof(BlobHead) == 16 && offsetof(BlobHead, key_len) == 8,
-              "blobs already in a map keep this head (docs/server.md)");
-constexpr size_t kBlobHeader = sizeof(BlobHead);
 constexpr size_t kNodeBytes = 64;  // value node payload
 // What one node costs in the value segment: its payload and the link
 // table's bookkeeping (docs/layout/link_table.md). --memory is spent in
 // these units, and INFO's memory figures count them.
 constexpr size_t kNodeCost = shmc::ShmLinkTable<shmc::POSIX>::NodeCost(kNodeBytes);
 static_assert(kNodeCost == 80, "--memory's accounting (docs/server.md)");
-
-// A parsed blob (views into a buffer).
-struct Blob {
-  int64_t expire_ms = 0;
-  std::string_view key, value;
-  bool Parse(const char* p, size_t n) {
-    if (n < kBlobHeader) return false;
-    BlobHead h;
-    std::memcpy(&h, p, sizeof(h));
-    uint32_t klen = h.key_len;
-    if (klen > n - kBlobHeader) return false;
-    expire_ms = static_cast<int64_t>(h.expire_at_ms);
-    key = std::string_view(p + kBlobHeader, klen);
-    value = std::string_view(p + kBlobHeader + klen, n - kBlobHeader - klen);
-    return true;
-  }
-  bool Expired(int64_t now) const { return expire_ms != 0 && expire_ms <= now; }
-};
-
-void MakeBlob(std::string* out, std::string_view key, std::string_view value,
-              int64_t expire_ms) {
-  out->resize(kBlobHeader + key.size() + value.size());
-  char* p = &(*out)[0];
-  BlobHead h{static_cast<uint64_t>(expire_ms),
-             static_cast<uint32_t>(key.size()), 0};
-  std::memcpy(p, &h, sizeof(h));
-  std::memcpy(p + kBlobHeader, key.data(), key.size());
-  if (!value.empty()) {
-    std::memcpy(p + kBlobHeader + key.size(), value.data(), value.size());
-  }
-}
 
 // Redis's rule: an optional '-', digits, no leading zeros or spaces, and
 // within int64.
