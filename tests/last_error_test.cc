@@ -176,6 +176,15 @@ TEST(LastError, ShmDoubleBuf) {
 // the reads around it leave last_error() clear.
 TEST(LastError, ShmSortedArray) {
   ScopedKey<shmc::POSIX> key;
+  // Builds write data segments beside the directory: removed at the end.
+  struct DataSlots {
+    std::string dir;
+    ~DataSlots() {
+      for (uint64_t slot : {0, 1}) {
+        shmc::POSIX().Unlink(shmc::detail::SortedDataKey(dir, slot));
+      }
+    }
+  } slots{key};
   using C = shmc::ShmSortedArray<uint64_t, uint64_t, shmc::POSIX>;
   C builder;
   ASSERT_TRUE(builder.Build(key, {{1, 10}, {2, 20}})) << builder.last_error().message;
