@@ -51,15 +51,39 @@ done
 shmkv=build/release/server/shmkv
 [ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
 
-redis_port=7301 kv_port=7302 kv_http=7303 seg=/shmkv_bench
+shmc_tool=build/release/tools/shmc
+# Free ports, not fixed ones: another server on this machine could answer.
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 40000))
+    port_in_use "$p" || { echo "$p"; return; }
+  done
+}
+redis_port=$(free_port)
+kv_port=$(free_port)
+while [ "$kv_port" = "$redis_port" ]; do kv_port=$(free_port); done
+kv_http=$(free_port)
+while [ "$kv_http" = "$redis_port" ] || [ "$kv_http" = "$kv_port" ]; do
+  kv_http=$(free_port)
+done
+seg=/shmkv_bench_$$
+# The server's segments (map, control block, journal, statistics), removed
+# with shmc rm, which removes only what proves to be shmc's.
+remove_segments() {
+  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
+    "$shmc_tool" rm "posix:$s" >/dev/null 2>&1 || true
+  done
+}
 cleanup() {
   [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null || true
   [ -n "${kv_pid:-}" ] && kill "$kv_pid" 2>/dev/null || true
   wait 2>/dev/null || true
-  rm -f /dev/shm${seg}0 /dev/shm${seg}1 /dev/shm${seg}.ctl /dev/shm${seg}.ctl.stats
+  remove_segments
 }
 trap cleanup EXIT
-rm -f /dev/shm${seg}0 /dev/shm${seg}1 /dev/shm${seg}.ctl /dev/shm${seg}.ctl.stats
+remove_segments
 
 ${server_cpu[@]+"${server_cpu[@]}"} redis-server --port $redis_port --save '' --appendonly no --daemonize no \
   --logfile /dev/null &
