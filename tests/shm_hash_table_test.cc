@@ -18,6 +18,7 @@
 
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_table_m.h"
+#include "tests/support/raw_segment.h"
 #include "tests/support/tag_damage.h"
 #include "tests/support/test_util.h"
 
@@ -615,6 +616,47 @@ TEST(ShmHashTableTags, CheckTagsFindsAndFixesADamagedTag) {
   EXPECT_EQ(t.CheckTags(false), 0);
   ASSERT_NE(t.Find(KeyOf(7)), nullptr);
   EXPECT_EQ(t.Find(KeyOf(7))->val, 7u);
+}
+
+// An overflow depth below the deepest overflow row in use hides that row's
+// keys (a damaged header): HealthCheck says so, a reader may not repair it,
+// the writer's HealthCheck(true) raises the depth and the keys are found.
+TEST(ShmHashTableTags, HealthCheckFindsAndRaisesAHidingDepth) {
+  ScopedKey<shmc::POSIX> key;
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(key, 1000));
+  const uint64_t main_slots = t.row_slots(0) + t.row_slots(1);
+  uint64_t in_overflow = 0;
+  for (uint64_t i = 0; in_overflow == 0; ++i) {
+    bool found;
+    volatile Node* n = t.FindOrAlloc(KeyOf(i), &found);
+    ASSERT_NE(n, nullptr) << "filled before any overflow";
+    n->Set(KeyOf(i), i);
+    if (t.node_index(n) >= main_slots) in_overflow = KeyOf(i);
+  }
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX>::HealthStat hs;
+  ASSERT_TRUE(t.HealthCheck(&hs, false));
+  EXPECT_TRUE(hs.ok());
+  EXPECT_GT(hs.deepest_used, 0u);
+  {
+    shmc_test::RawSegment raw(key);
+    ASSERT_TRUE(raw.ok());
+    raw.at<shmc::detail::HashTableHeader>(shmc::detail::kTableHeaderOffset)
+        ->overflow_depth.store(0);
+  }
+  EXPECT_EQ(t.Find(in_overflow), nullptr) << "the depth hides the key";
+  shmc::ShmHashTable<uint64_t, Node, shmc::POSIX> reader;
+  ASSERT_TRUE(reader.InitForRead(key));
+  ASSERT_TRUE(reader.HealthCheck(&hs, false));
+  EXPECT_FALSE(hs.ok());
+  EXPECT_TRUE(hs.depth_hides_nodes());
+  EXPECT_EQ(hs.untagged + hs.mistagged, 0u) << "tags are not at fault";
+  EXPECT_FALSE(reader.HealthCheck(&hs, true)) << "a reader may not fix";
+  ASSERT_TRUE(t.HealthCheck(&hs, true));
+  EXPECT_EQ(hs.depth_fixed, 1u);
+  ASSERT_TRUE(t.HealthCheck(&hs, false));
+  EXPECT_TRUE(hs.ok());
+  ASSERT_NE(t.Find(in_overflow), nullptr);
 }
 
 // Inserts take a slot whose tag is 0 (never handed out) without reading
