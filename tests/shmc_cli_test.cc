@@ -612,20 +612,20 @@ TEST(ShmcCli, UnreachableOverflowRowFoundAndRepaired) {
     node->key = key;
     if (t.overflow_depth() > 0) break;
   }
-  // Overwrite overflow_depth (offset 512) through a raw mapping.
+  // Overwrite overflow_depth (in the table header) through a raw mapping.
   shmc::POSIX raw;
   size_t mapped = 0;
   char* base = static_cast<char*>(raw.Attach(k, 0, 0, &mapped));
   ASSERT_NE(base, nullptr);
   uint32_t zero = 0;
-  std::memcpy(base + 512, &zero, 4);
+  std::memcpy(base + shmc::detail::kTableHeaderOffset, &zero, 4);
   Result r = Shmc({"check", "posix:" + k.str()});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.out.find("cannot reach"), std::string::npos) << r.out;
   r = Shmc({"check", "posix:" + k.str(), "--fix"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   uint32_t now = 0;
-  std::memcpy(&now, base + 512, 4);
+  std::memcpy(&now, base + shmc::detail::kTableHeaderOffset, 4);
   EXPECT_GT(now, 0u);
   raw.Detach(base, mapped);
 }

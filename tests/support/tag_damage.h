@@ -23,9 +23,8 @@ template <class Table, class Change>
                                          const Change& change) {
   constexpr uint64_t kSlots = Table::kSlots;
   uint64_t main_buckets = t.row_slots(0) / kSlots;
-  uint64_t off = shmc::detail::TableTagsOffset(main_buckets) +
-                 (slot / kSlots) * shmc::detail::TagWordsPerBucket(kSlots) * 4 +
-                 slot % kSlots;
+  uint64_t off =
+      shmc::detail::TableTagByteOffset(main_buckets, kSlots, slot);
   int fd = shm_open(posix_key.c_str(), O_RDWR, 0);
   if (fd < 0) return ::testing::AssertionFailure() << "shm_open " << posix_key;
   void* p = mmap(nullptr, off + 1, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
