@@ -220,7 +220,6 @@ class FixedLayout {
 
   ContainerKind kind() const { return kind_; }
   uint64_t node_size() const { return node_size_; }
-  uint64_t node_align() const { return node_align_; }
   uint64_t hash_id() const { return hash_id_; }
   const TableGeometry& geometry() const { return geo_; }
   uint64_t rows() const { return rows_; }
