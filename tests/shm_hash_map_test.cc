@@ -3,7 +3,10 @@
 // replaces and erases (no torn or mixed value, ever).
 #include "shmc/shm_hash_map.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -257,6 +260,51 @@ TEST(ShmHashMapHealth, DamagedTagIsReportedAndFixed) {
   EXPECT_EQ(hs.untagged_keys, 0u);
   ASSERT_TRUE(reader.Find(42, &v));
   EXPECT_EQ(v, MakeValue(42, 0, 50 + 42 % 100));
+}
+
+// A map is two segments. When its values segment cannot be made, an index
+// segment the same call created is removed again, and an index that was
+// there before the call stays.
+TEST(ShmHashMapInit, FailedValuesSegmentLeavesNoHalfMap) {
+  using Map = shmc::ShmHashMap<uint64_t, shmc::POSIX>;
+  MapKeys<shmc::POSIX> mk;
+  const auto keys = Map::SegmentKeys(mk.base);
+  auto exists = [](const std::string& k) {
+    return access(("/dev/shm" + k).c_str(), F_OK) == 0;
+  };
+  auto put_foreign_values = [&] {
+    shmc::POSIX().Unlink(keys.second);
+    int fd = shm_open(keys.second.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(pwrite(fd, "not a shmc segment", 18, 0), 18);
+    ASSERT_EQ(ftruncate(fd, 4096), 0);
+    close(fd);
+  };
+  put_foreign_values();
+  {
+    Map m;
+    EXPECT_FALSE(m.InitForWrite(mk.base, 100, 32, 100));
+    EXPECT_NE(m.last_error().message.find(keys.second), std::string::npos)
+        << m.last_error().message;
+    EXPECT_FALSE(exists(keys.first)) << "the index it created was left";
+    EXPECT_TRUE(exists(keys.second)) << "foreign bytes are left alone";
+    std::string v;
+    EXPECT_FALSE(m.Find(1, &v));
+    EXPECT_FALSE(m.Insert(1, "x")) << "a failed handle stays unusable";
+  }
+  shmc::POSIX().Unlink(keys.second);
+  {
+    Map whole;
+    ASSERT_TRUE(whole.InitForWrite(mk.base, 100, 32, 100))
+        << whole.last_error().message;
+    ASSERT_TRUE(whole.Insert(7, "seven"));
+  }
+  put_foreign_values();
+  {
+    Map m;
+    EXPECT_FALSE(m.InitForWrite(mk.base, 100, 32, 100));
+    EXPECT_TRUE(exists(keys.first)) << "an index it did not create is kept";
+  }
 }
 
 // Misuse gets a refusal, not a crash: every call on a map that was never

@@ -208,7 +208,8 @@ class ShmHashMap {
   // Errors: the create errors and kWriterBusy of its index (a
   // ShmHashTable at SegmentKeys().first) and of its values (a ShmLinkTable
   // at .second), with their arguments' kInvalidArgument; the message names
-  // the segment.
+  // the segment. When the values segment fails, an index segment this call
+  // created is removed again: a failed call leaves no half map behind.
   bool InitForWrite(const std::string& shm_key, size_t key_num,
                     size_t val_node_size, size_t val_node_num) {
     error_.Clear();
@@ -220,6 +221,7 @@ class ShmHashMap {
     if (!Writer::InitForWrite(link_table_, SegmentKeys(shm_key).second,
                               val_node_size, val_node_num, &resolve)) {
       error_ = link_table_.last_error();
+      hash_table_.DetachRemovingCreated();
       return false;
     }
     return true;

@@ -61,6 +61,9 @@
 
 namespace shmc {
 
+template <class KeyType, class Alloc>
+class ShmHashMap;
+
 template <class Key, class Node, class Alloc = SVIPC>
 class ShmHashTable {
   static_assert(std::is_standard_layout<Node>::value,
@@ -678,6 +681,27 @@ class ShmHashTable {
       return Claim(n + __builtin_ctzll(fr), tag);
     }
     return nullptr;
+  }
+
+  // ShmHashMap's undo of an InitForWrite whose values segment could not be
+  // made: the handle detaches, and removes the segment if this handle
+  // created it (an index without its values is no map, and left behind it
+  // would hold memory, hugepages even, that nothing owns).
+  template <class K, class A>
+  friend class ShmHashMap;
+  void DetachRemovingCreated() {
+    bool created = seg_.newly_created();
+    std::string key = seg_.key();
+    seg_.Reset();
+    geo_ = detail::TableGeometry();
+    hdr_ = nullptr;
+    bits_[0] = bits_[1] = nullptr;
+    tags_ = nullptr;
+    nodes_ = nullptr;
+    if (created) {
+      Alloc alloc;
+      detail::RemoveOwnSegment(key, &alloc, detail::ContainerKind::kHashTable);
+    }
   }
 
   detail::Segment<Alloc> seg_;
