@@ -423,7 +423,11 @@ TEST(SegmentErrors, NoHugePagesIsClear) {
   shmc::ShmArray<Page, shmc::SVIPC_HugeTLB> a;  // 4 GiB of hugepages
   EXPECT_FALSE(a.InitForWrite(key, 1 << 20));
   EXPECT_EQ(a.last_error().code, ErrorCode::kNoHugePages);
-  EXPECT_NE(a.last_error().message.find("nr_hugepages"), std::string::npos);
+  const std::string& m = a.last_error().message;
+  EXPECT_NE(m.find("nr_hugepages"), std::string::npos) << m;
+  // How many pages it needed, and what the pool holds.
+  EXPECT_NE(m.find("needs 2049 hugepages of 2048 KiB"), std::string::npos) << m;
+  EXPECT_NE(m.find(" are free"), std::string::npos) << m;
 }
 
 TEST(SegmentErrors, ExtendingRecreatesWithAWarning) {

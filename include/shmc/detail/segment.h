@@ -218,6 +218,31 @@ inline const char* AllocErrorText(int alloc_errno) {
   }
 }
 
+// Why a hugetlb segment of `bytes` could not be made, with the pool's
+// figures from /proc/meminfo: "... needs 35 hugepages of 2048 KiB; 20 of
+// 700 are free (/proc/sys/vm/nr_hugepages reserves more)".
+inline std::string HugePoolText(size_t bytes) {
+  long total = -1, free_pages = -1, page_kib = 2048;
+  if (FILE* f = std::fopen("/proc/meminfo", "re")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      std::sscanf(line, "HugePages_Total: %ld", &total);
+      std::sscanf(line, "HugePages_Free: %ld", &free_pages);
+      std::sscanf(line, "Hugepagesize: %ld kB", &page_kib);
+    }
+    std::fclose(f);
+  }
+  if (page_kib <= 0) page_kib = 2048;
+  size_t page = static_cast<size_t>(page_kib) << 10;
+  char text[256];
+  std::snprintf(text, sizeof(text),
+                "not enough free hugepages: the segment needs %zu hugepages "
+                "of %ld KiB; %ld of %ld are free (/proc/sys/vm/nr_hugepages "
+                "reserves more)",
+                (bytes + page - 1) / page, page_kib, free_pages, total);
+  return text;
+}
+
 enum class RemoveResult {
   kRemoved,
   kAbsent,   // no such segment
@@ -599,6 +624,10 @@ class Segment {
     if (addr == nullptr) {
       int ae = alloc_.last_errno();
       if (ae == impl::kErrAlreadyExist) return false;
+      if (ae == impl::kErrNoHugePages) {
+        return Fail(err, ErrorCode::kNoHugePages, alloc_.sys_errno(), key,
+                    who, "%s", HugePoolText(spec.total_size).c_str());
+      }
       return FailAlloc(err, ae, key, who);
     }
     char* base = static_cast<char*>(addr);
