@@ -33,6 +33,7 @@
 #include "server/stats.h"
 #include "server/store.h"
 #include "server/worker.h"
+#include "shmc/shm_hash_map.h"
 
 namespace shmkv {
 namespace {
@@ -51,6 +52,7 @@ struct Options {
   uint64_t timeout_s = 0;      // Redis's timeout: 0, never
   uint64_t client_memory = 0;  // 0: the default (ClientMemory())
   bool reload = false;
+  bool hugepages = false;  // the map on SysV hugetlb segments
   // Redis 7's defaults: loopback only, protected mode on.
   std::vector<std::string> bind = {"127.0.0.1", "::1"};
   bool bind_given = false;
@@ -73,6 +75,9 @@ const char kUsage[] =
     "                    posix:/NAME, sysv:KEY or file:PATH [posix:/shmkv]\n"
     "                    (a bare name is posix, or --backend's)\n"
     "  --backend B       posix | sysv | file:PATH (older form)  [posix]\n"
+    "  --hugepages       create the map on 2 MiB hugepages (needs a\n"
+    "                    sysv: name and a reserved pool:\n"
+    "                    /proc/sys/vm/nr_hugepages)             [off]\n"
     "  --capacity KEYS   keys the index holds                  [1000000]\n"
     "  --memory BYTES    size of the key and value store, its\n"
     "                    bookkeeping included (K/M/G ok)        [256M]\n"
@@ -137,6 +142,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return 0;
     } else if (a == "--reload") {
       o->reload = true;
+    } else if (a == "--hugepages") {
+      o->hugepages = true;
     } else if (a == "--bind") {
       // One or more addresses, up to the next option.
       o->bind.clear();
@@ -234,12 +241,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
   return -1;  // go on
 }
 
-bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
-  c->capacity = o.capacity;
-  c->memory = o.memory;
-  c->max_value = o.max_value;
-  c->journal = o.journal;
-  c->name = o.seg;
+// The map's backend and key from --name (or the older --backend).
+bool MakeStoreName(const Options& o, StoreConfig* c, std::string* err) {
   if (shmc::SegmentName::HasBackend(o.seg)) {
     // The shmc tool's syntax: the name says its backend.
     shmc::SegmentName n;
@@ -262,6 +265,22 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
     c->name = o.backend.substr(5);
   } else {
     *err = "--backend must be posix, sysv or file:PATH";
+    return false;
+  }
+  return true;
+}
+
+bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
+  c->capacity = o.capacity;
+  c->memory = o.memory;
+  c->max_value = o.max_value;
+  c->journal = o.journal;
+  c->name = o.seg;
+  c->hugepages = o.hugepages;
+  if (!MakeStoreName(o, c, err)) return false;
+  if (c->hugepages && c->backend != Backend::kSysv) {
+    *err = "--hugepages puts the map on System V hugetlb segments: name it "
+           "sysv:KEY";
     return false;
   }
   return true;
@@ -400,6 +419,20 @@ class Master {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
       return 1;
     }
+    if (sc_.hugepages) {
+      // Hugetlb is chosen when a segment is made; an existing map attaches
+      // on the pages it was made with.
+      for (const char* part : {shmc::kMapIndexSuffix, shmc::kMapValuesSuffix}) {
+        std::string key = sc_.name + part;
+        long kib = SysvPageKib(getpid(), key);
+        if (kib != 0 && kib < 2048) {
+          std::fprintf(stderr, "shmkv: --hugepages: sysv:%s was made on %ld "
+                       "KiB pages and stays on them; to move the data to "
+                       "hugepages, remove the store and restore it "
+                       "(docs/server.md, Hugepages)\n", key.c_str(), kib);
+        }
+      }
+    }
     ControlBlock* ctl = store_->control();
     uint64_t other = 0;
     if (ctl->master.Acquire(&other) == shmc::ProcessLease::Result::kBusy) {
@@ -443,9 +476,9 @@ class Master {
       if (!Spawn(i, true)) return Shutdown(1);
     }
     std::fprintf(stderr, "shmkv %s: %zu workers, RESP port %d, HTTP port %d, "
-                 "segment %s (%" PRIu64 " keys stored)\n", kVersion,
+                 "segment %s%s (%" PRIu64 " keys stored)\n", kVersion,
                  slots_.size(), o_.port, o_.http_port, SegName(sc_).c_str(),
-                 store_->Keys());
+                 sc_.hugepages ? " on hugepages" : "", store_->Keys());
     return Loop();
   }
 
@@ -527,6 +560,7 @@ class Master {
           "--timeout", std::to_string(o_.timeout_s),
           "--maxmemory-clients", std::to_string(o_.client_memory),
           "--start-ms", std::to_string(start_ms_)};
+      if (o_.hugepages) args.push_back("--hugepages");
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(&a[0]);
       argv.push_back(nullptr);

@@ -27,6 +27,8 @@
 
 #include <pthread.h>
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +54,8 @@ struct StoreConfig {
   uint64_t max_value = 16ULL << 20;
   uint64_t max_key = 64ULL << 10;
   uint64_t journal = 64ULL << 20;  // bytes for one multi-key commit
+  // The map's two segments on 2 MiB hugepages (SVIPC_HugeTLB; kSysv only).
+  bool hugepages = false;
 };
 
 // The map's name as `shmc` takes it: posix:/shmkv, sysv:53670, file:PATH.
@@ -103,6 +107,12 @@ int64_t NowMs();
 std::string ControlKey(const StoreConfig& cfg);
 // The POSIX segment of the commit journal and the WATCH versions.
 std::string JournalKey(const StoreConfig& cfg);
+
+// The page size, in KiB, of the pages backing process `pid`'s mapping of
+// the SysV segment `key` (read from /proc/PID/smaps); 0 when it has none.
+// --hugepages applies when the map is created; the master checks with this
+// that an existing map it attached is on hugepages, and says so if not.
+long SysvPageKib(pid_t pid, const std::string& key);
 
 // Removes every segment of the store `cfg` names (the map's two, the
 // control block, the journal, the statistics); segments that do not exist are skipped.

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -34,6 +35,7 @@
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_hash_table.h"
+#include "tests/support/test_util.h"
 
 namespace {
 
@@ -703,6 +705,98 @@ TEST(Shmkv, NamesSegmentsAsShmcDoes) {
   Server both("both");
   EXPECT_FALSE(both.Start({"--name", "posix:/x", "--backend", "sysv"}));
   EXPECT_EQ(both.exit_code(), 2) << both.log();
+}
+
+// A SysV key for this test process: TAG (1-9) then the pid, so that the
+// map's keys (KEY0, KEY1) stay under 2^32 and no two tests share one.
+std::string SysvTestKey(int tag) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%d%07d", tag, static_cast<int>(getpid()) % 10000000);
+  return buf;
+}
+
+bool SysvPresent(const std::string& key) {
+  return shmget(static_cast<key_t>(std::stoul(key)), 0, 0) >= 0;
+}
+
+// Removes a SysV store's segments (the map's and the POSIX control ones).
+void RemoveSysvStore(const std::string& key) {
+  shmkv::StoreConfig cfg;
+  cfg.backend = shmkv::Backend::kSysv;
+  cfg.name = key;
+  std::string err;
+  EXPECT_TRUE(shmkv::RemoveStore(cfg, &err)) << err;
+}
+
+// --hugepages puts the map on SysV hugetlb segments: it needs a sysv: name
+// (a usage error otherwise); a pool too small for the map is a clear
+// error that says what the map needs and what is free, leaving no segment;
+// a map made without it is attached as it is, with a warning.
+TEST(Shmkv, HugepagesNeedASysvNameAndAPool) {
+  Server posix("hugeposix");
+  EXPECT_FALSE(posix.Start({"--hugepages"}));
+  EXPECT_EQ(posix.exit_code(), 2) << posix.log();
+  EXPECT_NE(posix.log().find("--hugepages puts the map on System V"),
+            std::string::npos) << posix.log();
+
+  const std::string key = SysvTestKey(7);
+  RemoveSysvStore(key);
+  // More than the pool holds (or any memory at all when it is empty).
+  long pages = shmc_test::HugePagesFree() + 64;
+  Server big("hugebig");
+  EXPECT_FALSE(big.Start({"--name", "sysv:" + key, "--hugepages", "--memory",
+                          std::to_string(pages * 2) + "M"}));
+  EXPECT_EQ(big.exit_code(), 1) << big.log();
+  EXPECT_NE(big.log().find("not enough free hugepages: the segment needs"),
+            std::string::npos) << big.log();
+  EXPECT_NE(big.log().find("hugepages of 2048 KiB"), std::string::npos)
+      << big.log();
+  EXPECT_FALSE(SysvPresent(key + "0")) << "the map's index was left behind";
+  EXPECT_FALSE(SysvPresent(key + "1"));
+  shmkv::StoreConfig cfg;
+  cfg.backend = shmkv::Backend::kSysv;
+  cfg.name = key;
+  EXPECT_NE(access(("/dev/shm" + shmkv::ControlKey(cfg)).c_str(), F_OK), 0);
+
+  // A map made on 4 KiB pages stays on them, and the log says so.
+  Server small("hugesmall");
+  ASSERT_TRUE(small.Start({"--name", "sysv:" + key})) << small.log();
+  small.Stop();
+  ASSERT_TRUE(small.Start({"--name", "sysv:" + key, "--hugepages"}))
+      << small.log();
+  small.Stop();
+  EXPECT_NE(small.log().find("sysv:" + key + "0 was made on 4 KiB pages"),
+            std::string::npos) << small.log();
+  RemoveSysvStore(key);
+}
+
+// With a pool, the map lives on 2 MiB pages, and a restart finds its data.
+TEST(Shmkv, HugepagesHoldTheMapAcrossARestart) {
+  if (shmc_test::HugePagesFree() < 64) {
+    GTEST_SKIP() << "fewer than 64 free hugepages (echo 64 > "
+                    "/proc/sys/vm/nr_hugepages)";
+  }
+  const std::string key = SysvTestKey(6);
+  RemoveSysvStore(key);
+  std::vector<std::string> args = {"--name", "sysv:" + key, "--hugepages",
+                                   "--memory", "32M"};
+  Server s("hugeok");
+  ASSERT_TRUE(s.Start(args)) << s.log();
+  {
+    Client c(s.port());
+    EXPECT_EQ(c.Call({"SET", "k", "on hugepages"}), "+OK\r\n");
+  }
+  EXPECT_EQ(shmkv::SysvPageKib(s.pid(), key + "0"), 2048);
+  EXPECT_EQ(shmkv::SysvPageKib(s.pid(), key + "1"), 2048);
+  s.Stop();
+  ASSERT_TRUE(s.Start(args)) << s.log();
+  {
+    Client c(s.port());
+    EXPECT_EQ(c.Call({"GET", "k"}), "$12\r\non hugepages\r\n");
+  }
+  s.Stop();
+  RemoveSysvStore(key);
+  EXPECT_FALSE(SysvPresent(key + "0"));
 }
 
 TEST(Shmkv, RedisCli) {
