@@ -12,19 +12,8 @@ namespace shmkv {
 
 namespace {
 
-uint64_t Bits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-double Double(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
-
-std::vector<shmc::PercentileEstimator> MakeEstimators() {
-  std::vector<shmc::PercentileEstimator> v;
+std::vector<shmc::QuantileEstimator> MakeEstimators() {
+  std::vector<shmc::QuantileEstimator> v;
   v.reserve(kMaxCommands * 3);
   for (size_t c = 0; c < kMaxCommands; ++c) {
     for (double q : kQuantiles) v.emplace_back(q);
@@ -132,12 +121,7 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
     CommandWords& w = v.cmd[c];
     w.calls = l.calls[c];
     w.usec = l.usec[c];
-    for (size_t q = 0; q < 3; ++q) {
-      const shmc::PercentileEstimator& e = l.est[c * 3 + q];
-      w.est[q][0] = Bits(e.sum_of_maxima());
-      w.est[q][1] = e.count();
-      w.est[q][2] = Bits(e.open_group_max());
-    }
+    for (size_t q = 0; q < 3; ++q) l.est[c * 3 + q].Save(w.est[q]);
   }
   WriteSlot(s, v);
 }
@@ -172,9 +156,10 @@ StatsTotals SharedStats::Merge() const {
       t.calls[c] += w.calls;
       t.usec[c] += w.usec;
       for (size_t q = 0; q < 3; ++q) {
-        shmc::PercentileEstimator e(kQuantiles[q]);
-        e.Restore(Double(w.est[q][0]), w.est[q][1], Double(w.est[q][2]));
-        t.est[c * 3 + q].Merge(e);
+        // A slot's words that do not load (torn beyond the sequence
+        // check, or another layout) are left out, not misread.
+        shmc::QuantileEstimator e(kQuantiles[q]);
+        if (e.Load(w.est[q])) t.est[c * 3 + q].Merge(e);
       }
     }
   }

@@ -1,9 +1,9 @@
 // Server statistics shared by every process (docs/server.md, "Stats"):
 // one slot per worker in a ShmArray, written only by its worker under a
 // sequence word (odd while writing) and read by anyone (INFO, /stats). A
-// worker publishes its counters and its latency estimators (the max-of-n
-// estimator, shmc/percentile.h: p50, p99 and p99.9 per command) every
-// 100 ms; readers merge all slots. Slots of exited workers keep counting
+// worker publishes its counters and its latency estimators (the
+// distribution-free shmc::QuantileEstimator: p50, p99 and p99.9 per
+// command) every 100 ms; readers merge all slots. Slots of exited workers keep counting
 // toward the totals; only live workers' connections are counted.
 #pragma once
 
@@ -28,8 +28,8 @@ constexpr double kQuantiles[3] = {0.5, 0.99, 0.999};
 
 struct CommandWords {
   uint64_t calls;
-  uint64_t usec;                     // total service time
-  uint64_t est[3][3];                // per quantile: sum_max, count, open_max
+  uint64_t usec;  // total service time
+  uint64_t est[3][shmc::QuantileEstimator::kWords];  // per quantile: Save()
 };
 
 // One worker's figures, as plain words.
@@ -75,7 +75,7 @@ struct LocalStats {
   uint64_t evicted_clients = 0, timed_out_clients = 0, client_buffers = 0;
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
-  std::vector<shmc::PercentileEstimator> est;  // kMaxCommands * 3
+  std::vector<shmc::QuantileEstimator> est;  // kMaxCommands * 3
   void Record(size_t cmd, double usec);
 };
 
@@ -90,7 +90,7 @@ struct StatsTotals {
   uint64_t client_buffers = 0;  // live workers only
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
-  std::vector<shmc::PercentileEstimator> est;
+  std::vector<shmc::QuantileEstimator> est;
   StatsTotals();
 };
 
