@@ -339,6 +339,8 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"stats", "connections_handed_over", nullptr, n(t.adopted)},
       {"stats", "evicted_clients", nullptr, n(t.evicted_clients)},
       {"stats", "timed_out_clients", nullptr, n(t.timed_out_clients)},
+      {"stats", "rejected_connections", "rejected_connections",
+       n(t.rejected_connections)},
       {"stats", "expired_keys", nullptr, relaxed(ctl->expired_keys)},
       {"stats", "write_lock_recoveries", nullptr,
        relaxed(ctl->lock_recoveries)},

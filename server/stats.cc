@@ -115,6 +115,7 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   v.cpu_sys_us = l.cpu_sys_us;
   v.evicted_clients = l.evicted_clients;
   v.timed_out_clients = l.timed_out_clients;
+  v.rejected_connections = l.rejected_connections;
   v.client_buffers = l.client_buffers;
   for (size_t c = 0; c < kMaxCommands; ++c) {
     if (l.calls[c] == 0) continue;
@@ -150,6 +151,7 @@ StatsTotals SharedStats::Merge() const {
     t.cpu_sys_us += copy.cpu_sys_us;
     t.evicted_clients += copy.evicted_clients;
     t.timed_out_clients += copy.timed_out_clients;
+    t.rejected_connections += copy.rejected_connections;
     for (size_t c = 0; c < kMaxCommands; ++c) {
       const CommandWords& w = copy.cmd[c];
       if (w.calls == 0) continue;

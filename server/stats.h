@@ -47,6 +47,7 @@ struct StatsValues {
   // Clients closed for the server-wide buffer bound / for --timeout, and
   // the bytes the worker's clients buffer now (live workers' count).
   uint64_t evicted_clients, timed_out_clients, client_buffers;
+  uint64_t rejected_connections;  // refused at the open files limit
   CommandWords cmd[kMaxCommands];
 };
 static_assert(std::is_trivially_copyable<StatsValues>::value &&
@@ -73,6 +74,7 @@ struct LocalStats {
   uint64_t ops_per_sec = 0;
   uint64_t cpu_user_us = 0, cpu_sys_us = 0;
   uint64_t evicted_clients = 0, timed_out_clients = 0, client_buffers = 0;
+  uint64_t rejected_connections = 0;
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::QuantileEstimator> est;  // kMaxCommands * 3
@@ -87,6 +89,7 @@ struct StatsTotals {
   uint64_t ops_per_sec = 0;  // live workers only
   uint64_t cpu_user_us = 0, cpu_sys_us = 0;  // every worker's, dead ones too
   uint64_t evicted_clients = 0, timed_out_clients = 0;
+  uint64_t rejected_connections = 0;
   uint64_t client_buffers = 0;  // live workers only
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};

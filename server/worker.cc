@@ -8,8 +8,8 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -142,6 +142,7 @@ class Worker {
     // go, and keep up to 32 MiB blocks in its heap).
     mallopt(M_MMAP_THRESHOLD, 256 << 10);
     ep_ = epoll_create1(EPOLL_CLOEXEC);
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);  // see Refuse
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGTERM);
@@ -467,9 +468,8 @@ class Worker {
       int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&peer), &plen,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE) {
-          std::fprintf(stderr, "shmkv: accept: %s (raise ulimit -n)\n",
-                       std::strerror(errno));
+        if ((errno == EMFILE || errno == ENFILE) && Refuse(lfd, http)) {
+          continue;
         }
         return;
       }
@@ -513,6 +513,48 @@ class Worker {
       conns_[fd] = std::move(c);
       ++local_.connections_total;
     }
+  }
+
+  // Out of file descriptors: the connection waiting in the backlog would
+  // keep the listening socket readable, and a worker that only logged
+  // would spin on it. So, as Redis does beyond maxclients: give up the
+  // spare descriptor, accept the connection, tell it why
+  // ("-ERR max number of clients reached", or HTTP 503), close it, take the
+  // spare back. Logged at most once a second, with the count. False when
+  // no connection was taken (the spare could not be freed or none waits).
+  bool Refuse(int lfd, bool http) {
+    if (spare_fd_ < 0) return false;
+    int err = errno;
+    close(spare_fd_);
+    spare_fd_ = -1;
+    int fd = accept4(lfd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      static const char kResp[] = "-ERR max number of clients reached\r\n";
+      static const char kHttp[] =
+          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+          "Connection: close\r\n\r\n";
+      if (http) {
+        (void)!send(fd, kHttp, sizeof(kHttp) - 1, MSG_NOSIGNAL);
+      } else {
+        (void)!send(fd, kResp, sizeof(kResp) - 1, MSG_NOSIGNAL);
+      }
+      close(fd);
+      ++local_.rejected_connections;
+    }
+    spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int64_t now = MonoUs();
+    if (fd >= 0 && now - refused_logged_us_ >= 1000000) {
+      refused_logged_us_ = now;
+      struct rlimit rl;
+      getrlimit(RLIMIT_NOFILE, &rl);
+      std::fprintf(stderr, "shmkv worker %zu: %s at %zu connections (open "
+                   "files limit %llu): new connections are refused, %llu so "
+                   "far; raise ulimit -n (docs/server.md)\n", cfg_.slot,
+                   std::strerror(err), conns_.size(),
+                   static_cast<unsigned long long>(rl.rlim_cur),
+                   static_cast<unsigned long long>(local_.rejected_connections));
+    }
+    return fd >= 0;
   }
 
   void Close(int fd) {
@@ -664,6 +706,8 @@ class Worker {
   uint64_t total_held_ = 0;  // bytes its clients' buffers hold now
   double last_timeout_scan_ = 0;
   int ep_ = -1, sig_fd_ = -1;
+  int spare_fd_ = -1;               // given up to refuse a connection
+  int64_t refused_logged_us_ = -1000000;  // the last "limit reached" line
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::vector<std::string_view> args_;
   std::string inline_;  // an inline command's words, unquoted

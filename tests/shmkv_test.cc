@@ -206,6 +206,10 @@ class Server {
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);
+      if (fd_limit_ > 0) {
+        struct rlimit rl = {fd_limit_, fd_limit_};
+        setrlimit(RLIMIT_NOFILE, &rl);
+      }
       FILE* f = std::fopen(LogPath().c_str(), "a");
       dup2(fileno(f), 2);
       std::vector<char*> argv;
@@ -230,6 +234,8 @@ class Server {
     return false;
   }
   int exit_code() const { return exit_code_; }
+  // The server's open files limit (soft and hard), from the next Start.
+  void set_fd_limit(rlim_t n) { fd_limit_ = n; }
 
   void Stop() {
     if (pid_ <= 0) return;
@@ -259,6 +265,7 @@ class Server {
   std::string LogPath() const { return "/tmp" + name_ + ".log"; }
   std::string name_;
   int port_ = 0, http_port_ = 0, workers_ = 2;
+  rlim_t fd_limit_ = 0;  // 0: inherited
   bool own_ = true;
   pid_t pid_ = 0;
   int exit_code_ = -1;
@@ -797,6 +804,56 @@ TEST(Shmkv, HugepagesHoldTheMapAcrossARestart) {
   s.Stop();
   RemoveSysvStore(key);
   EXPECT_FALSE(SysvPresent(key + "0"));
+}
+
+// At the open files limit a worker neither spins nor floods its log: the
+// connections beyond it are told "-ERR max number of clients reached" (as
+// Redis answers beyond maxclients) and closed, INFO counts them as
+// rejected_connections, the log says so once a second, and the clients
+// already connected are served; closing some makes room again.
+TEST(Shmkv, OpenFilesLimitRefusesClearly) {
+  Server s("fdlimit");
+  s.set_fd_limit(64);
+  ASSERT_TRUE(s.Start({"--workers", "1"})) << s.log();
+  std::vector<std::unique_ptr<Client>> clients;
+  int refused = 0, served = 0;
+  for (int i = 0; i < 120; ++i) {
+    auto c = std::make_unique<Client>(s.port());
+    if (!c->ok()) continue;
+    std::string r = c->Call({"PING"});
+    if (r.empty()) {
+      ADD_FAILURE() << "connection " << i << " was neither served nor "
+                    << "refused within 10 s";
+      break;
+    }
+    if (r == "+PONG\r\n") {
+      ++served;
+      clients.push_back(std::move(c));
+    } else {
+      EXPECT_EQ(r, "-ERR max number of clients reached\r\n");
+      ++refused;
+    }
+  }
+  EXPECT_GT(served, 10);
+  EXPECT_GT(refused, 30);
+  EXPECT_EQ(served + refused, 120);
+  for (auto& c : clients) EXPECT_EQ(c->Call({"PING"}), "+PONG\r\n");
+  clients.resize(clients.size() - 5);  // room for five
+  std::this_thread::sleep_for(200ms);
+  Client again(s.port());
+  EXPECT_EQ(again.Call({"PING"}), "+PONG\r\n");
+  std::string info = again.Call({"INFO", "stats"});
+  EXPECT_NE(info.find("rejected_connections:" + std::to_string(refused)),
+            std::string::npos) << info;
+  s.Stop();
+  std::string log = s.log();
+  size_t lines = 0;
+  for (size_t at = 0; (at = log.find("new connections are refused", at)) !=
+                      std::string::npos; ++at) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u) << log;
+  EXPECT_LE(lines, 3u) << "once a second, not per connection:\n" << log;
 }
 
 TEST(Shmkv, RedisCli) {
