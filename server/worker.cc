@@ -6,7 +6,6 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -237,10 +236,6 @@ class Worker {
       if (now - last_publish >= 100000) {
         Publish();
         last_publish = now;
-      }
-      if (accept_paused_ && !draining_ && now - paused_at_ >= 100000) {
-        RefuseWaiting();
-        paused_at_ = now;
       }
       if (cfg_.timeout_s > 0 && now - last_timeout_scan_ >= 1e6) {
         CloseTimedOut(now);
@@ -473,12 +468,8 @@ class Worker {
       int fd = accept4(lfd, reinterpret_cast<sockaddr*>(&peer), &plen,
                        SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE) {
-          if (cfg_.workers > 1) {
-            PauseAccepting(errno);
-          } else if (Refuse(lfd, http)) {
-            continue;
-          }
+        if ((errno == EMFILE || errno == ENFILE) && Refuse(lfd, http)) {
+          continue;
         }
         return;
       }
@@ -524,45 +515,13 @@ class Worker {
     }
   }
 
-  // Out of file descriptors: a connection waiting in the backlog keeps the
-  // listening socket readable, and a worker that only logged would spin on
-  // it. With other workers, this one stops accepting until one of its
-  // connections closes, so that they take the new clients; a connection
-  // still waiting 100 ms later was taken by none and is refused.
-  void PauseAccepting(int err) {
-    if (!accept_paused_ && !draining_) {
-      accept_paused_ = true;
-      paused_at_ = MonoUs();
-      for (int fd : Listeners()) {
-        if (fd >= 0) epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
-      }
-    }
-    LogLimit(err);
-  }
-  void ResumeAccepting() {
-    if (!accept_paused_) return;
-    accept_paused_ = false;
-    if (draining_) return;  // the listening sockets are closed
-    for (int fd : Listeners()) {
-      if (fd >= 0) Add(fd, EPOLLIN);
-    }
-  }
-  // Every 100 ms while paused: refuses the connections no worker took.
-  void RefuseWaiting() {
-    for (int fd : Listeners()) {
-      if (fd < 0) continue;
-      bool http = IsListener(cfg_.http_fds, fd);
-      for (int i = 0; i < 64; ++i) {
-        struct pollfd p = {fd, POLLIN, 0};
-        if (poll(&p, 1, 0) <= 0 || !Refuse(fd, http)) break;
-      }
-    }
-  }
-
-  // Refuses one waiting connection, as Redis does beyond maxclients: gives
-  // up the spare descriptor, accepts, answers "-ERR max number of clients
-  // reached" (HTTP: 503), closes, takes the spare back. False when no
-  // connection was taken.
+  // Out of file descriptors: the connection waiting in the backlog would
+  // keep the listening socket readable, and a worker that only logged
+  // would spin on it. So, as Redis does beyond maxclients: give up the
+  // spare descriptor, accept the connection, tell it why
+  // ("-ERR max number of clients reached", or HTTP 503), close it, take the
+  // spare back. Logged at most once a second, with the count. False when
+  // no connection was taken (the spare could not be freed or none waits).
   bool Refuse(int lfd, bool http) {
     if (spare_fd_ < 0) return false;
     int err = errno;
@@ -581,27 +540,21 @@ class Worker {
       }
       close(fd);
       ++local_.rejected_connections;
-      LogLimit(err == EMFILE || err == ENFILE ? err : EMFILE);
     }
     spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int64_t now = MonoUs();
+    if (fd >= 0 && now - refused_logged_us_ >= 1000000) {
+      refused_logged_us_ = now;
+      struct rlimit rl;
+      getrlimit(RLIMIT_NOFILE, &rl);
+      std::fprintf(stderr, "shmkv worker %zu: %s at %zu connections (open "
+                   "files limit %llu): new connections are refused, %llu so "
+                   "far; raise ulimit -n (docs/server.md)\n", cfg_.slot,
+                   std::strerror(err), conns_.size(),
+                   static_cast<unsigned long long>(rl.rlim_cur),
+                   static_cast<unsigned long long>(local_.rejected_connections));
+    }
     return fd >= 0;
-  }
-
-  // The open files limit line, at most once a second.
-  void LogLimit(int err) {
-    double now = MonoUs();
-    if (now - limit_logged_us_ < 1e6) return;
-    limit_logged_us_ = now;
-    struct rlimit rl;
-    getrlimit(RLIMIT_NOFILE, &rl);
-    std::fprintf(stderr, "shmkv worker %zu: %s at %zu connections (open "
-                 "files limit %llu): new connections %s, %llu refused so "
-                 "far; raise ulimit -n (docs/server.md)\n", cfg_.slot,
-                 std::strerror(err), conns_.size(),
-                 static_cast<unsigned long long>(rl.rlim_cur),
-                 cfg_.workers > 1 ? "go to the other workers or are refused"
-                                  : "are refused",
-                 static_cast<unsigned long long>(local_.rejected_connections));
   }
 
   void Close(int fd) {
@@ -609,7 +562,6 @@ class Worker {
     close(fd);
     auto it = conns_.find(fd);
     if (it == conns_.end()) return;
-    ResumeAccepting();  // a descriptor is free again
     total_held_ -= it->second->held;
     conns_.erase(it);
   }
@@ -754,10 +706,8 @@ class Worker {
   uint64_t total_held_ = 0;  // bytes its clients' buffers hold now
   double last_timeout_scan_ = 0;
   int ep_ = -1, sig_fd_ = -1;
-  int spare_fd_ = -1;  // given up to refuse a connection (Refuse)
-  bool accept_paused_ = false;  // at the open files limit (PauseAccepting)
-  double paused_at_ = 0;
-  double limit_logged_us_ = -1e6;  // the last open files limit line
+  int spare_fd_ = -1;               // given up to refuse a connection
+  int64_t refused_logged_us_ = -1000000;  // the last "limit reached" line
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::vector<std::string_view> args_;
   std::string inline_;  // an inline command's words, unquoted
