@@ -552,7 +552,8 @@ class Worker {
                    "far; raise ulimit -n (docs/server.md)\n", cfg_.slot,
                    std::strerror(err), conns_.size(),
                    static_cast<unsigned long long>(rl.rlim_cur),
-                   static_cast<unsigned long long>(local_.rejected_connections));
+                   static_cast<unsigned long long>(
+                       local_.rejected_connections));
     }
     return fd >= 0;
   }

@@ -268,7 +268,8 @@ TEST(QuantileEstimator, WithinThreePercentOnAnyTailAloneAndMerged) {
       std::vector<double> v = Draw(dist, seed, 1000000);
       for (double p : {0.5, 0.9, 0.99, 0.999}) {
         shmc::QuantileEstimator alone(p);
-        std::vector<shmc::QuantileEstimator> part(4, shmc::QuantileEstimator(p));
+        std::vector<shmc::QuantileEstimator> part(4,
+                                                  shmc::QuantileEstimator(p));
         for (size_t i = 0; i < v.size(); ++i) {
           alone.Add(v[i]);
           part[i % 4].Add(v[i]);

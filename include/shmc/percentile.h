@@ -135,6 +135,22 @@ class PercentileEstimator {
   uint64_t left_;  // samples until the open group closes (from count_)
 };
 
+namespace detail {
+
+// A double as its 8 bytes and back (estimator states travel as words).
+inline uint64_t DoubleBits(double d) {
+  uint64_t u;
+  std::memcpy(&u, &d, 8);
+  return u;
+}
+inline double BitsDouble(uint64_t u) {
+  double d;
+  std::memcpy(&d, &u, 8);
+  return d;
+}
+
+}  // namespace detail
+
 // QuantileEstimator: the p-quantile of a stream whatever its distribution
 // (shmc addition, docs/percentile.md), in a fixed state of kWords words.
 //
@@ -255,7 +271,8 @@ class QuantileEstimator {
           }
         }
       }
-      if (other.cells_at_ == cells_at_ && Slot(cells_at_) == cells_at_ - low_) {
+      if (other.cells_at_ == cells_at_ &&
+          Slot(cells_at_) == cells_at_ - low_) {
         for (int c = 0; c < kCells; ++c) cells_[c] += other.cells_[c];
       }
     }
@@ -287,11 +304,11 @@ class QuantileEstimator {
   // segment does), and back. Load refuses words of another p, group size
   // or impossible counts (false, nothing changed).
   void Save(uint64_t* w) const {
-    w[0] = Bits(p_);
-    w[1] = Bits(u_);
+    w[0] = detail::DoubleBits(p_);
+    w[1] = detail::DoubleBits(u_);
     w[2] = n_;
     w[3] = n_ - left_;  // samples in the open group
-    w[4] = Bits(open_max_);
+    w[4] = detail::DoubleBits(open_max_);
     w[5] = maxima_;
     w[6] = static_cast<uint64_t>(low_);
     w[7] = static_cast<uint64_t>(cells_at_);
@@ -305,10 +322,10 @@ class QuantileEstimator {
     }
   }
   bool Load(const uint64_t* w) {
-    QuantileEstimator e(FromBits(w[0]));
+    QuantileEstimator e(detail::BitsDouble(w[0]));
     if (e.n_ == 0 || e.n_ != w[2] || w[3] >= e.n_) return false;
     e.left_ = e.n_ - w[3];
-    e.open_max_ = FromBits(w[4]);
+    e.open_max_ = detail::BitsDouble(w[4]);
     e.maxima_ = w[5];
     e.low_ = static_cast<int64_t>(w[6]);
     e.cells_at_ = static_cast<int64_t>(w[7]);
@@ -338,30 +355,24 @@ class QuantileEstimator {
  private:
   static constexpr int64_t kMaxOctave = 2046;  // finite doubles' exponents
 
-  static uint64_t Bits(double d) {
-    uint64_t u;
-    std::memcpy(&u, &d, 8);
-    return u;
-  }
-  static double FromBits(uint64_t u) {
-    double d;
-    std::memcpy(&d, &u, 8);
-    return d;
-  }
   // A positive double's bits grow with its value: the exponent is its
   // power of two, the next kSubBits bits its cell.
   static int64_t Octave(double x) {
-    return x > 0 ? static_cast<int64_t>(Bits(x) >> 52) : 0;
+    return x > 0 ? static_cast<int64_t>(detail::DoubleBits(x) >> 52) : 0;
   }
   static int Sub(double x) {
-    return x > 0 ? static_cast<int>((Bits(x) >> (52 - kSubBits)) & (kCells - 1))
-                 : 0;
+    if (!(x > 0)) return 0;
+    return static_cast<int>((detail::DoubleBits(x) >> (52 - kSubBits)) &
+                            (kCells - 1));
   }
   // The lowest value of cell c (0..kCells) of power of two `oct`.
   static double Low(int64_t oct, int c) {
     if (oct <= 0) return 0;
-    if (c == kCells) return oct >= kMaxOctave ? FromBits(Bits(std::numeric_limits<double>::max())) : Low(oct + 1, 0);
-    return FromBits(static_cast<uint64_t>(oct) << 52 |
+    if (c == kCells) {
+      return oct >= kMaxOctave ? std::numeric_limits<double>::max()
+                               : Low(oct + 1, 0);
+    }
+    return detail::BitsDouble(static_cast<uint64_t>(oct) << 52 |
                     static_cast<uint64_t>(c) << (52 - kSubBits));
   }
   // Index of power of two `oct` in the coarse counts (clamped to the range).
@@ -373,7 +384,8 @@ class QuantileEstimator {
   // The coarse range, centered on power of two `oct`.
   void Start(int64_t oct) {
     int64_t low = oct - kOctaves / 2;
-    low_ = low < 0 ? 0 : low > kMaxOctave + 1 - kOctaves ? kMaxOctave + 1 - kOctaves : low;
+    const int64_t highest = kMaxOctave + 1 - kOctaves;
+    low_ = low < 0 ? 0 : low > highest ? highest : low;
     cells_at_ = oct;
   }
 
@@ -424,7 +436,8 @@ class QuantileEstimator {
   // Adds `k` maxima of the cells' power of two, positions unknown: evenly.
   void Spread(uint64_t k) {
     for (int c = 0; c < kCells; ++c) {
-      cells_[c] += static_cast<uint32_t>(k / kCells + (static_cast<uint64_t>(c) < k % kCells));
+      uint64_t extra = static_cast<uint64_t>(c) < k % kCells ? 1 : 0;
+      cells_[c] += static_cast<uint32_t>(k / kCells + extra);
     }
   }
 
@@ -459,16 +472,6 @@ struct PercentileSlot {
 static_assert(sizeof(PercentileSlot) == kCacheLine,
               "one slot per cache line: writers never share a line");
 
-inline uint64_t DoubleBits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  return u;
-}
-inline double BitsDouble(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, 8);
-  return d;
-}
 
 }  // namespace detail
 
