@@ -99,31 +99,26 @@ double MergedOfFour(const std::vector<double>& all, double p) {
   return merged.Estimate();
 }
 
+// "(group sizes n = 1, 6, 56, 561" for estimator E at p50..p99.9.
+template <class E>
+void PrintGroupSizes() {
+  std::printf("(group sizes n =");
+  for (double p : {0.5, 0.9, 0.99, 0.999}) {
+    std::printf("%s %llu", p == 0.5 ? "" : ",",
+                static_cast<unsigned long long>(E::GroupSize(p)));
+  }
+}
+
 void Accuracy() {
   AccuracyTable("max-of-n (PercentileEstimator): mean of group maxima",
                 Alone<shmc::PercentileEstimator>);
-  std::printf("(group sizes n = %llu, %llu, %llu, %llu)\n\n",
-              static_cast<unsigned long long>(
-                  shmc::PercentileEstimator::GroupSize(0.5)),
-              static_cast<unsigned long long>(
-                  shmc::PercentileEstimator::GroupSize(0.9)),
-              static_cast<unsigned long long>(
-                  shmc::PercentileEstimator::GroupSize(0.99)),
-              static_cast<unsigned long long>(
-                  shmc::PercentileEstimator::GroupSize(0.999)));
+  PrintGroupSizes<shmc::PercentileEstimator>();
+  std::printf(")\n\n");
   AccuracyTable("distribution-free (QuantileEstimator): the p^n quantile "
                 "of group maxima", Alone<shmc::QuantileEstimator>);
   AccuracyTable("distribution-free, 4 streams merged", MergedOfFour);
-  std::printf("(group sizes n = %llu, %llu, %llu, %llu; state %zu words)\n",
-              static_cast<unsigned long long>(
-                  shmc::QuantileEstimator::GroupSize(0.5)),
-              static_cast<unsigned long long>(
-                  shmc::QuantileEstimator::GroupSize(0.9)),
-              static_cast<unsigned long long>(
-                  shmc::QuantileEstimator::GroupSize(0.99)),
-              static_cast<unsigned long long>(
-                  shmc::QuantileEstimator::GroupSize(0.999)),
-              shmc::QuantileEstimator::kWords);
+  PrintGroupSizes<shmc::QuantileEstimator>();
+  std::printf("; state %zu words)\n", shmc::QuantileEstimator::kWords);
 }
 
 class LogHistogram {
