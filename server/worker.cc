@@ -542,8 +542,8 @@ class Worker {
       ++local_.rejected_connections;
     }
     spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    int64_t now = MonoUs();
-    if (fd >= 0 && now - refused_logged_us_ >= 1000000) {
+    double now = MonoUs();
+    if (fd >= 0 && now - refused_logged_us_ >= 1e6) {
       refused_logged_us_ = now;
       struct rlimit rl;
       getrlimit(RLIMIT_NOFILE, &rl);
@@ -707,8 +707,8 @@ class Worker {
   uint64_t total_held_ = 0;  // bytes its clients' buffers hold now
   double last_timeout_scan_ = 0;
   int ep_ = -1, sig_fd_ = -1;
-  int spare_fd_ = -1;               // given up to refuse a connection
-  int64_t refused_logged_us_ = -1000000;  // the last "limit reached" line
+  int spare_fd_ = -1;  // given up to refuse a connection (Refuse)
+  double refused_logged_us_ = -1e6;  // the last "limit reached" line
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::vector<std::string_view> args_;
   std::string inline_;  // an inline command's words, unquoted
