@@ -228,14 +228,8 @@ class QuantileEstimator {
       return std::numeric_limits<double>::quiet_NaN();
     }
     if (maxima_ == 0) return open_max_ > 0 ? open_max_ : 0;
-    double rank = u_ * static_cast<double>(maxima_);
-    double seen = 0;
-    int o = 0;
-    for (; o < kOctaves - 1; ++o) {
-      if (seen + coarse_[o] >= rank) break;
-      seen += coarse_[o];
-    }
-    double in = rank - seen;  // rank inside power of two o
+    double in = 0;  // rank inside power of two o
+    int o = RankPower(&in);
     int64_t oct = low_ + o;
     if (oct == cells_at_ && coarse_[o] > 0) {
       double s = 0;
@@ -409,11 +403,9 @@ class QuantileEstimator {
     if ((++maxima_ & (kCheckEvery - 1)) == 0) Follow();
   }
 
-  // Moves the cells to the power of two that holds the estimate, when it
-  // is another and the rank is more than an eighth of that power's count
-  // inside it (so an estimate at a boundary does not make them flap).
-  static constexpr uint64_t kCheckEvery = 64;
-  void Follow() {
+  // The coarse count that holds the estimate's rank u * maxima, and in
+  // *in the rank inside it.
+  int RankPower(double* in) const {
     double rank = u_ * static_cast<double>(maxima_);
     double seen = 0;
     int o = 0;
@@ -421,8 +413,19 @@ class QuantileEstimator {
       if (seen + coarse_[o] >= rank) break;
       seen += coarse_[o];
     }
+    *in = rank - seen;
+    return o;
+  }
+
+  // Moves the cells to the power of two that holds the estimate, when it
+  // is another and the rank is more than an eighth of that power's count
+  // inside it (so an estimate at a boundary does not make them flap).
+  static constexpr uint64_t kCheckEvery = 64;
+  void Follow() {
+    double in = 0;
+    int o = RankPower(&in);
     if (low_ + o == cells_at_) return;
-    double in = (rank - seen) / (coarse_[o] > 0 ? coarse_[o] : 1);
+    in /= coarse_[o] > 0 ? coarse_[o] : 1;
     bool above = low_ + o > cells_at_;
     if (low_ + o == cells_at_ + (above ? 1 : -1) &&
         (above ? in < 0.125 : in > 0.875)) {
