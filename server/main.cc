@@ -30,10 +30,10 @@
 
 #include "server/commands.h"
 #include "server/fdpass.h"
+#include "server/pages.h"
 #include "server/stats.h"
 #include "server/store.h"
 #include "server/worker.h"
-#include "shmc/shm_hash_map.h"
 
 namespace shmkv {
 namespace {
@@ -419,19 +419,8 @@ class Master {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
       return 1;
     }
-    if (sc_.hugepages) {
-      // Hugetlb is chosen when a segment is made; an existing map attaches
-      // on the pages it was made with.
-      for (const char* part : {shmc::kMapIndexSuffix, shmc::kMapValuesSuffix}) {
-        std::string key = sc_.name + part;
-        long kib = SysvPageKib(getpid(), key);
-        if (kib != 0 && kib < 2048) {
-          std::fprintf(stderr, "shmkv: --hugepages: sysv:%s was made on %ld "
-                       "KiB pages and stays on them; to move the data to "
-                       "hugepages, remove the store and restore it "
-                       "(docs/server.md, Hugepages)\n", key.c_str(), kib);
-        }
-      }
+    for (const std::string& w : SmallPageWarnings(sc_)) {
+      std::fprintf(stderr, "shmkv: %s\n", w.c_str());
     }
     ControlBlock* ctl = store_->control();
     uint64_t other = 0;

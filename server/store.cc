@@ -10,8 +10,6 @@
 #include <cinttypes>
 #include <climits>
 #include <cstdio>
-#include <cctype>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <unordered_map>
@@ -63,31 +61,6 @@ std::string ControlKey(const StoreConfig& cfg) {
 
 std::string JournalKey(const StoreConfig& cfg) {
   return ControlKey(cfg) + ".journal";
-}
-
-long SysvPageKib(pid_t pid, const std::string& key) {
-  char want[32];
-  std::snprintf(want, sizeof(want), "/SYSV%08lx",
-                std::strtoul(key.c_str(), nullptr, 0));
-  std::string path = "/proc/" + std::to_string(pid) + "/smaps";
-  FILE* f = std::fopen(path.c_str(), "re");
-  if (f == nullptr) return 0;
-  char line[512];
-  bool in = false;
-  long kib = 0;
-  while (kib == 0 && std::fgets(line, sizeof(line), f) != nullptr) {
-    // A mapping's first line starts with its range: "7f00-7f20 rw-s ...".
-    const char* dash = std::strchr(line, '-');
-    const char* space = std::strchr(line, ' ');
-    if (std::isxdigit(static_cast<unsigned char>(line[0])) && dash != nullptr &&
-        space != nullptr && dash < space) {
-      in = std::strstr(line, want) != nullptr;
-    } else if (in) {
-      std::sscanf(line, "KernelPageSize: %ld kB", &kib);
-    }
-  }
-  std::fclose(f);
-  return kib;
 }
 
 namespace {

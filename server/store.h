@@ -108,12 +108,6 @@ std::string ControlKey(const StoreConfig& cfg);
 // The POSIX segment of the commit journal and the WATCH versions.
 std::string JournalKey(const StoreConfig& cfg);
 
-// The page size, in KiB, of the pages backing process `pid`'s mapping of
-// the SysV segment `key` (read from /proc/PID/smaps); 0 when it has none.
-// --hugepages applies when the map is created; the master checks with this
-// that an existing map it attached is on hugepages, and says so if not.
-long SysvPageKib(pid_t pid, const std::string& key);
-
 // Removes every segment of the store `cfg` names (the map's two, the
 // control block, the journal, the statistics); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`

@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "server/pages.h"
 #include "server/store.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
