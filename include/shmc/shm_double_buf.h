@@ -3,16 +3,10 @@
 // docs/layout/double_buf.md).
 //
 // Two halves of max_bytes each. The writer fills the spare half, then
-// flips one word (`state` = version << 1 | current half) with a seq_cst
-// store. A reader pins the half it reads in its own slot and re-checks the
-// state word: a pin that raced with a flip is dropped and retried, so a
-// pinned half is never rewritten while pinned. Readers therefore never see
-// a mix of two versions, and never wait.
-//
-//   writer: store state (flip)  ...  later: scan pins of the spare half
-//   reader: store pin; load state; equal to what it pinned? -> safe
-// Both sides use seq_cst: either the writer's scan sees the pin, or the
-// reader's re-load sees the newer state and retries (docs/memory-ordering.md).
+// flips one word (`state` = version << 1 | current half). A reader pins the
+// half it reads in its own slot and re-checks the state word, so a pinned
+// half is never rewritten while pinned (the protocol: detail/double_pins.h).
+// Readers therefore never see a mix of two versions, and never wait.
 //
 // The writer waits for pins on the spare half for at most
 // `publish_wait_ms` (default 1000): a reader that died while pinning is
@@ -24,7 +18,6 @@
 // live processes). After fork(), a child must InitForRead its own object.
 #pragma once
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -36,34 +29,13 @@
 #include <utility>
 
 #include "shmc/common_utils.h"
-#include "shmc/detail/process.h"
-#include "shmc/detail/process_slot.h"
+#include "shmc/detail/double_pins.h"
 #include "shmc/detail/segment.h"
 #include "shmc/errors.h"
 #include "shmc/global_options.h"
 #include "shmc/shm_alloc.h"
 
 namespace shmc {
-
-namespace detail {
-
-struct DoubleBufHeader {
-  std::atomic<uint64_t> state;   // version << 1 | current half
-  std::atomic<uint64_t> len[2];  // bytes in each half
-  uint8_t reserved[40];
-};
-static_assert(sizeof(DoubleBufHeader) == kCacheLine, "one line");
-
-struct DoubleBufSlot {
-  std::atomic<uint64_t> owner_pid;  // 0: free
-  std::atomic<uint64_t> owner_start;
-  std::atomic<uint64_t> pin;  // 0: none; else the pinned state word + 1
-  uint8_t reserved[40];
-};
-static_assert(sizeof(DoubleBufSlot) == kCacheLine,
-              "one slot per line: readers never share a line");
-
-}  // namespace detail
 
 template <class Alloc = SVIPC>
 class ShmDoubleBuf {
@@ -85,7 +57,7 @@ class ShmDoubleBuf {
     error_.Clear();
     const char* who = "ShmDoubleBuf::InitForWrite";
     if (max_bytes == 0 || max_bytes > kMaxBytes || reader_slots == 0 ||
-        reader_slots > 65536) {
+        reader_slots > detail::kMaxPinSlots) {
       return detail::Segment<Alloc>::Fail(
           &error_, ErrorCode::kInvalidArgument, 0, shm_key, who,
           "max_bytes must be 1..2^40 and reader_slots 1..65536");
@@ -141,9 +113,12 @@ class ShmDoubleBuf {
            len, static_cast<unsigned long long>(half_));
       return nullptr;
     }
-    uint64_t s = hdr_->state.load(std::memory_order_seq_cst);
-    uint32_t spare = static_cast<uint32_t>(s & 1) ^ 1;
-    if (!WaitUnpinned(spare, who)) return nullptr;
+    uint32_t spare = pins_.spare();
+    std::string why;
+    if (!pins_.WaitUnpinned(spare, wait_ms_, &why)) {
+      Fail(ErrorCode::kTimeout, who, "%s", why.c_str());
+      return nullptr;
+    }
     pending_len_ = len;
     pending_ = true;
     return Half(spare);
@@ -152,13 +127,8 @@ class ShmDoubleBuf {
   // Publishes what BeginWrite's buffer holds (len may be lowered).
   bool Commit(size_t len) {
     if (!writer_ || !pending_ || len > pending_len_) return false;
-    uint64_t s = hdr_->state.load(std::memory_order_relaxed);
-    uint32_t spare = static_cast<uint32_t>(s & 1) ^ 1;
-    hdr_->len[spare].store(len, std::memory_order_relaxed);
-    // SYNC POINT (seq_cst store): publishes the half's bytes and length
-    // (release), and orders the flip before the next BeginWrite's pin scan.
-    hdr_->state.store((((s >> 1) + 1) << 1) | spare,
-                      std::memory_order_seq_cst);
+    hdr_->len[pins_.spare()].store(len, std::memory_order_relaxed);
+    pins_.Flip();  // publishes the length with the bytes
     pending_ = false;
     return true;
   }
@@ -204,7 +174,7 @@ class ShmDoubleBuf {
       if (slot_ != nullptr) {
         // SYNC POINT (release): the reads of the half are done before the
         // writer can see the pin gone.
-        slot_->pin.store(0, std::memory_order_release);
+        detail::DoublePins::Unpin(slot_);
         slot_ = nullptr;
       }
     }
@@ -222,22 +192,15 @@ class ShmDoubleBuf {
   ReadGuard ReadInPlace() const {
     ReadGuard g;
     if (mine_ == nullptr) return g;
-    for (;;) {
-      uint64_t s = hdr_->state.load(std::memory_order_seq_cst);
-      if ((s >> 1) == 0) return g;  // nothing published yet
-      mine_->pin.store(s + 1, std::memory_order_seq_cst);
-      if (hdr_->state.load(std::memory_order_seq_cst) != s) {
-        mine_->pin.store(0, std::memory_order_relaxed);
-        continue;  // a flip raced with the pin: pin the newer version
-      }
-      uint32_t h = static_cast<uint32_t>(s & 1);
-      uint64_t len = hdr_->len[h].load(std::memory_order_relaxed);
-      g.slot_ = mine_;
-      g.data_ = Half(h);
-      g.size_ = static_cast<size_t>(len <= half_ ? len : half_);
-      g.version_ = s >> 1;
-      return g;
-    }
+    uint64_t s = pins_.Pin(mine_);
+    if (s == 0) return g;  // nothing published yet
+    uint32_t h = detail::StateHalf(s);
+    uint64_t len = hdr_->len[h].load(std::memory_order_relaxed);
+    g.slot_ = mine_;
+    g.data_ = Half(h);
+    g.size_ = static_cast<size_t>(len <= half_ ? len : half_);
+    g.version_ = detail::StateVersion(s);
+    return g;
   }
 
   // Copies the current version; false if none was published yet.
@@ -251,12 +214,12 @@ class ShmDoubleBuf {
 
   // Version of the current data (0: nothing published).
   uint64_t version() const {
-    return hdr_ ? hdr_->state.load(std::memory_order_acquire) >> 1 : 0;
+    return detail::StateVersion(pins_.state());
   }
   size_t max_bytes() const { return half_; }
   // Reader slots held, and pins currently set (statistics).
-  size_t readers() const { return CountSlots(false); }
-  size_t pins() const { return CountSlots(true); }
+  size_t readers() const { return pins_.Count(false); }
+  size_t pins() const { return pins_.Count(true); }
   size_t reader_slots() const { return slots_; }
   void set_publish_wait_ms(uint64_t ms) { wait_ms_ = ms; }
   const Error& last_error() const { return error_; }
@@ -280,8 +243,10 @@ class ShmDoubleBuf {
     slots_ = slots;
     hdr_ = reinterpret_cast<detail::DoubleBufHeader*>(
         seg_.base() + sizeof(detail::SegmentHeader));
-    slot_ = reinterpret_cast<detail::DoubleBufSlot*>(seg_.base() +
-                                                     kSlotsOffset);
+    pins_ = detail::DoublePins(
+        hdr_,
+        reinterpret_cast<detail::DoubleBufSlot*>(seg_.base() + kSlotsOffset),
+        slots);
     halves_ = seg_.base() + kSlotsOffset +
               slots * sizeof(detail::DoubleBufSlot);
   }
@@ -292,7 +257,7 @@ class ShmDoubleBuf {
     uint64_t half = seg_.param(kHalfParam), slots = seg_.param(kSlotsParam);
     bool plausible = half != 0 && half <= kMaxBytes &&
                      half % detail::kCacheLine == 0 && slots != 0 &&
-                     slots <= 65536;
+                     slots <= detail::kMaxPinSlots;
     if (!seg_.AcceptGeometry(plausible, Spec(half, slots).total_size,
                              "geometry", who, &error_)) {
       return false;
@@ -313,65 +278,20 @@ class ShmDoubleBuf {
                                         "%s", detail_msg);
   }
 
-  bool WaitUnpinned(uint32_t spare, const char* who) {
-    uint64_t deadline = detail::MonotonicNs() + wait_ms_ * 1000000ULL;
-    for (uint64_t i = 0; i < slots_; ++i) {
-      detail::DoubleBufSlot* s = &slot_[i];
-      for (uint64_t spins = 0;; ++spins) {
-        // SYNC POINT (seq_cst): pairs with the reader's pin store and
-        // state re-load in ReadInPlace.
-        uint64_t pin = s->pin.load(std::memory_order_seq_cst);
-        if (pin == 0 || ((pin - 1) & 1) != spare) break;
-        uint64_t owner = s->owner_pid.load(std::memory_order_acquire);
-        if (detail::SlotOwnerGone(s)) {
-          // Died while pinning: nobody will release it.
-          s->pin.compare_exchange_strong(pin, 0, std::memory_order_acq_rel);
-          continue;
-        }
-        if (detail::MonotonicNs() >= deadline) {
-          return Fail(ErrorCode::kTimeout, who,
-                      "reader pid %llu still pins version %llu after %llu "
-                      "ms", static_cast<unsigned long long>(owner),
-                      static_cast<unsigned long long>((pin - 1) >> 1),
-                      static_cast<unsigned long long>(wait_ms_));
-        }
-        if (spins < 64) {
-          sched_yield();
-        } else {
-          struct timespec ts = {0, 100000};  // 0.1 ms
-          nanosleep(&ts, nullptr);
-        }
-      }
-    }
-    return true;
-  }
-
   bool ClaimSlot(const char* who) {
-    mine_ = detail::ClaimProcessSlot(slot_, slots_);
-    if (mine_ != nullptr) {
-      mine_->pin.store(0, std::memory_order_release);  // a dead owner's pin
-      return true;
-    }
+    mine_ = pins_.Claim();
+    if (mine_ != nullptr) return true;
     Fail(ErrorCode::kNoSlot, who, "all %llu reader slots are held by live "
          "processes", static_cast<unsigned long long>(slots_));
     seg_.Reset();
     hdr_ = nullptr;
+    pins_ = detail::DoublePins();
     return false;
-  }
-
-  size_t CountSlots(bool pinned) const {
-    size_t n = 0;
-    for (uint64_t i = 0; hdr_ != nullptr && i < slots_; ++i) {
-      n += (pinned ? slot_[i].pin : slot_[i].owner_pid)
-               .load(std::memory_order_relaxed) != 0;
-    }
-    return n;
   }
 
   void ReleaseSlot() {
     if (mine_ != nullptr) {
-      mine_->pin.store(0, std::memory_order_release);
-      detail::ReleaseProcessSlot(mine_);
+      detail::DoublePins::Release(mine_);
       mine_ = nullptr;
     }
   }
@@ -379,7 +299,7 @@ class ShmDoubleBuf {
   detail::Segment<Alloc> seg_;
   Error error_;
   detail::DoubleBufHeader* hdr_ = nullptr;
-  detail::DoubleBufSlot* slot_ = nullptr;
+  detail::DoublePins pins_;
   detail::DoubleBufSlot* mine_ = nullptr;
   char* halves_ = nullptr;
   uint64_t half_ = 0, slots_ = 0;
