@@ -63,6 +63,8 @@ namespace shmc {
 
 template <class KeyType, class Alloc>
 class ShmHashMap;
+template <class Key, class Node, class Alloc>
+class ShmDoubleTable;
 
 template <class Key, class Node, class Alloc = SVIPC>
 class ShmHashTable {
@@ -113,7 +115,7 @@ class ShmHashTable {
         !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
-    Bind(used_old ? old : g);
+    Bind(seg_.base(), used_old ? old : g, false);
     return true;
   }
 
@@ -128,7 +130,7 @@ class ShmHashTable {
     if (!detail::OpenFixedForRead(&seg_, shm_key, &lay, who, &error_)) {
       return false;
     }
-    Bind(lay.geometry());
+    Bind(seg_.base(), lay.geometry(), true);
     return true;
   }
 
@@ -288,11 +290,11 @@ class ShmHashTable {
   // after which every key is found again. False if not initialized, or
   // auto_fix on a read-only handle.
   bool HealthCheck(HealthStat* hs, bool auto_fix) {
-    if (hs == nullptr || nodes_ == nullptr || (auto_fix && seg_.read_only())) {
+    if (hs == nullptr || nodes_ == nullptr || (auto_fix && read_only_)) {
       return false;
     }
     detail::CheckTable(
-        seg_.base(), Layout(geo_),
+        base_, Layout(geo_),
         [this](uint64_t i) { return detail::NodeKey()(nodes_ + i).first; },
         [this](uint64_t i, uint64_t* h) {
           *h = Hash(detail::NodeKey()(nodes_ + i).second);
@@ -342,9 +344,14 @@ class ShmHashTable {
     return Layout(g).spec();
   }
 
-  void Bind(const detail::TableGeometry& g) {
+  // The table's parts, in a segment of its own or (ShmDoubleTable) in one
+  // half of another, laid out as a table segment from `base` on.
+  template <class K, class N, class A>
+  friend class ShmDoubleTable;
+  void Bind(char* base, const detail::TableGeometry& g, bool read_only) {
     geo_ = g;
-    char* base = seg_.base();
+    base_ = base;
+    read_only_ = read_only;
     hdr_ = reinterpret_cast<detail::HashTableHeader*>(
         base + detail::kTableHeaderOffset);
     bits_[0] = reinterpret_cast<std::atomic<uint64_t>*>(base + kBitmapOffset);
@@ -639,7 +646,7 @@ class ShmHashTable {
     // Attached for reading: an existing key's node is returned (as the
     // reference did), but nothing is handed out: its tag would be written
     // through a read-only mapping.
-    if (seg_.read_only()) return nullptr;
+    if (read_only_) return nullptr;
     // New key. A slot whose tag is still 0 was never handed out (TagOf is
     // never 0 and tags outlive erases), so the tags alone say which slots
     // are free: the less loaded main bucket by them (row 0 on a tie), and
@@ -694,6 +701,7 @@ class ShmHashTable {
     std::string key = seg_.key();
     seg_.Reset();
     geo_ = detail::TableGeometry();
+    base_ = nullptr;
     hdr_ = nullptr;
     bits_[0] = bits_[1] = nullptr;
     tags_ = nullptr;
@@ -707,6 +715,8 @@ class ShmHashTable {
   detail::Segment<Alloc> seg_;
   Error error_;
   detail::TableGeometry geo_;
+  char* base_ = nullptr;
+  bool read_only_ = false;
   detail::HashTableHeader* hdr_ = nullptr;
   std::atomic<uint64_t>* bits_[2] = {nullptr, nullptr};
   std::atomic<uint32_t>* tags_ = nullptr;

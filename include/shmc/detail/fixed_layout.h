@@ -115,6 +115,16 @@ class FixedLayout {
       *why = "not a fixed-node container";
       return false;
     }
+    return FromParams(kind, h, out, why);
+  }
+  // A hash table's layout from the table params of a header of any kind
+  // (a container holding tables, e.g. ShmDoubleTable's halves).
+  static bool TableFromHeader(const SegmentHeader& h, FixedLayout* out,
+                              std::string* why) {
+    return FromParams(ContainerKind::kHashTable, h, out, why);
+  }
+  static bool FromParams(ContainerKind kind, const SegmentHeader& h,
+                         FixedLayout* out, std::string* why) {
     FixedLayout l(kind, ParamByName(h, kParamNodeSize),
                   ParamByName(h, kParamNodeAlign),
                   ParamByName(h, kParamHashId));
