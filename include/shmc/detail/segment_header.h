@@ -61,6 +61,7 @@ enum class ContainerKind : uint32_t {
   kSortedArray = 9,
   kPercentile = 10,
   kSortedDir = 11,
+  kDoubleTable = 12,
 };
 
 struct SegmentParam {
@@ -141,6 +142,7 @@ inline const char* KindName(ContainerKind kind) {
     case ContainerKind::kSortedArray: return "sorted_array";
     case ContainerKind::kPercentile: return "percentile";
     case ContainerKind::kSortedDir: return "sorted_dir";
+    case ContainerKind::kDoubleTable: return "double_table";
   }
   return "unknown";
 }
