@@ -28,6 +28,7 @@
 #include "shmc/shm_queue.h"
 #include "shmc/shm_sorted_array.h"
 #include "shmc/shm_sync_buf.h"
+#include "tests/support/cli_run.h"
 #include "tests/support/json_parse.h"
 #include "tests/support/test_util.h"
 
@@ -35,94 +36,17 @@ namespace {
 
 using shmc_test::JsonParser;
 using shmc_test::JValue;
+using shmc_test::Lines;
+using shmc_test::CliMapKey;
+using shmc_test::Node16;
+using shmc_test::ParseOrFail;
+using shmc_test::Result;
 using shmc_test::ScopedKey;
-
-struct Result {
-  int exit_code = -1;  // -1: killed by a signal
-  int signal = 0;
-  std::string out, err;
-};
-
-std::string Slurp(int fd) {
-  std::string s;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof(buf))) > 0) s.append(buf, n);
-  return s;
-}
-
-// Runs the tool; `as_uid` >= 0 drops to that uid first (root only).
-Result Shmc(const std::vector<std::string>& args, int as_uid = -1) {
-  int out[2], err[2];
-  EXPECT_EQ(pipe(out), 0);
-  EXPECT_EQ(pipe(err), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out[1], 1);
-    dup2(err[1], 2);
-    close(out[0]);
-    close(err[0]);
-    if (as_uid >= 0 && (setgid(as_uid) != 0 || setuid(as_uid) != 0)) _exit(99);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(SHMC_CLI));
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(SHMC_CLI, argv.data());
-    _exit(98);
-  }
-  close(out[1]);
-  close(err[1]);
-  Result r;
-  // stderr is small; read stdout fully first, then stderr.
-  r.out = Slurp(out[0]);
-  r.err = Slurp(err[0]);
-  close(out[0]);
-  close(err[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
-}
-
-JValue ParseOrFail(const std::string& text) {
-  JValue v;
-  EXPECT_TRUE(JsonParser::Parse(text, &v)) << "not JSON: " << text;
-  return v;
-}
-
-std::vector<JValue> Lines(const std::string& text) {
-  std::vector<JValue> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(ParseOrFail(line));
-  return out;
-}
-
-struct Node16 {
-  uint64_t key;
-  uint64_t val;
-  std::pair<bool, uint64_t> Key() const volatile { return {key != 0, key}; }
-};
-
-// Removes NAME, NAME0 and NAME1 of a backend at both ends of a test.
-// SysV map keys are KEY+"0"/"1" as strings, so the base must leave room for
-// one more decimal digit: a 9-digit decimal key.
-template <class Alloc>
-struct MapKey : ScopedKey<Alloc> {};
-template <>
-struct MapKey<shmc::SVIPC> {
-  std::string key = std::to_string(
-      100000000 + shmc_test::TestTag("map") % 100000000);
-  MapKey() { shmc::SVIPC().Unlink(key); }
-  ~MapKey() { shmc::SVIPC().Unlink(key); }
-  const std::string& str() const { return key; }
-  operator const std::string&() const { return key; }
-};
+using shmc_test::Shmc;
 
 template <class Alloc>
 struct Names {
-  MapKey<Alloc> base;
+  CliMapKey<Alloc> base;
   std::string k0 = base.str() + "0", k1 = base.str() + "1";
   Names() { Clean(); }
   ~Names() { Clean(); }
@@ -412,42 +336,6 @@ TEST(ShmcCli, SortedArrayListedOnce) {
   EXPECT_NE(r.out.find("not sealed"), std::string::npos) << r.out;
   EXPECT_EQ(Shmc({"check", "posix:" + n.base.str()}).exit_code, 0);
   a.AbortBuild();
-}
-
-TEST(ShmcCli, DoubleBufferAndPercentileInfo) {
-  ScopedKey<shmc::POSIX> kd("d"), kp("p");
-  shmc::ShmDoubleBuf<shmc::POSIX> db, reader;
-  ASSERT_TRUE(db.InitForWrite(kd, 1000, 8));
-  ASSERT_TRUE(db.Publish("config v1"));
-  ASSERT_TRUE(db.Publish("config v2"));
-  ASSERT_TRUE(reader.InitForRead(kd));
-  auto pin = reader.ReadInPlace();
-  shmc::ShmPercentile<shmc::POSIX> sp;
-  ASSERT_TRUE(sp.InitForWrite(kp, 0.99, 4));
-  shmc::PercentileEstimator local(0.99);
-  for (int i = 0; i < 5600; ++i) {
-    sp.Add(i % 100);
-    local.Add(i % 100);
-  }
-  Result r = Shmc({"info", "posix:" + kd.str(), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  JValue info = ParseOrFail(r.out);
-  const JValue* d = info.get("double_buf");
-  ASSERT_NE(d, nullptr) << r.out;
-  EXPECT_EQ(d->number("version"), 2);
-  EXPECT_EQ(d->number("readers"), 1);
-  EXPECT_EQ(d->number("pins"), 1);
-  EXPECT_EQ(d->number("max_bytes"), 1024);
-  EXPECT_EQ(reader.readers(), 1u) << "inspecting took no reader slot";
-  r = Shmc({"info", "posix:" + kp.str(), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  info = ParseOrFail(r.out);
-  const JValue* p = info.get("percentile");
-  ASSERT_NE(p, nullptr) << r.out;
-  EXPECT_EQ(p->number("samples"), 5600);
-  EXPECT_EQ(p->number("group_size"), 56);
-  EXPECT_NEAR(p->number("estimate"), local.Estimate(), 1e-3);
-  EXPECT_EQ(Shmc({"check", "posix:" + kp.str()}).exit_code, 0);
 }
 
 // A POSIX map at `base` holding keys 1..keys, each with `value`; the
@@ -892,51 +780,6 @@ TEST(ShmcCli, FuzzedHeadersNeverCrashTheTool) {
     }
     raw.Detach(base, mapped);
   }
-}
-
-}  // namespace
-
-namespace {
-
-// ls shows a SysV segment's key in hex, as ipcs does, and that name (like
-// the decimal one) is taken back by the other commands; a map over SysV
-// keeps the decimal key its program gave. Long names widen the column.
-TEST(ShmcCliLs, SysvKeysInHexAndLongNamesAligned) {
-  MapKey<shmc::SVIPC> key;
-  shmc::ShmArray<Node16, shmc::SVIPC> a;
-  ASSERT_TRUE(a.InitForWrite(key.str(), 10)) << a.last_error().message;
-  char hex[32];
-  std::snprintf(hex, sizeof(hex), "sysv:0x%08x",
-                static_cast<uint32_t>(std::stoul(key.str())));
-  ScopedKey<shmc::POSIX> long_key("a_long_name_that_widens_the_ls_column");
-  const std::string& long_name = long_key;
-  shmc::ShmArray<Node16, shmc::POSIX> b;
-  ASSERT_TRUE(b.InitForWrite(long_name, 10)) << b.last_error().message;
-  Result r = Shmc({"ls", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  bool found = false;
-  for (const JValue& row : ParseOrFail(r.out).arr) {
-    found |= row.get("name")->str == hex;
-    EXPECT_NE(row.get("name")->str, "sysv:" + key.str()) << "decimal";
-  }
-  EXPECT_TRUE(found) << hex << " not listed:\n" << r.out;
-  EXPECT_EQ(Shmc({"info", hex}).exit_code, 0);
-  // Text: every row's KIND column starts where the header's does.
-  r = Shmc({"ls"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::istringstream lines(r.out);
-  std::string line, header;
-  std::getline(lines, header);
-  size_t kind_col = header.find("KIND");
-  ASSERT_NE(kind_col, std::string::npos);
-  size_t rows = 0;
-  while (std::getline(lines, line)) {
-    ASSERT_GT(line.size(), kind_col) << line;
-    EXPECT_EQ(line[kind_col - 1], ' ') << line;
-    EXPECT_NE(line[kind_col], ' ') << line;
-    ++rows;
-  }
-  EXPECT_GE(rows, 2u);
 }
 
 }  // namespace
