@@ -19,6 +19,7 @@
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
 #include "shmc/shm_double_buf.h"
+#include "shmc/shm_double_table.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
@@ -184,6 +185,8 @@ TEST_F(LayoutGolden, QueueAndSyncBuf) {
 TEST_F(LayoutGolden, DoubleBufAndPercentile) {
   shmc::ShmDoubleBuf<POSIX> d;
   MakeAndCheck("double_buf", &d, 5000, 16);
+  shmc::ShmDoubleTable<uint64_t, Node16, POSIX> dt;
+  MakeAndCheck("double_table", &dt, 1000, 16);
   shmc::ShmPercentile<POSIX> pc;
   MakeAndCheck("percentile", &pc, 0.99, 8);
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -40,6 +41,10 @@ struct DoubleTableHalf {
 };
 static_assert(sizeof(DoubleTableHalf) == sizeof(SegmentHeader),
               "a half's header takes the place of a table's segment header");
+static_assert(offsetof(DoubleTableHalf, sealed) == 0 &&
+                  offsetof(DoubleTableHalf, checksum) == 8 &&
+                  offsetof(DoubleTableHalf, sealed_ns) == 16,
+              "fields of layout version 1: moving one needs a version bump");
 
 // A 64-bit checksum of `n` bytes (n a multiple of 32), four independent
 // lanes of 8-byte words. Each step of a lane is a bijection of its state
