@@ -101,7 +101,7 @@ double ReaderRate(const std::vector<uint64_t>& keys, int procs,
     pid_t pid = fork();
     if (pid == 0) {
       std::mt19937_64 rng(static_cast<uint64_t>(getpid()));
-      std::vector<uint64_t> mine(1 << 16);
+      std::vector<uint64_t> mine(1 << 20);  // beyond the caches at 2.1M keys
       for (uint64_t& k : mine) k = keys[rng() % keys.size()];
       counts[0].fetch_add(1);
       while (counts[0].load() < static_cast<uint64_t>(procs)) {

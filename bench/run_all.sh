@@ -75,6 +75,7 @@ bench hash_map_bench
 bench queue_bench
 bench percentile_bench
 bench double_buf_bench
+bench double_table_bench --rounds 11
 bench sorted_array_bench
 
 if [ "$shmkv" = 1 ]; then

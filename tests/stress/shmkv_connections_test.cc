@@ -1,0 +1,296 @@
+// shmkv holding a hundred thousand concurrent connections (label stress).
+//
+// Client processes, each from its own loopback source address (127.0.0.x,
+// so that no address runs out of ephemeral ports) and within its own open
+// files limit, open SHMKV_CONNS connections in all (100,000 unless set)
+// to a server of 8 workers, each of which has its own limit. Every
+// connection must answer PING, twice: once all are open, and again after
+// a benchmark client on one more connection has measured its latency.
+// The test reports the workers' anonymous RSS per connection and that
+// client's p99 without and with the idle connections (docs/server.md has
+// the figures); it asserts the answers, a bound on memory per connection,
+// and a server that is still serving.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/shmkv_server.h"
+
+namespace {
+
+using shmkv_test::Client;
+using shmkv_test::Server;
+using shmkv_test::WorkersAnonRss;
+
+constexpr int kClientProcs = 8;
+constexpr int kWorkers = 8;
+
+double NowS() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Report {
+  int64_t connected = 0;
+  int64_t answered = 0;
+};
+
+// One client process's connections, all from `src`.
+class Conns {
+ public:
+  Conns(const std::string& src, int port) : src_(src), port_(port) {
+    ep_ = epoll_create1(EPOLL_CLOEXEC);
+  }
+
+  // Opens n connections, at most 1,000 connecting at a time; returns how
+  // many got connected within the deadline.
+  int64_t Open(int n, double deadline) {
+    int in_flight = 0, started = 0;
+    std::vector<epoll_event> evs(1024);
+    while ((started < n || in_flight > 0) && NowS() < deadline) {
+      while (started < n && in_flight < 1000) {
+        int fd = Start();
+        ++started;
+        if (fd < 0) continue;
+        epoll_event ev = {};
+        ev.events = EPOLLOUT;
+        ev.data.fd = fd;
+        epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+        ++in_flight;
+      }
+      int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), 100);
+      for (int i = 0; i < k; ++i) {
+        int fd = evs[i].data.fd;
+        int err = 0;
+        socklen_t len = sizeof(err);
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+        --in_flight;
+        if (err == 0) {
+          fds_.push_back(fd);
+        } else {
+          close(fd);
+        }
+      }
+    }
+    return static_cast<int64_t>(fds_.size());
+  }
+
+  // PING on every connection; returns how many answered +PONG.
+  int64_t PingAll(double deadline) {
+    static const char kPing[] = "*1\r\n$4\r\nPING\r\n";
+    std::vector<int> got(fds_.size(), 0);
+    int64_t answered = 0;
+    for (size_t i = 0; i < fds_.size(); ++i) {
+      if (send(fds_[i], kPing, sizeof(kPing) - 1, MSG_NOSIGNAL) !=
+          static_cast<ssize_t>(sizeof(kPing) - 1)) {
+        continue;
+      }
+      epoll_event ev = {};
+      ev.events = EPOLLIN;
+      ev.data.u64 = i;
+      epoll_ctl(ep_, EPOLL_CTL_ADD, fds_[i], &ev);
+    }
+    std::vector<epoll_event> evs(1024);
+    std::string want = "+PONG\r\n";
+    while (answered < static_cast<int64_t>(fds_.size()) && NowS() < deadline) {
+      int k = epoll_wait(ep_, evs.data(), static_cast<int>(evs.size()), 100);
+      for (int j = 0; j < k; ++j) {
+        size_t i = evs[j].data.u64;
+        char buf[64];
+        ssize_t r = recv(fds_[i], buf, sizeof(buf), 0);
+        if (r <= 0 || got[i] + r > 7 ||
+            want.compare(static_cast<size_t>(got[i]), static_cast<size_t>(r),
+                         buf, static_cast<size_t>(r)) != 0) {
+          epoll_ctl(ep_, EPOLL_CTL_DEL, fds_[i], nullptr);  // wrong answer
+          continue;
+        }
+        got[i] += static_cast<int>(r);
+        if (got[i] == 7) {
+          ++answered;
+          epoll_ctl(ep_, EPOLL_CTL_DEL, fds_[i], nullptr);
+        }
+      }
+    }
+    return answered;
+  }
+
+ private:
+  int Start() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int one = 1;
+    // The port is chosen at connect, per destination: no bind-time limit.
+    setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+    sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    inet_pton(AF_INET, src_.c_str(), &sa.sin_addr);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
+      close(fd);
+      return -1;
+    }
+    sa.sin_port = htons(static_cast<uint16_t>(port_));
+    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 &&
+        errno != EINPROGRESS) {
+      close(fd);
+      return -1;
+    }
+    return fd;
+  }
+
+  std::string src_;
+  int port_;
+  int ep_;
+  std::vector<int> fds_;
+};
+
+// The client process: opens its connections, pings them all, reports;
+// then on 'p' pings and reports again, on 'q' (or EOF) exits.
+[[noreturn]] void ClientProcess(int index, int n, int port, int cmd_fd,
+                                int report_fd) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  Conns conns("127.0.0." + std::to_string(20 + index), port);
+  Report r;
+  r.connected = conns.Open(n, NowS() + 240);
+  r.answered = conns.PingAll(NowS() + 120);
+  if (write(report_fd, &r, sizeof(r)) != sizeof(r)) _exit(1);
+  for (;;) {
+    char c = 'q';
+    if (read(cmd_fd, &c, 1) != 1 || c == 'q') _exit(0);
+    r.answered = conns.PingAll(NowS() + 120);
+    if (write(report_fd, &r, sizeof(r)) != sizeof(r)) _exit(1);
+  }
+}
+
+// The kernel's slab memory (its sockets' structures among them), bytes.
+uint64_t SlabBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Slab:", 0) == 0) return std::stoull(line.substr(5)) * 1024;
+  }
+  return 0;
+}
+
+// p99 of GET round trips on one connection, in microseconds.
+double P99Us(int port, int requests) {
+  Client c(port);
+  if (!c.ok() || c.Call({"SET", "bench", "value"}) != "+OK\r\n") return -1;
+  std::vector<double> us;
+  us.reserve(static_cast<size_t>(requests));
+  for (int i = 0; i < requests; ++i) {
+    double t0 = NowS();
+    if (c.Call({"GET", "bench"}) != "$5\r\nvalue\r\n") return -1;
+    us.push_back((NowS() - t0) * 1e6);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() * 99 / 100];
+}
+
+TEST(ShmkvConnections, HundredThousandAnswerPing) {
+  const char* env = std::getenv("SHMKV_CONNS");
+  const int total = env != nullptr ? std::atoi(env) : 100000;
+  Server s("conns");
+  s.set_workers(kWorkers);
+  ASSERT_TRUE(s.Start()) << s.log();
+  const uint64_t rss_before = WorkersAnonRss(s.pid());
+  const uint64_t slab_before = SlabBytes();
+  const double p99_alone = P99Us(s.port(), 20000);
+  ASSERT_GT(p99_alone, 0);
+
+  std::vector<pid_t> kids;
+  std::vector<int> cmd, report;
+  for (int i = 0; i < kClientProcs; ++i) {
+    int c[2], r[2];
+    ASSERT_EQ(pipe(c), 0);
+    ASSERT_EQ(pipe(r), 0);
+    int n = total / kClientProcs + (i < total % kClientProcs ? 1 : 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(c[1]);
+      close(r[0]);
+      ClientProcess(i, n, s.port(), c[0], r[1]);
+    }
+    close(c[0]);
+    close(r[1]);
+    kids.push_back(pid);
+    cmd.push_back(c[1]);
+    report.push_back(r[0]);
+  }
+  auto collect = [&](Report* sum) {
+    *sum = Report();
+    for (int fd : report) {
+      Report r;
+      if (read(fd, &r, sizeof(r)) == sizeof(r)) {
+        sum->connected += r.connected;
+        sum->answered += r.answered;
+      }
+    }
+  };
+  double t0 = NowS();
+  Report first;
+  collect(&first);
+  double open_s = NowS() - t0;
+  const uint64_t rss_open = WorkersAnonRss(s.pid());
+  const uint64_t slab_open = SlabBytes();
+  const double p99_loaded = P99Us(s.port(), 20000);
+  for (int fd : cmd) ASSERT_EQ(write(fd, "p", 1), 1);
+  Report second;
+  collect(&second);
+  for (int fd : cmd) {
+    ASSERT_EQ(write(fd, "q", 1), 1);
+    close(fd);
+  }
+  for (pid_t pid : kids) waitpid(pid, nullptr, 0);
+  for (int fd : report) close(fd);
+  const double p99_after = P99Us(s.port(), 20000);
+
+  double per_conn = first.connected > 0
+                        ? static_cast<double>(rss_open - rss_before) /
+                              static_cast<double>(first.connected)
+                        : 0;
+  std::printf("connections: %lld of %d open in %.1f s; PING answered by "
+              "%lld, then by %lld\n",
+              static_cast<long long>(first.connected), total, open_s,
+              static_cast<long long>(first.answered),
+              static_cast<long long>(second.answered));
+  std::printf("workers' anonymous RSS: %.1f MiB before, %.1f MiB with the "
+              "connections: %.0f bytes per connection\n",
+              rss_before / 1048576.0, rss_open / 1048576.0, per_conn);
+  std::printf("kernel slab: %.0f bytes more per connection, both ends "
+              "(the whole machine's, so only a guide)\n",
+              first.connected > 0
+                  ? (static_cast<double>(slab_open) -
+                     static_cast<double>(slab_before)) /
+                        static_cast<double>(first.connected)
+                  : 0.0);
+  std::printf("one more client's GET p99: %.1f us alone, %.1f us beside "
+              "the connections (%.2fx), %.1f us after they closed\n",
+              p99_alone, p99_loaded, p99_loaded / p99_alone, p99_after);
+  EXPECT_EQ(first.connected, total);
+  EXPECT_EQ(first.answered, total);
+  EXPECT_EQ(second.answered, total) << "every connection still answers";
+  EXPECT_LT(per_conn, 16384) << "an idle connection holds no buffers";
+  EXPECT_GT(p99_after, 0) << "the server still serves: " << s.log();
+}
+
+}  // namespace

@@ -1,0 +1,293 @@
+// shmkv started as a real server (master and workers, in a process group
+// of their own, on free ports and a name unique to the test) and a RESP
+// client on one connection: what the tests that speak to shmkv over
+// sockets share. SHMKV_BIN names the server's binary.
+#pragma once
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/store.h"
+
+namespace shmkv_test {
+
+using namespace std::chrono_literals;
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa));
+  socklen_t len = sizeof(sa);
+  getsockname(fd, reinterpret_cast<struct sockaddr*>(&sa), &len);
+  close(fd);
+  return ntohs(sa.sin_port);
+}
+
+int Connect(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa = {};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) != 0) {
+    close(fd);
+    return -1;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  return fd;
+}
+
+// A RESP client on one connection.
+class Client {
+ public:
+  explicit Client(int port) : fd_(Connect(port)) {}
+  ~Client() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return fd_ >= 0; }
+
+  static std::string Encode(const std::vector<std::string>& args) {
+    std::string s = "*" + std::to_string(args.size()) + "\r\n";
+    for (const std::string& a : args) {
+      s += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+    }
+    return s;
+  }
+  bool SendRaw(const std::string& s) {
+    size_t off = 0;
+    while (off < s.size()) {
+      ssize_t n = send(fd_, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // One reply, in its RESP text; "" on EOF or timeout.
+  std::string Reply() {
+    std::string out;
+    return ReadReply(&out) ? out : std::string();
+  }
+  std::string Call(const std::vector<std::string>& args) {
+    if (!SendRaw(Encode(args))) return "";
+    return Reply();
+  }
+  // True if the server closed the connection (EOF) within the timeout.
+  bool Closed() {
+    char c;
+    for (;;) {
+      if (pos_ < buf_.size()) return false;
+      struct pollfd p = {fd_, POLLIN, 0};
+      if (poll(&p, 1, 5000) <= 0) return false;
+      ssize_t n = recv(fd_, &c, 1, 0);
+      if (n <= 0) return true;
+      buf_.push_back(c);
+    }
+  }
+
+ private:
+  bool Fill(size_t need) {
+    while (buf_.size() - pos_ < need) {
+      struct pollfd p = {fd_, POLLIN, 0};
+      if (poll(&p, 1, 10000) <= 0) return false;
+      char tmp[65536];
+      ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+      if (n <= 0) return false;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  bool Line(std::string* line) {
+    for (;;) {
+      size_t e = buf_.find("\r\n", pos_);
+      if (e != std::string::npos) {
+        *line = buf_.substr(pos_, e - pos_);
+        pos_ = e + 2;
+        return true;
+      }
+      if (!Fill(buf_.size() - pos_ + 1)) return false;
+    }
+  }
+  bool ReadReply(std::string* out) {
+    std::string line;
+    if (!Line(&line) || line.empty()) return false;
+    *out += line + "\r\n";
+    if (line[0] == '$') {
+      long n = std::stol(line.substr(1));
+      if (n < 0) return true;
+      if (!Fill(static_cast<size_t>(n) + 2)) return false;
+      *out += buf_.substr(pos_, static_cast<size_t>(n) + 2);
+      pos_ += static_cast<size_t>(n) + 2;
+    } else if (line[0] == '*') {
+      long n = std::stol(line.substr(1));
+      for (long i = 0; i < n; ++i) {
+        if (!ReadReply(out)) return false;
+      }
+    }
+    if (pos_ > (1 << 20)) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+    return true;
+  }
+
+  int fd_;
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+std::string Bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+// A shmkv server (master + workers) in its own process group.
+class Server {
+ public:
+  // own: the segments are this test's to remove (a second server on a
+  // running server's segment does not own them).
+  explicit Server(const std::string& tag, bool own = true) : own_(own) {
+    name_ = "/shmkv_test_" + std::to_string(getpid()) + "_" + tag;
+    port_ = FreePort();
+    http_port_ = FreePort();
+    if (own_) Cleanup();
+  }
+  ~Server() {
+    Stop();
+    if (own_) Cleanup();
+    unlink(LogPath().c_str());  // shown by the failing assertions already
+  }
+  int port() const { return port_; }
+  int http_port() const { return http_port_; }
+  const std::string& name() const { return name_; }
+  pid_t pid() const { return pid_; }
+  std::string log() const {
+    std::ifstream in(LogPath());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  bool Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {
+        SHMKV_BIN, "--port", std::to_string(port_), "--http-port",
+        std::to_string(http_port_), "--name", name_, "--workers",
+        std::to_string(workers_), "--capacity", "100000", "--memory", "64M"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      if (fd_limit_ > 0) {
+        struct rlimit rl = {fd_limit_, fd_limit_};
+        setrlimit(RLIMIT_NOFILE, &rl);
+      }
+      FILE* f = std::fopen(LogPath().c_str(), "a");
+      dup2(fileno(f), 2);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(&a[0]);
+      argv.push_back(nullptr);
+      execv(SHMKV_BIN, argv.data());
+      _exit(127);
+    }
+    setpgid(pid_, pid_);
+    for (int i = 0; i < 500; ++i) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        pid_ = 0;
+        return false;
+      }
+      Client c(port_);
+      std::string pong = c.ok() ? c.Call({"PING"}) : "";
+      if (pong == "+PONG\r\n" || pong.rfind("-NOAUTH", 0) == 0) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+  int exit_code() const { return exit_code_; }
+  // The server's open files limit (soft and hard), from the next Start.
+  void set_fd_limit(rlim_t n) { fd_limit_ = n; }
+  // Worker processes, from the next Start (2 unless set).
+  void set_workers(int n) { workers_ = n; }
+
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+  }
+  // kill -9 of the master and every worker at once.
+  void KillAll() {
+    if (pid_ <= 0) return;
+    kill(-pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+    std::this_thread::sleep_for(100ms);  // workers die with the group
+  }
+  void Signal(int sig) { kill(pid_, sig); }
+
+  void Cleanup() {
+    shmkv::StoreConfig cfg;
+    cfg.name = name_;
+    std::string err;
+    EXPECT_TRUE(shmkv::RemoveStore(cfg, &err)) << err;
+  }
+
+ private:
+  std::string LogPath() const { return "/tmp" + name_ + ".log"; }
+  std::string name_;
+  int port_ = 0, http_port_ = 0, workers_ = 2;
+  rlim_t fd_limit_ = 0;  // 0: inherited
+  bool own_ = true;
+  pid_t pid_ = 0;
+  int exit_code_ = -1;
+};
+
+// The anonymous memory (heap and buffers, not the shared segments) of the
+// master's worker processes, in bytes.
+uint64_t WorkersAnonRss(pid_t master) {
+  uint64_t total = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    char state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid != master) continue;
+    std::ifstream status(e.path() / "status");
+    while (std::getline(status, line)) {
+      if (line.rfind("RssAnon:", 0) == 0) {
+        total += std::stoull(line.substr(8)) * 1024;  // kB
+      }
+    }
+  }
+  return total;
+}
+
+}  // namespace shmkv_test
