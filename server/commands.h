@@ -16,7 +16,7 @@ namespace shmkv {
 constexpr const char* kVersion = "0.1.0";
 
 struct ServerInfo {
-  uint64_t resp_port = 0, http_port = 0;
+  uint64_t resp_port = 0, http_port = 0, udp_port = 0;
   uint64_t workers = 0;
   int64_t start_ms = 0;
   std::string name;  // the segment, as given on the command line

@@ -31,6 +31,7 @@
 #include "server/commands.h"
 #include "server/fdpass.h"
 #include "server/pages.h"
+#include "server/sockets.h"
 #include "server/stats.h"
 #include "server/store.h"
 #include "server/worker.h"
@@ -41,6 +42,7 @@ namespace {
 struct Options {
   int port = 6380;
   int http_port = 8080;
+  int udp_port = 0;  // 0: no UDP
   int workers = 0;  // 0: one per core
   std::string seg = "/shmkv";
   std::string backend = "posix";
@@ -60,7 +62,7 @@ struct Options {
   std::string password;  // requirepass (never passed on a command line)
   // worker mode (set by the master when it execs a worker)
   int worker_slot = -1;
-  std::vector<int> resp_fds, http_fds;
+  std::vector<int> resp_fds, http_fds, udp_fds;
   int ready_fd = -1, ctl_fd = -1, adopt_fd = -1;
   bool worker_protected = false;
   int64_t start_ms = 0;
@@ -70,6 +72,9 @@ const char kUsage[] =
     "usage: shmkv [options]\n"
     "  --port N          RESP (Redis protocol) port            [6380]\n"
     "  --http-port N     HTTP port (0: none)                   [8080]\n"
+    "  --udp-port N      UDP port for GET, SET, DEL and INCR, one\n"
+    "                    request per datagram (0: none; not with a\n"
+    "                    password)                             [0]\n"
     "  --workers N       worker processes                      [cores]\n"
     "  --name SEG        the map's segment, named as shmc names it:\n"
     "                    posix:/NAME, sysv:KEY or file:PATH [posix:/shmkv]\n"
@@ -154,14 +159,16 @@ int ParseArgs(int argc, char** argv, Options* o) {
       if (o->bind.empty()) return Usage("--bind needs an address");
     } else if (!next(&v)) {
       return Usage(("unknown option or missing value: " + a).c_str());
-    } else if (a == "--port" || a == "--http-port" || a == "--workers") {
+    } else if (a == "--port" || a == "--http-port" || a == "--udp-port" ||
+               a == "--workers") {
       if (!ParseSize(v, &n) || n > 65535 ||
           (a == "--port" && n == 0) || (a == "--workers" && (n == 0 || n > 32))) {
         return Usage((a + ": bad value " + v).c_str());
       }
-      (a == "--port" ? o->port : a == "--http-port" ? o->http_port
-                                                     : o->workers) =
-          static_cast<int>(n);
+      (a == "--port"        ? o->port
+       : a == "--http-port" ? o->http_port
+       : a == "--udp-port"  ? o->udp_port
+                            : o->workers) = static_cast<int>(n);
     } else if (a == "--name") {
       o->seg = v;
     } else if (a == "--backend") {
@@ -217,8 +224,10 @@ int ParseArgs(int argc, char** argv, Options* o) {
       o->worker_protected = std::string(v) == "yes";
     } else if (a == "--worker-slot") {
       o->worker_slot = std::atoi(v);
-    } else if (a == "--resp-fd" || a == "--http-fd") {
-      std::vector<int>& fds = a == "--resp-fd" ? o->resp_fds : o->http_fds;
+    } else if (a == "--resp-fd" || a == "--http-fd" || a == "--udp-fd") {
+      std::vector<int>& fds = a == "--resp-fd"   ? o->resp_fds
+                              : a == "--http-fd" ? o->http_fds
+                                                 : o->udp_fds;
       for (const char* p = v; *p != '\0';) {
         char* end = nullptr;
         long fd = std::strtol(p, &end, 10);
@@ -286,99 +295,6 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   return true;
 }
 
-// An IPv4 or IPv6 address to listen on, with `port`.
-bool MakeAddr(const std::string& addr, int port, sockaddr_storage* ss,
-              socklen_t* len) {
-  std::memset(ss, 0, sizeof(*ss));
-  auto* v4 = reinterpret_cast<sockaddr_in*>(ss);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(ss);
-  if (inet_pton(AF_INET, addr.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port));
-    *len = sizeof(*v4);
-    return true;
-  }
-  if (inet_pton(AF_INET6, addr.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port));
-    *len = sizeof(*v6);
-    return true;
-  }
-  return false;
-}
-
-bool IsLoopback(const std::string& addr) {
-  return addr == "::1" || addr.compare(0, 4, "127.") == 0;
-}
-
-// A socket bound to addr:port; `reuse_port` shares it with the other
-// workers' sockets (SO_REUSEPORT). -1 with *err; *no_family when the
-// address family is not available on this machine (IPv6 disabled).
-int BindSocket(const std::string& addr, int port, bool reuse_port,
-               std::string* err, bool* no_family) {
-  *no_family = false;
-  sockaddr_storage ss;
-  socklen_t len = 0;
-  if (!MakeAddr(addr, port, &ss, &len)) {
-    *err = "--bind: '" + addr + "' is not an IPv4 or IPv6 address";
-    return -1;
-  }
-  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    *no_family = errno == EAFNOSUPPORT;
-    *err = addr + ": " + std::strerror(errno);
-    return -1;
-  }
-  int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (reuse_port) setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-  if (ss.ss_family == AF_INET6) {
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-  }
-  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
-    int e = errno;
-    *no_family = e == EADDRNOTAVAIL && ss.ss_family == AF_INET6;
-    *err = (ss.ss_family == AF_INET6 ? "[" + addr + "]" : addr) + ":" +
-           std::to_string(port) +
-           (e == EADDRINUSE ? " is in use (another server?)"
-                            : std::string(": ") + std::strerror(e));
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// A listening socket on addr:port shared with SO_REUSEPORT.
-int Listen(const std::string& addr, int port, std::string* err) {
-  bool no_family = false;
-  int fd = BindSocket(addr, port, true, err, &no_family);
-  if (fd >= 0 && listen(fd, 4096) != 0) {
-    *err = addr + ":" + std::to_string(port) + ": " + std::strerror(errno);
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Fails if anyone else (another shmkv included) listens on addr:port: a
-// bind without SO_REUSEPORT is refused by every listener. *skip is set for
-// a default address whose family this machine lacks (no IPv6).
-bool PortFree(const std::string& addr, int port, bool optional, bool* skip,
-              std::string* err) {
-  bool no_family = false;
-  *skip = false;
-  int fd = BindSocket(addr, port, false, err, &no_family);
-  if (fd < 0) {
-    if (optional && no_family) {
-      *skip = true;
-      return true;
-    }
-    return false;
-  }
-  close(fd);
-  return true;
-}
-
 class Master {
  public:
   Master(const Options& o, const StoreConfig& sc) : o_(o), sc_(sc) {}
@@ -396,9 +312,11 @@ class Master {
     std::vector<std::string> addrs;
     for (const std::string& a : o_.bind) {
       bool skip = false;
-      for (int port : {o_.port, o_.http_port}) {
+      for (auto [port, type] : {std::pair{o_.port, SOCK_STREAM},
+                                std::pair{o_.http_port, SOCK_STREAM},
+                                std::pair{o_.udp_port, SOCK_DGRAM}}) {
         if (port == 0 || skip) continue;
-        if (!PortFree(a, port, !o_.bind_given, &skip, &err)) {
+        if (!PortFree(a, port, type, !o_.bind_given, &skip, &err)) {
           std::fprintf(stderr, "shmkv: %s\n", err.c_str());
           return 1;
         }
@@ -447,6 +365,14 @@ class Master {
         }
         s.resp_fds.push_back(r);
         if (h >= 0) s.http_fds.push_back(h);
+        if (o_.udp_port != 0) {
+          int u = BindUdp(a, o_.udp_port, &err);
+          if (u < 0) {
+            std::fprintf(stderr, "shmkv: UDP %s\n", err.c_str());
+            return 1;
+          }
+          s.udp_fds.push_back(u);
+        }
       }
       slots_.push_back(s);
     }
@@ -464,16 +390,20 @@ class Master {
     for (size_t i = 0; i < slots_.size(); ++i) {
       if (!Spawn(i, true)) return Shutdown(1);
     }
-    std::fprintf(stderr, "shmkv %s: %zu workers, RESP port %d, HTTP port %d, "
+    std::string udp = o_.udp_port != 0
+                          ? ", UDP port " + std::to_string(o_.udp_port)
+                          : std::string();
+    std::fprintf(stderr, "shmkv %s: %zu workers, RESP port %d, HTTP port %d%s, "
                  "segment %s%s (%" PRIu64 " keys stored)\n", kVersion,
-                 slots_.size(), o_.port, o_.http_port, SegName(sc_).c_str(),
-                 sc_.hugepages ? " on hugepages" : "", store_->Keys());
+                 slots_.size(), o_.port, o_.http_port, udp.c_str(),
+                 SegName(sc_).c_str(), sc_.hugepages ? " on hugepages" : "",
+                 store_->Keys());
     return Loop();
   }
 
  private:
   struct Slot {
-    std::vector<int> resp_fds, http_fds;
+    std::vector<int> resp_fds, http_fds, udp_fds;
     pid_t pid = 0;
     int ctl_fd = -1;  // master's end of the worker's control socket
     size_t stats_slot = 0;
@@ -509,9 +439,11 @@ class Master {
         if (j == i) continue;
         for (int fd : slots_[j].resp_fds) close(fd);
         for (int fd : slots_[j].http_fds) close(fd);
+        for (int fd : slots_[j].udp_fds) close(fd);
       }
       for (int fd : s.resp_fds) fcntl(fd, F_SETFD, 0);
       for (int fd : s.http_fds) fcntl(fd, F_SETFD, 0);
+      for (int fd : s.udp_fds) fcntl(fd, F_SETFD, 0);
       // The password goes by the environment, never by argv (ps shows it).
       if (!o_.password.empty()) setenv("SHMKV_REQUIREPASS", o_.password.c_str(), 1);
       auto join = [](const std::vector<int>& fds) {
@@ -533,6 +465,7 @@ class Master {
           self_, "--worker-slot", std::to_string(stats_slot),
           "--resp-fd", join(s.resp_fds),
           "--http-fd", join(s.http_fds),
+          "--udp-fd", join(s.udp_fds),
           "--worker-protected", protect ? "yes" : "no",
           "--shm-mode", ModeText(),
           "--ready-fd", std::to_string(ready[1]),
@@ -540,6 +473,7 @@ class Master {
           "--adopt-fd", std::to_string(adopt_fd),
           "--port", std::to_string(o_.port),
           "--http-port", std::to_string(o_.http_port),
+          "--udp-port", std::to_string(o_.udp_port),
           "--workers", std::to_string(slots_.size()),
           "--name", SegName(sc_),
           "--capacity", std::to_string(o_.capacity),
@@ -754,6 +688,7 @@ int main(int argc, char** argv) {
     WorkerConfig wc;
     wc.resp_fds = o.resp_fds;
     wc.http_fds = o.http_fds;
+    wc.udp_fds = o.udp_fds;
     wc.protected_mode = o.worker_protected;
     if (const char* p = std::getenv("SHMKV_REQUIREPASS")) wc.password = p;
     unsetenv("SHMKV_REQUIREPASS");
@@ -764,6 +699,7 @@ int main(int argc, char** argv) {
     wc.store = sc;
     wc.info.resp_port = static_cast<uint64_t>(o.port);
     wc.info.http_port = static_cast<uint64_t>(o.http_port);
+    wc.info.udp_port = static_cast<uint64_t>(o.udp_port);
     wc.info.workers = static_cast<uint64_t>(o.workers);
     wc.info.start_ms = o.start_ms;
     wc.info.name = SegName(sc);
@@ -789,6 +725,10 @@ int main(int argc, char** argv) {
     if (const char* p = std::getenv("SHMKV_REQUIREPASS")) o.password = p;
   }
   unsetenv("SHMKV_REQUIREPASS");
+  if (o.udp_port != 0 && !o.password.empty()) {
+    return Usage("--udp-port: a datagram carries no password, so UDP cannot "
+                 "serve a server with requirepass");
+  }
   Master m(o, sc);
   return m.Run();
 }

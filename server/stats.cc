@@ -116,6 +116,7 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   v.evicted_clients = l.evicted_clients;
   v.timed_out_clients = l.timed_out_clients;
   v.rejected_connections = l.rejected_connections;
+  v.udp = l.udp;
   v.client_buffers = l.client_buffers;
   for (size_t c = 0; c < kMaxCommands; ++c) {
     if (l.calls[c] == 0) continue;
@@ -152,6 +153,7 @@ StatsTotals SharedStats::Merge() const {
     t.evicted_clients += copy.evicted_clients;
     t.timed_out_clients += copy.timed_out_clients;
     t.rejected_connections += copy.rejected_connections;
+    t.udp.Add(copy.udp);
     for (size_t c = 0; c < kMaxCommands; ++c) {
       const CommandWords& w = copy.cmd[c];
       if (w.calls == 0) continue;

@@ -32,6 +32,19 @@ struct CommandWords {
   uint64_t est[3][shmc::QuantileEstimator::kWords];  // per quantile: Save()
 };
 
+// The UDP path's counters (--udp-port): requests answered, datagrams
+// dropped as malformed or oversized, dropped from non-loopback peers in
+// protected mode, and reply datagrams the socket had no room for.
+struct UdpStats {
+  uint64_t requests, bad, denied, send_drops;
+  void Add(const UdpStats& o) {
+    requests += o.requests;
+    bad += o.bad;
+    denied += o.denied;
+    send_drops += o.send_drops;
+  }
+};
+
 // One worker's figures, as plain words.
 struct StatsValues {
   uint64_t pid;
@@ -48,6 +61,7 @@ struct StatsValues {
   // the bytes the worker's clients buffer now (live workers' count).
   uint64_t evicted_clients, timed_out_clients, client_buffers;
   uint64_t rejected_connections;  // refused at the open files limit
+  UdpStats udp;
   CommandWords cmd[kMaxCommands];
 };
 static_assert(std::is_trivially_copyable<StatsValues>::value &&
@@ -75,6 +89,7 @@ struct LocalStats {
   uint64_t cpu_user_us = 0, cpu_sys_us = 0;
   uint64_t evicted_clients = 0, timed_out_clients = 0, client_buffers = 0;
   uint64_t rejected_connections = 0;
+  UdpStats udp = {};
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::QuantileEstimator> est;  // kMaxCommands * 3
@@ -90,6 +105,7 @@ struct StatsTotals {
   uint64_t cpu_user_us = 0, cpu_sys_us = 0;  // every worker's, dead ones too
   uint64_t evicted_clients = 0, timed_out_clients = 0;
   uint64_t rejected_connections = 0;
+  UdpStats udp = {};
   uint64_t client_buffers = 0;  // live workers only
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};

@@ -27,6 +27,7 @@
 #include "server/http.h"
 #include "server/resp.h"
 #include "server/stats.h"
+#include "server/udp.h"
 
 namespace shmkv {
 
@@ -159,6 +160,16 @@ class Worker {
     }
     if (cfg_.ctl_fd >= 0) Add(cfg_.ctl_fd, EPOLLIN);
     if (cfg_.adopt_fd >= 0) Add(cfg_.adopt_fd, EPOLLIN);
+    udp_client_.id = NewClientId();
+    udp_client_.addr = "udp";
+    udp_client_.authed = true;  // no UDP with a password (main.cc)
+    for (int fd : cfg_.udp_fds) {
+      if (fd < 0) continue;
+      fcntl(fd, F_SETFD, FD_CLOEXEC);
+      udp_.push_back(std::make_unique<UdpServer>(fd, cfg_.protected_mode,
+                                                 limits_));
+      Add(fd, EPOLLIN);
+    }
     stats_.Publish(cfg_.slot, local_);
     if (cfg_.ready_fd >= 0) {
       (void)!write(cfg_.ready_fd, "R", 1);
@@ -224,6 +235,11 @@ class Worker {
           OnControl();
         } else if (fd == adopt_fd_) {
           Adopt();
+        } else if (UdpServer* u = FindUdp(fd)) {
+          u->OnReadable(
+              [this](const std::vector<std::string_view>& args,
+                     std::string* reply) { Run(&udp_client_, args, reply); },
+              &local_.udp);
         } else {
           auto it = conns_.find(fd);
           if (it == conns_.end()) continue;
@@ -285,6 +301,31 @@ class Worker {
       epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
       close(fd);
     }
+    // Datagrams wait in the master's UDP sockets for the replacement.
+    for (const auto& u : udp_) {
+      epoll_ctl(ep_, EPOLL_CTL_DEL, u->fd(), nullptr);
+      close(u->fd());
+    }
+    udp_.clear();
+  }
+
+  UdpServer* FindUdp(int fd) const {
+    for (const auto& u : udp_) {
+      if (u->fd() == fd) return u.get();
+    }
+    return nullptr;
+  }
+
+  // Runs one command for a client and records it.
+  void Run(ClientState* client, const std::vector<std::string_view>& args,
+           std::string* out) {
+    double t0 = MonoUs();
+    bool error = false;
+    ctx_.client = client;
+    size_t idx = Execute(args, &ctx_, out, &error);
+    local_.Record(idx, MonoUs() - t0);
+    ++local_.commands;
+    local_.errors += error;
   }
 
   // The master names our replacement: a socket to hand connections to.
@@ -630,13 +671,7 @@ class Worker {
       }
       c->in_off += used;
       if (args_.empty()) continue;  // an empty inline line
-      double t0 = MonoUs();
-      bool error = false;
-      ctx_.client = &c->client;
-      size_t idx = Execute(args_, &ctx_, &c->out, &error);
-      local_.Record(idx, MonoUs() - t0);
-      ++local_.commands;
-      local_.errors += error;
+      Run(&c->client, args_, &c->out);
       if (ctx_.quit) {
         ctx_.quit = false;
         c->closing = true;
@@ -712,6 +747,8 @@ class Worker {
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
   std::vector<std::string_view> args_;
   std::string inline_;  // an inline command's words, unquoted
+  std::vector<std::unique_ptr<UdpServer>> udp_;  // --udp-port
+  ClientState udp_client_;  // what every UDP request runs as
   bool draining_ = false;
   double drain_deadline_ = 0;
   int handoff_fd_ = -1;

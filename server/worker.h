@@ -1,6 +1,7 @@
 // A shmkv worker process: one epoll loop serving RESP and HTTP connections
-// accepted from its own pair of SO_REUSEPORT listening sockets, which it
-// inherits from the master (so the sockets, and the connections waiting in
+// accepted from its own pair of SO_REUSEPORT listening sockets (and, with
+// --udp-port, datagrams on its own UDP socket), which it inherits from the
+// master (so the sockets, and the connections waiting in
 // their accept queues, outlive any one worker: docs/server.md, "Hot
 // restart").
 #pragma once
@@ -17,6 +18,7 @@ namespace shmkv {
 
 struct WorkerConfig {
   std::vector<int> resp_fds, http_fds;  // one listening socket per address
+  std::vector<int> udp_fds;  // --udp-port: one datagram socket per address
   // Protected mode (Redis's): bound beyond loopback with no password, so
   // clients from other hosts are refused with Redis's DENIED error.
   bool protected_mode = false;

@@ -46,6 +46,8 @@ using shmkv_test::Bulk;
 using shmkv_test::Client;
 using shmkv_test::Connect;
 using shmkv_test::FreePort;
+using shmkv_test::InfoField;
+using shmkv_test::NonLoopbackIPv4;
 using shmkv_test::Server;
 using shmkv_test::WorkersAnonRss;
 
@@ -70,14 +72,6 @@ std::string HttpExchange(int fd, const std::string& req) {
     }
   }
   return resp;
-}
-
-std::string InfoField(Client* c, const std::string& field) {
-  std::string r = c->Call({"INFO"});
-  size_t p = r.find(field + ":");
-  if (p == std::string::npos) return "";
-  size_t e = r.find("\r\n", p);
-  return r.substr(p + field.size() + 1, e - p - field.size() - 1);
 }
 
 TEST(Shmkv, EveryCommand) {
@@ -929,23 +923,6 @@ TEST(Shmkv, HotRestartKeepsTransactionsWhole) {
     if (moved == before) std::this_thread::sleep_for(50ms);
   }
   EXPECT_NE(moved, before);
-}
-
-// A non-loopback address of this machine, or "" when it has none.
-std::string NonLoopbackIPv4() {
-  struct ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return "";
-  std::string out;
-  for (struct ifaddrs* i = list; i != nullptr && out.empty(); i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    auto* a = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
-    if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) continue;
-    char buf[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
-    out = buf;
-  }
-  freeifaddrs(list);
-  return out;
 }
 
 int ConnectTo(const std::string& ip, int port) {

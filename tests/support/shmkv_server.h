@@ -6,6 +6,7 @@
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -288,6 +289,33 @@ uint64_t WorkersAnonRss(pid_t master) {
     }
   }
   return total;
+}
+
+// A field of INFO's reply ("" if absent).
+std::string InfoField(Client* c, const std::string& field) {
+  std::string r = c->Call({"INFO"});
+  size_t p = r.find(field + ":");
+  if (p == std::string::npos) return "";
+  size_t e = r.find("\r\n", p);
+  return r.substr(p + field.size() + 1, e - p - field.size() - 1);
+}
+
+// The first IPv4 address of this machine that is not a loopback one ("" if
+// none).
+std::string NonLoopbackIPv4() {
+  struct ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string out;
+  for (struct ifaddrs* i = list; i != nullptr && out.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    auto* a = reinterpret_cast<sockaddr_in*>(i->ifa_addr);
+    if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) continue;
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof(buf));
+    out = buf;
+  }
+  freeifaddrs(list);
+  return out;
 }
 
 }  // namespace shmkv_test
