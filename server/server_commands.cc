@@ -348,6 +348,8 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"stats", "udp_denied_datagrams", "udp_denied_datagrams",
        n(t.udp.denied)},
       {"stats", "udp_reply_drops", "udp_reply_drops", n(t.udp.send_drops)},
+      {"stats", "udp_receive_batches", "udp_receive_batches",
+       n(t.udp.batches)},
       {"stats", "expired_keys", nullptr, relaxed(ctl->expired_keys)},
       {"stats", "write_lock_recoveries", nullptr,
        relaxed(ctl->lock_recoveries)},

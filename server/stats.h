@@ -34,14 +34,17 @@ struct CommandWords {
 
 // The UDP path's counters (--udp-port): requests answered, datagrams
 // dropped as malformed or oversized, dropped from non-loopback peers in
-// protected mode, and reply datagrams the socket had no room for.
+// protected mode, reply datagrams the socket had no room for, and the
+// recvmmsg calls that returned datagrams (datagrams / batches: how much
+// batching there is).
 struct UdpStats {
-  uint64_t requests, bad, denied, send_drops;
+  uint64_t requests, bad, denied, send_drops, batches;
   void Add(const UdpStats& o) {
     requests += o.requests;
     bad += o.bad;
     denied += o.denied;
     send_drops += o.send_drops;
+    batches += o.batches;
   }
 };
 

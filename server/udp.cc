@@ -82,6 +82,7 @@ void UdpServer::OnReadable(const Run& run, UdpStats* stats) {
     }
     int got = recvmmsg(fd_, msgs, kBatch, MSG_DONTWAIT, nullptr);
     if (got <= 0) return;  // EAGAIN: nothing more waiting
+    ++stats->batches;
     replies_.resize(static_cast<size_t>(got));
     out_.clear();
     for (size_t i = 0; i < static_cast<size_t>(got); ++i) {
