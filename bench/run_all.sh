@@ -76,6 +76,7 @@ bench queue_bench
 bench percentile_bench
 bench double_buf_bench
 bench double_table_bench --rounds 11
+if [ "$shmkv" = 1 ]; then bench udp_bench --rounds 3 --seconds 2; fi
 bench sorted_array_bench
 
 if [ "$shmkv" = 1 ]; then
