@@ -105,18 +105,20 @@ class ShmDoubleBuf {
   void* BeginWrite(size_t len) {
     const char* who = "ShmDoubleBuf::BeginWrite";
     if (!writer_) {
-      Fail(ErrorCode::kNotInitialized, who, "not initialized for writing");
+      seg_.FailOn(&error_, ErrorCode::kNotInitialized, who,
+                  "not initialized for writing");
       return nullptr;
     }
     if (len > half_) {
-      Fail(ErrorCode::kInvalidArgument, who, "%zu bytes exceed max_bytes %llu",
-           len, static_cast<unsigned long long>(half_));
+      seg_.FailOn(&error_, ErrorCode::kInvalidArgument, who,
+                  "%zu bytes exceed max_bytes %llu", len,
+                  static_cast<unsigned long long>(half_));
       return nullptr;
     }
     uint32_t spare = pins_.spare();
     std::string why;
     if (!pins_.WaitUnpinned(spare, wait_ms_, &why)) {
-      Fail(ErrorCode::kTimeout, who, "%s", why.c_str());
+      seg_.FailOn(&error_, ErrorCode::kTimeout, who, "%s", why.c_str());
       return nullptr;
     }
     pending_len_ = len;
@@ -148,40 +150,16 @@ class ShmDoubleBuf {
   // Pins the current version in place until destroyed or Release()d.
   class ReadGuard {
    public:
-    ReadGuard() = default;
-    ReadGuard(ReadGuard&& o) noexcept { *this = std::move(o); }
-    ReadGuard& operator=(ReadGuard&& o) noexcept {
-      if (this != &o) {
-        Release();
-        slot_ = o.slot_;
-        data_ = o.data_;
-        size_ = o.size_;
-        version_ = o.version_;
-        o.slot_ = nullptr;
-      }
-      return *this;
-    }
-    ReadGuard(const ReadGuard&) = delete;
-    ReadGuard& operator=(const ReadGuard&) = delete;
-    ~ReadGuard() { Release(); }
-
     // False when nothing was pinned (no version published yet, or error).
-    bool ok() const { return slot_ != nullptr; }
+    bool ok() const { return pin_.held(); }
     const void* data() const { return data_; }
     size_t size() const { return size_; }
     uint64_t version() const { return version_; }
-    void Release() {
-      if (slot_ != nullptr) {
-        // SYNC POINT (release): the reads of the half are done before the
-        // writer can see the pin gone.
-        detail::DoublePins::Unpin(slot_);
-        slot_ = nullptr;
-      }
-    }
+    void Release() { pin_.Release(); }
 
    private:
     friend class ShmDoubleBuf;
-    detail::DoubleBufSlot* slot_ = nullptr;
+    detail::PinHold pin_;
     const void* data_ = nullptr;
     size_t size_ = 0;
     uint64_t version_ = 0;
@@ -196,7 +174,7 @@ class ShmDoubleBuf {
     if (s == 0) return g;  // nothing published yet
     uint32_t h = detail::StateHalf(s);
     uint64_t len = hdr_->len[h].load(std::memory_order_relaxed);
-    g.slot_ = mine_;
+    g.pin_ = detail::PinHold(mine_);
     g.data_ = Half(h);
     g.size_ = static_cast<size_t>(len <= half_ ? len : half_);
     g.version_ = detail::StateVersion(s);
@@ -266,23 +244,13 @@ class ShmDoubleBuf {
     return true;
   }
 
-  __attribute__((format(printf, 4, 5))) bool Fail(ErrorCode code,
-                                                  const char* who,
-                                                  const char* fmt, ...) {
-    char detail_msg[512];
-    va_list args;
-    va_start(args, fmt);
-    std::vsnprintf(detail_msg, sizeof(detail_msg), fmt, args);
-    va_end(args);
-    return detail::Segment<Alloc>::Fail(&error_, code, 0, seg_.key(), who,
-                                        "%s", detail_msg);
-  }
-
   bool ClaimSlot(const char* who) {
     mine_ = pins_.Claim();
     if (mine_ != nullptr) return true;
-    Fail(ErrorCode::kNoSlot, who, "all %llu reader slots are held by live "
-         "processes", static_cast<unsigned long long>(slots_));
+    seg_.FailOn(&error_, ErrorCode::kNoSlot, who,
+                "all %llu reader slots are held by live "
+                "processes",
+                static_cast<unsigned long long>(slots_));
     seg_.Reset();
     hdr_ = nullptr;
     pins_ = detail::DoublePins();

@@ -118,8 +118,10 @@ class ShmDoubleTable {
     Bind(lay, true);
     mine_ = pins_.Claim();
     if (mine_ == nullptr) {
-      Fail(ErrorCode::kNoSlot, who, "all %llu reader slots are held by live "
-           "processes", static_cast<unsigned long long>(lay.reader_slots()));
+      seg_.FailOn(&error_, ErrorCode::kNoSlot, who,
+                  "all %llu reader slots are held by live "
+                  "processes",
+                  static_cast<unsigned long long>(lay.reader_slots()));
       Unbind();
       return false;
     }
@@ -141,13 +143,14 @@ class ShmDoubleTable {
     const char* who = "ShmDoubleTable::BeginBuild";
     error_.Clear();
     if (!writer_) {
-      Fail(ErrorCode::kNotInitialized, who, "not initialized for writing");
+      seg_.FailOn(&error_, ErrorCode::kNotInitialized, who,
+                  "not initialized for writing");
       return nullptr;
     }
     uint32_t spare = pins_.spare();
     std::string why;
     if (!pins_.WaitUnpinned(spare, wait_ms_, &why)) {
-      Fail(ErrorCode::kTimeout, who, "%s", why.c_str());
+      seg_.FailOn(&error_, ErrorCode::kTimeout, who, "%s", why.c_str());
       return nullptr;
     }
     detail::DoubleTableHalf* dst = HalfHeader(spare);
@@ -156,12 +159,14 @@ class ShmDoubleTable {
     char* to = HalfData(spare);
     if (from == kCopyCurrent && detail::StateVersion(s) != 0) {
       uint32_t cur = detail::StateHalf(s);
-      uint64_t sum = detail::CopyWithChecksum(to, HalfData(cur),
-                                              lay_.summed_bytes());
+      uint64_t sum =
+          detail::CopyWithChecksum(to, HalfData(cur), lay_.summed_bytes());
       if (sum != HalfHeader(cur)->checksum) {
-        Fail(ErrorCode::kCorrupted, who, "version %llu (half %u) fails its "
-             "checksum: cannot copy it; build from kEmpty",
-             static_cast<unsigned long long>(detail::StateVersion(s)), cur);
+        seg_.FailOn(&error_, ErrorCode::kCorrupted, who,
+                    "version %llu (half %u) fails its "
+                    "checksum: cannot copy it; build from kEmpty",
+                    static_cast<unsigned long long>(detail::StateVersion(s)),
+                    cur);
         return nullptr;
       }
     } else {
@@ -193,24 +198,8 @@ class ShmDoubleTable {
   // a guard must not outlive its ShmDoubleTable.
   class Pinned {
    public:
-    Pinned() = default;
-    Pinned(Pinned&& o) noexcept { *this = std::move(o); }
-    Pinned& operator=(Pinned&& o) noexcept {
-      if (this != &o) {
-        Release();
-        slot_ = o.slot_;
-        table_ = o.table_;
-        version_ = o.version_;
-        o.slot_ = nullptr;
-      }
-      return *this;
-    }
-    Pinned(const Pinned&) = delete;
-    Pinned& operator=(const Pinned&) = delete;
-    ~Pinned() { Release(); }
-
     // False when nothing is pinned (no version published yet).
-    bool ok() const { return slot_ != nullptr; }
+    bool ok() const { return pin_.held(); }
     uint64_t version() const { return version_; }
     const Table& table() const { return *table_; }
     const volatile Node* Find(const Key& key) const {
@@ -220,16 +209,11 @@ class ShmDoubleTable {
                     const volatile Node** out) const {
       return table_->FindMany(keys, n, out);
     }
-    void Release() {
-      if (slot_ != nullptr) {
-        detail::DoublePins::Unpin(slot_);
-        slot_ = nullptr;
-      }
-    }
+    void Release() { pin_.Release(); }
 
    private:
     friend class ShmDoubleTable;
-    detail::DoubleBufSlot* slot_ = nullptr;
+    detail::PinHold pin_;
     const Table* table_ = nullptr;
     uint64_t version_ = 0;
   };
@@ -239,7 +223,7 @@ class ShmDoubleTable {
     if (mine_ == nullptr) return p;
     uint64_t s = pins_.Pin(mine_);
     if (s == 0) return p;
-    p.slot_ = mine_;
+    p.pin_ = detail::PinHold(mine_);
     p.table_ = &tables_[detail::StateHalf(s)];
     p.version_ = detail::StateVersion(s);
     return p;
@@ -322,7 +306,8 @@ class ShmDoubleTable {
   // The pinned current half's header and checksum against its bytes.
   bool Verify(const char* who) {
     if (mine_ == nullptr) {
-      return Fail(ErrorCode::kNotInitialized, who, "not attached as reader");
+      return seg_.FailOn(&error_, ErrorCode::kNotInitialized, who,
+                         "not attached as reader");
     }
     Pinned p = Pin();
     if (!p.ok()) return true;  // nothing published yet
@@ -330,32 +315,22 @@ class ShmDoubleTable {
     const detail::DoubleTableHalf* hh = HalfHeader(h);
     uint64_t sealed = hh->sealed.load(std::memory_order_relaxed);
     if (sealed != p.version()) {
-      return Fail(ErrorCode::kCorrupted, who, "the current half (%u) says "
-                  "version %llu, the state word %llu", h,
-                  static_cast<unsigned long long>(sealed),
-                  static_cast<unsigned long long>(p.version()));
+      return seg_.FailOn(&error_, ErrorCode::kCorrupted, who,
+                         "the current half (%u) says "
+                         "version %llu, the state word %llu",
+                         h, static_cast<unsigned long long>(sealed),
+                         static_cast<unsigned long long>(p.version()));
     }
     uint64_t sum = detail::HalfChecksum(HalfData(h), lay_.summed_bytes());
     if (sum != hh->checksum) {
-      return Fail(ErrorCode::kCorrupted, who, "version %llu (half %u) fails "
-                  "its checksum: stored %016llx, computed %016llx",
-                  static_cast<unsigned long long>(p.version()), h,
-                  static_cast<unsigned long long>(hh->checksum),
-                  static_cast<unsigned long long>(sum));
+      return seg_.FailOn(&error_, ErrorCode::kCorrupted, who,
+                         "version %llu (half %u) fails "
+                         "its checksum: stored %016llx, computed %016llx",
+                         static_cast<unsigned long long>(p.version()), h,
+                         static_cast<unsigned long long>(hh->checksum),
+                         static_cast<unsigned long long>(sum));
     }
     return true;
-  }
-
-  __attribute__((format(printf, 4, 5))) bool Fail(ErrorCode code,
-                                                  const char* who,
-                                                  const char* fmt, ...) {
-    char msg[512];
-    va_list args;
-    va_start(args, fmt);
-    std::vsnprintf(msg, sizeof(msg), fmt, args);
-    va_end(args);
-    return detail::Segment<Alloc>::Fail(&error_, code, 0, seg_.key(), who,
-                                        "%s", msg);
   }
 
   void ReleaseSlot() {

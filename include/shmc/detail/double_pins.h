@@ -50,6 +50,39 @@ constexpr uint32_t StateHalf(uint64_t state) {
   return static_cast<uint32_t>(state & 1);
 }
 
+// A reader's pin, held until released or destroyed (move-only): the guard
+// part of ShmDoubleBuf::ReadGuard and ShmDoubleTable::Pinned.
+class PinHold {
+ public:
+  PinHold() = default;
+  explicit PinHold(DoubleBufSlot* slot) : slot_(slot) {}
+  PinHold(PinHold&& o) noexcept : slot_(o.slot_) { o.slot_ = nullptr; }
+  PinHold& operator=(PinHold&& o) noexcept {
+    if (this != &o) {
+      Release();
+      slot_ = o.slot_;
+      o.slot_ = nullptr;
+    }
+    return *this;
+  }
+  PinHold(const PinHold&) = delete;
+  PinHold& operator=(const PinHold&) = delete;
+  ~PinHold() { Release(); }
+
+  bool held() const { return slot_ != nullptr; }
+  void Release() {
+    if (slot_ != nullptr) {
+      // SYNC POINT (release): the reads of the half are done before the
+      // writer can see the pin gone.
+      slot_->pin.store(0, std::memory_order_release);
+      slot_ = nullptr;
+    }
+  }
+
+ private:
+  DoubleBufSlot* slot_ = nullptr;
+};
+
 // The pin protocol over a header and its slots, as mapped by one process.
 class DoublePins {
  public:
@@ -75,12 +108,6 @@ class DoublePins {
       mine->pin.store(0, std::memory_order_relaxed);
     }
   }
-  static void Unpin(DoubleBufSlot* mine) {
-    // SYNC POINT (release): the reads of the half are done before the
-    // writer can see the pin gone.
-    mine->pin.store(0, std::memory_order_release);
-  }
-
   // Writer: the half a build goes into.
   uint32_t spare() const {
     return StateHalf(hdr_->state.load(std::memory_order_seq_cst)) ^ 1;

@@ -129,7 +129,8 @@ class DoubleTableLayout {
     s.layout_version = kDoubleTableLayoutVersion;
     s.header_size = static_cast<uint32_t>(slots_offset());
     s.total_size = total_size();
-    s.params.push_back({kParamReaderSlots, reader_slots_, ParamRole::kGeometry});
+    s.params.push_back(
+        {kParamReaderSlots, reader_slots_, ParamRole::kGeometry});
     return s;
   }
 

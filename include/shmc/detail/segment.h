@@ -455,6 +455,19 @@ class Segment {
     return true;
   }
 
+  // Fail() for this segment's key, with no errno.
+  __attribute__((format(printf, 5, 6))) bool FailOn(Error* err, ErrorCode code,
+                                                    const char* who,
+                                                    const char* fmt,
+                                                    ...) const {
+    char detail[1024];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(detail, sizeof(detail), fmt, args);
+    va_end(args);
+    return Fail(err, code, 0, key_, who, "%s", detail);
+  }
+
   __attribute__((format(printf, 6, 7))) static bool Fail(
       Error* err, ErrorCode code, int sys_errno, const std::string& key,
       const char* who, const char* fmt, ...) {
