@@ -37,8 +37,17 @@ void LocalStats::Record(size_t cmd, double us) {
 
 StatsTotals::StatsTotals() : est(MakeEstimators()) {}
 
-bool SharedStats::Open(const std::string& key, bool create, std::string* err) {
+bool SharedStats::Open(const std::string& key, bool create, std::string* err,
+                       bool* other_layout) {
+  if (other_layout != nullptr) *other_layout = false;
   if (!arr_.InitForWrite(key, kMaxWorkerSlots)) {
+    shmc::ErrorCode code = arr_.last_error().code;
+    if (other_layout != nullptr && !create &&
+        (code == shmc::ErrorCode::kLayoutMismatch ||
+         code == shmc::ErrorCode::kSizeMismatch ||
+         code == shmc::ErrorCode::kVersionMismatch)) {
+      *other_layout = true;
+    }
     // Statistics are not data: the master replaces a segment of another
     // layout (an earlier shmkv with fewer commands) if it is shmc's own.
     if (!create ||
@@ -91,11 +100,13 @@ bool ReadSlot(const StatsSlot* s, StatsValues* v) {
 }  // namespace
 
 void SharedStats::Clear(size_t slot) {
+  if (!open()) return;
   WriteSlot(const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]),
             StatsValues{});
 }
 
 void SharedStats::Publish(size_t slot, const LocalStats& l) {
+  if (!open()) return;
   StatsSlot* s = const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]);
   StatsValues v;
   // Only this worker writes its slot: start from what it holds (a command
@@ -131,7 +142,7 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
 StatsTotals SharedStats::Merge() const {
   StatsTotals t;
   StatsValues copy;
-  for (size_t i = 0; i < kMaxWorkerSlots; ++i) {
+  for (size_t i = 0; open() && i < kMaxWorkerSlots; ++i) {
     const StatsSlot* s = const_cast<const StatsSlot*>(&arr_[static_cast<int>(i)]);
     bool ok = ReadSlot(s, &copy);
     if (!ok || copy.pid == 0) continue;

@@ -118,7 +118,13 @@ struct StatsTotals {
 
 class SharedStats {
  public:
-  bool Open(const std::string& key, bool create, std::string* err);
+  // A worker (create false) that finds the segment in another layout (made
+  // by the master of an older or newer build, which a hot upgrade keeps
+  // running) gets false with *other_layout set: it may serve without
+  // publishing (Publish and Clear do nothing, Merge counts nothing).
+  bool Open(const std::string& key, bool create, std::string* err,
+            bool* other_layout = nullptr);
+  bool open() const { return arr_.is_initialized(); }
   // Master: clears slot i for a new worker.
   void Clear(size_t slot);
   // Worker: writes its slot.

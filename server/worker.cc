@@ -120,9 +120,19 @@ class Worker {
       std::fprintf(stderr, "shmkv worker %zu: %s\n", cfg_.slot, err.c_str());
       return 1;
     }
-    if (!stats_.Open(ControlKey(cfg_.store) + ".stats", false, &err)) {
-      std::fprintf(stderr, "shmkv worker %zu: %s\n", cfg_.slot, err.c_str());
-      return 1;
+    bool other_layout = false;
+    if (!stats_.Open(ControlKey(cfg_.store) + ".stats", false, &err,
+                     &other_layout)) {
+      if (!other_layout) {
+        std::fprintf(stderr, "shmkv worker %zu: %s\n", cfg_.slot, err.c_str());
+        return 1;
+      }
+      // A hot upgrade across a change of the statistics' layout: serving
+      // matters more than counting. A full restart brings them back.
+      std::fprintf(stderr, "shmkv worker %zu: serving without statistics: "
+                   "the running master's statistics segment has another "
+                   "layout (%s); restart the master to count again\n",
+                   cfg_.slot, err.c_str());
     }
     adopt_fd_ = cfg_.adopt_fd;
     if (adopt_fd_ >= 0) {

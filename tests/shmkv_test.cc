@@ -35,6 +35,7 @@
 #include "server/store.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_array.h"
 #include "shmc/shm_hash_table.h"
 #include "tests/support/shmkv_server.h"
 #include "tests/support/test_util.h"
@@ -858,6 +859,37 @@ TEST(ShmkvVsRedis, RequirePass) {
 // A hot restart moves open connections to the new workers with what they
 // carry: an authenticated client stays authenticated and keeps its name,
 // one that never authenticated still gets NOAUTH.
+// A hot upgrade to a build whose statistics have another layout (the
+// running master's segment has the old one): the new workers serve
+// without publishing statistics instead of failing, so the reload goes
+// through. Here the segment is swapped for one of another layout.
+TEST(Shmkv, HotUpgradeAcrossAStatsLayoutChangeServes) {
+  Server s("statsupg");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  ASSERT_EQ(c.Call({"SET", "a", "1"}), "+OK\r\n");
+  const std::string stats = s.name() + ".ctl.stats";
+  ASSERT_TRUE(shmc::POSIX().Unlink(stats));
+  struct Other {
+    uint64_t words[3];
+  };
+  {
+    shmc::ShmArray<Other, shmc::POSIX> other;
+    ASSERT_TRUE(other.InitForWrite(stats, 64)) << other.last_error().message;
+  }
+  s.Signal(SIGHUP);
+  for (int i = 0; i < 500 && InfoField(&c, "reloads") != "1"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(InfoField(&c, "reloads"), "1") << s.log();
+  EXPECT_NE(s.log().find("serving without statistics"), std::string::npos)
+      << s.log();
+  EXPECT_EQ(s.log().find("reload stopped"), std::string::npos) << s.log();
+  Client after(s.port());
+  EXPECT_EQ(after.Call({"GET", "a"}), "$1\r\n1\r\n");
+  EXPECT_EQ(after.Call({"SET", "b", "2"}), "+OK\r\n");
+}
+
 TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   std::string pwfile = "/tmp/shmkv_test_" + std::to_string(getpid()) + ".pw2";
   {
