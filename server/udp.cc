@@ -140,14 +140,22 @@ void UdpServer::Flush(UdpStats* stats) {
       msgs[k].msg_hdr.msg_namelen = peer_lens_[o.peer];
     }
     int sent = sendmmsg(fd_, msgs, static_cast<unsigned>(n), MSG_DONTWAIT);
-    if (sent <= 0) {
-      // No room in the socket's buffer (or the peer is gone): a datagram
-      // may be lost anyway, and its client times out. Drop this one.
-      ++stats->send_drops;
-      first += 1;
+    if (sent > 0) {
+      first += static_cast<size_t>(sent);
       continue;
     }
-    first += static_cast<size_t>(sent);
+    // A datagram may be lost anyway; its client times out and asks again.
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+      // No room in the socket's buffer: the rest cannot go either.
+      stats->send_drops += out_.size() - first;
+      break;
+    }
+    ++stats->send_drops;  // this peer's address was refused: skip it
+    ++first;
+  }
+  // A large reply's buffer is not kept for the next batch.
+  for (std::string& r : replies_) {
+    if (r.capacity() > kKeepReply) std::string().swap(r);
   }
 }
 

@@ -80,6 +80,7 @@ class UdpServer {
 
  private:
   static constexpr size_t kBatch = 32;
+  static constexpr size_t kKeepReply = 64 << 10;
 
   // The reply to one datagram in *reply; false to drop it.
   bool Answer(const char* p, size_t n, const Run& run, UdpFrame* frame,
