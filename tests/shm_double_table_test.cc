@@ -124,6 +124,45 @@ TYPED_TEST(ShmDoubleTableTest, BuildCommitFindEdit) {
   EXPECT_EQ(r.last_error().code, shmc::ErrorCode::kNotInitialized);
 }
 
+// A pin held while the same reader object pins again (Get, Verify, a
+// second Pin) stays: the nested pins share its version, and the updater
+// still cannot rewrite that half until the last of them goes. Abort drops
+// a build unpublished.
+TEST(ShmDoubleTable, NestedPinsKeepTheOuterOne) {
+  ScopedKey<shmc::POSIX> key;
+  Dt<shmc::POSIX> w, r;
+  ASSERT_TRUE(w.InitForWrite(key, 100, 4));
+  w.set_publish_wait_ms(100);
+  auto* t = w.BeginBuild(Dt<shmc::POSIX>::kEmpty);
+  ASSERT_NE(t, nullptr);
+  ASSERT_TRUE(Fill(t, 10, 1));
+  ASSERT_EQ(w.Commit(), 1u);
+  ASSERT_TRUE(r.InitForRead(key));
+  auto outer = r.Pin();
+  ASSERT_EQ(outer.version(), 1u);
+  ASSERT_NE(w.BeginBuild(), nullptr);
+  ASSERT_EQ(w.Commit(), 2u);
+  Node copy;
+  ASSERT_TRUE(r.Get(3, &copy));
+  EXPECT_EQ(copy.val, ValueOf(3, 1)) << "nested: the outer pin's version";
+  EXPECT_TRUE(r.Verify()) << r.last_error().message;
+  {
+    auto inner = r.Pin();
+    EXPECT_EQ(inner.version(), 1u);
+  }
+  EXPECT_EQ(w.BeginBuild(), nullptr) << "version 1's half is still pinned";
+  EXPECT_EQ(w.last_error().code, shmc::ErrorCode::kTimeout);
+  EXPECT_EQ(outer.Find(3)->val, ValueOf(3, 1));
+  outer.Release();
+  t = w.BeginBuild();
+  ASSERT_NE(t, nullptr) << w.last_error().message;
+  w.Abort();
+  EXPECT_EQ(w.Commit(), 0u) << "an aborted build is not committed";
+  EXPECT_EQ(r.version(), 2u);
+  ASSERT_TRUE(r.Get(3, &copy));
+  EXPECT_EQ(copy.val, ValueOf(3, 1)) << "version 2 copied version 1";
+}
+
 // An updater process rebuilds (copy and edit every value) as fast as it
 // can while two reader processes look up 1.2M keys in all through pins,
 // some held long: every answer is the pinned version's, none from a

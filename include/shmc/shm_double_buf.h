@@ -165,16 +165,17 @@ class ShmDoubleBuf {
     uint64_t version_ = 0;
   };
 
-  // One guard per reader object at a time (a second pins over the first);
+  // Guards of one reader object nest: while one is alive, another (and
+  // every read that pins for itself) gets the same version;
   // a guard must not outlive the ShmDoubleBuf it came from.
   ReadGuard ReadInPlace() const {
     ReadGuard g;
     if (mine_ == nullptr) return g;
-    uint64_t s = pins_.Pin(mine_);
+    uint64_t s = pins_.Pin(mine_, depth_);
     if (s == 0) return g;  // nothing published yet
     uint32_t h = detail::StateHalf(s);
     uint64_t len = hdr_->len[h].load(std::memory_order_relaxed);
-    g.pin_ = detail::PinHold(mine_);
+    g.pin_ = detail::PinHold(mine_, &depth_);
     g.data_ = Half(h);
     g.size_ = static_cast<size_t>(len <= half_ ? len : half_);
     g.version_ = detail::StateVersion(s);
@@ -269,6 +270,7 @@ class ShmDoubleBuf {
   detail::DoubleBufHeader* hdr_ = nullptr;
   detail::DoublePins pins_;
   detail::DoubleBufSlot* mine_ = nullptr;
+  mutable int depth_ = 0;  // this object's live guards (PinHold)
   char* halves_ = nullptr;
   uint64_t half_ = 0, slots_ = 0;
   uint64_t wait_ms_ = 1000;

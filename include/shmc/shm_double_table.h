@@ -194,7 +194,8 @@ class ShmDoubleTable {
 
   // --- reader ---------------------------------------------------------
   // The current version, pinned until the guard is released or destroyed.
-  // One guard per reader object at a time (a second pins over the first);
+  // Guards of one reader object nest: while one is alive, another (and
+  // every read that pins for itself) gets the same version;
   // a guard must not outlive its ShmDoubleTable.
   class Pinned {
    public:
@@ -221,9 +222,9 @@ class ShmDoubleTable {
   Pinned Pin() const {
     Pinned p;
     if (mine_ == nullptr) return p;
-    uint64_t s = pins_.Pin(mine_);
+    uint64_t s = pins_.Pin(mine_, depth_);
     if (s == 0) return p;
-    p.pin_ = detail::PinHold(mine_);
+    p.pin_ = detail::PinHold(mine_, &depth_);
     p.table_ = &tables_[detail::StateHalf(s)];
     p.version_ = detail::StateVersion(s);
     return p;
@@ -345,6 +346,7 @@ class ShmDoubleTable {
   detail::DoubleTableLayout lay_;
   detail::DoublePins pins_;
   detail::DoubleBufSlot* mine_ = nullptr;
+  mutable int depth_ = 0;  // this object's live guards (PinHold)
   Table tables_[2];
   uint64_t wait_ms_ = 1000;
   bool writer_ = false;

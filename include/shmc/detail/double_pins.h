@@ -51,16 +51,23 @@ constexpr uint32_t StateHalf(uint64_t state) {
 }
 
 // A reader's pin, held until released or destroyed (move-only): the guard
-// part of ShmDoubleBuf::ReadGuard and ShmDoubleTable::Pinned.
+// part of ShmDoubleBuf::ReadGuard and ShmDoubleTable::Pinned. A reader
+// object has one slot, so its guards nest: `depth` counts those alive,
+// and only the last one to go clears the pin.
 class PinHold {
  public:
   PinHold() = default;
-  explicit PinHold(DoubleBufSlot* slot) : slot_(slot) {}
-  PinHold(PinHold&& o) noexcept : slot_(o.slot_) { o.slot_ = nullptr; }
+  PinHold(DoubleBufSlot* slot, int* depth) : slot_(slot), depth_(depth) {
+    ++*depth_;
+  }
+  PinHold(PinHold&& o) noexcept : slot_(o.slot_), depth_(o.depth_) {
+    o.slot_ = nullptr;
+  }
   PinHold& operator=(PinHold&& o) noexcept {
     if (this != &o) {
       Release();
       slot_ = o.slot_;
+      depth_ = o.depth_;
       o.slot_ = nullptr;
     }
     return *this;
@@ -71,16 +78,17 @@ class PinHold {
 
   bool held() const { return slot_ != nullptr; }
   void Release() {
-    if (slot_ != nullptr) {
+    if (slot_ != nullptr && --*depth_ == 0) {
       // SYNC POINT (release): the reads of the half are done before the
       // writer can see the pin gone.
       slot_->pin.store(0, std::memory_order_release);
-      slot_ = nullptr;
     }
+    slot_ = nullptr;
   }
 
  private:
   DoubleBufSlot* slot_ = nullptr;
+  int* depth_ = nullptr;
 };
 
 // The pin protocol over a header and its slots, as mapped by one process.
@@ -96,9 +104,11 @@ class DoublePins {
     return hdr_ != nullptr ? hdr_->state.load(std::memory_order_acquire) : 0;
   }
 
-  // Pins the current state in `mine`; returns it, or 0 (nothing pinned)
-  // when no version was published yet.
-  uint64_t Pin(DoubleBufSlot* mine) const {
+  // Pins the current state in `mine` and returns it (0: nothing was
+  // published yet, nothing pinned). With `depth` guards of this slot
+  // alive, the state they pin is returned instead: nested guards share it.
+  uint64_t Pin(DoubleBufSlot* mine, int depth) const {
+    if (depth > 0) return mine->pin.load(std::memory_order_relaxed) - 1;
     for (;;) {
       uint64_t s = hdr_->state.load(std::memory_order_seq_cst);
       if (StateVersion(s) == 0) return 0;
