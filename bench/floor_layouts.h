@@ -75,6 +75,8 @@ class Buckets {
       : n_((slots + N - 1) / N),
         b_(static_cast<Bucket<N>*>(Map(n_ * sizeof(Bucket<N>), kind))) {}
   bool ok() const { return b_ != nullptr; }
+  uint64_t size() const { return n_; }
+  const Bucket<N>& At(uint64_t i) const { return b_[i]; }
   const Bucket<N>& First(uint64_t h) const {
     return b_[shmc::detail::ReduceRange(static_cast<uint32_t>(h), n_)];
   }

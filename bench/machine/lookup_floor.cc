@@ -20,6 +20,18 @@
 //                      one choice);
 //   two lines / 16     both of a key's two lines (two choices, as
 //                      ShmHashTable has) requested 16 ahead, then compared;
+//   two lines          the same, single lookups, nothing requested ahead;
+//   two lines + tag words  ShmHashTable's memory pattern with bare code: a
+//                      4-byte word of 1-byte tags per bucket beside the
+//                      lines; both lines requested, both tag words compared,
+//                      the first match's node read (what Find does); then
+//                      the same reading the node through its volatile Key(),
+//                      and through a node pointer, null unless the key
+//                      matched, that the loop then reads (Find's caller);
+//                      and that with the node chosen by ShmHashTable's
+//                      branch-free arithmetic select instead of a cmov;
+//   tag words, then one line  the same without the lines requested first
+//                      (the node waits for its tags);
 //   ShmHashTable Find, FindMany (POSIX segment, 1024 keys a call).
 // Map (hash_map_bench's workload: 1M keys, 100-byte values, lookups shuffled):
 //   um find            std::unordered_map<uint64_t, std::string>, find and
@@ -183,6 +195,62 @@ void TableFloors(int rounds) {
               nkeys, capacity, 100.0 * in_one / nkeys, 100.0 * in_two / nkeys,
               100.0 * in_wide / nkeys);
 
+  // ShmHashTable's memory pattern with none of its code: one 4-byte word
+  // of 1-byte tags per bucket of `two` (the library's tag function), both
+  // lines requested, both tag words compared, the first match's node read.
+  auto* tag_words = static_cast<uint32_t*>(
+      Map(two.size() * sizeof(uint32_t), MemoryKind::kShared));
+  for (uint64_t b = 0; b < two.size(); ++b) {
+    for (uint32_t s = 0; s < 4; ++s) {
+      uint64_t key = two.At(b).node[s].key;
+      if (key != 0) {
+        tag_words[b] |= shmc::detail::TagOf(shmc::Mix64(key)) << (8 * s);
+      }
+    }
+  }
+  // kRead: 0 compares the key in place and adds its value; 1 does it
+  // through the node's volatile Key(); 2 as 1, through a node pointer that
+  // is null unless the key matched (what a caller of Find does); 3 as 2,
+  // the node chosen as ShmHashTable::Candidate chooses it.
+  auto tagged = [&](bool lines, auto read) {
+    constexpr int kRead = decltype(read)::value;
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) {
+      uint64_t h = shmc::Mix64(k);
+      const Bucket<4>& b0 = two.First(h);
+      const Bucket<4>& b1 = two.Second(h);
+      if (lines) {
+        PrefetchLine(&b0);
+        PrefetchLine(&b1);
+      }
+      uint64_t pair = tag_words[&b0 - &two.At(0)] |
+                      uint64_t{tag_words[&b1 - &two.At(0)]} << 32;
+      uint32_t m = shmc::detail::MatchTagPair(pair, shmc::detail::TagOf(h));
+      uint32_t first = static_cast<uint32_t>(__builtin_ctz(m | 0x80u));
+      const volatile Node* np = &(first < 4 ? b0 : b1).node[first & 3];
+      if constexpr (kRead == 3) {
+        uintptr_t a0 = reinterpret_cast<uintptr_t>(&b0);
+        uintptr_t a1 = reinterpret_cast<uintptr_t>(&b1);
+        uintptr_t pick1 = 0 - static_cast<uintptr_t>(first >> 2);
+        asm("" : "+r"(pick1));
+        np = reinterpret_cast<const volatile Node*>(
+            (a0 ^ ((a0 ^ a1) & pick1)) + (first & 3) * sizeof(Node));
+      }
+      const volatile Node& n = *np;
+      if constexpr (kRead == 0) {
+        const Node& plain = const_cast<const Node&>(n);
+        sum += plain.key == k ? plain.val : 0;
+      } else if constexpr (kRead == 1) {
+        auto kv = n.Key();
+        sum += kv.first && kv.second == k ? n.val : 0;
+      } else {
+        auto kv = n.Key();
+        const volatile Node* r = kv.first && kv.second == k ? &n : nullptr;
+        sum += r ? r->val : 0;
+      }
+    }
+    Keep(sum);
+  };
   auto single = [&](const auto& buckets) {
     shmc_bench::OneBucketLoop(buckets, lookups);
   };
@@ -222,6 +290,25 @@ void TableFloors(int rounds) {
       {"128-byte bucket / 16", [&] { ahead(wide); }},
       {"two lines / 16",
        [&] { shmc_bench::TwoLinesAheadLoop(two, lookups); }},
+      {"two lines",
+       [&] {
+         uint64_t sum = 0;
+         for (uint64_t k : lookups) {
+           uint64_t h = shmc::Mix64(k);
+           sum += Scan(two.First(h), k) + Scan(two.Second(h), k);
+         }
+         Keep(sum);
+       }},
+      {"two lines + tag words",
+       [&] { tagged(true, std::integral_constant<int, 0>()); }},
+      {"  the same, through Key()",
+       [&] { tagged(true, std::integral_constant<int, 1>()); }},
+      {"  the same, through a node pointer",
+       [&] { tagged(true, std::integral_constant<int, 2>()); }},
+      {"  the same, arithmetic select",
+       [&] { tagged(true, std::integral_constant<int, 3>()); }},
+      {"tag words, then one line",
+       [&] { tagged(false, std::integral_constant<int, 0>()); }},
       {"ShmHashTable Find",
        [&] {
          uint64_t sum = 0;
