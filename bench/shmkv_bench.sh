@@ -9,13 +9,20 @@
 # measure of the work each server does per request.
 #
 #   bench/shmkv_bench.sh [--runs R] [--requests N] [--workers W] [--pin]
-#                        [--out DIR]
+#                        [--syscalls] [--out DIR]
 #
 # --pin runs both servers on CPU 0 and the clients on CPU 1 (taskset): each
 # server gets one core to itself and never competes with the client, which
 # takes most of the scheduler's noise out of a 2-vCPU machine. It is the
 # fair setting for a single-threaded redis-server against one shmkv worker
 # (--workers 1); shmkv's master shares CPU 0 with its worker.
+#
+# --syscalls then counts each server's system calls (strace -c, every
+# thread and worker) over one more GET and one more SET run without
+# pipelining, and prints them per request (DIR/shmkv_syscalls.txt): what
+# each server asks of the kernel for a request, the part of its CPU time
+# that a faster event loop could save. strace slows both servers; only the
+# counts are read from it.
 #
 # Needs redis-server, redis-tools and wrk (apt-get install redis-server
 # redis-tools wrk) and a release build (build/release/server/shmkv). Writes
@@ -30,6 +37,7 @@ requests=100000
 out=build/shmkv_bench  # bench/run_all.sh passes bench/results/<machine>
 workers=0  # shmkv's default: one per core
 pin=0
+syscalls=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -37,7 +45,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --workers) workers=$2; shift 2 ;;
     --pin) pin=1; shift ;;
-    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--pin] [--out DIR]" >&2; exit 2 ;;
+    --syscalls) syscalls=1; shift ;;
+    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--pin] [--syscalls] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 server_cpu=() client_cpu=()
@@ -45,7 +54,9 @@ if [ "$pin" = 1 ]; then
   [ "$(nproc)" -ge 2 ] || { echo "$0: --pin needs two CPUs" >&2; exit 1; }
   server_cpu=(taskset -c 0) client_cpu=(taskset -c 1)
 fi
-for tool in redis-server redis-benchmark wrk; do
+tools="redis-server redis-benchmark wrk"
+[ "$syscalls" = 1 ] && tools="$tools strace"
+for tool in $tools; do
   command -v "$tool" >/dev/null || { echo "$0: $tool not installed" >&2; exit 1; }
 done
 shmkv=build/release/server/shmkv
@@ -165,4 +176,33 @@ PY
 echo "# wrk -t2 -c50 -d10s GET /kv/benchkey (100-byte value)"
 echo "$wrk_out" | grep -E "Requests/sec|Latency|50%|99%"
 echo "$wrk_out" > "$out/shmkv_bench_wrk.txt"
+
+# System calls per request, counted by strace attached to every thread of
+# the server's processes during one GET and one SET run.
+count_syscalls() {  # target port pids...
+  local target=$1 port=$2 t args=() p
+  shift 2
+  for p in "$@"; do args+=(-p "$p"); done
+  for t in get set; do
+    strace -c -f "${args[@]}" -o "$out/strace_$target.$t" 2>/dev/null &
+    local spid=$!
+    sleep 1  # attached before the first request
+    ${client_cpu[@]+"${client_cpu[@]}"} redis-benchmark -p "$port" -t $t -n "$requests" -c 50 -q >/dev/null 2>&1
+    kill -INT $spid
+    wait $spid 2>/dev/null || true
+    awk -v tg="$target" -v t="$t" -v n="$requests" \
+      '$NF ~ /^[a-z_0-9]+$/ && $NF != "syscall" && $NF != "total" {
+         if ($4 + 0 >= n / 100)
+           printf "%-6s %-4s %-14s %8.3f per request\n", tg, t, $NF, $4 / n }' \
+      "$out/strace_$target.$t"
+    rm -f "$out/strace_$target.$t"
+  done
+}
+if [ "$syscalls" = 1 ]; then
+  {
+    echo "# system calls per request (strace -c -f), redis-benchmark -n $requests -c 50, no pipelining"
+    count_syscalls redis "$redis_port" "$redis_pid"
+    count_syscalls shmkv "$kv_port" "$kv_pid" $(pgrep -P "$kv_pid" | tr '\n' ' ')
+  } | tee "$out/shmkv_syscalls.txt"
+fi
 python3 bench/plot_shmkv.py "$csv" "$out/shmkv_bench.svg"
