@@ -213,7 +213,7 @@ class ShmLinkTable {
     char* out = static_cast<char*>(buf);
     uint32_t len = 0;
     bool ok = Walk(lb, &len, [&](const std::atomic<uint64_t>* words,
-                                 size_t offset, size_t n) {
+                                 size_t offset, size_t n, size_t) {
       if (offset < cap) {
         detail::LoadWords(out + offset, words, std::min(n, cap - offset));
       }
@@ -225,16 +225,13 @@ class ShmLinkTable {
   bool Read(link_buf_t lb, std::string* out) const {
     if (hdr_ == nullptr || out == nullptr) return false;
     uint32_t len = 0;
-    if (!HeadLength(lb, &len)) return false;
-    out->resize(len);
-    uint32_t len2 = 0;
-    bool ok = Walk(lb, &len2, [&](const std::atomic<uint64_t>* words,
-                                  size_t offset, size_t n) {
-      if (offset + n <= out->size()) {
-        detail::LoadWords(&(*out)[offset], words, n);
-      }
+    // One pass: sized when the first piece arrives, from the length the
+    // walk validated (every piece then ends within it).
+    return Walk(lb, &len, [&](const std::atomic<uint64_t>* words,
+                              size_t offset, size_t n, size_t total) {
+      if (offset == 0) out->resize(total);
+      detail::LoadWords(&(*out)[offset], words, n);
     });
-    return ok && len2 == len;
   }
 
   // Copy-free read (shmc addition): `visit(data, n)` sees each piece of the
@@ -246,7 +243,7 @@ class ShmLinkTable {
     if (hdr_ == nullptr) return false;
     uint32_t len = 0;
     return Walk(lb, &len, [&](const std::atomic<uint64_t>* words, size_t,
-                              size_t n) {
+                              size_t n, size_t) {
       visit(reinterpret_cast<const char*>(words), n);
     });
   }
@@ -446,7 +443,8 @@ class ShmLinkTable {
     return reinterpret_cast<std::atomic<uint64_t>*>(base_ + i * stride_ + 16);
   }
 
-  // Walks a value, calling sink(words, offset, n) per node; validates every
+  // Walks a value, calling sink(words, offset, n, len) per node (len: the
+  // value's whole length, offset + n <= len); validates every
   // node's tag before and after (seqlock). False on any mismatch.
   template <class Sink>
   bool Walk(link_buf_t lb, uint32_t* len_out, const Sink& sink) const {
@@ -462,7 +460,7 @@ class ShmLinkTable {
     if (Head(i)->tag.load(std::memory_order_acquire) != want) return false;
     uint32_t len = Head(i)->len.load(std::memory_order_relaxed);
     if (len <= cap) {  // most values: one node, no chain to follow
-      sink(Data(i), 0, len);
+      sink(Data(i), 0, len, len);
       // Seqlock check, as below for each node of a chain.
       std::atomic_thread_fence(std::memory_order_acquire);
       if (Head(i)->tag.load(std::memory_order_relaxed) != want) return false;
@@ -482,7 +480,7 @@ class ShmLinkTable {
       }
       uint64_t piece = std::min<uint64_t>(cap, len - offset);
       if (len == 0) piece = 0;
-      sink(Data(i), offset, piece);
+      sink(Data(i), offset, piece, len);
       uint32_t next = Head(i)->next.load(std::memory_order_relaxed);
       // Seqlock check: the tag is unchanged after the copy, so the data,
       // the length and the link were the value's (pairs with the release
