@@ -856,9 +856,6 @@ TEST(ShmkvVsRedis, RequirePass) {
   EXPECT_EQ(s.log().find("s3cret"), std::string::npos);
 }
 
-// A hot restart moves open connections to the new workers with what they
-// carry: an authenticated client stays authenticated and keeps its name,
-// one that never authenticated still gets NOAUTH.
 // A hot upgrade to a build whose statistics have another layout (the
 // running master's segment has the old one): the new workers serve
 // without publishing statistics instead of failing, so the reload goes
@@ -890,6 +887,9 @@ TEST(Shmkv, HotUpgradeAcrossAStatsLayoutChangeServes) {
   EXPECT_EQ(after.Call({"SET", "b", "2"}), "+OK\r\n");
 }
 
+// A hot restart moves open connections to the new workers with what they
+// carry: an authenticated client stays authenticated and keeps its name,
+// one that never authenticated still gets NOAUTH.
 TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   std::string pwfile = "/tmp/shmkv_test_" + std::to_string(getpid()) + ".pw2";
   {
