@@ -186,7 +186,7 @@ count_syscalls() {  # target port pids...
   for t in get set; do
     strace -c -f "${args[@]}" -o "$out/strace_$target.$t" 2>/dev/null &
     local spid=$!
-    sleep 1  # attached before the first request
+    sleep 1  # time to attach; a late attach shows as under one read a request
     ${client_cpu[@]+"${client_cpu[@]}"} redis-benchmark -p "$port" -t $t -n "$requests" -c 50 -q >/dev/null 2>&1
     kill -INT $spid
     wait $spid 2>/dev/null || true
