@@ -80,8 +80,13 @@ if [ "$shmkv" = 1 ]; then bench udp_bench --rounds 3 --seconds 2; fi
 bench sorted_array_bench
 
 if [ "$shmkv" = 1 ]; then
-  bench/shmkv_bench.sh --runs "$runs" --out "$out" | tee "$out/shmkv_bench.txt"
-  bench/shmkv_bench.sh --runs "$runs" --workers 1 --pin --out "$out/pinned" |
+  # The do-nothing servers' floor, when the probes build has them.
+  floor=()
+  [ -x build/probes/bench/reply_floor ] && floor=(--floor)
+  bench/shmkv_bench.sh --runs "$runs" ${floor[@]+"${floor[@]}"} --out "$out" |
+    tee "$out/shmkv_bench.txt"
+  bench/shmkv_bench.sh --runs "$runs" --workers 1 --pin \
+    ${floor[@]+"${floor[@]}"} --out "$out/pinned" |
     tee "$out/shmkv_bench_pinned.txt"
 fi
 echo "results in $out"

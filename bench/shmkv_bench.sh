@@ -9,7 +9,7 @@
 # measure of the work each server does per request.
 #
 #   bench/shmkv_bench.sh [--runs R] [--requests N] [--workers W] [--pin]
-#                        [--syscalls] [--out DIR]
+#                        [--syscalls] [--floor] [--out DIR]
 #
 # --pin runs both servers on CPU 0 and the clients on CPU 1 (taskset): each
 # server gets one core to itself and never competes with the client, which
@@ -23,6 +23,15 @@
 # each server asks of the kernel for a request, the part of its CPU time
 # that a faster event loop could save. strace slows both servers; only the
 # counts are read from it.
+#
+# --floor adds two servers that do no command work to the same runs
+# (bench/machine/reply_floor.cc: "+OK" per request, one thread): one on
+# epoll with a recv and a send per request, one on io_uring with one
+# io_uring_enter per loop. Their CPU per request is what this kernel's
+# loopback TCP costs a server that only moves requests and replies: the
+# floor under both servers' figures. Needs the probes build
+# (cmake -S . -B build/probes -DSHMC_BUILD_PROBES=ON, with liburing-dev;
+# cmake --build build/probes --target probe_reply_floor).
 #
 # Needs redis-server, redis-tools and wrk (apt-get install redis-server
 # redis-tools wrk) and a release build (build/release/server/shmkv). Writes
@@ -38,6 +47,7 @@ out=build/shmkv_bench  # bench/run_all.sh passes bench/results/<machine>
 workers=0  # shmkv's default: one per core
 pin=0
 syscalls=0
+floor=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -46,7 +56,8 @@ while [ $# -gt 0 ]; do
     --workers) workers=$2; shift 2 ;;
     --pin) pin=1; shift ;;
     --syscalls) syscalls=1; shift ;;
-    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--pin] [--syscalls] [--out DIR]" >&2; exit 2 ;;
+    --floor) floor=1; shift ;;
+    *) echo "usage: $0 [--runs R] [--requests N] [--workers W] [--pin] [--syscalls] [--floor] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 server_cpu=() client_cpu=()
@@ -61,6 +72,11 @@ for tool in $tools; do
 done
 shmkv=build/release/server/shmkv
 [ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
+reply_floor=build/probes/bench/reply_floor
+if [ "$floor" = 1 ] && [ ! -x "$reply_floor" ]; then
+  echo "$0: --floor needs $reply_floor: cmake -S . -B build/probes -G Ninja -DCMAKE_BUILD_TYPE=Release -DSHMC_BUILD_PROBES=ON && cmake --build build/probes --target probe_reply_floor" >&2
+  exit 1
+fi
 
 shmc_tool=build/release/tools/shmc
 # Free ports, not fixed ones: another server on this machine could answer.
@@ -79,6 +95,16 @@ kv_http=$(free_port)
 while [ "$kv_http" = "$redis_port" ] || [ "$kv_http" = "$kv_port" ]; do
   kv_http=$(free_port)
 done
+epoll_port=$(free_port)
+while [ "$epoll_port" = "$redis_port" ] || [ "$epoll_port" = "$kv_port" ] ||
+      [ "$epoll_port" = "$kv_http" ]; do
+  epoll_port=$(free_port)
+done
+uring_port=$(free_port)
+while [ "$uring_port" = "$redis_port" ] || [ "$uring_port" = "$kv_port" ] ||
+      [ "$uring_port" = "$kv_http" ] || [ "$uring_port" = "$epoll_port" ]; do
+  uring_port=$(free_port)
+done
 seg=/shmkv_bench_$$
 # The server's segments (map, control block, journal, statistics), removed
 # with shmc rm, which removes only what proves to be shmc's.
@@ -90,6 +116,8 @@ remove_segments() {
 cleanup() {
   [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null || true
   [ -n "${kv_pid:-}" ] && kill "$kv_pid" 2>/dev/null || true
+  [ -n "${epoll_pid:-}" ] && kill "$epoll_pid" 2>/dev/null || true
+  [ -n "${uring_pid:-}" ] && kill "$uring_pid" 2>/dev/null || true
   wait 2>/dev/null || true
   remove_segments
 }
@@ -103,7 +131,17 @@ worker_opt=()
 [ "$workers" -gt 0 ] && worker_opt=(--workers "$workers")
 ${server_cpu[@]+"${server_cpu[@]}"} "$shmkv" --port $kv_port --http-port $kv_http --name $seg "${worker_opt[@]}" 2>/dev/null &
 kv_pid=$!
-for p in $redis_port $kv_port; do
+targets="redis shmkv"
+ports="$redis_port $kv_port"
+if [ "$floor" = 1 ]; then
+  ${server_cpu[@]+"${server_cpu[@]}"} "$reply_floor" --port $epoll_port --mode epoll &
+  epoll_pid=$!
+  ${server_cpu[@]+"${server_cpu[@]}"} "$reply_floor" --port $uring_port --mode uring &
+  uring_pid=$!
+  targets="$targets floor-epoll floor-uring"
+  ports="$ports $epoll_port $uring_port"
+fi
+for p in $ports; do
   for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 
@@ -124,12 +162,15 @@ echo "run,target,test,pipeline,rps,avg_ms,p50_ms,p99_ms,server_cpu_us_per_req" >
 for run in $(seq "$runs"); do
   for pipe in 1 16; do
     # Alternate the order so neither server always runs on a warmer machine.
-    if [ $((run % 2)) -eq 1 ]; then order="redis shmkv"; else order="shmkv redis"; fi
+    order=$targets
+    [ $((run % 2)) -eq 0 ] && order=$(echo "$targets" | tr ' ' '\n' | tac | tr '\n' ' ')
     for target in $order; do
-      port=$redis_port pids=$redis_pid
-      if [ "$target" = shmkv ]; then
-        port=$kv_port pids="$kv_pid $(pgrep -P $kv_pid | tr '\n' ' ')"
-      fi
+      case $target in
+        redis) port=$redis_port pids=$redis_pid ;;
+        shmkv) port=$kv_port pids="$kv_pid $(pgrep -P $kv_pid | tr '\n' ' ')" ;;
+        floor-epoll) port=$epoll_port pids=$epoll_pid ;;
+        floor-uring) port=$uring_port pids=$uring_pid ;;
+      esac
       for t in set get; do
         before=$(ticks $pids)
         line=$(${client_cpu[@]+"${client_cpu[@]}"} redis-benchmark -p $port -t $t -n "$requests" -c 50 -P $pipe --csv 2>/dev/null |
@@ -172,6 +213,23 @@ for (test, pipe) in sorted({(k[0], k[1]) for k in runs}):
           f"{paired(s, r, 'p99_ms'):10.2f} "
           f"{med(s, 'server_cpu_us_per_req'):16.2f} "
           f"{med(r, 'server_cpu_us_per_req'):6.2f}")
+floors = sorted({k[2] for k in runs if k[2].startswith("floor-")})
+if floors:
+    print("# server CPU per request against redis-server's, paired by run "
+          "(median, min-max); the floor servers do no command work")
+    print(f"{'test':10} {'target':12} {'cpu us/req':>10} {'x redis':>8} "
+          f"{'range':>11}")
+    for (test, pipe) in sorted({(k[0], k[1]) for k in runs}):
+        r = runs[(test, pipe, "redis")]
+        rv = {x["run"]: float(x["server_cpu_us_per_req"]) for x in r}
+        for tg in ["shmkv"] + floors:
+            s = runs[(test, pipe, tg)]
+            q = [float(x["server_cpu_us_per_req"]) / rv[x["run"]] for x in s
+                 if rv.get(x["run"])]
+            print(f"{test + ' -P ' + pipe:10} {tg:12} "
+                  f"{med(s, 'server_cpu_us_per_req'):10.2f} "
+                  f"{statistics.median(q):8.2f} "
+                  f"{min(q):5.2f}-{max(q):5.2f}")
 PY
 echo "# wrk -t2 -c50 -d10s GET /kv/benchkey (100-byte value)"
 echo "$wrk_out" | grep -E "Requests/sec|Latency|50%|99%"
