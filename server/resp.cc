@@ -25,9 +25,11 @@ bool ParseLen(const char* p, size_t n, bool allow_neg, int64_t* out) {
   int64_t v = 0;
   for (size_t i = neg ? 1 : 0; i < n; ++i) {
     if (p[i] < '0' || p[i] > '9') return false;
-    int d = p[i] - '0';
-    if (v > (INT64_MAX - d) / 10) return false;  // 19 digits can overflow
-    v = v * 10 + d;
+    // 19 digits can overflow; checked without a division per digit.
+    if (__builtin_mul_overflow(v, 10, &v) ||
+        __builtin_add_overflow(v, p[i] - '0', &v)) {
+      return false;
+    }
   }
   *out = neg ? -v : v;
   return true;

@@ -169,4 +169,21 @@ TEST(Resp, ErrorsAreFoundInPiecesToo) {
   }
 }
 
+// A length one past INT64_MAX is refused even with no bound on bulks: the
+// digits' overflow is caught, not wrapped into a negative length.
+TEST(Resp, LengthsPastInt64AreRefused) {
+  RespLimits lim;
+  lim.max_bulk = SIZE_MAX;
+  RespCursor cur;
+  Parsed p = Parse("*1\r\n$9223372036854775808\r\n", &cur, lim);
+  EXPECT_EQ(p.result, ParseResult::kError);
+  EXPECT_EQ(p.error, "Protocol error: invalid bulk length");
+  RespCursor cur2;
+  EXPECT_EQ(Parse("*1\r\n$9223372036854775807\r\n", &cur2, lim).result,
+            ParseResult::kIncomplete);
+  RespCursor cur3;
+  EXPECT_EQ(Parse("*1\r\n$99999999999999999990\r\n", &cur3, lim).result,
+            ParseResult::kError);
+}
+
 }  // namespace
