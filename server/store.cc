@@ -16,6 +16,7 @@
 
 #include "server/blob.h"
 #include "server/journal.h"
+#include "server/txn_entries.h"
 #include "shmc/remove_segment.h"
 #include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
@@ -375,7 +376,9 @@ class StoreT : public Store {
   // The transaction: an overlay of the keys it touched.
   class TxnImpl : public Txn {
    public:
-    explicit TxnImpl(StoreT* s) : s_(s), lock_(s) {}
+    explicit TxnImpl(StoreT* s)
+        : s_(s), lock_(s), entries_(&s->txn_entries_) {}
+    ~TxnImpl() override { entries_->Reset(); }  // still under the lock
 
     Status Read(std::string_view key, std::string* value,
                 int64_t* expire_ms) override {
@@ -422,8 +425,9 @@ class StoreT : public Store {
         }
       });
       // Keys this transaction created are not in the map yet.
-      for (auto& kv : entries_) {
-        if (kv.second.present && !kv.second.had_old) keys.push_back(kv.first);
+      for (size_t i = 0; i < entries_->size(); ++i) {
+        const Entry& e = (*entries_)[i];
+        if (e.present && !e.had_old) keys.push_back(e.key);
       }
       *n = 0;
       for (const std::string& k : keys) {
@@ -445,10 +449,9 @@ class StoreT : public Store {
 
     Status Commit() override {
       if (failed_) return Status::kTxnTooLarge;
-      std::vector<Entry*> dirty;
-      for (const std::string* k : order_) {
-        Entry& e = entries_.at(*k);
-        if (e.present || e.had_old) dirty.push_back(&e);
+      std::vector<Entry*>& dirty = entries_->dirty();
+      for (Entry* e : entries_->order()) {
+        if (e->present || e->had_old) dirty.push_back(e);
       }
       if (dirty.empty()) return Status::kOk;
       if (dirty.size() == 1) {
@@ -468,27 +471,23 @@ class StoreT : public Store {
 
    private:
     Status LoadEntry(std::string_view key, Entry** out) {
-      std::string k(key);
-      auto it = entries_.find(k);
-      if (it != entries_.end()) {
-        *out = &it->second;
+      if (Entry* known = entries_->Find(key)) {
+        *out = known;
         return Status::kOk;
       }
       KeyHash h = HashKey(key);
       Blob b;
       Status st = s_->ReadLocked(h, key, &b);
       if (st == Status::kCollision) return st;
-      Entry e;
-      e.h = h;
+      Entry* e = entries_->Add(key);
+      e->h = h;
       if (st == Status::kOk) {
-        e.present = e.had_old = true;
-        e.value.assign(b.value.data(), b.value.size());
-        e.expire = b.expire_ms;
-        e.old_len = s_->scratch_len_;
+        e->present = e->had_old = true;
+        e->value.assign(b.value.data(), b.value.size());
+        e->expire = b.expire_ms;
+        e->old_len = s_->scratch_len_;
       }
-      auto ins = entries_.emplace(std::move(k), std::move(e));
-      ins.first->second.key = ins.first->first;
-      *out = &ins.first->second;
+      *out = e;
       return Status::kOk;
     }
 
@@ -496,11 +495,11 @@ class StoreT : public Store {
     Status Touch(Entry* e) {
       if (!e->dirty) {
         e->dirty = true;
-        order_.push_back(&e->key);
+        entries_->order().push_back(e);
         bytes_ += Journal::kRecordOverhead + e->old_len;
       }
       bytes_ += kBlobHeader + e->key.size() + e->value.size();
-      if (order_.size() > 1 && bytes_ > s_->journal_.capacity()) {
+      if (entries_->order().size() > 1 && bytes_ > s_->journal_.capacity()) {
         failed_ = true;
         return Status::kTxnTooLarge;
       }
@@ -509,8 +508,7 @@ class StoreT : public Store {
 
     StoreT* s_;
     Locked lock_;
-    std::unordered_map<std::string, Entry> entries_;
-    std::vector<const std::string*> order_;  // written keys, first write first
+    TxnEntries<Entry>* entries_;  // the store's, cleared when this ends
     size_t bytes_ = 0;  // journal bytes needed (an upper bound)
     bool failed_ = false;
   };
@@ -647,6 +645,7 @@ class StoreT : public Store {
   Journal journal_;
   std::vector<char> scratch_;
   size_t scratch_len_ = 0;
+  TxnEntries<Entry> txn_entries_;  // the transaction holding the lock's
   std::string blob_;
   typename Map::TravelPos sweep_pos_;
   std::mt19937_64 rng_{std::random_device{}()};

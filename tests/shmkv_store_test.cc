@@ -441,6 +441,71 @@ TEST_F(StoreFixture, CommitLargerThanTheJournalChangesNothing) {
   EXPECT_EQ(v, "new");
 }
 
+// A transaction's reads see its own writes whether it touched a few keys
+// or many (past the point where its entries are found through an index),
+// one left without Commit changes nothing, and the next starts with none
+// of its keys: the entries are the store's, reused between transactions.
+TEST_F(StoreFixture, TransactionsSeeOwnWritesAndStartClean) {
+  std::string v;
+  {
+    auto t = master_->Begin();
+    ASSERT_EQ(t->Put("s1", "abandoned", 0), Status::kOk);
+  }
+  {
+    auto t = master_->Begin();
+    EXPECT_EQ(t->Read("s1", &v, nullptr), Status::kNotFound);
+    ASSERT_EQ(t->Put("s2", "kept", 0), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  EXPECT_FALSE(master_->Exists("s1"));
+  ASSERT_TRUE(master_->Get("s2", &v));
+  EXPECT_EQ(v, "kept");
+  {
+    auto t = master_->Begin();
+    for (int i = 0; i < 20; ++i) {
+      std::string k = "k" + std::to_string(i);
+      ASSERT_EQ(t->Put(k, "v" + std::to_string(i), 0), Status::kOk);
+      if (i == 3) {
+        ASSERT_EQ(t->Put("k3", "again", 0), Status::kOk);
+        ASSERT_EQ(t->Read("k3", &v, nullptr), Status::kOk);
+        EXPECT_EQ(v, "again");
+      }
+    }
+    ASSERT_EQ(t->Put("k15", "later", 0), Status::kOk);
+    ASSERT_EQ(t->Delete("k5"), Status::kOk);
+    ASSERT_EQ(t->Read("k15", &v, nullptr), Status::kOk);
+    EXPECT_EQ(v, "later");
+    ASSERT_EQ(t->Read("k3", &v, nullptr), Status::kOk);
+    EXPECT_EQ(v, "again");
+    EXPECT_EQ(t->Read("k5", &v, nullptr), Status::kNotFound);
+    ASSERT_EQ(t->Read("k19", &v, nullptr), Status::kOk);
+    EXPECT_EQ(v, "v19");
+  }  // never committed
+  EXPECT_FALSE(master_->Exists("k3"));
+  EXPECT_FALSE(master_->Exists("k15"));
+  {
+    auto t = master_->Begin();
+    EXPECT_EQ(t->Read("k15", &v, nullptr), Status::kNotFound);
+    EXPECT_EQ(t->Read("k0", &v, nullptr), Status::kNotFound);
+    ASSERT_EQ(t->Put("k0", "one", 0), Status::kOk);
+    ASSERT_EQ(t->Put("x", std::string(100 << 10, 'x'), 0), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  ASSERT_TRUE(master_->Get("k0", &v));
+  EXPECT_EQ(v, "one");
+  ASSERT_TRUE(master_->Get("x", &v));
+  EXPECT_EQ(v.size(), 100u << 10);
+  EXPECT_FALSE(master_->Exists("k1"));
+  {
+    auto t = master_->Begin();
+    ASSERT_EQ(t->Read("x", &v, nullptr), Status::kOk);
+    EXPECT_EQ(v.size(), 100u << 10);
+    ASSERT_EQ(t->Delete("x"), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  EXPECT_FALSE(master_->Exists("x"));
+}
+
 // The map fills up part-way through applying a commit: the records already
 // applied are undone, and every key keeps its old value.
 TEST_F(StoreFixture, CommitThatDoesNotFitIsUndone) {

@@ -1,0 +1,91 @@
+// The keys a Store transaction has touched, by name. One set per Store,
+// reused from one transaction to the next (only the transaction holding
+// the write lock uses it), so a write of a key or two reuses the strings
+// of the last one and allocates nothing once warm. Entry needs `key` and
+// `value` strings and a default state that means "not touched".
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace shmkv {
+
+template <class Entry>
+class TxnEntries {
+ public:
+  static constexpr size_t kLinear = 8;  // searched in order up to this many
+  static constexpr size_t kKeepEntries = 64;      // kept between transactions
+  static constexpr size_t kKeepBytes = 64 << 10;  // per string kept
+
+  // The entry of `key`, or null when this transaction has not touched it.
+  Entry* Find(std::string_view key) const {
+    if (used_ > kLinear) {
+      auto it = index_.find(key);
+      return it == index_.end() ? nullptr : it->second;
+    }
+    for (size_t i = 0; i < used_; ++i) {
+      if (pool_[i]->key == key) return pool_[i].get();
+    }
+    return nullptr;
+  }
+
+  // A fresh entry for `key` (which Find did not find); Find finds it from
+  // now on. It stays where it is until Reset.
+  Entry* Add(std::string_view key) {
+    if (used_ == pool_.size()) pool_.push_back(std::make_unique<Entry>());
+    Entry* e = pool_[used_++].get();
+    std::string k = std::move(e->key), v = std::move(e->value);
+    *e = Entry();
+    e->key = std::move(k);
+    e->value = std::move(v);
+    e->key.assign(key.data(), key.size());
+    e->value.clear();
+    if (used_ == kLinear + 1) {  // from now on, through the index
+      for (size_t i = 0; i < used_; ++i) index_[pool_[i]->key] = pool_[i].get();
+    } else if (used_ > kLinear + 1) {
+      index_[e->key] = e;
+    }
+    return e;
+  }
+
+  size_t size() const { return used_; }
+  Entry& operator[](size_t i) const { return *pool_[i]; }
+
+  // Written entries, first write first (the transaction appends).
+  std::vector<Entry*>& order() { return order_; }
+  // Commit's list of entries to apply.
+  std::vector<Entry*>& dirty() { return dirty_; }
+
+  // Ends the transaction: no key touched; what a large one grew goes back.
+  void Reset() {
+    for (size_t i = 0; i < used_; ++i) {
+      Entry* e = pool_[i].get();
+      if (e->key.capacity() > kKeepBytes) std::string().swap(e->key);
+      if (e->value.capacity() > kKeepBytes) std::string().swap(e->value);
+    }
+    if (pool_.size() > kKeepEntries) pool_.resize(kKeepEntries);
+    used_ = 0;
+    if (index_.bucket_count() > 1024) {
+      decltype(index_)().swap(index_);
+    } else {
+      index_.clear();
+    }
+    if (order_.capacity() > 1024) decltype(order_)().swap(order_);
+    if (dirty_.capacity() > 1024) decltype(dirty_)().swap(dirty_);
+    order_.clear();
+    dirty_.clear();
+  }
+
+ private:
+  std::vector<std::unique_ptr<Entry>> pool_;
+  size_t used_ = 0;
+  std::unordered_map<std::string_view, Entry*> index_;  // past kLinear
+  std::vector<Entry*> order_;
+  std::vector<Entry*> dirty_;
+};
+
+}  // namespace shmkv
