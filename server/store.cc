@@ -97,34 +97,6 @@ constexpr size_t kNodeBytes = 64;  // value node payload
 constexpr size_t kNodeCost = shmc::ShmLinkTable<shmc::POSIX>::NodeCost(kNodeBytes);
 static_assert(kNodeCost == 80, "--memory's accounting (docs/server.md)");
 
-// Redis's rule: an optional '-', digits, no leading zeros or spaces, and
-// within int64.
-bool ParseInt64(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  size_t i = 0;
-  bool neg = s[0] == '-';
-  if (neg) i = 1;
-  if (i == s.size()) return false;
-  if (s[i] == '0' && s.size() > i + 1) return false;
-  if (neg && s[i] == '0') return false;
-  uint64_t v = 0;
-  for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    uint64_t d = static_cast<uint64_t>(s[i] - '0');
-    if (v > (UINT64_MAX - d) / 10) return false;
-    v = v * 10 + d;
-  }
-  if (neg) {
-    if (v > static_cast<uint64_t>(INT64_MAX) + 1) return false;
-    *out = v == static_cast<uint64_t>(INT64_MAX) + 1
-               ? INT64_MIN : -static_cast<int64_t>(v);
-  } else {
-    if (v > static_cast<uint64_t>(INT64_MAX)) return false;
-    *out = static_cast<int64_t>(v);
-  }
-  return true;
-}
-
 template <class Alloc>
 class StoreT : public Store {
  public:
@@ -707,92 +679,6 @@ std::unique_ptr<Store> Store::Open(const StoreConfig& cfg, bool master,
     case Backend::kFile: return OpenT<shmc::MAPFILE>(cfg, master, err);
   }
   return nullptr;
-}
-
-Store::Status Store::SetIn(Txn* t, std::string_view key,
-                           std::string_view value, int64_t expire_ms,
-                           SetMode mode, bool keep_ttl) {
-  std::string old;
-  int64_t old_expire = 0;
-  Status st = t->Read(key, &old, &old_expire);
-  if (st == Status::kCollision) return st;
-  bool exists = st == Status::kOk;
-  if (mode == SetMode::kIfMissing && exists) return Status::kExists;
-  if (mode == SetMode::kIfExists && !exists) return Status::kNotFound;
-  if (keep_ttl && exists) expire_ms = old_expire;
-  return t->Put(key, value, expire_ms);
-}
-
-Store::Status Store::IncrByIn(Txn* t, std::string_view key, int64_t by,
-                              int64_t* out) {
-  std::string old;
-  int64_t v = 0, expire = 0;
-  Status st = t->Read(key, &old, &expire);
-  if (st == Status::kCollision) return st;
-  if (st == Status::kOk && !ParseInt64(old, &v)) return Status::kNotInteger;
-  if ((by > 0 && v > INT64_MAX - by) || (by < 0 && v < INT64_MIN - by)) {
-    return Status::kOverflow;
-  }
-  v += by;
-  char buf[32];
-  int n = std::snprintf(buf, sizeof(buf), "%" PRId64, v);
-  st = t->Put(key, std::string_view(buf, static_cast<size_t>(n)), expire);
-  if (st == Status::kOk) *out = v;
-  return st;
-}
-
-Store::Status Store::SetExpireIn(Txn* t, std::string_view key,
-                                 int64_t expire_ms, bool* changed) {
-  std::string v;
-  int64_t old = 0;
-  *changed = false;
-  Status st = t->Read(key, &v, &old);
-  if (st != Status::kOk) return st == Status::kNotFound ? Status::kOk : st;
-  if (expire_ms == 0 && old == 0) return Status::kOk;  // PERSIST, no TTL
-  *changed = true;
-  // A deadline in the past deletes, as in Redis.
-  if (expire_ms != 0 && expire_ms <= NowMs()) return t->Delete(key);
-  return t->Put(key, v, expire_ms);
-}
-
-namespace {
-
-// Runs `f` in a transaction of its own and commits what it wrote.
-template <class F>
-Store::Status InOwnTxn(Store* s, F f) {
-  auto t = s->Begin();
-  Store::Status st = f(t.get());
-  if (st != Store::Status::kOk) return st;
-  return t->Commit();
-}
-
-}  // namespace
-
-Store::Status Store::Set(std::string_view key, std::string_view value,
-                         int64_t expire_ms, SetMode mode, bool keep_ttl) {
-  return InOwnTxn(this, [&](Txn* t) {
-    return SetIn(t, key, value, expire_ms, mode, keep_ttl);
-  });
-}
-
-Store::Status Store::MSet(
-    const std::vector<std::pair<std::string_view, std::string_view>>& pairs) {
-  return InOwnTxn(this, [&](Txn* t) {
-    for (const auto& kv : pairs) {
-      Status st = t->Put(kv.first, kv.second, 0);
-      if (st != Status::kOk) return st;
-    }
-    return Status::kOk;
-  });
-}
-
-bool Store::Del(std::string_view key) {
-  return InOwnTxn(this, [&](Txn* t) { return t->Delete(key); }) ==
-         Status::kOk;
-}
-
-Store::Status Store::IncrBy(std::string_view key, int64_t by, int64_t* out) {
-  return InOwnTxn(this, [&](Txn* t) { return IncrByIn(t, key, by, out); });
 }
 
 }  // namespace shmkv
