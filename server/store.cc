@@ -16,6 +16,7 @@
 
 #include "server/blob.h"
 #include "server/journal.h"
+#include "server/key_hash.h"
 #include "server/txn_entries.h"
 #include "shmc/remove_segment.h"
 #include "shmc/hash.h"
@@ -65,30 +66,6 @@ std::string JournalKey(const StoreConfig& cfg) {
 }
 
 namespace {
-
-struct KeyHash {
-  uint64_t a, b;
-  bool operator==(const KeyHash& o) const { return a == o.a && b == o.b; }
-};
-
-// A second 64-bit hash, independent of shmc::HashBytes (other constants).
-uint64_t Hash2(const char* p, size_t n) {
-  uint64_t h = 0x9ae16a3b2f90404fULL ^ (n * 0xc2b2ae3d27d4eb4fULL);
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    h = shmc::Mix64(h ^ (w * 0x87c37b91114253d5ULL)) + 0x52dce729;
-    p += 8;
-    n -= 8;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
-  return shmc::Mix64(h ^ tail ^ (static_cast<uint64_t>(n) << 59));
-}
-
-KeyHash HashKey(std::string_view k) {
-  return KeyHash{shmc::HashBytes(k.data(), k.size()), Hash2(k.data(), k.size())};
-}
 
 constexpr size_t kNodeBytes = 64;  // value node payload
 // What one node costs in the value segment: its payload and the link
@@ -369,7 +346,7 @@ class StoreT : public Store {
         return Status::kTooLarge;
       }
       Entry* e = nullptr;
-      Status st = LoadEntry(key, &e);
+      Status st = LoadEntry(key, &e, false);
       if (st != Status::kOk) return st;
       e->present = true;
       e->value.assign(value.data(), value.size());
@@ -379,7 +356,7 @@ class StoreT : public Store {
 
     Status Delete(std::string_view key) override {
       Entry* e = nullptr;
-      Status st = LoadEntry(key, &e);
+      Status st = LoadEntry(key, &e, false);
       if (st != Status::kOk) return st;
       if (!e->present) return Status::kNotFound;
       e->present = false;
@@ -442,14 +419,20 @@ class StoreT : public Store {
     }
 
    private:
-    Status LoadEntry(std::string_view key, Entry** out) {
+    // The key's entry, made from the map on its first use. Without
+    // with_value only the blob's head and key are read, not its value:
+    // for Put and Delete, which set or drop the value at once, so the
+    // entry's value is never read unloaded.
+    Status LoadEntry(std::string_view key, Entry** out,
+                     bool with_value = true) {
       if (Entry* known = entries_->Find(key)) {
         *out = known;
         return Status::kOk;
       }
       KeyHash h = HashKey(key);
       Blob b;
-      Status st = s_->ReadLocked(h, key, &b);
+      Status st = with_value ? s_->ReadLocked(h, key, &b)
+                             : s_->ProbeLocked(h, key, &b);
       if (st == Status::kCollision) return st;
       Entry* e = entries_->Add(key);
       e->h = h;
@@ -588,6 +571,34 @@ class StoreT : public Store {
     if (!ReadBlob(h)) return Status::kNotFound;
     if (!b->Parse(scratch_.data(), scratch_len_)) return Status::kNotFound;
     if (b->key != key) return Status::kCollision;
+    if (b->Expired(NowMs())) {
+      map_.Erase(h);
+      ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
+      return Status::kNotFound;
+    }
+    return Status::kOk;
+  }
+
+  // As ReadLocked, but copies only the blob's head and key: b->value is
+  // empty, scratch_len_ the blob's full length.
+  Status ProbeLocked(const KeyHash& h, std::string_view key, Blob* b) {
+    size_t want = kBlobHeader + key.size();
+    if (scratch_.size() < want) scratch_.resize(want);
+    size_t len = want;
+    if (!map_.Find(h, scratch_.data(), &len)) return Status::kNotFound;
+    BlobHead head;
+    if (len < kBlobHeader) return Status::kNotFound;  // damaged, as in
+    std::memcpy(&head, scratch_.data(), sizeof(head));  // ReadLocked
+    if (head.key_len > len - kBlobHeader) return Status::kNotFound;
+    // Same length, so the key's bytes were all copied.
+    if (head.key_len != key.size() ||
+        std::memcmp(scratch_.data() + kBlobHeader, key.data(), key.size()) != 0) {
+      return Status::kCollision;
+    }
+    b->expire_ms = static_cast<int64_t>(head.expire_at_ms);
+    b->key = std::string_view(scratch_.data() + kBlobHeader, key.size());
+    b->value = std::string_view();
+    scratch_len_ = len;
     if (b->Expired(NowMs())) {
       map_.Erase(h);
       ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);

@@ -49,6 +49,9 @@ bool ParseInt64(std::string_view s, int64_t* out) {
 Store::Status Store::SetIn(Txn* t, std::string_view key,
                            std::string_view value, int64_t expire_ms,
                            SetMode mode, bool keep_ttl) {
+  if (mode == SetMode::kAlways && !keep_ttl) {
+    return t->Put(key, value, expire_ms);  // the old value is not needed
+  }
   std::string old;
   int64_t old_expire = 0;
   Status st = t->Read(key, &old, &old_expire);

@@ -178,7 +178,9 @@ void Set(const Args& a, CommandContext* c, std::string* o, bool* e) {
   if (!ExpiryOf(x, a[0], &when, o, e)) return;
   std::string old;
   int64_t old_expire = 0;
-  bool found = ReadKey(c, a[1], &old, &old_expire);
+  // A plain SET needs nothing of the old value (Put checks the key).
+  bool found = (x.nx || x.xx || x.get || x.keep_ttl) &&
+               ReadKey(c, a[1], &old, &old_expire);
   if ((x.nx && found) || (x.xx && !found)) {
     if (x.get && found) return ReplyBulk(o, old);
     return ReplyNull(o);

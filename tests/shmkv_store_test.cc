@@ -20,11 +20,14 @@
 #include <utility>
 #include <vector>
 
+#include "server/blob.h"
 #include "server/journal.h"
+#include "server/key_hash.h"
 #include "server/stats.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
+#include "shmc/shm_hash_map.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -504,6 +507,42 @@ TEST_F(StoreFixture, TransactionsSeeOwnWritesAndStartClean) {
     ASSERT_EQ(t->Commit(), Status::kOk);
   }
   EXPECT_FALSE(master_->Exists("x"));
+}
+
+// Another key's blob under a key's 128-bit hash (planted: a real collision
+// is never seen): writes to the key are refused and leave that blob alone,
+// whether the other key is shorter, as long, or longer. A blob too short
+// for its own key is damage and is taken as no key, as reads take it.
+TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
+  shmc::SetDefaultCreateFlags(shmc::kSharedWriters | shmc::kNoCreate);
+  shmc::ShmHashMap<shmkv::KeyHash, shmc::POSIX> map;
+  ASSERT_TRUE(map.InitForWrite(cfg_.name, cfg_.capacity, 64,
+                               cfg_.memory / 80))
+      << map.last_error().message;
+  const shmkv::KeyHash h = shmkv::HashKey("victim");
+  for (std::string other : {"vic", "victin", "victim-but-longer"}) {
+    std::string blob;
+    shmkv::MakeBlob(&blob, other, "theirs", 0);
+    ASSERT_TRUE(map.Replace(h, blob));
+    EXPECT_EQ(master_->Set("victim", "mine", 0, SetMode::kAlways, false),
+              Status::kCollision) << other;
+    EXPECT_FALSE(master_->Del("victim")) << other;
+    std::vector<std::pair<std::string_view, std::string_view>> pairs = {
+        {"fine", "1"}, {"victim", "2"}};
+    EXPECT_EQ(master_->MSet(pairs), Status::kCollision) << other;
+    EXPECT_FALSE(master_->Exists("fine")) << other;
+    std::string now;
+    ASSERT_TRUE(map.Find(h, &now));
+    EXPECT_EQ(now, blob) << other;
+  }
+  std::string damaged(shmkv::kBlobHeader + 2, '\0');
+  damaged[8] = 100;  // key_len 100 in a blob of 18 bytes
+  ASSERT_TRUE(map.Replace(h, damaged));
+  EXPECT_EQ(master_->Set("victim", "mine", 0, SetMode::kAlways, false),
+            Status::kOk);
+  std::string v;
+  ASSERT_TRUE(master_->Get("victim", &v));
+  EXPECT_EQ(v, "mine");
 }
 
 // The map fills up part-way through applying a commit: the records already
