@@ -178,6 +178,11 @@ inline double BitsDouble(uint64_t u) {
 // values above it in its highest. Merge adds the counts (exact for streams
 // whose estimates share a power of two) and joins the open groups as
 // PercentileEstimator does.
+//
+// Add, with all it calls, is inlined into its caller: a loop of Adds then
+// makes no call and keeps the state in registers. With a call in the loop
+// (the group's close was one) the state stayed in memory, and the max and
+// the countdown each waited for their own store, sample after sample.
 class QuantileEstimator {
  public:
   static constexpr int kOctaves = 48;
@@ -207,18 +212,12 @@ class QuantileEstimator {
     return n < kMinGroup ? kMinGroup : static_cast<uint64_t>(n);
   }
 
-  void Add(double x) {
+  __attribute__((always_inline)) void Add(double x) {
     if (n_ == 0 || std::isnan(x)) return;
-    // In a small group which sample is the maximum is a coin toss that a
-    // branch mispredicts half the time: there, a branch-free max. In a
-    // large one a new maximum is rare and the branch is cheaper than the
-    // max's dependency from sample to sample.
-    if (n_ < 16) {
-      open_max_ = x > open_max_ ? x : open_max_;
-    } else if (x > open_max_) {
-      open_max_ = x;
-    }
-    if (--left_ == 0) CloseGroup();
+    // Branch-free: in a small group which sample is the maximum is a coin
+    // toss, and with the state in a register the max is one instruction.
+    open_max_ = x > open_max_ ? x : open_max_;
+    if (__builtin_expect(--left_ == 0, 0)) CloseGroup();
   }
 
   // The u-quantile of the group maxima. Before the first group completes:
@@ -376,36 +375,36 @@ class QuantileEstimator {
   }
 
   // The coarse range, centered on power of two `oct`.
-  void Start(int64_t oct) {
+  __attribute__((always_inline)) void Start(int64_t oct) {
     int64_t low = oct - kOctaves / 2;
     const int64_t highest = kMaxOctave + 1 - kOctaves;
     low_ = low < 0 ? 0 : low > highest ? highest : low;
     cells_at_ = oct;
   }
 
-  // Once per group, out of Add's line: Add inlined with it was too big to
-  // inline into the caller's loop (a call per sample, 3x the cost).
-  __attribute__((noinline)) void CloseGroup() {
+  // Once per group (inlined, as all below that Add reaches: see above).
+  __attribute__((always_inline)) void CloseGroup() {
     double m = open_max_;
     open_max_ = -std::numeric_limits<double>::infinity();
     left_ = n_;
     AddMaximum(m);
   }
 
-  void AddMaximum(double m) {
+  __attribute__((always_inline)) void AddMaximum(double m) {
     if (maxima_ == 0) Start(Octave(m));
     int i = Slot(Octave(m));
     ++coarse_[i];
     // No branch on whether the maximum is in the cells' power of two: with
-    // small groups it is a coin toss (outside, cell 0 gets 0 added).
+    // small groups it is a coin toss. Outside, a cell gets 0 added: a
+    // different one each time, so those adds do not wait for each other.
     bool in = low_ + i == cells_at_;
-    cells_[in ? Sub(m) : 0] += in;
-    if ((++maxima_ & (kCheckEvery - 1)) == 0) Follow();
+    cells_[in ? Sub(m) : static_cast<int>(maxima_ & (kCells - 1))] += in;
+    if (__builtin_expect((++maxima_ & (kCheckEvery - 1)) == 0, 0)) Follow();
   }
 
   // The coarse count that holds the estimate's rank u * maxima, and in
   // *in the rank inside it.
-  int RankPower(double* in) const {
+  __attribute__((always_inline)) int RankPower(double* in) const {
     double rank = u_ * static_cast<double>(maxima_);
     double seen = 0;
     int o = 0;
@@ -421,7 +420,7 @@ class QuantileEstimator {
   // is another and the rank is more than an eighth of that power's count
   // inside it (so an estimate at a boundary does not make them flap).
   static constexpr uint64_t kCheckEvery = 64;
-  void Follow() {
+  __attribute__((always_inline)) void Follow() {
     double in = 0;
     int o = RankPower(&in);
     if (low_ + o == cells_at_) return;
@@ -432,15 +431,18 @@ class QuantileEstimator {
       return;
     }
     cells_at_ = low_ + o;
-    std::memset(cells_, 0, sizeof(cells_));
-    Spread(coarse_[o]);
+    Spread(coarse_[o], true);
   }
 
-  // Adds `k` maxima of the cells' power of two, positions unknown: evenly.
-  void Spread(uint64_t k) {
+  // Adds `k` maxima of the cells' power of two, positions unknown: evenly;
+  // with `replace`, they are all the cells hold. (Not a memset and an add:
+  // GCC makes a zeroing loop a call to memset, and a call in the caller's
+  // loop of Adds keeps the state in memory.)
+  __attribute__((always_inline)) void Spread(uint64_t k, bool replace = false) {
     for (int c = 0; c < kCells; ++c) {
       uint64_t extra = static_cast<uint64_t>(c) < k % kCells ? 1 : 0;
-      cells_[c] += static_cast<uint32_t>(k / kCells + extra);
+      uint32_t add = static_cast<uint32_t>(k / kCells + extra);
+      cells_[c] = replace ? add : cells_[c] + add;
     }
   }
 
