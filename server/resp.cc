@@ -170,7 +170,9 @@ ParseResult ParseMultibulk(const char* data, size_t n, const RespLimits& lim,
     r = LengthLine(data, n, 0, true, static_cast<int64_t>(lim.max_args),
                    "multibulk", &count, &next, error);
     if (r != ParseResult::kOk) return r;
-    cur->count = count;
+    // A count of 0 or below is an empty command, which Redis skips without
+    // a reply (and -1 is the cursor's "not read yet").
+    cur->count = count < 0 ? 0 : count;
     cur->pos = next;
   }
   const int64_t max_bulk = static_cast<int64_t>(

@@ -186,4 +186,23 @@ TEST(Resp, LengthsPastInt64AreRefused) {
             ParseResult::kError);
 }
 
+// A multibulk count of 0 or below is an empty command, consumed whole: a
+// negative count once became the cursor's "not read yet" (-1), and the
+// arguments' reserve(size_t(-1)) threw and killed the worker.
+TEST(Resp, CountsOfZeroOrBelowAreEmptyCommands) {
+  for (std::string head : {"*0\r\n", "*-1\r\n", "*-5\r\n"}) {
+    std::string req = head + "*1\r\n$4\r\nPING\r\n";
+    RespCursor cur;
+    Parsed p = Parse(req, &cur);
+    ASSERT_EQ(p.result, ParseResult::kOk) << head;
+    EXPECT_TRUE(p.args.empty()) << head;
+    EXPECT_EQ(p.used, head.size()) << head;
+    RespCursor next;
+    p = Parse(std::string_view(req).substr(head.size()), &next);
+    ASSERT_EQ(p.result, ParseResult::kOk);
+    ASSERT_EQ(p.args.size(), 1u);
+    EXPECT_EQ(p.args[0], "PING");
+  }
+}
+
 }  // namespace

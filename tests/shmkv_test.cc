@@ -758,6 +758,13 @@ TEST(ShmkvVsRedis, EdgeCasesReplyAsRedis) {
     std::string r = c.Call({"SCAN", bad});
     EXPECT_EQ(r, "*2\r\n$1\r\n0\r\n*0\r\n") << bad;
   }
+  // A multibulk count of 0 or below is skipped without a reply, as in
+  // Redis, and the connection goes on (a negative count killed a worker).
+  for (int port : {s.port(), redis.port()}) {
+    Client p(port);
+    ASSERT_TRUE(p.SendRaw("*-1\r\n*0\r\n*-5\r\n*1\r\n$4\r\nPING\r\n"));
+    EXPECT_EQ(p.Reply(), "+PONG\r\n") << (port == s.port() ? "shmkv" : "redis");
+  }
   // A multibulk count of 19+ digits is a protocol error, as in Redis.
   for (int port : {s.port(), redis.port()}) {
     Client p(port);
