@@ -205,4 +205,34 @@ TEST(Resp, CountsOfZeroOrBelowAreEmptyCommands) {
   }
 }
 
+// Length lines are read in one pass: what may follow the digits is only
+// their CRLF; a sign only where a count may be negative; at most 19
+// characters, sign included; lengths split anywhere still parse.
+TEST(Resp, LengthLinesAcceptOnlyDigitsThenCrlf) {
+  RespLimits lim;
+  lim.max_bulk = 1 << 20;
+  const std::vector<std::string> bad = {
+      "*1\r\n$\r\n", "*1\r\n$-1\r\n", "*1\r\n$1x\r\n", "*1\r\n$1\r\r\n",
+      "*-\r\n", "*-1000000000000000000\r\n", "*1\r\n$ 1\r\n"};
+  for (const std::string& req : bad) {
+    RespCursor cur;
+    EXPECT_EQ(Parse(req, &cur, lim).result, ParseResult::kError) << req;
+  }
+  RespCursor cur;
+  EXPECT_EQ(Parse("*-100000000000000000\r\n", &cur, lim).result,
+            ParseResult::kOk) << "18 digits and a sign: an empty command";
+  const std::string req = "*2\r\n$3\r\nGET\r\n$0010\r\n0123456789\r\n";
+  for (size_t cut = 0; cut <= req.size(); ++cut) {
+    RespCursor c2;
+    Parsed p = Parse(std::string_view(req).substr(0, cut), &c2, lim);
+    if (cut < req.size()) {
+      EXPECT_EQ(p.result, ParseResult::kIncomplete) << cut;
+      continue;
+    }
+    ASSERT_EQ(p.result, ParseResult::kOk);
+    ASSERT_EQ(p.args.size(), 2u);
+    EXPECT_EQ(p.args[1], "0123456789");
+  }
+}
+
 }  // namespace
