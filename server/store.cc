@@ -431,8 +431,7 @@ class StoreT : public Store {
       }
       KeyHash h = HashKey(key);
       Blob b;
-      Status st = with_value ? s_->ReadLocked(h, key, &b)
-                             : s_->ProbeLocked(h, key, &b);
+      Status st = s_->ReadLocked(h, key, &b, with_value);
       if (st == Status::kCollision) return st;
       Entry* e = entries_->Add(key);
       e->h = h;
@@ -566,45 +565,47 @@ class StoreT : public Store {
     return false;
   }
 
-  // Under the lock: the current, unexpired blob of `key`.
-  Status ReadLocked(const KeyHash& h, std::string_view key, Blob* b) {
-    if (!ReadBlob(h)) return Status::kNotFound;
-    if (!b->Parse(scratch_.data(), scratch_len_)) return Status::kNotFound;
-    if (b->key != key) return Status::kCollision;
+  // Under the lock: the current, unexpired blob of `key`. Without `whole`
+  // only its head and key are copied (b->value is empty; scratch_len_ is
+  // still the blob's full length): what a write that replaces the value
+  // needs.
+  Status ReadLocked(const KeyHash& h, std::string_view key, Blob* b,
+                    bool whole = true) {
+    if (whole) {
+      if (!ReadBlob(h) || !b->Parse(scratch_.data(), scratch_len_)) {
+        return Status::kNotFound;
+      }
+      if (b->key != key) return Status::kCollision;
+    } else {
+      size_t want = kBlobHeader + key.size();
+      if (scratch_.size() < want) scratch_.resize(want);
+      size_t len = want;
+      if (!map_.Find(h, scratch_.data(), &len)) return Status::kNotFound;
+      BlobHead head;
+      if (len < kBlobHeader) return Status::kNotFound;  // damaged, as Parse
+      std::memcpy(&head, scratch_.data(), sizeof(head));  // takes it
+      if (head.key_len > len - kBlobHeader) return Status::kNotFound;
+      // Same length, so the key's bytes were all copied.
+      if (head.key_len != key.size() ||
+          std::memcmp(scratch_.data() + kBlobHeader, key.data(),
+                      key.size()) != 0) {
+        return Status::kCollision;
+      }
+      b->expire_ms = static_cast<int64_t>(head.expire_at_ms);
+      b->key = std::string_view(scratch_.data() + kBlobHeader, key.size());
+      b->value = std::string_view();
+      scratch_len_ = len;
+    }
     if (b->Expired(NowMs())) {
-      map_.Erase(h);
-      ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
+      EraseExpired(h);
       return Status::kNotFound;
     }
     return Status::kOk;
   }
 
-  // As ReadLocked, but copies only the blob's head and key: b->value is
-  // empty, scratch_len_ the blob's full length.
-  Status ProbeLocked(const KeyHash& h, std::string_view key, Blob* b) {
-    size_t want = kBlobHeader + key.size();
-    if (scratch_.size() < want) scratch_.resize(want);
-    size_t len = want;
-    if (!map_.Find(h, scratch_.data(), &len)) return Status::kNotFound;
-    BlobHead head;
-    if (len < kBlobHeader) return Status::kNotFound;  // damaged, as in
-    std::memcpy(&head, scratch_.data(), sizeof(head));  // ReadLocked
-    if (head.key_len > len - kBlobHeader) return Status::kNotFound;
-    // Same length, so the key's bytes were all copied.
-    if (head.key_len != key.size() ||
-        std::memcmp(scratch_.data() + kBlobHeader, key.data(), key.size()) != 0) {
-      return Status::kCollision;
-    }
-    b->expire_ms = static_cast<int64_t>(head.expire_at_ms);
-    b->key = std::string_view(scratch_.data() + kBlobHeader, key.size());
-    b->value = std::string_view();
-    scratch_len_ = len;
-    if (b->Expired(NowMs())) {
-      map_.Erase(h);
-      ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
-      return Status::kNotFound;
-    }
-    return Status::kOk;
+  void EraseExpired(const KeyHash& h) {
+    map_.Erase(h);
+    ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
   }
 
   // Removes `key` if it is (still) expired.
@@ -617,8 +618,7 @@ class StoreT : public Store {
         !b.Expired(NowMs())) {
       return false;
     }
-    map_.Erase(h);
-    ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
+    EraseExpired(h);
     return true;
   }
 
