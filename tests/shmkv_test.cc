@@ -1306,7 +1306,12 @@ TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
       {"INCRBYFLOAT", "i", "3"}, {"SET", "i", "9223372036854775807"},
       {"INCR", "i"}, {"DECRBY", "i", "-9223372036854775808"},
       {"INCRBY", "i", "x"}, {"SET", "i", " 1"}, {"INCR", "i"},
-      {"SET", "i", "01"}, {"INCR", "i"}, {"APPEND", "ap", "x"},
+      {"SET", "i", "01"}, {"INCR", "i"},
+      {"SET", "i", "18446744073709551616"}, {"INCR", "i"},
+      {"SET", "i", "99999999999999999999"}, {"INCR", "i"},
+      {"SET", "i", "-9223372036854775808"}, {"INCR", "i"}, {"DECR", "i"},
+      {"SET", "i", "-9223372036854775809"}, {"INCR", "i"},
+      {"APPEND", "ap", "x"},
       {"APPEND", "ap", bin}, {"GET", "ap"},
   });
 }
