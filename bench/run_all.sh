@@ -88,5 +88,6 @@ if [ "$shmkv" = 1 ]; then
   bench/shmkv_bench.sh --runs "$runs" --workers 1 --pin \
     ${floor[@]+"${floor[@]}"} --out "$out/pinned" |
     tee "$out/shmkv_bench_pinned.txt"
+  bench/shmkv_worker_cpu.sh --runs "$runs" | tee "$out/shmkv_worker_cpu.txt"
 fi
 echo "results in $out"
