@@ -88,23 +88,20 @@ free_port() {
     port_in_use "$p" || { echo "$p"; return; }
   done
 }
-redis_port=$(free_port)
-kv_port=$(free_port)
-while [ "$kv_port" = "$redis_port" ]; do kv_port=$(free_port); done
-kv_http=$(free_port)
-while [ "$kv_http" = "$redis_port" ] || [ "$kv_http" = "$kv_port" ]; do
-  kv_http=$(free_port)
-done
-epoll_port=$(free_port)
-while [ "$epoll_port" = "$redis_port" ] || [ "$epoll_port" = "$kv_port" ] ||
-      [ "$epoll_port" = "$kv_http" ]; do
-  epoll_port=$(free_port)
-done
-uring_port=$(free_port)
-while [ "$uring_port" = "$redis_port" ] || [ "$uring_port" = "$kv_port" ] ||
-      [ "$uring_port" = "$kv_http" ] || [ "$uring_port" = "$epoll_port" ]; do
-  uring_port=$(free_port)
-done
+# take_port VAR: a free port no earlier take_port handed out, into VAR.
+taken=" "
+take_port() {
+  local p
+  p=$(free_port)
+  while [[ "$taken" == *" $p "* ]]; do p=$(free_port); done
+  taken="$taken$p "
+  printf -v "$1" '%s' "$p"
+}
+take_port redis_port
+take_port kv_port
+take_port kv_http
+take_port epoll_port
+take_port uring_port
 seg=/shmkv_bench_$$
 # The server's segments (map, control block, journal, statistics), removed
 # with shmc rm, which removes only what proves to be shmc's.
