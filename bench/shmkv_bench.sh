@@ -79,15 +79,7 @@ if [ "$floor" = 1 ] && [ ! -x "$reply_floor" ]; then
 fi
 
 shmc_tool=build/release/tools/shmc
-# Free ports, not fixed ones: another server on this machine could answer.
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    port_in_use "$p" || { echo "$p"; return; }
-  done
-}
+. bench/ports.sh  # port_in_use, free_port
 # take_port VAR: a free port no earlier take_port handed out, into VAR.
 taken=" "
 take_port() {

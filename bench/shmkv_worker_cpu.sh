@@ -43,14 +43,7 @@ for b in "$binary" $baseline "$shmc_tool"; do
   [ -x "$b" ] || { echo "$0: $b: build first (cmake --preset release && cmake --build --preset release)" >&2; exit 1; }
 done
 
-port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 40000))
-    port_in_use "$p" || { echo "$p"; return; }
-  done
-}
+. bench/ports.sh  # port_in_use, free_port
 seg=""  # a fresh segment name per server: an exiting one never meets the next
 servers=0
 remove_segments() {
