@@ -19,7 +19,7 @@
 // segment; any process reads the merged estimate.
 //
 // QuantileEstimator (below) is the distribution-free one: within 3% of the
-// sample quantile on any continuous distribution at 10^6 samples, in 48
+// sample quantile on any continuous distribution at 10^6 samples, in 64
 // words. Use it where the tail's shape is not known to be exponential.
 #pragma once
 
@@ -163,15 +163,20 @@ inline double BitsDouble(uint64_t u) {
 // countdown per sample, and the counting below once per group.
 //
 // The maxima are counted twice: per power of two (kOctaves coarse counts,
-// placed around the first maximum: a range of 2^48), and in 32 cells of
-// the one power of two that holds the estimate (each cell 2.2-3.1% wide:
-// the top 5 bits of the double's mantissa, so no logarithm is taken). The
-// estimate's rank u * maxima is found in the coarse counts, then inside
-// its cell by linear interpolation. When the estimate moves to another
-// power of two (a stream whose level changes), the cells move there and
-// start from that power's count spread evenly, which later maxima refine;
-// the counts per power of two stay exact, so a level change costs
-// precision inside one power of two, never the rank.
+// placed around the first maximum: a range of 2^48), and in 32 cells per
+// power of two across a window of two adjacent powers that holds the
+// estimate (each cell 2.2-3.1% wide: the top 5 bits of the double's
+// mantissa, so no logarithm is taken). The estimate's rank u * maxima is
+// found in the coarse counts, then inside its cell by linear
+// interpolation. The window is kept so that the estimate is at least a
+// quarter of a power of two from either end: an estimate next to a
+// boundary between two powers has cells on both sides, whichever side its
+// rank falls on. When the estimate nears an end of the window (a stream
+// whose level changes), the window moves by a power of two (or more): a
+// power it still covers keeps its cells, a newly covered one starts from
+// its count spread evenly, which later maxima refine. The counts per power
+// of two stay exact, so a level change costs precision inside a power of
+// two, never the rank.
 //
 // Samples are non-negative quantities (latencies, sizes): zero, negative
 // and values below the coarse range count in its lowest power of two,
@@ -188,12 +193,14 @@ class QuantileEstimator {
   static constexpr int kOctaves = 48;
   static constexpr int kSubBits = 5;
   static constexpr int kCells = 1 << kSubBits;  // per power of two
+  static constexpr int kWindow = 2;               // powers of two with cells
+  static constexpr int kWindowCells = kWindow * kCells;
   static constexpr uint64_t kMinGroup = 2;
   static constexpr double kTargetU = 0.84;
   // The state: p, u, n, samples in the open group, its maximum, maxima,
-  // the lowest power of two counted, the power the cells cover, then
-  // kOctaves and kCells 32-bit counts.
-  static constexpr size_t kWords = 8 + (kOctaves + kCells) / 2;
+  // the lowest power of two counted, the lowest power the cells cover,
+  // then kOctaves and kWindowCells 32-bit counts.
+  static constexpr size_t kWords = 8 + (kOctaves + kWindowCells) / 2;
 
   // 0 < p < 1; otherwise !valid(): Add is ignored and Estimate is NaN.
   explicit QuantileEstimator(double p)
@@ -230,14 +237,15 @@ class QuantileEstimator {
     double in = 0;  // rank inside power of two o
     int o = RankPower(&in);
     int64_t oct = low_ + o;
-    if (oct == cells_at_ && coarse_[o] > 0) {
+    const uint32_t* cells = WindowCells(oct);
+    if (cells != nullptr && coarse_[o] > 0) {
       double s = 0;
       for (int c = 0; c < kCells; ++c) {
-        if (cells_[c] > 0 && s + cells_[c] >= in) {
+        if (cells[c] > 0 && s + cells[c] >= in) {
           double lo = Low(oct, c), hi = Low(oct, c + 1);
-          return lo + (hi - lo) * ((in - s) / cells_[c]);
+          return lo + (hi - lo) * ((in - s) / cells[c]);
         }
-        s += cells_[c];
+        s += cells[c];
       }
       return Low(oct, kCells);
     }
@@ -255,18 +263,19 @@ class QuantileEstimator {
         cells_at_ = other.cells_at_;
       }
       for (int o = 0; o < kOctaves; ++o) {
-        if (other.coarse_[o] > 0) {
-          int i = Slot(other.low_ + o);
-          coarse_[i] += other.coarse_[o];
-          maxima_ += other.coarse_[o];
-          if (low_ + i == cells_at_ && other.low_ + o != other.cells_at_) {
-            Spread(other.coarse_[o]);  // the other's cells are elsewhere
-          }
+        if (other.coarse_[o] == 0) continue;
+        int64_t oct = other.low_ + o;
+        int i = Slot(oct);
+        coarse_[i] += other.coarse_[o];
+        maxima_ += other.coarse_[o];
+        if (!InWindow(low_ + i)) continue;
+        int mine = CellsOf(low_ + i);
+        const uint32_t* theirs = other.WindowCells(oct);
+        if (theirs != nullptr && low_ + i == oct) {
+          for (int c = 0; c < kCells; ++c) cells_[mine + c] += theirs[c];
+        } else {  // no cells of the other's for it (or clamped here)
+          Spread(mine, other.coarse_[o], false);
         }
-      }
-      if (other.cells_at_ == cells_at_ &&
-          Slot(cells_at_) == cells_at_ - low_) {
-        for (int c = 0; c < kCells; ++c) cells_[c] += other.cells_[c];
       }
     }
     // The open groups, as PercentileEstimator::Merge joins them.
@@ -306,7 +315,7 @@ class QuantileEstimator {
     w[6] = static_cast<uint64_t>(low_);
     w[7] = static_cast<uint64_t>(cells_at_);
     const uint32_t* counts[2] = {coarse_, cells_};
-    int sizes[2] = {kOctaves, kCells};
+    int sizes[2] = {kOctaves, kWindowCells};
     size_t k = 8;
     for (int t = 0; t < 2; ++t) {
       for (int i = 0; i < sizes[t]; i += 2, ++k) {
@@ -323,21 +332,30 @@ class QuantileEstimator {
     e.low_ = static_cast<int64_t>(w[6]);
     e.cells_at_ = static_cast<int64_t>(w[7]);
     uint32_t* counts[2] = {e.coarse_, e.cells_};
-    int sizes[2] = {kOctaves, kCells};
-    uint64_t sum[2] = {0, 0};
+    int sizes[2] = {kOctaves, kWindowCells};
+    uint64_t coarse_sum = 0, part_sum[kWindow] = {};
     size_t k = 8;
     for (int t = 0; t < 2; ++t) {
       for (int i = 0; i < sizes[t]; i += 2, ++k) {
         counts[t][i] = static_cast<uint32_t>(w[k]);
         counts[t][i + 1] = static_cast<uint32_t>(w[k] >> 32);
-        sum[t] += counts[t][i] + uint64_t{counts[t][i + 1]};
+        uint64_t two = counts[t][i] + uint64_t{counts[t][i + 1]};
+        if (t == 0) {
+          coarse_sum += two;
+        } else {
+          part_sum[i / kCells] += two;  // the cells of one parity
+        }
       }
     }
+    // Each power of two in the window: its cells hold its count.
     int64_t at = e.cells_at_ - e.low_;
-    bool cells_ok = e.maxima_ == 0
-                        ? sum[1] == 0
-                        : at >= 0 && at < kOctaves && sum[1] == e.coarse_[at];
-    if (sum[0] != e.maxima_ || !cells_ok || e.low_ < 0 ||
+    bool cells_ok = e.maxima_ == 0 ? part_sum[0] + part_sum[1] == 0
+                                   : at >= 0 && at <= kOctaves - kWindow;
+    for (int part = 0; cells_ok && e.maxima_ > 0 && part < kWindow; ++part) {
+      int64_t oct = e.cells_at_ + part;
+      cells_ok = part_sum[CellsOf(oct) / kCells] == e.coarse_[at + part];
+    }
+    if (coarse_sum != e.maxima_ || !cells_ok || e.low_ < 0 ||
         e.low_ > kMaxOctave) {
       return false;
     }
@@ -349,14 +367,9 @@ class QuantileEstimator {
   static constexpr int64_t kMaxOctave = 2046;  // finite doubles' exponents
 
   // A positive double's bits grow with its value: the exponent is its
-  // power of two, the next kSubBits bits its cell.
-  static int64_t Octave(double x) {
-    return x > 0 ? static_cast<int64_t>(detail::DoubleBits(x) >> 52) : 0;
-  }
-  static int Sub(double x) {
-    if (!(x > 0)) return 0;
-    return static_cast<int>((detail::DoubleBits(x) >> (52 - kSubBits)) &
-                            (kCells - 1));
+  // power of two, the next kSubBits bits its cell (zero and below: both 0).
+  static uint64_t CellKey(double x) {
+    return x > 0 ? detail::DoubleBits(x) >> (52 - kSubBits) : 0;
   }
   // The lowest value of cell c (0..kCells) of power of two `oct`.
   static double Low(int64_t oct, int c) {
@@ -374,12 +387,29 @@ class QuantileEstimator {
     return static_cast<int>(i < 0 ? 0 : i >= kOctaves ? kOctaves - 1 : i);
   }
 
-  // The coarse range, centered on power of two `oct`.
+  // The coarse range, centered on power of two `oct`; the window from it.
   __attribute__((always_inline)) void Start(int64_t oct) {
     int64_t low = oct - kOctaves / 2;
     const int64_t highest = kMaxOctave + 1 - kOctaves;
     low_ = low < 0 ? 0 : low > highest ? highest : low;
-    cells_at_ = oct;
+    cells_at_ = WindowAt(oct);
+  }
+  // The lowest power of a window that starts at `oct`, kept in the range.
+  int64_t WindowAt(int64_t oct) const {
+    const int64_t last = low_ + kOctaves - kWindow;
+    return oct < low_ ? low_ : oct > last ? last : oct;
+  }
+  // The 32 cells of power of two `oct`, or null outside the window. A
+  // power's cells are at its parity: moving the window by one power
+  // rewrites the cells of the power it takes in, and moves none.
+  static int CellsOf(int64_t oct) {
+    return static_cast<int>(oct & (kWindow - 1)) * kCells;
+  }
+  bool InWindow(int64_t oct) const {
+    return static_cast<uint64_t>(oct - cells_at_) < kWindow;
+  }
+  const uint32_t* WindowCells(int64_t oct) const {
+    return InWindow(oct) ? cells_ + CellsOf(oct) : nullptr;
   }
 
   // Once per group (inlined, as all below that Add reaches: see above).
@@ -391,18 +421,21 @@ class QuantileEstimator {
   }
 
   __attribute__((always_inline)) void AddMaximum(double m) {
-    if (maxima_ == 0) Start(Octave(m));
-    int i = Slot(Octave(m));
+    uint64_t key = CellKey(m);
+    int64_t octave = static_cast<int64_t>(key >> kSubBits);
+    if (maxima_ == 0) Start(octave);
+    int i = Slot(octave);
     ++coarse_[i];
-    // No branch on whether the maximum is in the cells' power of two: with
+    // No branch on whether the maximum is in the window: with
     // small groups it is a coin toss. Outside, a cell gets 0 added: a
     // different one each time, so those adds do not wait for each other.
-    // The cell is chosen with masks: GCC made `in ? Sub(m) : spin` a
+    // The cell is chosen with masks: GCC made `in ? cell : spin` a
     // branch, which mispredicted as often.
-    bool in = low_ + i == cells_at_;
-    int spin = static_cast<int>(maxima_ & (kCells - 1));
-    int sub = Sub(m);
-    cells_[spin ^ ((sub ^ spin) & -static_cast<int>(in))] += in;
+    int64_t oct = low_ + i;
+    bool in = InWindow(oct);
+    int spin = static_cast<int>(maxima_ & (kWindowCells - 1));
+    int cell = CellsOf(oct) | static_cast<int>(key & (kCells - 1));
+    cells_[spin ^ ((cell ^ spin) & -static_cast<int>(in))] += in;
     if (__builtin_expect((++maxima_ & (kCheckEvery - 1)) == 0, 0)) Follow();
   }
 
@@ -420,33 +453,50 @@ class QuantileEstimator {
     return o;
   }
 
-  // Moves the cells to the power of two that holds the estimate, when it
-  // is another and the rank is more than an eighth of that power's count
-  // inside it (so an estimate at a boundary does not make them flap).
+  // Keeps the estimate a quarter of a power of two (8 cells) or more from
+  // either end of the window. When it comes closer, the window moves so
+  // that the estimate's power and the neighbour on its nearer side are
+  // covered: the estimate is then 8 cells or more from both ends, so noise
+  // in the rank cannot make the window flap.
   static constexpr uint64_t kCheckEvery = 64;
+  static constexpr int kMargin = kCells / 4;
   __attribute__((always_inline)) void Follow() {
     double in = 0;
     int o = RankPower(&in);
-    if (low_ + o == cells_at_) return;
-    in /= coarse_[o] > 0 ? coarse_[o] : 1;
-    bool above = low_ + o > cells_at_;
-    if (low_ + o == cells_at_ + (above ? 1 : -1) &&
-        (above ? in < 0.125 : in > 0.875)) {
-      return;
+    int64_t oct = low_ + o;
+    int c = 0;  // the estimate's cell in its power of two
+    if (InWindow(oct)) {
+      int at = CellsOf(oct);
+      double s = 0;
+      for (; c < kCells - 1 && s + cells_[at + c] < in; ++c) {
+        s += cells_[at + c];
+      }
+    } else if (coarse_[o] > 0) {  // even in log scale, as Estimate
+      c = static_cast<int>(kCells * in / coarse_[o]);
+      c = c < 0 ? 0 : c >= kCells ? kCells - 1 : c;
     }
-    cells_at_ = low_ + o;
-    Spread(coarse_[o], true);
+    int64_t pos = (oct - cells_at_) * kCells + c;
+    if (pos >= kMargin && pos < kWindowCells - kMargin) return;
+    int64_t to = WindowAt(c < kCells / 2 ? oct - 1 : oct);
+    // A power still covered keeps its cells; a new one is spread.
+    for (int64_t x = to; x < to + kWindow; ++x) {
+      if (!InWindow(x)) Spread(CellsOf(x), coarse_[x - low_], true);
+    }
+    cells_at_ = to;
   }
 
-  // Adds `k` maxima of the cells' power of two, positions unknown: evenly;
-  // with `replace`, they are all the cells hold. (Not a memset and an add:
-  // GCC makes a zeroing loop a call to memset, and a call in the caller's
-  // loop of Adds keeps the state in memory.)
-  __attribute__((always_inline)) void Spread(uint64_t k, bool replace = false) {
+  // Adds `k` maxima of one power of two to its cells (from cells_[at]),
+  // positions unknown: evenly; with `replace`, they are all its cells
+  // hold. (Not a memset and an add: GCC makes a zeroing loop a call to
+  // memset, and a call in the caller's loop of Adds keeps the state in
+  // memory. Indexes, not a pointer, for the same reason: GCC kept the
+  // state in memory when the cells were reached through a pointer.)
+  __attribute__((always_inline)) void Spread(int at, uint64_t k,
+                                             bool replace) {
     for (int c = 0; c < kCells; ++c) {
       uint64_t extra = static_cast<uint64_t>(c) < k % kCells ? 1 : 0;
       uint32_t add = static_cast<uint32_t>(k / kCells + extra);
-      cells_[c] = replace ? add : cells_[c] + add;
+      cells_[at + c] = replace ? add : cells_[at + c] + add;
     }
   }
 
@@ -457,9 +507,9 @@ class QuantileEstimator {
   double open_max_ = -std::numeric_limits<double>::infinity();
   uint64_t maxima_ = 0;
   int64_t low_ = 0;       // the lowest power of two counted (exponent bits)
-  int64_t cells_at_ = 0;  // the power of two the cells divide
+  int64_t cells_at_ = 0;  // the lowest power of two of the window
   uint32_t coarse_[kOctaves] = {};
-  uint32_t cells_[kCells] = {};
+  uint32_t cells_[kWindowCells] = {};  // kCells per power, from cells_at_
 };
 static_assert(sizeof(QuantileEstimator) <= QuantileEstimator::kWords * 8,
               "the estimator's state is its kWords words");
