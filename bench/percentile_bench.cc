@@ -7,13 +7,16 @@
 //   histogram - 1,920 fixed log-linear buckets (32 per power of two over
 //               2^-20..2^40): increment one counter per sample.
 //
-//   percentile_bench [--accuracy] [--speed] [--samples N]
+//   percentile_bench [--accuracy] [--speed] [--samples N] [--spread SEEDS]
+// --spread: the distribution-free estimator's rms and largest error over
+// SEEDS draws (not part of the default run).
 // Prints markdown tables (committed in docs/percentile.md and
 // bench/RESULTS.md).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -121,6 +124,44 @@ void Accuracy() {
   std::printf("; state %zu words)\n", shmc::QuantileEstimator::kWords);
 }
 
+// The distribution-free estimator's spread over seeds: per distribution,
+// sample count and p, the root mean square and the largest of its errors
+// against the exact quantile, over `seeds` draws (a quarter as many at
+// 10^6). One seed's error (the tables above) says little at p50, where
+// errors are small; this says how far a run may land.
+void Spread(int seeds) {
+  const double ps[] = {0.5, 0.9, 0.99, 0.999};
+  std::printf("distribution-free: error over seeds, rms / largest\n\n");
+  std::printf("| distribution | samples | seeds | p50 | p90 | p99 | p99.9 |\n");
+  std::printf("|---|---|---|---|---|---|---|\n");
+  for (const Dist& d : Dists()) {
+    for (size_t n : {size_t{10000}, size_t{100000}, size_t{1000000}}) {
+      int runs = n >= 1000000 ? (seeds + 3) / 4 : seeds;
+      double sq[4] = {}, worst[4] = {};
+      for (int seed = 0; seed < runs; ++seed) {
+        std::mt19937_64 rng(7000 + 97 * seed + n);
+        std::vector<double> all(n);
+        for (double& x : all) x = d.draw(rng);
+        for (int k = 0; k < 4; ++k) {
+          double exact = Exact(all, ps[k]);
+          double e = Alone<shmc::QuantileEstimator>(all, ps[k]) / exact - 1;
+          sq[k] += e * e;
+          worst[k] = std::max(worst[k], std::fabs(e));
+        }
+      }
+      std::printf("| %s | 10^%d | %d |", d.name,
+                  static_cast<int>(std::lround(std::log10(n))), runs);
+      for (int k = 0; k < 4; ++k) {
+        std::printf(" %.2f%% / %.2f%% |", 100 * std::sqrt(sq[k] / runs),
+                    100 * worst[k]);
+      }
+      std::printf("\n");
+    }
+  }
+  PrintGroupSizes<shmc::QuantileEstimator>();
+  std::printf(")\n");
+}
+
 class LogHistogram {
  public:
   static constexpr int kSub = 32, kMinExp = -20, kMaxExp = 40;
@@ -209,17 +250,24 @@ void Speed(size_t n) {
 
 int main(int argc, char** argv) {
   bool accuracy = false, speed = false;
+  int spread = 0;
   size_t n = 10000000;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--accuracy")) accuracy = true;
     else if (!std::strcmp(argv[i], "--speed")) speed = true;
     else if (!std::strcmp(argv[i], "--samples") && i + 1 < argc)
       n = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--spread") && i + 1 < argc)
+      spread = std::atoi(argv[++i]);
     else {
       std::fprintf(stderr, "usage: percentile_bench [--accuracy] [--speed] "
-                   "[--samples N]\n");
+                   "[--samples N] [--spread SEEDS]\n");
       return 2;
     }
+  }
+  if (spread > 0) {
+    Spread(spread);
+    if (!accuracy && !speed) return 0;
   }
   if (!accuracy && !speed) accuracy = speed = true;
   if (accuracy) Accuracy();
