@@ -288,8 +288,8 @@ TEST(QuantileEstimator, WithinThreePercentOnAnyTailAloneAndMerged) {
 }
 
 TEST(QuantileEstimator, GroupSizesStateAndBadInput) {
-  EXPECT_EQ(shmc::QuantileEstimator::GroupSize(0.5), 2u);
-  EXPECT_EQ(shmc::QuantileEstimator::GroupSize(0.9), 2u);
+  EXPECT_EQ(shmc::QuantileEstimator::GroupSize(0.5), 3u);
+  EXPECT_EQ(shmc::QuantileEstimator::GroupSize(0.9), 3u);
   EXPECT_EQ(shmc::QuantileEstimator::GroupSize(0.99), 17u);
   EXPECT_EQ(shmc::QuantileEstimator::GroupSize(0.999), 174u);
   static_assert(shmc::QuantileEstimator::kWords <= 64, "64 words at most");
@@ -318,7 +318,7 @@ TEST(QuantileEstimator, SaveAndLoad) {
   // the other parity.
   for (double scale : {1.0, 2.0}) {
   for (size_t n : {size_t{100}, size_t{200000}}) {  // kept maxima; window
-    shmc::QuantileEstimator e(0.9);  // groups of 2
+    shmc::QuantileEstimator e(0.9);  // groups of 3
     for (size_t i = 0; i < n; ++i) e.Add(v[i] * scale);
     uint64_t w[shmc::QuantileEstimator::kWords];
     e.Save(w);
@@ -336,7 +336,7 @@ TEST(QuantileEstimator, SaveAndLoad) {
       EXPECT_FALSE(back.Load(bad));
     }
     std::copy(w, w + shmc::QuantileEstimator::kWords, bad);
-    bad[3] = 2;  // as many samples in the open group as a group holds
+    bad[3] = 3;  // as many samples in the open group as a group holds
     EXPECT_FALSE(back.Load(bad));
     std::copy(w, w + shmc::QuantileEstimator::kWords, bad);
     double other = 0.5;

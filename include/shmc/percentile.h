@@ -156,11 +156,14 @@ inline double BitsDouble(uint64_t u) {
 //
 // The maximum of n independent samples is below the p-quantile q with
 // probability p^n, for any continuous distribution. So q is the u = p^n
-// quantile of the group maxima. n = ln(0.84) / ln(p) rounded, at least 2
-// (p50: 2, p90: 2, p99: 17, p99.9: 174), puts u near 0.84, where the
-// estimate's variance against the sample quantile's is 1.09 (it is
-// (1 - u) p / (n u (1 - p))); groups also make Add cheap: a max and a
-// countdown per sample, and the counting below once per group.
+// quantile of the group maxima. n = ln(0.84) / ln(p) rounded, at least 3
+// (p50: 3, p90: 3, p99: 17, p99.9: 174), puts u near 0.84 for p99 and
+// above, where the estimate's variance against the sample quantile's is
+// 1.09 (it is (1 - u) p / (n u (1 - p))); groups also make Add cheap: a
+// max and a countdown per sample, and the counting below once per group.
+// The floor of 3 is for Add's cost: groups of 2 (u = 1/4 at p50, variance
+// 1.5 rather than 2.3) made Add at p50 2.4x max-of-n's, groups of 3 make
+// it 1.8x (docs/percentile.md has both groups' errors).
 //
 // The maxima are counted twice: per power of two (kOctaves coarse counts,
 // placed around the first maximum: a range of 2^48), and in 32 cells per
@@ -195,7 +198,7 @@ class QuantileEstimator {
   static constexpr int kCells = 1 << kSubBits;  // per power of two
   static constexpr int kWindow = 2;               // powers of two with cells
   static constexpr int kWindowCells = kWindow * kCells;
-  static constexpr uint64_t kMinGroup = 2;
+  static constexpr uint64_t kMinGroup = 3;
   static constexpr double kTargetU = 0.84;
   // The state: p, u, n, samples in the open group, its maximum, maxima,
   // the lowest power of two counted, the lowest power the cells cover,
