@@ -370,6 +370,51 @@ TEST(QuantileEstimator, QuantileNextToAPowerOfTwo) {
   }
 }
 
+// Words from a damaged or hostile segment: the powers of two in them are
+// checked before any arithmetic on them, and Load refuses them whole.
+TEST(QuantileEstimator, LoadRefusesWildPowersOfTwo) {
+  shmc::QuantileEstimator e(0.99);
+  for (int i = 0; i < 100000; ++i) e.Add(1 + i % 1000);
+  uint64_t w[shmc::QuantileEstimator::kWords];
+  e.Save(w);
+  const uint64_t wild[] = {uint64_t{1} << 63, ~uint64_t{0}, uint64_t{1} << 62,
+                           2047, 5000};
+  for (uint64_t low : wild) {
+    for (uint64_t at : wild) {
+      uint64_t bad[shmc::QuantileEstimator::kWords];
+      std::copy(w, w + shmc::QuantileEstimator::kWords, bad);
+      bad[6] = low;
+      bad[7] = at;
+      shmc::QuantileEstimator back(0.99);
+      EXPECT_FALSE(back.Load(bad)) << low << " " << at;
+      bad[6] = w[6];  // a good lowest power, a wild window
+      EXPECT_FALSE(back.Load(bad)) << at;
+    }
+  }
+  // Random words over the saved state: whatever Load accepts is usable
+  // (sanitizer builds check that no access or arithmetic goes wrong).
+  std::mt19937_64 rng(3);
+  for (int round = 0; round < 20000; ++round) {
+    uint64_t bad[shmc::QuantileEstimator::kWords];
+    std::copy(w, w + shmc::QuantileEstimator::kWords, bad);
+    for (int k = 0; k < 3; ++k) {
+      size_t at = 3 + rng() % (shmc::QuantileEstimator::kWords - 3);
+      bad[at] = rng() % 2 ? rng() : rng() % 64;
+    }
+    shmc::QuantileEstimator back(0.99);
+    if (back.Load(bad)) {
+      back.Add(5);
+      shmc::QuantileEstimator sum(0.99);
+      ASSERT_TRUE(sum.Merge(back));
+      ASSERT_TRUE(sum.Merge(e));
+      (void)sum.Estimate();
+    }
+  }
+  shmc::QuantileEstimator back(0.99);
+  ASSERT_TRUE(back.Load(w));
+  EXPECT_EQ(back.Estimate(), e.Estimate());
+}
+
 // Any distribution, not only the four above: an iid mixture of two levels
 // x100 apart (5% slow), whose quantiles sit in a gap or in the rare mode.
 TEST(QuantileEstimator, BimodalMixture) {

@@ -332,6 +332,13 @@ class QuantileEstimator {
     e.left_ = e.n_ - w[3];
     e.open_max_ = detail::BitsDouble(w[4]);
     e.maxima_ = w[5];
+    // The powers of two are checked before any arithmetic on them: the
+    // range where Start can put it, and a window inside the range.
+    const uint64_t highest = kMaxOctave + 1 - kOctaves;
+    const uint64_t last_part = kOctaves - kWindow;
+    if (w[6] > highest || w[7] < w[6] || w[7] - w[6] > last_part) {
+      return false;
+    }
     e.low_ = static_cast<int64_t>(w[6]);
     e.cells_at_ = static_cast<int64_t>(w[7]);
     uint32_t* counts[2] = {e.coarse_, e.cells_};
@@ -352,16 +359,12 @@ class QuantileEstimator {
     }
     // Each power of two in the window: its cells hold its count.
     int64_t at = e.cells_at_ - e.low_;
-    bool cells_ok = e.maxima_ == 0 ? part_sum[0] + part_sum[1] == 0
-                                   : at >= 0 && at <= kOctaves - kWindow;
+    bool cells_ok = e.maxima_ > 0 || part_sum[0] + part_sum[1] == 0;
     for (int part = 0; cells_ok && e.maxima_ > 0 && part < kWindow; ++part) {
       int64_t oct = e.cells_at_ + part;
       cells_ok = part_sum[CellsOf(oct) / kCells] == e.coarse_[at + part];
     }
-    if (coarse_sum != e.maxima_ || !cells_ok || e.low_ < 0 ||
-        e.low_ > kMaxOctave) {
-      return false;
-    }
+    if (coarse_sum != e.maxima_ || !cells_ok) return false;
     *this = e;
     return true;
   }
