@@ -491,7 +491,7 @@ class QuantileEstimator {
     cells_at_ = to;
   }
 
-  // Adds `k` maxima of one power of two to its cells (from cells_[at]),
+  // Adds `k` maxima of one power of two to its cells (cells_[at] on),
   // positions unknown: evenly; with `replace`, they are all its cells
   // hold. (Not a memset and an add: GCC makes a zeroing loop a call to
   // memset, and a call in the caller's loop of Adds keeps the state in
@@ -515,7 +515,7 @@ class QuantileEstimator {
   int64_t low_ = 0;       // the lowest power of two counted (exponent bits)
   int64_t cells_at_ = 0;  // the lowest power of two of the window
   uint32_t coarse_[kOctaves] = {};
-  uint32_t cells_[kWindowCells] = {};  // kCells per power, from cells_at_
+  uint32_t cells_[kWindowCells] = {};  // kCells per power, at CellsOf()
 };
 static_assert(sizeof(QuantileEstimator) <= QuantileEstimator::kWords * 8,
               "the estimator's state is its kWords words");
