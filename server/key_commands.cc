@@ -235,15 +235,16 @@ void Keys(const Args& a, CommandContext* c, std::string* o, bool*) {
 
 void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
   // Redis reads the cursor with strtoul: "-1" is a (huge) cursor, not an
-  // error; leading space, trailing bytes or overflow are.
+  // error; leading space, trailing bytes or overflow are. Read as a C
+  // string, as Redis does: an empty cursor is 0, a zero byte ends it.
   uint64_t cur = 0;
   {
     std::string s(a[1]);
     char* end = nullptr;
     errno = 0;
     cur = std::strtoull(s.c_str(), &end, 10);
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ||
-        errno == ERANGE || *end != '\0') {
+    if (std::isspace(static_cast<unsigned char>(s[0])) || errno == ERANGE ||
+        *end != '\0') {
       return Err(o, e, "ERR invalid cursor");
     }
   }

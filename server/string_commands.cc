@@ -99,14 +99,16 @@ void ReplyStatus(Status st, std::string* o, bool* e) {
 }
 
 // Redis's long double rule (string2ld): the whole argument, no leading
-// space, no NaN.
+// space, no NaN. Whole means up to its length: strtold stops at a zero
+// byte, which must not end the number early ("1\0zz", or "\0" as 0).
 bool ToLongDouble(std::string_view s, long double* out) {
   if (s.empty() || s.size() >= 5 * 1024) return false;
   std::string tmp(s);
   char* end = nullptr;
   errno = 0;
   long double v = std::strtold(tmp.c_str(), &end);
-  if (std::isspace(static_cast<unsigned char>(tmp[0])) || *end != '\0' ||
+  if (std::isspace(static_cast<unsigned char>(tmp[0])) ||
+      end != tmp.c_str() + tmp.size() ||
       (errno == ERANGE &&
        (v == HUGE_VALL || v == -HUGE_VALL || std::fpclassify(v) == FP_ZERO)) ||
       std::isnan(v)) {

@@ -751,6 +751,15 @@ TEST(ShmkvVsRedis, EdgeCasesReplyAsRedis) {
       {"EXPIRE", "k", "-5"},
       {"EXISTS", "k"},
   });
+  // Redis reads the cursor as a C string: an empty one is 0, and a zero
+  // byte ends it. (The replies are compared with each server's own SCAN 0:
+  // the two servers' first pages differ.)
+  for (int port : {s.port(), redis.port()}) {
+    Client p(port);
+    std::string first = p.Call({"SCAN", "0"});
+    EXPECT_EQ(p.Call({"SCAN", ""}), first) << port;
+    EXPECT_EQ(p.Call({"SCAN", std::string("0\0zz", 4)}), first) << port;
+  }
   // A cursor no SCAN returned ends the scan (Redis masks it into its
   // table instead: a documented difference); it never loops forever.
   Client c(s.port());
@@ -1301,6 +1310,11 @@ TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
       {"INCRBYFLOAT", "f", "1e400"}, {"INCRBYFLOAT", "f", "inf"},
       {"INCRBYFLOAT", "f", "nan"}, {"INCRBYFLOAT", "f", " 1"},
       {"INCRBYFLOAT", "f", "1x"}, {"INCRBYFLOAT", "f", ""},
+      // A zero byte ends no float: the whole argument or value must parse.
+      {"INCRBYFLOAT", "f", std::string("1\0zz", 4)},
+      {"INCRBYFLOAT", "f", std::string("\0", 1)},
+      {"SET", "fz", std::string("2\0", 2)}, {"INCRBYFLOAT", "fz", "1"},
+      {"SET", "fz", std::string("\0 y9", 4)}, {"INCRBYFLOAT", "fz", "1"},
       {"INCRBYFLOAT", "r", "1"}, {"INCRBYFLOAT", "e", "1"},
       {"SET", "i", "10"}, {"INCRBYFLOAT", "i", "-10"},
       {"INCRBYFLOAT", "i", "3"}, {"SET", "i", "9223372036854775807"},
