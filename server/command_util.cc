@@ -28,19 +28,7 @@ bool Eq(std::string_view a, const char* b) {
   return true;
 }
 
-bool ToInt(std::string_view s, int64_t* out) {
-  if (s.empty() || s.size() > 20) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(tmp.c_str(), &end, 10);
-  if (errno != 0 || end != tmp.c_str() + tmp.size() ||
-      std::isspace(static_cast<unsigned char>(tmp[0]))) {
-    return false;
-  }
-  *out = v;
-  return true;
-}
+bool ToInt(std::string_view s, int64_t* out) { return ParseInt64(s, out); }
 
 void Err(std::string* out, bool* error, std::string_view msg) {
   ReplyError(out, msg);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "server/commands.h"
+#include "server/int_text.h"
 #include "server/store.h"
 
 namespace shmkv {
@@ -19,7 +20,7 @@ using Handler = void (*)(const Args&, CommandContext*, std::string*, bool*);
 std::string Lower(std::string_view s);
 // Case-insensitive comparison with a lower-case literal.
 bool Eq(std::string_view a, const char* lower);
-// Redis's integer argument rule (strtoll over the whole argument).
+// Redis's integer argument rule (ParseInt64, server/int_text.h).
 bool ToInt(std::string_view s, int64_t* out);
 void Err(std::string* out, bool* error, std::string_view msg);
 void NotInt(std::string* out, bool* error);

@@ -1321,6 +1321,12 @@ TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
       {"INCR", "i"}, {"DECRBY", "i", "-9223372036854775808"},
       {"INCRBY", "i", "x"}, {"SET", "i", " 1"}, {"INCR", "i"},
       {"SET", "i", "01"}, {"INCR", "i"},
+      // Integer arguments follow the same rule as values: no '+', no
+      // leading zero, no "-0" (strtoll took all three).
+      {"SET", "i", "7"}, {"INCRBY", "i", "+5"}, {"INCRBY", "i", "05"},
+      {"DECRBY", "i", "-0"}, {"INCRBY", "i", "0"}, {"GETRANGE", "i", "00", "1"},
+      {"SETRANGE", "i", "01", "x"}, {"BITCOUNT", "i", "0", "+1"},
+      {"SET", "i", "v", "EX", "010"}, {"SET", "i", "v", "PX", "+100"},
       {"SET", "i", "18446744073709551616"}, {"INCR", "i"},
       {"SET", "i", "99999999999999999999"}, {"INCR", "i"},
       {"SET", "i", "-9223372036854775808"}, {"INCR", "i"}, {"DECR", "i"},
