@@ -198,10 +198,11 @@ void Set(const Args& a, CommandContext* c, std::string* o, bool* e) {
 void GetEx(const Args& a, CommandContext* c, std::string* o, bool* e) {
   ExpiryArgs x;
   if (!ParseExpiryArgs(a, 2, false, &x)) return Err(o, e, "ERR syntax error");
-  int64_t when = 0;
-  if (!ExpiryOf(x, a[0], &when, o, e)) return;
+  // As Redis: a missing key is nil before the time is checked.
   std::string v;
   if (!ReadKey(c, a[1], &v)) return ReplyNull(o);
+  int64_t when = 0;
+  if (!ExpiryOf(x, a[0], &when, o, e)) return;
   Status st = Status::kOk;
   if (x.unit != nullptr && when <= NowMs()) {
     st = W(c)->Delete(a[1]);

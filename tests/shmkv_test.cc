@@ -1238,6 +1238,9 @@ TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
       {"STRLEN", "none"},
       // GETEX GETSET GETDEL
       {"GETEX", "none"}, {"GETEX", "k", "PERSIST"}, {"TTL", "k"},
+      // A missing key is nil before its time is checked.
+      {"GETEX", "none", "EX", "0"}, {"GETEX", "none", "PX", "x"},
+      {"GETEX", "none", "EXAT", "-5"}, {"GETEX", "none", "EX"},
       {"GETEX", "k", "EXAT", "99999999999"}, {"EXPIRETIME", "k"},
       {"GETEX", "k", "PERSIST", "EX", "1"}, {"GETEX", "k", "EX", "0"},
       {"GETEX", "k", "EX", "-1"}, {"GETEX", "k", "PX", "x"},
