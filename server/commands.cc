@@ -318,7 +318,15 @@ size_t Execute(const Args& args, CommandContext* ctx, std::string* out,
   const Spec& s = kSpecs[it->second];
   int n = static_cast<int>(args.size());
   if ((s.arity > 0 && n != s.arity) || (s.arity < 0 && n < -s.arity)) {
-    refuse("ERR wrong number of arguments for '" + name + "' command");
+    std::string msg = "wrong number of arguments for '" + name + "' command";
+    if (name == "exec") {
+      // As Redis (execCommandAbort): a refused EXEC discards the
+      // transaction, in MULTI or not, and says why.
+      ClearTransaction(cl);
+      Err(out, error, "EXECABORT Transaction discarded because of: " + msg);
+      return it->second;
+    }
+    refuse("ERR " + msg);
     return it->second;
   }
   if (cl->in_multi && (s.flags & kNotQueued) == 0) {

@@ -1407,6 +1407,9 @@ TEST(ShmkvVsRedis, TransactionsReplyAsRedis) {
       {"MULTI"}, {"SET", "u", "1"}, {"NOSUCH"}, {"EXEC"}, {"EXISTS", "u"},
       {"MULTI"}, {"SET", "u"}, {"SET", "u", "1"}, {"EXEC"}, {"EXISTS", "u"},
       {"MULTI"}, {"SET", "u", "1"}, {"DISCARD"}, {"EXISTS", "u"},
+      // EXEC with arguments: EXECABORT, and the transaction is gone
+      {"EXEC", "x"}, {"MULTI"}, {"SET", "u", "1"}, {"EXEC", "y"},
+      {"EXISTS", "u"}, {"EXEC"},
       {"MULTI"}, {"EXEC"},
       {"MULTI"}, {"WATCH", "a"}, {"SET", "w", "1"}, {"EXEC"},
       {"WATCH"}, {"UNWATCH"}, {"WATCH", "a", "b"}, {"GET", "a"},
