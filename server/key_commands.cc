@@ -4,7 +4,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cctype>
+#include <functional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/command_util.h"
@@ -106,9 +109,47 @@ void Copy(const Args& a, CommandContext* c, std::string* o, bool* e) {
   ReplyInt(o, 1);
 }
 
+namespace {
+
+// Inside EXEC the commands that look at the whole keyspace see the
+// transaction's own writes, as in Redis (where the queued commands run
+// one after another): the keys it deleted are left out and the keys it
+// created are added. Outside EXEC both sets are empty.
+struct TxnView {
+  std::set<std::string, std::less<>> deleted;
+  std::vector<std::string> created;
+  bool Deleted(std::string_view k) const {
+    return !deleted.empty() && deleted.find(k) != deleted.end();
+  }
+};
+TxnView ViewOf(CommandContext* c) {
+  TxnView v;
+  if (c->txn != nullptr) {
+    c->txn->Changed([&](std::string_view k, bool now) {
+      if (now) {
+        v.created.emplace_back(k);
+      } else {
+        v.deleted.emplace(k);
+      }
+    });
+  }
+  return v;
+}
+
+}  // namespace
+
 void RandomKey(const Args&, CommandContext* c, std::string* o, bool*) {
+  TxnView v = ViewOf(c);
   std::string k;
-  if (c->store->RandomKey(&k)) return ReplyBulk(o, k);
+  // A key this transaction deleted is drawn again (a few times: it may
+  // have deleted them all), then one it created stands in.
+  for (int tries = 0; tries < 16 && c->store->RandomKey(&k); ++tries) {
+    if (!v.Deleted(k)) return ReplyBulk(o, k);
+  }
+  if (!v.created.empty()) {
+    return ReplyBulk(o, v.created[static_cast<size_t>(NowMs()) %
+                                  v.created.size()]);
+  }
   ReplyNull(o);
 }
 
@@ -203,7 +244,11 @@ void Persist(const Args& a, CommandContext* c, std::string* o, bool* e) {
 }
 
 void DbSize(const Args&, CommandContext* c, std::string* o, bool*) {
-  ReplyInt(o, static_cast<int64_t>(c->store->Keys()));
+  TxnView v = ViewOf(c);
+  int64_t n = static_cast<int64_t>(c->store->Keys()) +
+              static_cast<int64_t>(v.created.size()) -
+              static_cast<int64_t>(v.deleted.size());
+  ReplyInt(o, n < 0 ? 0 : n);
 }
 
 void FlushAll(const Args& a, CommandContext* c, std::string* o, bool* e) {
@@ -222,13 +267,17 @@ void FlushAll(const Args& a, CommandContext* c, std::string* o, bool* e) {
 }
 
 void Keys(const Args& a, CommandContext* c, std::string* o, bool*) {
+  TxnView v = ViewOf(c);
   std::vector<std::string> keys;
   uint64_t cursor = 0;
   do {
     c->store->Scan(&cursor, 4096, [&](std::string_view k) {
-      if (GlobMatch(a[1], k)) keys.emplace_back(k);
+      if (GlobMatch(a[1], k) && !v.Deleted(k)) keys.emplace_back(k);
     });
   } while (cursor != 0);
+  for (const std::string& k : v.created) {
+    if (GlobMatch(a[1], k)) keys.push_back(k);
+  }
   ReplyArray(o, keys.size());
   for (const std::string& k : keys) ReplyBulk(o, k);
 }
@@ -263,11 +312,21 @@ void Scan(const Args& a, CommandContext* c, std::string* o, bool* e) {
       return Err(o, e, "ERR syntax error");
     }
   }
+  TxnView v = ViewOf(c);
+  auto wanted = [&](std::string_view k) {
+    return strings && (match.empty() || GlobMatch(match, k));
+  };
   std::vector<std::string> keys;
   uint64_t cursor = cur;
   c->store->Scan(&cursor, static_cast<size_t>(count), [&](std::string_view k) {
-    if (strings && (match.empty() || GlobMatch(match, k))) keys.emplace_back(k);
+    if (wanted(k) && !v.Deleted(k)) keys.emplace_back(k);
   });
+  // The keys the transaction created come with the scan's last page.
+  if (cursor == 0) {
+    for (const std::string& k : v.created) {
+      if (wanted(k)) keys.push_back(k);
+    }
+  }
   ReplyArray(o, 2);
   ReplyBulk(o, std::to_string(cursor));
   ReplyArray(o, keys.size());

@@ -387,6 +387,14 @@ class StoreT : public Store {
       return Status::kOk;
     }
 
+    void Changed(const std::function<void(std::string_view, bool)>& f)
+        override {
+      for (size_t i = 0; i < entries_->size(); ++i) {
+        const Entry& e = (*entries_)[i];
+        if (e.present != e.had_old) f(e.key, e.present);
+      }
+    }
+
     bool Unchanged(std::string_view key, const WatchStamp& w) override {
       KeyHash h = HashKey(key);
       if (s_->journal_.Version(h.a) != w.version ||

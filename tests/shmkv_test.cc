@@ -1407,6 +1407,13 @@ TEST(ShmkvVsRedis, TransactionsReplyAsRedis) {
       {"MULTI"}, {"SET", "u", "1"}, {"NOSUCH"}, {"EXEC"}, {"EXISTS", "u"},
       {"MULTI"}, {"SET", "u"}, {"SET", "u", "1"}, {"EXEC"}, {"EXISTS", "u"},
       {"MULTI"}, {"SET", "u", "1"}, {"DISCARD"}, {"EXISTS", "u"},
+      // Inside EXEC DBSIZE, KEYS, SCAN and RANDOMKEY see the
+      // transaction's own writes (they read the committed keys before)
+      {"FLUSHALL"}, {"SET", "old", "1"}, {"MULTI"}, {"SET", "x", "1"},
+      {"DBSIZE"}, {"KEYS", "x"}, {"DEL", "old"}, {"DBSIZE"}, {"KEYS", "old"},
+      {"SCAN", "0", "COUNT", "1000000"}, {"RANDOMKEY"}, {"FLUSHALL"},
+      {"DBSIZE"}, {"RANDOMKEY"}, {"KEYS", "*"}, {"SET", "q", "1"},
+      {"DBSIZE"}, {"KEYS", "*"}, {"EXEC"}, {"DBSIZE"},
       // EXEC with arguments: EXECABORT, and the transaction is gone
       {"EXEC", "x"}, {"MULTI"}, {"SET", "u", "1"}, {"EXEC", "y"},
       {"EXISTS", "u"}, {"EXEC"},
