@@ -58,8 +58,11 @@ bool ParseExpiryArgs(const Args& a, size_t from, bool for_set,
     } else if (!for_set && Eq(a[i], "persist") && x->unit == nullptr &&
                !x->keep_ttl) {
       x->persist = true;
-    } else if (unit != nullptr && more && x->unit == nullptr &&
+    } else if (unit != nullptr && more &&
+               (x->unit == nullptr || std::string_view(x->unit) == unit) &&
                !x->keep_ttl && !x->persist) {
+      // As Redis: the same unit again replaces the time given before
+      // (its value is never read), another unit is a syntax error.
       x->unit = unit;
       x->value = a[++i];
     } else {

@@ -1330,6 +1330,12 @@ TEST(ShmkvVsRedis, StringCommandsReplyAsRedis) {
       {"DECRBY", "i", "-0"}, {"INCRBY", "i", "0"}, {"GETRANGE", "i", "00", "1"},
       {"SETRANGE", "i", "01", "x"}, {"BITCOUNT", "i", "0", "+1"},
       {"SET", "i", "v", "EX", "010"}, {"SET", "i", "v", "PX", "+100"},
+      // the same unit again replaces the time (the first is never read)
+      {"SET", "r", "v", "PXAT", "x", "PXAT", "4102444800000"},
+      {"SET", "r", "v", "EXAT", "0", "EXAT", "4102444802"},
+      {"EXPIRETIME", "r"},
+      {"SET", "r", "v", "EX", "10", "PX", "100"},
+      {"GETEX", "r", "EXAT", "-1", "EXAT", "4102444801"}, {"EXPIRETIME", "r"},
       {"SET", "i", "18446744073709551616"}, {"INCR", "i"},
       {"SET", "i", "99999999999999999999"}, {"INCR", "i"},
       {"SET", "i", "-9223372036854775808"}, {"INCR", "i"}, {"DECR", "i"},
