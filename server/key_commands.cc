@@ -117,7 +117,8 @@ namespace {
 // created are added. Outside EXEC both sets are empty.
 struct TxnView {
   std::set<std::string, std::less<>> deleted;
-  std::vector<std::string> created;
+  std::vector<std::string> created;  // live ones (KEYS, SCAN, RANDOMKEY)
+  int64_t created_count = 0;         // expired ones too (DBSIZE)
   bool Deleted(std::string_view k) const {
     return !deleted.empty() && deleted.find(k) != deleted.end();
   }
@@ -125,12 +126,13 @@ struct TxnView {
 TxnView ViewOf(CommandContext* c) {
   TxnView v;
   if (c->txn != nullptr) {
-    c->txn->Changed([&](std::string_view k, bool now) {
-      if (now) {
-        v.created.emplace_back(k);
-      } else {
+    c->txn->Changed([&](std::string_view k, bool now, bool live) {
+      if (!now) {
         v.deleted.emplace(k);
+        return;
       }
+      ++v.created_count;
+      if (live) v.created.emplace_back(k);
     });
   }
   return v;
@@ -245,8 +247,7 @@ void Persist(const Args& a, CommandContext* c, std::string* o, bool* e) {
 
 void DbSize(const Args&, CommandContext* c, std::string* o, bool*) {
   TxnView v = ViewOf(c);
-  int64_t n = static_cast<int64_t>(c->store->Keys()) +
-              static_cast<int64_t>(v.created.size()) -
+  int64_t n = static_cast<int64_t>(c->store->Keys()) + v.created_count -
               static_cast<int64_t>(v.deleted.size());
   ReplyInt(o, n < 0 ? 0 : n);
 }

@@ -334,7 +334,7 @@ class StoreT : public Store {
       Entry* e = nullptr;
       Status st = LoadEntry(key, &e);
       if (st != Status::kOk) return st;
-      if (!e->present) return Status::kNotFound;
+      if (!Live(*e)) return Status::kNotFound;
       value->assign(e->value);
       if (expire_ms != nullptr) *expire_ms = e->expire;
       return Status::kOk;
@@ -358,7 +358,7 @@ class StoreT : public Store {
       Entry* e = nullptr;
       Status st = LoadEntry(key, &e, false);
       if (st != Status::kOk) return st;
-      if (!e->present) return Status::kNotFound;
+      if (!Live(*e)) return Status::kNotFound;
       e->present = false;
       e->value.clear();
       return Touch(e);
@@ -387,11 +387,11 @@ class StoreT : public Store {
       return Status::kOk;
     }
 
-    void Changed(const std::function<void(std::string_view, bool)>& f)
+    void Changed(const std::function<void(std::string_view, bool, bool)>& f)
         override {
       for (size_t i = 0; i < entries_->size(); ++i) {
         const Entry& e = (*entries_)[i];
-        if (e.present != e.had_old) f(e.key, e.present);
+        if (e.present != e.had_old) f(e.key, e.present, Live(e));
       }
     }
 
@@ -427,6 +427,12 @@ class StoreT : public Store {
     }
 
    private:
+    // A key this transaction wrote with a time already past (SET ... PXAT
+    // 1) reads as gone, as the map's expired keys do (ReadLocked).
+    static bool Live(const Entry& e) {
+      return e.present && (e.expire == 0 || e.expire > NowMs());
+    }
+
     // The key's entry, made from the map on its first use. Without
     // with_value only the blob's head and key are read, not its value:
     // for Put and Delete, which set or drop the value at once, so the

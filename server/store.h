@@ -154,12 +154,14 @@ class Store {
     virtual Status FlushAll(uint64_t* n) = 0;
     // False when `key` changed (or expired) since Watch() gave `stamp`.
     virtual bool Unchanged(std::string_view key, const WatchStamp& stamp) = 0;
-    // The keys this transaction created or deleted so far: f(key, true)
-    // for one it created, f(key, false) for one it deleted (not for one it
-    // only rewrote). For the commands that look at the whole keyspace
-    // (DBSIZE, KEYS, SCAN, RANDOMKEY) inside EXEC.
+    // The keys this transaction created or deleted so far: f(key, true,
+    // live) for one it created (live: false when it was written with a
+    // time already past, which DBSIZE counts as Redis does and KEYS does
+    // not), f(key, false, false) for one it deleted; not for one it only
+    // rewrote. For the commands that look at the whole keyspace (DBSIZE,
+    // KEYS, SCAN, RANDOMKEY) inside EXEC.
     virtual void Changed(
-        const std::function<void(std::string_view, bool)>& f) = 0;
+        const std::function<void(std::string_view, bool, bool)>& f) = 0;
     // Applies every write, all or none: kOk, kFull or kTxnTooLarge (then
     // nothing changed). The transaction is over either way.
     virtual Status Commit() = 0;

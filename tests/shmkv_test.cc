@@ -1420,6 +1420,10 @@ TEST(ShmkvVsRedis, TransactionsReplyAsRedis) {
       {"SCAN", "0", "COUNT", "1000000"}, {"RANDOMKEY"}, {"FLUSHALL"},
       {"DBSIZE"}, {"RANDOMKEY"}, {"KEYS", "*"}, {"SET", "q", "1"},
       {"DBSIZE"}, {"KEYS", "*"}, {"EXEC"}, {"DBSIZE"},
+      // a key written inside EXEC with a time already past reads as gone
+      {"MULTI"}, {"SET", "gone", "", "PXAT", "4102444801"},
+      {"GETEX", "gone", "EXAT", "4102444801"}, {"GET", "gone"},
+      {"DEL", "gone"}, {"KEYS", "gone"}, {"EXISTS", "gone"}, {"EXEC"},
       // EXEC with arguments: EXECABORT, and the transaction is gone
       {"EXEC", "x"}, {"MULTI"}, {"SET", "u", "1"}, {"EXEC", "y"},
       {"EXISTS", "u"}, {"EXEC"},
