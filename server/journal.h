@@ -38,7 +38,7 @@ class Journal {
     kDone = 4,       // records applied so far (undoing: still applied)
     kBytes = 5,      // record bytes
     kSum = 6,        // hash of the record bytes
-    kEpoch = 7,      // bumped by every recovery and FLUSHALL: WATCHes fail
+    kEpoch = 7,      // bumped by every recovery: WATCHes fail
     kRecovered = 8,  // commits of dead writers finished by another process
     kUndone = 9,     // commits undone because the map was full
     kDropped = 10,   // damaged journals dropped by recovery
@@ -67,7 +67,8 @@ class Journal {
   // Seqlock, reader side: Seq() (odd: wait), reads, SeqValid(token).
   uint64_t Seq() const;
   bool SeqValid(uint64_t token) const;
-  // Writer side, for a change that is not journaled (FLUSHALL).
+  // Writer side, for a change that is not journaled (FLUSHALL), which
+  // bumps the version of each key it changes itself.
   void BeginUnjournaled();
   void EndUnjournaled();
 

@@ -227,7 +227,15 @@ class StoreT : public Store {
     map_.Travel([&](const KeyHash& h, const std::string&) { all.push_back(h); });
     journal_.BeginUnjournaled();  // readers wait: no half-flushed MGET
     uint64_t n = 0;
-    for (const KeyHash& h : all) n += map_.Erase(h);
+    // Each erased key's version moves, so a WATCH of it fails at EXEC; a
+    // WATCH of a key that was not there holds (as in Redis, whose FLUSHALL
+    // touches only the watched keys it deletes).
+    for (const KeyHash& h : all) {
+      if (map_.Erase(h)) {
+        ++n;
+        journal_.Bump(h.a);
+      }
+    }
     journal_.EndUnjournaled();
     return n;
   }

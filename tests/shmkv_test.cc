@@ -1420,6 +1420,10 @@ TEST(ShmkvVsRedis, TransactionsReplyAsRedis) {
       {"SCAN", "0", "COUNT", "1000000"}, {"RANDOMKEY"}, {"FLUSHALL"},
       {"DBSIZE"}, {"RANDOMKEY"}, {"KEYS", "*"}, {"SET", "q", "1"},
       {"DBSIZE"}, {"KEYS", "*"}, {"EXEC"}, {"DBSIZE"},
+      // FLUSHALL fails a WATCH of a key it deleted, not of a missing one
+      {"FLUSHALL"}, {"WATCH", "nokey"}, {"FLUSHALL"}, {"MULTI"},
+      {"SET", "x", "1"}, {"EXEC"}, {"WATCH", "x"}, {"FLUSHALL"}, {"MULTI"},
+      {"SET", "y", "1"}, {"EXEC"}, {"EXISTS", "x", "y"},
       // a key written inside EXEC with a time already past reads as gone
       {"MULTI"}, {"SET", "gone", "", "PXAT", "4102444801"},
       {"GETEX", "gone", "EXAT", "4102444801"}, {"GET", "gone"},
