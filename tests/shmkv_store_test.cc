@@ -256,6 +256,47 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
   munmap(mem, sizeof(Progress));
 }
 
+// WATCH across FLUSHALL and a dead writer. FLUSHALL fails the watch of a
+// key it deleted and keeps that of a key that was not there (as Redis).
+// A writer SIGKILLed while holding the lock (which a worker killed in the
+// middle of a FLUSHALL is: it bumps each key's version as it goes, so the
+// keys not yet erased would keep theirs) fails every watch: the lock's
+// recovery bumps the epoch.
+TEST_F(StoreFixture, WatchAcrossFlushAllAndADeadWriter) {
+  ASSERT_EQ(master_->Set("there", "1", 0, SetMode::kAlways, false),
+            Status::kOk);
+  shmkv::WatchStamp there = master_->Watch("there");
+  shmkv::WatchStamp missing = master_->Watch("missing");
+  master_->FlushAll();
+  {
+    auto t = master_->Begin();
+    EXPECT_FALSE(t->Unchanged("there", there)) << "its key was deleted";
+    EXPECT_TRUE(t->Unchanged("missing", missing)) << "nothing touched it";
+  }
+  missing = master_->Watch("missing");
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t holder = fork();
+  if (holder == 0) {
+    auto s = OpenWorker();
+    if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
+    char c = 'x';
+    if (write(ready[1], &c, 1) != 1) _exit(92);
+    pause();
+    _exit(93);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the holder never took the lock";
+  ASSERT_EQ(kill(holder, SIGKILL), 0);
+  EXPECT_EQ(Wait(holder, std::chrono::seconds(10)), -1);  // killed
+  close(ready[0]);
+  close(ready[1]);
+  auto t = master_->Begin();  // takes the dead holder's lock: recovery
+  EXPECT_EQ(master_->control()->lock_recoveries, 1u);
+  EXPECT_FALSE(t->Unchanged("missing", missing))
+      << "a watch survived a writer that died holding the lock";
+}
+
 // --- multi-key commits (the journal) ------------------------------------
 
 constexpr int kGroup = 100;  // keys one commit changes together
