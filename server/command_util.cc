@@ -1,7 +1,5 @@
 // The command layer's shared helpers (server/command_util.h).
 #include <cctype>
-#include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
