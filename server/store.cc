@@ -382,10 +382,9 @@ class StoreT : public Store {
         }
       });
       // Keys this transaction created are not in the map yet.
-      for (size_t i = 0; i < entries_->size(); ++i) {
-        const Entry& e = (*entries_)[i];
-        if (e.present && !e.had_old) keys.push_back(e.key);
-      }
+      Changed([&](std::string_view k, bool now, bool) {
+        if (now) keys.emplace_back(k);
+      });
       *n = 0;
       for (const std::string& k : keys) {
         Status st = Delete(k);
