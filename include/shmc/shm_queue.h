@@ -359,7 +359,17 @@ class ShmQueue {
   uint64_t pushed() const { return Load(&detail::QueueHeader::pushed); }
   uint64_t popped() const { return Load(&detail::QueueHeader::popped); }
   uint64_t full_spins() const { return Load(&detail::QueueHeader::full_spins); }
-  uint64_t high_water() const { return Load(&detail::QueueHeader::high_water); }
+  // The most bytes ever in use (records, pads and the record being
+  // pushed), as the producer measured them when it read the consumer's
+  // position. It reads it whenever the bytes pushed since could exceed the
+  // mark by more than capacity / 16 (and when the ring looks full), not at
+  // every push, so a peak is seen to within capacity / 16 bytes below it;
+  // the bytes in use now raise the answer too.
+  uint64_t high_water() const {
+    uint64_t mark = Load(&detail::QueueHeader::high_water);
+    uint64_t now = used_bytes();
+    return now > mark ? now : mark;
+  }
   uint64_t used_bytes() const {
     if (hdr_ == nullptr) return 0;
     uint64_t tail = hdr_->tail.load(std::memory_order_acquire);
@@ -409,6 +419,7 @@ class ShmQueue {
     full_spins_.Bind(&hdr_->full_spins);
     high_water_.Bind(&hdr_->high_water);
     popped_.Bind(&hdr_->popped);
+    SetRoom();
     // A producer that died before storing tail may have been overtaken by
     // the consumer: head up to a ring ahead of tail is possible, and such
     // a tail is behind published records, which the producer walks over.
@@ -443,6 +454,7 @@ class ShmQueue {
     pushed_.Bind(&hdr_->pushed);
     full_spins_.Bind(&hdr_->full_spins);
     high_water_.Bind(&hdr_->high_water);
+    SetRoom();
     return CatchUpTail(cached_head_, "ShmQueue::Push");
   }
 
@@ -524,14 +536,36 @@ class ShmQueue {
     return hdr_ ? (hdr_->*field).load(std::memory_order_relaxed) : 0;
   }
 
+  // True when `bytes` more fit after the tail, with the zero word after
+  // them. The cached head answers while they stay within room_.
   bool Room(uint64_t bytes) {
-    if (tail_ + bytes - cached_head_ <= cap_) return true;
+    if (tail_ + bytes - cached_head_ <= room_) return true;
+    return RoomFromHead(bytes);
+  }
+  // Reads the consumer's position: answers Room exactly, and measures the
+  // bytes in use for the high-water mark (which a cached head, up to a
+  // ring behind, would overstate).
+  __attribute__((noinline)) bool RoomFromHead(uint64_t bytes) {
     // SYNC POINT (acquire): pairs with the consumer's release of head; the
     // space before it is no longer read.
     cached_head_ = hdr_->head.load(std::memory_order_acquire);
-    if (tail_ + bytes - cached_head_ <= cap_) return true;
-    full_spins_.Add(1);
-    return false;
+    uint64_t used = tail_ + bytes - cached_head_;
+    if (used > cap_ - 8) {
+      full_spins_.Add(1);
+      high_water_.Max(tail_ - cached_head_);  // what a full ring holds
+      return false;
+    }
+    high_water_.Max(used);
+    SetRoom();
+    return true;
+  }
+  // room_: how far past the cached head the producer fills before it reads
+  // head again. Less than the ring by the zero word after the last record,
+  // and at most capacity / 16 past the high-water mark, so that a new peak
+  // is measured to within that.
+  void SetRoom() {
+    uint64_t limit = high_water_.value() + cap_ / 16;
+    room_ = limit < cap_ - 8 ? limit : cap_ - 8;
   }
 
   // Where a record of `len` bytes goes at position `tail`: *pad, the pad
@@ -555,7 +589,7 @@ class ShmQueue {
     }
     *need = detail::QueueRecordSize(len);
     *pad = cap_ - off < *need ? cap_ - off : 0;
-    return Room(*pad + *need + 8);
+    return Room(*pad + *need);
   }
 
   // A data record written but not yet visible: where its header goes, and
@@ -631,7 +665,6 @@ class ShmQueue {
   void Release(uint64_t records) {
     hdr_->tail.store(tail_, std::memory_order_release);
     pushed_.Add(records);
-    high_water_.Max(tail_ - cached_head_);
   }
 
   // Commits the zero-copy record of `len` bytes prepared at `pos`.
@@ -703,6 +736,7 @@ class ShmQueue {
   bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
+  uint64_t room_ = 0;  // see SetRoom
   detail::OwnedCounter pushed_, full_spins_, high_water_;
   uint64_t prepared_pos_ = 0, prepared_pad_ = 0;
   size_t prepared_len_ = kNone;

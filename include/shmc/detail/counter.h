@@ -28,6 +28,7 @@ class OwnedCounter {
     v_ += by;
     c_->store(v_, std::memory_order_relaxed);
   }
+  uint64_t value() const { return v_; }
   // Raises the counter to x if it is below (a high-water mark).
   void Max(uint64_t x) {
     if (x <= v_) return;
