@@ -323,6 +323,20 @@ TEST(ShmQueue, DamagedPositionsRefusedAndLeaseReleased) {
   shmc::ShmQueue<shmc::POSIX> p;
   EXPECT_FALSE(p.InitForWrite(key, 4096));
   EXPECT_EQ(p.last_error().code, shmc::ErrorCode::kCorrupted);
+  // The refused handle has no role: every call refuses, none touches the
+  // segment it unmapped (Push once wrote through the ring pointer).
+  EXPECT_FALSE(p.Push("abc", 3));
+  std::string out;
+  EXPECT_FALSE(p.Pop(&out));
+  shmc::ZeroCopyBuf zcb;
+  EXPECT_FALSE(p.ZeroCopyPushPrepare(8, &zcb));
+  const std::string recs[2] = {"a", "b"};
+  EXPECT_EQ(p.PushBatch(recs, 2), 0u);
+  size_t len = 0;
+  EXPECT_EQ(p.TryPop(nullptr, 0, &len),
+            shmc::ShmQueue<shmc::POSIX>::PopResult::kNotConsumer);
+  EXPECT_EQ(p.used_bytes(), 0u);
+  EXPECT_EQ(p.PublishedPastTail(), 0);
   int rc = shmc_test::RunInChild([&] {
     shmc::ShmQueue<shmc::POSIX> p2;
     if (p2.InitForWrite(key, 4096)) return 1;

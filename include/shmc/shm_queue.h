@@ -431,16 +431,23 @@ class ShmQueue {
                                    "head %llu / tail %llu impossible",
                                    static_cast<unsigned long long>(head_),
                                    static_cast<unsigned long long>(tail_));
-      hdr_ = nullptr;
-      seg_.Reset();
+      Unbind();
       return false;
     }
     if (producer_ && !CatchUpTail(head_, who)) {
-      hdr_ = nullptr;
-      seg_.Reset();
+      Unbind();
       return false;
     }
     return true;
+  }
+
+  // A refused segment leaves the handle in no role with nothing mapped:
+  // every call on it then answers as on a handle never initialized.
+  void Unbind() {
+    hdr_ = nullptr;
+    ring_ = nullptr;
+    producer_ = consumer_ = resync_ = inspector_ = false;
+    seg_.Reset();
   }
 
   // Producers that share the queue (kSharedWriters: they serialize their
