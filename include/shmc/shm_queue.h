@@ -127,6 +127,7 @@ class ShmQueue {
     // still pushes and one pops.
     consumer_ = !impl::AllocTraits<Alloc>::is_named;
     resync_ = (flags & kSharedWriters) != 0;
+    sole_producer_ = !resync_;
     return Bind(cap, who);
   }
 
@@ -144,10 +145,27 @@ class ShmQueue {
   }
 
   bool Push(const void* buf, size_t len) {
-    if (resync_ && !Resync()) return false;
-    if (!Append(buf, len)) return false;
-    Release(1);
-    return true;
+    // The common case inline and small: one producer, a record that fits
+    // before the ring's end, room by the cached head. Everything else is
+    // out of line, so a caller's push loop keeps its state in registers: a
+    // call's saved registers are stores, and every store waits behind the
+    // ring line's transfer from the consumer (bench/RESULTS.md, queue).
+    uint64_t tail = tail_;
+    uint64_t off = tail & mask_;
+    if (__builtin_expect(sole_producer_ && len <= cap_ / 2, 1)) {
+      uint64_t need = detail::QueueRecordSize(len);
+      if (__builtin_expect(
+              need <= cap_ - off && tail + need - cached_head_ <= room_, 1)) {
+        Claim(off);
+        Write(ring_, off, buf, len, need);
+        StoreHeader(ring_ + off, len, detail::kQueueData);
+        tail_ = tail + need;
+        if (prepared_len_ != kNone) prepared_len_ = kNone;
+        Release(1);
+        return true;
+      }
+    }
+    return PushSlow(buf, len);
   }
   bool Push(const std::string& data) { return Push(data.data(), data.size()); }
 
@@ -446,8 +464,17 @@ class ShmQueue {
   void Unbind() {
     hdr_ = nullptr;
     ring_ = nullptr;
-    producer_ = consumer_ = resync_ = inspector_ = false;
+    producer_ = consumer_ = resync_ = sole_producer_ = inspector_ = false;
     seg_.Reset();
+  }
+
+  // Push's other cases: a pad before the record, a full-looking ring, a
+  // shared producer, a handle that is not the producer.
+  __attribute__((noinline)) bool PushSlow(const void* buf, size_t len) {
+    if (resync_ && !Resync()) return false;
+    if (!Append(buf, len)) return false;
+    Release(1);
+    return true;
   }
 
   // Producers that share the queue (kSharedWriters: they serialize their
@@ -585,18 +612,31 @@ class ShmQueue {
                                             uint64_t* pad, uint64_t* need) {
     if (len > cap_ / 2) return false;
     uint64_t off = tail & mask_;
-    // The consumer read the ring's lines last: claiming the line
-    // write_ahead_ bytes on early keeps the writes from waiting for the
-    // consumer's copy to be invalidated. Unconditional: in a ring over
-    // three quarters full the line is one the consumer has yet to read,
-    // which then comes back from this core's cache; skipping those lines
-    // measured far slower (bench/RESULTS.md). write_ahead_ == 0: no claim.
-    if (write_ahead_ != 0) {
-      detail::PrefetchLineForWrite(ring_ + ((off + write_ahead_) & mask_));
-    }
+    Claim(off);
     *need = detail::QueueRecordSize(len);
     *pad = cap_ - off < *need ? cap_ - off : 0;
     return Room(*pad + *need);
+  }
+
+  // The consumer read the ring's lines last: claiming the line
+  // write_ahead_ bytes past ring offset `off` early keeps the writes from
+  // waiting for the consumer's copy to be invalidated. Unconditional: in a
+  // ring over three quarters full the line is one the consumer has yet to
+  // read, which then comes back from this core's cache; skipping those
+  // lines measured far slower (bench/RESULTS.md). write_ahead_ == 0: no
+  // claim.
+  void Claim(uint64_t off) {
+    if (write_ahead_ != 0) {
+      detail::PrefetchLineForWrite(ring_ + ((off + write_ahead_) & mask_));
+    }
+  }
+
+  // Writes a record's data after its header word at ring offset `rec`,
+  // and the zero word after it (ZeroNext).
+  void Write(char* ring, uint64_t rec, const void* buf, size_t len,
+             uint64_t size) {
+    detail::CopyBytes(ring + rec + 8, buf, len);
+    ZeroNext(ring, rec, size);
   }
 
   // A data record written but not yet visible: where its header goes, and
@@ -619,8 +659,7 @@ class ShmQueue {
     uint64_t off = tail & mask_;
     char* ring = ring_;
     uint64_t rec = pad > 0 ? 0 : off;
-    detail::CopyBytes(ring + rec + 8, buf, len);
-    ZeroNext(ring, rec, need);
+    Write(ring, rec, buf, len, need);
     Held h{rec, len, off, pad};
     if (hold == nullptr) {
       Reveal(h);
@@ -740,6 +779,7 @@ class ShmQueue {
   bool producer_ = false;
   bool consumer_ = false;  // pops: InitForRead, or the producer of ANON/HEAP
   bool resync_ = false;     // kSharedWriters: producers take turns
+  bool sole_producer_ = false;  // producer_ && !resync_: Push's fast path
   bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
