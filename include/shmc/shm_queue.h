@@ -278,17 +278,36 @@ class ShmQueue {
   // Pushes records[0..n) until one does not fit; returns how many.
   // The first record's header is stored last: the consumer sees the whole
   // batch at once, not records whose lines the producer is still writing.
+  // Only the last record's next word is zeroed: the words between are
+  // the later records' headers, and no consumer reads past the first
+  // header, zero until the whole batch is written.
   size_t PushBatch(const std::string* records, size_t n) {
-    Held first;
     if (resync_ && !Resync()) return 0;
-    if (n == 0 || !Append(records[0].data(), records[0].size(), &first)) {
-      return 0;
+    if (!producer_) return 0;
+    uint64_t tail = tail_;
+    char* ring = ring_;
+    Held first;
+    size_t done = 0;
+    for (; done < n; ++done) {
+      size_t len = records[done].size();
+      uint64_t pad = 0, need = 0;
+      if (!Place(tail, len, &pad, &need)) break;
+      uint64_t off = tail & mask_;
+      uint64_t rec = pad > 0 ? 0 : off;
+      detail::CopyBytes(ring + rec + 8, records[done].data(), len);
+      Held h{rec, len, off, pad};
+      if (done == 0) {
+        first = h;
+      } else {
+        Reveal(h);
+      }
+      tail += pad + need;
     }
-    size_t done = 1;
-    while (done < n && Append(records[done].data(), records[done].size())) {
-      ++done;
-    }
+    if (done == 0) return 0;
+    detail::StoreWord(ring + (tail & mask_), 0, false);
     Reveal(first);
+    tail_ = tail;
+    if (prepared_len_ != kNone) prepared_len_ = kNone;
     Release(done);
     return done;
   }
@@ -570,23 +589,23 @@ class ShmQueue {
     return hdr_ ? (hdr_->*field).load(std::memory_order_relaxed) : 0;
   }
 
-  // True when `bytes` more fit after the tail, with the zero word after
-  // them. The cached head answers while they stay within room_.
-  bool Room(uint64_t bytes) {
-    if (tail_ + bytes - cached_head_ <= room_) return true;
-    return RoomFromHead(bytes);
+  // True when `bytes` more fit after position `tail`, with the zero word
+  // after them. The cached head answers while they stay within room_.
+  bool Room(uint64_t tail, uint64_t bytes) {
+    if (tail + bytes - cached_head_ <= room_) return true;
+    return RoomFromHead(tail, bytes);
   }
   // Reads the consumer's position: answers Room exactly, and measures the
   // bytes in use for the high-water mark (which a cached head, up to a
   // ring behind, would overstate).
-  __attribute__((noinline)) bool RoomFromHead(uint64_t bytes) {
+  __attribute__((noinline)) bool RoomFromHead(uint64_t tail, uint64_t bytes) {
     // SYNC POINT (acquire): pairs with the consumer's release of head; the
     // space before it is no longer read.
     cached_head_ = hdr_->head.load(std::memory_order_acquire);
-    uint64_t used = tail_ + bytes - cached_head_;
+    uint64_t used = tail + bytes - cached_head_;
     if (used > cap_ - 8) {
       full_spins_.Add(1);
-      high_water_.Max(tail_ - cached_head_);  // what a full ring holds
+      high_water_.Max(tail - cached_head_);  // what a full ring holds
       return false;
     }
     high_water_.Max(used);
@@ -606,8 +625,8 @@ class ShmQueue {
   // record before it (0 when it fits before the ring's end), and *need,
   // its size with its header. False when it is longer than half the ring
   // or there is no room for the pad, the record and the zeroed header word
-  // after it. Always inlined: otherwise GCC stops inlining Append into
-  // PushBatch's loop (measured: batches slower).
+  // after it. Always inlined: a call in PushBatch's loop costs each record
+  // the call's stores (measured: batches slower).
   __attribute__((always_inline)) bool Place(uint64_t tail, size_t len,
                                             uint64_t* pad, uint64_t* need) {
     if (len > cap_ / 2) return false;
@@ -615,7 +634,7 @@ class ShmQueue {
     Claim(off);
     *need = detail::QueueRecordSize(len);
     *pad = cap_ - off < *need ? cap_ - off : 0;
-    return Room(*pad + *need);
+    return Room(tail, *pad + *need);
   }
 
   // The consumer read the ring's lines last: claiming the line
@@ -646,12 +665,12 @@ class ShmQueue {
   };
 
   // Writes a record of `len` bytes from buf at the tail (after a pad record
-  // if it must wrap), publishes it (or, with `hold`, leaves its header to
-  // Reveal) and moves tail_ past it; tail itself is stored by Release.
+  // if it must wrap), publishes it and moves tail_ past it; tail itself is
+  // stored by Release.
   // False when it does not fit. Works in locals and stores state once:
   // the ring writes go through char*, which may alias any member, so
   // state kept in members would be stored and reloaded around each write.
-  bool Append(const void* buf, size_t len, Held* hold = nullptr) {
+  bool Append(const void* buf, size_t len) {
     if (!producer_) return false;
     uint64_t tail = tail_;
     uint64_t pad = 0, need = 0;
@@ -660,12 +679,7 @@ class ShmQueue {
     char* ring = ring_;
     uint64_t rec = pad > 0 ? 0 : off;
     Write(ring, rec, buf, len, need);
-    Held h{rec, len, off, pad};
-    if (hold == nullptr) {
-      Reveal(h);
-    } else {
-      *hold = h;
-    }
+    Reveal(Held{rec, len, off, pad});
     tail_ = tail + pad + need;
     prepared_len_ = kNone;  // voids a zero-copy reservation not committed
     return true;
