@@ -193,7 +193,7 @@ class ShmQueue {
       if (cap < n) return PopResult::kBufferTooSmall;
       detail::CopyBytes(buf, ring_ + (at & mask_) + 8, n);
     }
-    Advance(at + detail::QueueRecordSize(n));
+    Advance(After(at, detail::QueueRecordSize(n)));
     return PopResult::kOk;
   }
 
@@ -212,7 +212,7 @@ class ShmQueue {
       if (buf != nullptr) detail::CopyBytes(buf, ring_ + (at & mask_) + 8, n);
       *len = n;
     }
-    Advance(at + detail::QueueRecordSize(n));
+    Advance(After(at, detail::QueueRecordSize(n)));
     return true;
   }
   // Pops into *data; nullptr drops the head record.
@@ -322,7 +322,7 @@ class ShmQueue {
     while (done < max && Front(&at, &len)) {
       f(static_cast<const void*>(ring_ + (at & mask_) + 8),
         static_cast<size_t>(len));
-      head_ = at + detail::QueueRecordSize(len);
+      head_ = After(at, detail::QueueRecordSize(len));
       ++done;
     }
     if (done > 0) {
@@ -784,6 +784,25 @@ class ShmQueue {
 
   void Consume() { Advance(head_ + popped_size_); }
 
+  // The position after the record at `at` of `size` bytes. The next
+  // header's address would wait for this header's load (a line coming
+  // from the producer's core) if computed from `size`; computed from the
+  // last record's size, and checked by a branch, it does not, so the
+  // core requests the next records' lines while this one's is on its way
+  // (records of one size in a row: Push/Pop measured 0.73-0.77x the ring
+  // against 0.68-0.71x). The empty asm statements hide that the two are
+  // equal, which would let the compiler use `size` again.
+  uint64_t After(uint64_t at, uint64_t size) {
+    uint64_t guess = at + last_size_;
+    asm("" : "+r"(guess));
+    if (__builtin_expect(guess == at + size, 1)) {
+      asm("" : "+r"(guess));
+      return guess;
+    }
+    last_size_ = size;
+    return at + size;
+  }
+
   detail::Segment<Alloc> seg_;
   Error error_;
   detail::QueueHeader* hdr_ = nullptr;
@@ -803,6 +822,7 @@ class ShmQueue {
   size_t prepared_len_ = kNone;
   // consumer state
   uint64_t head_ = 0, popped_size_ = 0, popped_at_ = 0;
+  uint64_t last_size_ = 0;  // the last record's size, for After
   detail::OwnedCounter popped_;
 };
 
