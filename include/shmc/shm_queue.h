@@ -789,8 +789,8 @@ class ShmQueue {
   // from the producer's core) if computed from `size`; computed from the
   // last record's size, and checked by a branch, it does not, so the
   // core requests the next records' lines while this one's is on its way
-  // (records of one size in a row: Push/Pop measured 0.73-0.77x the ring
-  // against 0.68-0.71x). The empty asm statements hide that the two are
+  // (records of one size in a row: Push/Pop about 8% faster,
+  // bench/RESULTS.md). The empty asm statements hide that the two are
   // equal, which would let the compiler use `size` again.
   uint64_t After(uint64_t at, uint64_t size) {
     uint64_t guess = at + last_size_;
