@@ -64,6 +64,26 @@ class StoreFixture : public ::testing::Test {
     return s;
   }
 
+  // A child process that takes the store's write lock and holds it until
+  // killed; returns once it holds the lock (ASSERTs otherwise).
+  void ForkLockHolder(pid_t* holder) {
+    int ready[2];
+    ASSERT_EQ(pipe(ready), 0);
+    *holder = fork();
+    if (*holder == 0) {
+      auto s = OpenWorker();
+      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
+      char c = 'x';
+      if (write(ready[1], &c, 1) != 1) _exit(92);
+      pause();
+      _exit(93);
+    }
+    close(ready[1]);
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1) << "the holder never took the lock";
+    close(ready[0]);
+  }
+
   // Waits up to `timeout` for `pid`; kills it and returns -2 past that.
   static int Wait(pid_t pid, std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -93,19 +113,8 @@ using SetMode = shmkv::Store::SetMode;
 TEST_F(StoreFixture, WorkerKilledHoldingTheLock) {
   ASSERT_EQ(master_->Set("before", "1", 0, SetMode::kAlways, false),
             Status::kOk);
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  pid_t holder = fork();
-  if (holder == 0) {
-    auto s = OpenWorker();
-    if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
-    char c = 'x';
-    if (write(ready[1], &c, 1) != 1) _exit(92);
-    pause();
-    _exit(93);
-  }
-  char c = 0;
-  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the holder never took the lock";
+  pid_t holder = 0;
+  ASSERT_NO_FATAL_FAILURE(ForkLockHolder(&holder));
   pid_t waiter = fork();
   if (waiter == 0) {
     auto s = OpenWorker();
@@ -120,8 +129,6 @@ TEST_F(StoreFixture, WorkerKilledHoldingTheLock) {
   EXPECT_EQ(Wait(holder, std::chrono::seconds(10)), -1);  // killed
   EXPECT_EQ(Wait(waiter, std::chrono::seconds(10)), 0)
       << "-2: the waiter never got the lock of a dead holder";
-  close(ready[0]);
-  close(ready[1]);
 
   EXPECT_EQ(master_->control()->lock_recoveries, 1u);
   std::string v;
@@ -274,23 +281,10 @@ TEST_F(StoreFixture, WatchAcrossFlushAllAndADeadWriter) {
     EXPECT_TRUE(t->Unchanged("missing", missing)) << "nothing touched it";
   }
   missing = master_->Watch("missing");
-  int ready[2];
-  ASSERT_EQ(pipe(ready), 0);
-  pid_t holder = fork();
-  if (holder == 0) {
-    auto s = OpenWorker();
-    if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
-    char c = 'x';
-    if (write(ready[1], &c, 1) != 1) _exit(92);
-    pause();
-    _exit(93);
-  }
-  char c = 0;
-  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the holder never took the lock";
+  pid_t holder = 0;
+  ASSERT_NO_FATAL_FAILURE(ForkLockHolder(&holder));
   ASSERT_EQ(kill(holder, SIGKILL), 0);
   EXPECT_EQ(Wait(holder, std::chrono::seconds(10)), -1);  // killed
-  close(ready[0]);
-  close(ready[1]);
   auto t = master_->Begin();  // takes the dead holder's lock: recovery
   EXPECT_EQ(master_->control()->lock_recoveries, 1u);
   EXPECT_FALSE(t->Unchanged("missing", missing))
