@@ -49,6 +49,7 @@
 #include "shmc/detail/copy.h"
 #include "shmc/detail/counter.h"
 #include "shmc/detail/prefetch.h"
+#include "shmc/detail/queue_layout.h"
 #include "shmc/detail/segment.h"
 #include "shmc/detail/writer_open.h"
 #include "shmc/errors.h"
@@ -63,32 +64,6 @@ struct ZeroCopyBuf {
   size_t len;
 };
 
-namespace detail {
-
-struct QueueHeader {
-  // producer's line
-  std::atomic<uint64_t> tail;
-  std::atomic<uint64_t> pushed;
-  std::atomic<uint64_t> full_spins;  // pushes refused because full
-  std::atomic<uint64_t> high_water;  // most bytes ever in use
-  uint8_t pad0[32];
-  // consumer's line
-  std::atomic<uint64_t> head;
-  std::atomic<uint64_t> popped;
-  uint8_t pad1[48];
-  uint8_t reserved[128];
-};
-static_assert(sizeof(QueueHeader) == 256, "queue header");
-static_assert(offsetof(QueueHeader, head) == 64,
-              "head and tail on separate cache lines: the producer's and "
-              "consumer's stores must not bounce one line between cores");
-
-constexpr uint32_t kQueueData = 1;
-constexpr uint32_t kQueuePad = 2;
-
-inline uint64_t QueueRecordSize(uint64_t len) { return 8 + ((len + 7) & ~7ULL); }
-
-}  // namespace detail
 
 template <class Alloc = SVIPC>
 class ShmQueue {
@@ -158,7 +133,7 @@ class ShmQueue {
               need <= cap_ - off && tail + need - cached_head_ <= room_, 1)) {
         Claim(off);
         Write(ring_, off, buf, len, need);
-        StoreHeader(ring_ + off, len, detail::kQueueData);
+        detail::StoreQueueHeader(ring_ + off, len, detail::kQueueData);
         tail_ = tail + need;
         if (prepared_len_ != kNone) prepared_len_ = kNone;
         Release(1);
@@ -353,7 +328,7 @@ class ShmQueue {
       uint64_t at = 0;
       uint32_t len = 0;
       if (pos >= tail) break;  // (tail may lag a dead producer)
-      int rc = RecordAt(ring_, cap_, pos, &at, &len);
+      int rc = detail::QueueRecordAt(ring_, cap_, pos, &at, &len);
       // Below tail every header is published: zero there is damage too.
       if (rc <= 0 || at + detail::QueueRecordSize(len) > tail) {
         if (Overtaken(pos)) return kPeekOvertaken;
@@ -542,7 +517,7 @@ class ShmQueue {
       uint64_t at = 0;
       uint32_t len = 0;
       *end = pos;
-      int rc = RecordAt(ring_, cap_, pos, &at, &len);
+      int rc = detail::QueueRecordAt(ring_, cap_, pos, &at, &len);
       if (rc == 0) return n;
       uint64_t next = at + detail::QueueRecordSize(len);
       if (rc < 0 || next + 8 - head > cap_) return -1;
@@ -685,27 +660,6 @@ class ShmQueue {
     return true;
   }
 
-  // The header word of a record at `at` (8-byte aligned), stored and loaded
-  // whole: {uint32 len, uint32 kind} in memory order, zero when nothing is
-  // published there.
-  static void StoreHeader(char* at, uint64_t len, uint32_t kind) {
-    uint32_t h[2] = {static_cast<uint32_t>(len), kind};
-    uint64_t word = 0;
-    std::memcpy(&word, h, 8);
-    // SYNC POINT (release): publishes the record (or pad) and everything
-    // written before it, the zeroed header after it included; pairs with
-    // the consumer's acquire load in LoadHeader.
-    detail::StoreWord(at, word, true);
-  }
-  static uint64_t LoadHeader(const char* at, uint32_t* len, uint32_t* kind) {
-    uint64_t word = detail::LoadWordAcquire(at);
-    uint32_t h[2];
-    std::memcpy(h, &word, 8);
-    *len = h[0];
-    *kind = h[1];
-    return word;
-  }
-
   // Zeroes the header word after the record at ring offset `rec` (`size`
   // bytes with its header), where the next record will go; the record's
   // header, stored after this, publishes the zero with it.
@@ -716,8 +670,8 @@ class ShmQueue {
   // Publishes a written record: its header, then the pad before it (a
   // consumer that passes the pad must find the record published).
   void Reveal(const Held& h) {
-    StoreHeader(ring_ + h.rec, h.len, detail::kQueueData);
-    if (h.pad > 0) StoreHeader(ring_ + h.pad_off, h.pad - 8, detail::kQueuePad);
+    detail::StoreQueueHeader(ring_ + h.rec, h.len, detail::kQueueData);
+    if (h.pad > 0) detail::StoreQueueHeader(ring_ + h.pad_off, h.pad - 8, detail::kQueuePad);
   }
 
   // Stores tail (release: Peek and the next producer read it), after the
@@ -742,35 +696,9 @@ class ShmQueue {
   // (last_error() says so). Changes no state.
   bool Front(uint64_t* at, uint32_t* len) {
     if (!consumer_ || hdr_ == nullptr) return false;
-    int rc = RecordAt(ring_, cap_, head_, at, len);
+    int rc = detail::QueueRecordAt(ring_, cap_, head_, at, len);
     if (rc < 0) BadRecord(*at);
     return rc > 0;
-  }
-
-  // The record at position `head` of a ring of `cap` bytes (the consumer's
-  // head, a walk of Peek or of CatchUpTail): 1 with its position (after any
-  // pad) in *at and its length in *len; 0 when none is published there; -1
-  // when the header is impossible (*at: where).
-  static int RecordAt(const char* ring, uint64_t cap, uint64_t head,
-                        uint64_t* at, uint32_t* len) {
-    uint64_t off = head & (cap - 1);
-    uint32_t kind = 0;
-    *at = head;
-    // SYNC POINT (acquire): the header word; nonzero means the record (or
-    // pad) and what was written before it are complete (StoreHeader).
-    // Ring bytes are untrusted: every length is checked against the ring.
-    if (LoadHeader(ring + off, len, &kind) == 0) return 0;
-    if (kind == detail::kQueuePad && *len == cap - off - 8) {
-      head += cap - off;  // the pad was stored after the record at 0
-      off = 0;
-      LoadHeader(ring, len, &kind);
-    }
-    *at = head;
-    if (kind != detail::kQueueData ||
-        detail::QueueRecordSize(*len) > cap - off) {
-      return -1;
-    }
-    return 1;
   }
 
   // Consumes every record before `new_head`.
