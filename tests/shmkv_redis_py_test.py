@@ -7,6 +7,7 @@ Each test starts its own shmkv on free loopback ports and segments named
 after this process and the test, and removes those segments (with `shmc
 rm`, which removes only shmc segments) when it is done.
 """
+import ctypes
 import multiprocessing
 import os
 import signal
@@ -49,6 +50,17 @@ def wait_ready(port, password=None, proc=None):
     raise RuntimeError("server on port %d never answered" % port)
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_test():
+    """In a server's process before exec: SIGKILL when this test ends, so
+    that a run killed at ctest's timeout leaves no server behind (the
+    setting is kept across exec; shmkv's workers follow their master)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG,
+                                            signal.SIGKILL, 0, 0, 0)
+
+
 class Shmkv:
     """A shmkv master with two workers on its own segments."""
 
@@ -61,7 +73,8 @@ class Shmkv:
             [SHMKV, "--port", str(self.port), "--http-port", "0",
              "--workers", "2", "--name", self.name, "--capacity", "300000",
              "--memory", "96M"] + list(extra),
-            stdout=self.log, stderr=self.log, env=env)
+            stdout=self.log, stderr=self.log, env=env,
+            preexec_fn=die_with_test)
 
     def remove_segments(self):
         for suffix in ("", ".ctl", ".ctl.journal", ".ctl.stats"):
@@ -85,7 +98,8 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir.name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_test)
 
     def stop(self):
         self.proc.terminate()
