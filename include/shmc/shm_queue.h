@@ -102,7 +102,6 @@ class ShmQueue {
     // still pushes and one pops.
     consumer_ = !impl::AllocTraits<Alloc>::is_named;
     resync_ = (flags & kSharedWriters) != 0;
-    sole_producer_ = !resync_;
     return Bind(cap, who);
   }
 
@@ -127,7 +126,7 @@ class ShmQueue {
     // ring line's transfer from the consumer (bench/RESULTS.md, queue).
     uint64_t tail = tail_;
     uint64_t off = tail & mask_;
-    if (__builtin_expect(sole_producer_ && len <= cap_ / 2, 1)) {
+    if (__builtin_expect(producer_ && !resync_ && len <= cap_ / 2, 1)) {
       uint64_t need = detail::QueueRecordSize(len);
       if (__builtin_expect(
               need <= cap_ - off && tail + need - cached_head_ <= room_, 1)) {
@@ -458,7 +457,7 @@ class ShmQueue {
   void Unbind() {
     hdr_ = nullptr;
     ring_ = nullptr;
-    producer_ = consumer_ = resync_ = sole_producer_ = inspector_ = false;
+    producer_ = consumer_ = resync_ = inspector_ = false;
     seg_.Reset();
   }
 
@@ -740,7 +739,6 @@ class ShmQueue {
   bool producer_ = false;
   bool consumer_ = false;  // pops: InitForRead, or the producer of ANON/HEAP
   bool resync_ = false;     // kSharedWriters: producers take turns
-  bool sole_producer_ = false;  // producer_ && !resync_: Push's fast path
   bool inspector_ = false;  // InitForInspect: read-only, no role
   // producer state
   uint64_t tail_ = 0, cached_head_ = 0;
