@@ -256,9 +256,10 @@ class ShmQueue {
   // the later records' headers, and no consumer reads past the first
   // header, zero until the whole batch is written. Those later headers
   // are stored before their records' bytes, so that the batch is written
-  // in ascending address order: a header stored after its bytes steps
-  // back a line every record, and measured 1.0x the 64-byte ring against
-  // 1.6-1.75x in ascending order (bench/RESULTS.md, queue_bench).
+  // in ascending address order. Stored after its bytes, each header was a
+  // step back to a lower address every record: batches of 16 ran at
+  // 0.77-1.04x the 64-byte ring in queue_bench, and at 1.45-1.53x in
+  // ascending order (bench/RESULTS.md).
   size_t PushBatch(const std::string* records, size_t n) {
     if (resync_ && !Resync()) return 0;
     if (!producer_) return 0;
