@@ -120,8 +120,9 @@ class ShmQueue {
 
   // Always inlined, and so are Pop and TryPop: left to its heuristics, GCC
   // 12 -O2 made them calls in queue_bench (which calls them from two
-  // places) and inlined them in line_transfer, and the calls halved
-  // Push/Pop's rate (0.37-0.42x the ring against 0.72-0.76x, same runs).
+  // places) and inlined them in line_transfer, and the calls cost up to
+  // half of Push/Pop's rate (queue_bench: 0.35-0.55x the ring with them,
+  // 0.61-0.72x without, alternating runs; bench/RESULTS.md).
   __attribute__((always_inline)) bool Push(const void* buf, size_t len) {
     // The common case inline and small: one producer, a record that fits
     // before the ring's end, room by the cached head. Everything else is
