@@ -266,7 +266,7 @@ class ShmQueue {
   // in ascending address order. Stored after its bytes, each header was a
   // step back to a lower address every record: batches of 16 ran at
   // 0.77-1.04x the 64-byte ring in queue_bench, and at 1.45-1.53x in
-  // ascending order (bench/RESULTS.md).
+  // ascending order (bench/RESULTS.md, queue_bench's earlier sets).
   size_t PushBatch(const std::string* records, size_t n) {
     if (resync_ && !Resync()) return 0;
     if (!producer_) return 0;
