@@ -2,9 +2,13 @@
 // handles, a full pool, travel, health checks, and the writer lease.
 #include "shmc/shm_link_table.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -172,25 +176,68 @@ TYPED_TEST(ShmLinkTableTest, AValueFreedDuringAReadFailsTheRead) {
   EXPECT_EQ(t.free_nodes(), 100u);
 }
 
-// The word-wise copy out of shared memory: exactly n bytes, in order, for
-// every length around a few words and every destination alignment; the
+// The copy out of shared memory, each way the build may make it (a word a
+// load; 16 bytes a load on x86-64): exactly n bytes, in order, for every
+// length up to a few values' worth and every destination alignment; the
 // bytes after them are left alone.
+using LoadFn = void (*)(void*, const std::atomic<uint64_t>*, size_t);
+std::vector<std::pair<const char*, LoadFn>> LoadWays() {
+  std::vector<std::pair<const char*, LoadFn>> ways = {
+      {"LoadWords", &shmc::detail::LoadWords},
+      {"LoadByWords", &shmc::detail::LoadByWords}};
+#if SHMC_LOAD_BY_16
+  ways.push_back({"LoadBy16", &shmc::detail::LoadBy16});
+#endif
+  return ways;
+}
+
 TEST(LoadWords, EveryLengthExactlyItsBytes) {
-  std::vector<std::atomic<uint64_t>> words(6);
+  std::vector<std::atomic<uint64_t>> words(26);
   for (size_t w = 0; w < words.size(); ++w) {
     words[w].store(0x0706050403020100ull + w * 0x0808080808080808ull);
   }
-  for (size_t align = 0; align < 8; ++align) {
-    for (size_t n = 0; n <= 8 * words.size(); ++n) {
-      std::vector<unsigned char> dst(64, 0xee);
-      shmc::detail::LoadWords(dst.data() + align, words.data(), n);
-      for (size_t i = 0; i < dst.size(); ++i) {
-        bool inside = i >= align && i < align + n;
-        ASSERT_EQ(dst[i], inside ? i - align : 0xee)
-            << "n " << n << " align " << align << " byte " << i;
+  for (auto [name, load] : LoadWays()) {
+    for (size_t align = 0; align < 16; ++align) {
+      // LoadBy16 takes 16 bytes and up; below that LoadWords uses words.
+      size_t from = std::string(name) == "LoadBy16" ? 16 : 0;
+      for (size_t n = from; n <= 8 * words.size(); ++n) {
+        std::vector<unsigned char> dst(8 * words.size() + 32, 0xee);
+        load(dst.data() + align, words.data(), n);
+        for (size_t i = 0; i < dst.size(); ++i) {
+          bool inside = i >= align && i < align + n;
+          ASSERT_EQ(dst[i], inside ? (i - align) & 0xff : 0xee)
+              << name << " n " << n << " align " << align << " byte " << i;
+        }
       }
     }
   }
+}
+
+// Neither way reads past the words that hold the n bytes: the source ends
+// where an unmapped page begins, so a read beyond it faults.
+TEST(LoadWords, ReadsNoFurtherThanTheLastWord) {
+  long page = sysconf(_SC_PAGESIZE);
+  char* map = static_cast<char*>(mmap(nullptr, 2 * page,
+                                      PROT_READ | PROT_WRITE,
+                                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(map, MAP_FAILED);
+  ASSERT_EQ(mprotect(map + page, page, PROT_NONE), 0);
+  std::memset(map, 0x5a, page);
+  std::vector<unsigned char> dst(512);
+  for (auto [name, load] : LoadWays()) {
+    size_t from = std::string(name) == "LoadBy16" ? 16 : 1;
+    for (size_t n = from; n <= 256; ++n) {
+      size_t words = (n + 7) / 8;
+      const auto* src = reinterpret_cast<const std::atomic<uint64_t>*>(
+          map + page - 8 * words);
+      std::fill(dst.begin(), dst.end(), 0);
+      load(dst.data(), src, n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(dst[i], 0x5a) << name << " n " << n << " byte " << i;
+      }
+    }
+  }
+  munmap(map, 2 * page);
 }
 
 }  // namespace
