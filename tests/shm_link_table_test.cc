@@ -3,6 +3,7 @@
 #include "shmc/shm_link_table.h"
 
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -174,6 +175,71 @@ TYPED_TEST(ShmLinkTableTest, AValueFreedDuringAReadFailsTheRead) {
     }
   }
   EXPECT_EQ(t.free_nodes(), 100u);
+}
+
+// A reader process reads values while the writer replaces them from a
+// pool so small that a freed value's nodes are reused by the very next
+// New: every Read that returns true must return one whole version of a
+// value, never bytes of two. One-node values (read inline) and chains
+// (three nodes) both churn. The handles travel through a shared page, as
+// a map's index would carry them.
+TEST(ShmLinkTableRace, ReaderProcessNeverSeesTornValues) {
+  ScopedKey<shmc::POSIX> key("race");
+  constexpr size_t kSlots = 4, kNode = 104;
+  shmc::ShmLinkTable<shmc::POSIX> t;
+  // Room for every slot's value (three nodes at most) plus one spare value:
+  // each New takes the nodes the last Free gave back.
+  ASSERT_TRUE(t.InitForWrite(key, kNode, 3 * (kSlots + 1)))
+      << t.last_error().message;
+  auto* slots = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+           -1, 0));
+  ASSERT_NE(slots, MAP_FAILED);
+  auto value_len = [](uint64_t ver) -> size_t {
+    return ver % 3 == 0 ? 3 * kNode - 5 : 16 + ver % (kNode - 15);
+  };
+  for (uint64_t s = 0; s < kSlots; ++s) {
+    std::string v = shmc_test::MakeValue(s, s + 1, value_len(s + 1));
+    slots[s].store(t.New(v.data(), v.size()).packed());
+  }
+  pid_t reader = fork();
+  ASSERT_GE(reader, 0);
+  if (reader == 0) {
+    shmc::ShmLinkTable<shmc::POSIX> r;
+    if (!r.InitForRead(key)) _exit(10);
+    std::string v;
+    char buf[3 * kNode];
+    uint64_t whole = 0;
+    for (int i = 0; i < 4000000; ++i) {
+      uint64_t s = static_cast<uint64_t>(i) % kSlots;
+      shmc::link_buf_t lb =
+          shmc::link_buf_t::Unpack(slots[s].load(std::memory_order_acquire));
+      if (i % 2 == 0) {
+        if (!r.Read(lb, &v)) continue;  // replaced meanwhile: allowed
+      } else {
+        size_t len = sizeof(buf);
+        if (!r.Read(lb, buf, &len)) continue;
+        v.assign(buf, len);
+      }
+      if (!shmc_test::ValidValue(s, v, nullptr)) _exit(11);
+      ++whole;
+    }
+    _exit(whole > 1000 ? 0 : 12);
+  }
+  int status = 0;
+  for (uint64_t ver = kSlots + 1; waitpid(reader, &status, WNOHANG) == 0;
+       ++ver) {
+    uint64_t s = ver % kSlots;
+    std::string v = shmc_test::MakeValue(s, ver, value_len(ver));
+    shmc::link_buf_t old = shmc::link_buf_t::Unpack(slots[s].load());
+    ASSERT_TRUE(t.Free(old));
+    shmc::link_buf_t lb = t.New(v.data(), v.size());
+    ASSERT_TRUE(lb);
+    slots[s].store(lb.packed(), std::memory_order_release);
+  }
+  munmap(slots, 4096);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: torn value, 12: too few reads";
 }
 
 // The copy out of shared memory, each way the build may make it (a word a
