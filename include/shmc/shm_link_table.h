@@ -444,31 +444,52 @@ class ShmLinkTable {
   }
 
   // Walks a value, calling sink(words, offset, n, len) per node (len: the
-  // value's whole length, offset + n <= len); validates every
-  // node's tag before and after (seqlock). False on any mismatch.
+  // value's whole length, offset + n <= len); validates every node's tag
+  // before and after (seqlock). False on any mismatch.
+  // A value of one node (the common case) is read here, inline in the
+  // reader: a call and the chain loop around a read of one node cost a map
+  // Find 13-14% of its time, and a std::string Find 24-27% (three paired
+  // runs, bench/RESULTS.md).
   template <class Sink>
-  bool Walk(link_buf_t lb, uint32_t* len_out, const Sink& sink) const {
-    if (lb.head() == 0 || lb.head() > nodes_ || lb.tag() == 0 ||
-        (lb.tag() & detail::kLinkHeadFlag)) {
+  __attribute__((always_inline)) bool Walk(link_buf_t lb, uint32_t* len_out,
+                                           const Sink& sink) const {
+    const uint32_t head = lb.head(), tag = lb.tag();
+    if (head == 0 || head > nodes_ || tag == 0 ||
+        (tag & detail::kLinkHeadFlag)) {
       return false;
     }
-    uint64_t cap = words_ * 8;
-    uint64_t i = lb.head();
-    uint32_t want = lb.tag() | detail::kLinkHeadFlag;
+    const uint32_t want = tag | detail::kLinkHeadFlag;
+    // The node's address is taken once, before the acquire load: after it
+    // the compiler must reload base_ and stride_ (bench/RESULTS.md).
+    const char* node = base_ + head * stride_;
+    const auto* h = reinterpret_cast<const detail::LinkNodeHead*>(node);
     // SYNC POINT (acquire): pairs with the release store of the tag in
     // FillAndDetach; the data read after it is the value's.
-    if (Head(i)->tag.load(std::memory_order_acquire) != want) return false;
-    uint32_t len = Head(i)->len.load(std::memory_order_relaxed);
-    if (len <= cap) {  // most values: one node, no chain to follow
-      sink(Data(i), 0, len, len);
-      // Seqlock check, as below for each node of a chain.
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (Head(i)->tag.load(std::memory_order_relaxed) != want) return false;
-      *len_out = len;
-      return true;
+    if (h->tag.load(std::memory_order_acquire) != want) return false;
+    const uint32_t len = h->len.load(std::memory_order_relaxed);
+    if (__builtin_expect(len > words_ * 8, 0)) {
+      return WalkChain(lb, len, len_out, sink);
     }
-    uint64_t n = (len + cap - 1) / cap;
+    sink(reinterpret_cast<const std::atomic<uint64_t>*>(node + 16), 0, len,
+         len);
+    // Seqlock check, as WalkChain does for each node.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (h->tag.load(std::memory_order_relaxed) != want) return false;
+    *len_out = len;
+    return true;
+  }
+
+  // Walk for a value longer than one node: `len` was read from the head
+  // node after its tag matched (acquire), and is checked again with it.
+  template <class Sink>
+  __attribute__((noinline)) bool WalkChain(link_buf_t lb, uint32_t len,
+                                           uint32_t* len_out,
+                                           const Sink& sink) const {
+    const uint64_t cap = words_ * 8;
+    const uint64_t n = (len + cap - 1) / cap;
     if (n > nodes_) return false;
+    uint64_t i = lb.head();
+    uint32_t want = lb.tag() | detail::kLinkHeadFlag;
     uint64_t offset = 0;
     for (uint64_t k = 0; k < n; ++k) {
       if (k > 0) {
@@ -479,7 +500,6 @@ class ShmLinkTable {
         want = lb.tag();
       }
       uint64_t piece = std::min<uint64_t>(cap, len - offset);
-      if (len == 0) piece = 0;
       sink(Data(i), offset, piece, len);
       uint32_t next = Head(i)->next.load(std::memory_order_relaxed);
       // Seqlock check: the tag is unchanged after the copy, so the data,
