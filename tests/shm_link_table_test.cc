@@ -200,7 +200,9 @@ TEST(ShmLinkTableRace, ReaderProcessNeverSeesTornValues) {
   };
   for (uint64_t s = 0; s < kSlots; ++s) {
     std::string v = shmc_test::MakeValue(s, s + 1, value_len(s + 1));
-    slots[s].store(t.New(v.data(), v.size()).packed());
+    // Relaxed: the fork below orders it before the reader.
+    slots[s].store(t.New(v.data(), v.size()).packed(),
+                   std::memory_order_relaxed);
   }
   pid_t reader = fork();
   ASSERT_GE(reader, 0);
@@ -231,7 +233,9 @@ TEST(ShmLinkTableRace, ReaderProcessNeverSeesTornValues) {
        ++ver) {
     uint64_t s = ver % kSlots;
     std::string v = shmc_test::MakeValue(s, ver, value_len(ver));
-    shmc::link_buf_t old = shmc::link_buf_t::Unpack(slots[s].load());
+    // Relaxed: this process is the slot's only writer.
+    shmc::link_buf_t old = shmc::link_buf_t::Unpack(
+        slots[s].load(std::memory_order_relaxed));
     ASSERT_TRUE(t.Free(old));
     shmc::link_buf_t lb = t.New(v.data(), v.size());
     ASSERT_TRUE(lb);
