@@ -212,8 +212,8 @@ class ShmLinkTable {
     size_t cap = buf == nullptr ? 0 : *size;
     char* out = static_cast<char*>(buf);
     uint32_t len = 0;
-    bool ok = Walk(lb, &len, [&](const std::atomic<uint64_t>* words,
-                                 size_t offset, size_t n, size_t) {
+    bool ok = Walk(lb, &len, [out, cap](const std::atomic<uint64_t>* words,
+                                        size_t offset, size_t n, size_t) {
       if (offset < cap) {
         detail::LoadWords(out + offset, words, std::min(n, cap - offset));
       }
@@ -227,8 +227,8 @@ class ShmLinkTable {
     uint32_t len = 0;
     // One pass: sized when the first piece arrives, from the length the
     // walk validated (every piece then ends within it).
-    return Walk(lb, &len, [&](const std::atomic<uint64_t>* words,
-                              size_t offset, size_t n, size_t total) {
+    return Walk(lb, &len, [out](const std::atomic<uint64_t>* words,
+                                size_t offset, size_t n, size_t total) {
       if (offset == 0) out->resize(total);
       detail::LoadWords(&(*out)[offset], words, n);
     });
@@ -449,7 +449,8 @@ class ShmLinkTable {
   // A value of one node (the common case) is read here, inline in the
   // reader: a call and the chain loop around a read of one node cost a map
   // Find 13-14% of its time, and a std::string Find 24-27% (three paired
-  // runs, bench/RESULTS.md).
+  // runs, bench/RESULTS.md). Readers' sinks capture by value, so that the
+  // inline path holds them in registers.
   template <class Sink>
   __attribute__((always_inline)) bool Walk(link_buf_t lb, uint32_t* len_out,
                                            const Sink& sink) const {
@@ -468,7 +469,9 @@ class ShmLinkTable {
     if (h->tag.load(std::memory_order_acquire) != want) return false;
     const uint32_t len = h->len.load(std::memory_order_relaxed);
     if (__builtin_expect(len > words_ * 8, 0)) {
-      return WalkChain(lb, len, len_out, sink);
+      // A copy, so that this sink's address never escapes into the call:
+      // the inline path then keeps it, and what it captured, in registers.
+      return WalkChain(lb, len, len_out, Sink(sink));
     }
     sink(reinterpret_cast<const std::atomic<uint64_t>*>(node + 16), 0, len,
          len);
