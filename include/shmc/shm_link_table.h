@@ -439,8 +439,11 @@ class ShmLinkTable {
   detail::LinkNodeHead* Head(uint64_t i) const {
     return reinterpret_cast<detail::LinkNodeHead*>(base_ + i * stride_);
   }
-  std::atomic<uint64_t>* Data(uint64_t i) const {
-    return reinterpret_cast<std::atomic<uint64_t>*>(base_ + i * stride_ + 16);
+  std::atomic<uint64_t>* Data(uint64_t i) const { return DataOf(Head(i)); }
+  // A node's data words start right after its 16-byte head.
+  static std::atomic<uint64_t>* DataOf(const detail::LinkNodeHead* h) {
+    return reinterpret_cast<std::atomic<uint64_t>*>(
+        const_cast<detail::LinkNodeHead*>(h) + 1);
   }
 
   // Walks a value, calling sink(words, offset, n, len) per node (len: the
@@ -462,8 +465,7 @@ class ShmLinkTable {
     const uint32_t want = tag | detail::kLinkHeadFlag;
     // The node's address is taken once, before the acquire load: after it
     // the compiler must reload base_ and stride_ (bench/RESULTS.md).
-    const char* node = base_ + head * stride_;
-    const auto* h = reinterpret_cast<const detail::LinkNodeHead*>(node);
+    const detail::LinkNodeHead* h = Head(head);
     // SYNC POINT (acquire): pairs with the release store of the tag in
     // FillAndDetach; the data read after it is the value's.
     if (h->tag.load(std::memory_order_acquire) != want) return false;
@@ -473,8 +475,7 @@ class ShmLinkTable {
       // the inline path then keeps it, and what it captured, in registers.
       return WalkChain(lb, len, len_out, Sink(sink));
     }
-    sink(reinterpret_cast<const std::atomic<uint64_t>*>(node + 16), 0, len,
-         len);
+    sink(DataOf(h), 0, len, len);
     // Seqlock check, as WalkChain does for each node.
     std::atomic_thread_fence(std::memory_order_acquire);
     if (h->tag.load(std::memory_order_relaxed) != want) return false;
