@@ -451,6 +451,9 @@ TEST(ShmHashTableTags, MatchTagWordAndPairFindExactlyTheEqualBytes) {
               << 4;
       ASSERT_EQ(shmc::detail::MatchTagPair(words, tag), expect)
           << std::hex << words << " tag " << tag;
+      // The portable form too, where MatchTagPair has its own (SSE2).
+      ASSERT_EQ(shmc::detail::MatchTagBytes(words, tag), expect)
+          << std::hex << words << " tag " << tag;
     }
   }
   for (uint64_t h : {0ULL, 1ULL, ~0ULL, 0x8000000000000000ULL}) {

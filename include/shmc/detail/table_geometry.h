@@ -20,6 +20,10 @@
 #include "shmc/detail/prefetch.h"
 #include "shmc/detail/segment_header.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace shmc {
 namespace detail {
 
@@ -198,8 +202,21 @@ inline uint32_t MatchTagBytes(Word words, uint32_t tag) {
 inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
   return MatchTagBytes(word, tag);
 }
+// The two main buckets' words at once. With SSE2 (every x86-64): one byte
+// compare of the 8 bytes against the tag repeated, and its byte mask; 5
+// instructions where the portable form takes 11, on the path of every
+// lookup (callgrind: Find 92 -> 85 instructions, bench/RESULTS.md).
 inline uint32_t MatchTagPair(uint64_t words, uint32_t tag) {
+#if defined(__SSE2__)
+  __m128i w = _mm_cvtsi64_si128(static_cast<long long>(words));
+  __m128i t = _mm_cvtsi64_si128(
+      static_cast<long long>(tag * 0x0101010101010101ULL));
+  // The upper 8 bytes of both are zero, so equal: keep the low 8 bits.
+  return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(w, t))) &
+         0xffu;
+#else
   return MatchTagBytes(words, tag);
+#endif
 }
 
 // Bits set in x; avoids a libgcc call when popcnt is not a target feature.
