@@ -161,21 +161,28 @@ class ShmHashTable {
   }
 
   // Batched lookup (shmc addition): out[i] = Find(keys[i]). A three-stage
-  // pipeline, kStage keys apart: the tag words of a key are requested
-  // (PrefetchTags), then its tags compared and only the node they point at
-  // requested (PrefetchCandidate), then the key verified in that node
-  // (FindCandidate). A hit reads two tag words (from an array 1/16 of the
-  // nodes' size for 16-byte nodes) and one node, where Find requests both
-  // buckets' nodes, and many keys are in flight at once. Returns how many
-  // were found.
+  // pipeline, kStage keys apart: the tag words of a key are requested,
+  // then its tags compared and only the node they point at requested, then
+  // the key verified in that node. A hit reads two tag words (from an
+  // array 1/16 of the nodes' size for 16-byte nodes) and one node, where
+  // Find requests both buckets' nodes, and many keys are in flight at once.
+  // Returns how many were found.
   size_t FindMany(const Key* keys, size_t n, const volatile Node** out) const {
+    if (nodes_ == nullptr) {  // never initialized
+      for (size_t i = 0; i < n; ++i) out[i] = nullptr;
+      return 0;
+    }
+    if constexpr (kTagWords == 1) {
+      if (geo_.total_buckets() <= (1ULL << 32)) {
+        return FindManyPaired(keys, n, out);
+      }
+    }
+    // Several tag words a bucket (nodes under 16 bytes), or more buckets
+    // than FindManyPaired numbers: the public steps.
     constexpr size_t kRing = 4 * kStage;  // > 2 * kStage, a power of two
     uint64_t hashes[kRing];
     const volatile Node* cands[kRing];
     size_t found = 0;
-    // Step j runs stage 1 for key j, stage 2 for key j - kStage and stage 3
-    // for key j - 2 * kStage, where those keys exist.
-    // (`full` is a compile-time bool: the full loop has no checks at all.)
     auto step = [&](size_t j, auto full) __attribute__((always_inline)) {
       constexpr bool all_stages = decltype(full)::value;
       if (all_stages || j < n) hashes[j % kRing] = PrefetchTags(keys[j]);
@@ -189,11 +196,7 @@ class ShmHashTable {
         found += out[i] != nullptr;
       }
     };
-    // Filling the pipeline, running full (no checks), draining it.
-    size_t j = 0;
-    for (; j < 2 * kStage; ++j) step(j, std::false_type());
-    for (; j < n; ++j) step(j, std::true_type());
-    for (; j < n + 2 * kStage; ++j) step(j, std::false_type());
+    detail::RunPipeline3<kStage>(n, step);
     return found;
   }
 
@@ -327,6 +330,64 @@ class ShmHashTable {
   // FindMany's distance between its stages, in keys (measured: 16 beat 8
   // and 32; bench/RESULTS.md).
   static constexpr size_t kStage = 16;
+
+  // FindMany for buckets of one tag word (nodes of 16 bytes or more) and
+  // fewer than 2^32 buckets: the public steps, in fewer instructions, since
+  // FindMany's time rises with them (bench/RESULTS.md). Stage 1 hands
+  // stage 2 the key's two bucket numbers and its tag rather than its hash,
+  // so nothing is computed twice, and the candidate is chosen by bucket
+  // number: Candidate's choice, FindCandidate's checks.
+  size_t FindManyPaired(const Key* keys, size_t n,
+                        const volatile Node** out) const {
+    constexpr size_t kRing = 4 * kStage;
+    uint64_t pairs[kRing];  // bucket numbers over all rows: g0 | g1 << 32
+    uint32_t tags[kRing];
+    uintptr_t cands[kRing];
+    size_t found = 0;
+    auto step = [&](size_t j, auto full) __attribute__((always_inline)) {
+      constexpr bool all_stages = decltype(full)::value;
+      if (all_stages || j < n) {
+        uint64_t h = Hash(keys[j]);
+        uint64_t g0 = geo_.row_first[0] + B0(h);
+        uint64_t g1 = geo_.row_first[1] + B1(h);
+        detail::PrefetchLine(tags_ + g0);
+        detail::PrefetchLine(tags_ + g1);
+        pairs[j % kRing] = g0 | g1 << 32;
+        tags[j % kRing] = detail::TagOf(h);
+      }
+      if (all_stages || (j >= kStage && j - kStage < n)) {
+        size_t k = (j - kStage) % kRing;
+        uint64_t g0 = static_cast<uint32_t>(pairs[k]), g1 = pairs[k] >> 32;
+        uint64_t words =
+            tags_[g0].load(std::memory_order_relaxed) |
+            static_cast<uint64_t>(tags_[g1].load(std::memory_order_relaxed))
+                << 32;
+        uint32_t m = detail::MatchTagPair(words, tags[k]);
+        uint32_t first = static_cast<uint32_t>(__builtin_ctz(m | 0x80u));
+        uint64_t pick1 = 0 - static_cast<uint64_t>(first >> 2);
+        asm("" : "+r"(pick1));  // selects, not branches (see Candidate)
+        uint64_t g = g0 ^ ((g0 ^ g1) & pick1);
+        uintptr_t any = 0 - static_cast<uintptr_t>(m != 0);
+        asm("" : "+r"(any));
+        uintptr_t c = reinterpret_cast<uintptr_t>(nodes_ + g * kSlots +
+                                                  (first & 3)) & any;
+        // No match: the tag word, already in cache, instead of a node.
+        uintptr_t t = reinterpret_cast<uintptr_t>(tags_ + g0);
+        PrefetchNode(reinterpret_cast<const volatile void*>(c | (t & ~any)));
+        cands[k] = c;
+      }
+      if (all_stages || j >= 2 * kStage) {
+        size_t i = j - 2 * kStage;
+        // The hash again only on the rare slow path (the compiler sinks it).
+        out[i] = FindCandidate(
+            keys[i], Hash(keys[i]),
+            reinterpret_cast<const volatile Node*>(cands[i % kRing]));
+        found += out[i] != nullptr;
+      }
+    };
+    detail::RunPipeline3<kStage>(n, step);
+    return found;
+  }
   static constexpr uint64_t kBitmapOffset = detail::kTableBitmapOffset;
 
   static uint64_t Hash(const Key& key) { return ShmHash<Key>()(key); }

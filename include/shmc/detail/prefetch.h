@@ -1,7 +1,9 @@
 // A software prefetch the optimizer keeps (used by batched lookups).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace shmc {
 namespace detail {
@@ -27,6 +29,20 @@ inline void PrefetchLineForWrite(const void* p) {
 #else
   __builtin_prefetch(p, 1);
 #endif
+}
+
+// A batched lookup's loop, stages kDepth keys apart: step(j, full) for j
+// in [0, n + 2 * kDepth), running stage 1 for key j, stage 2 for key
+// j - kDepth and stage 3 for key j - 2 * kDepth. `full` is
+// std::true_type where all three keys exist (the steady state, which then
+// checks nothing), std::false_type while the pipeline fills and drains.
+template <size_t kDepth, class Step>
+__attribute__((always_inline)) inline void RunPipeline3(size_t n,
+                                                        const Step& step) {
+  size_t j = 0;
+  for (; j < 2 * kDepth; ++j) step(j, std::false_type());
+  for (; j < n; ++j) step(j, std::true_type());
+  for (; j < n + 2 * kDepth; ++j) step(j, std::false_type());
 }
 
 // How far past its tail a ring's writer claims lines with
