@@ -332,7 +332,7 @@ class ShmHashTable {
   static constexpr size_t kStage = 16;
 
   // FindMany for buckets of one tag word (nodes of 16 bytes or more) and
-  // fewer than 2^32 buckets: the public steps, in fewer instructions, since
+  // at most 2^32 buckets: the public steps, in fewer instructions, since
   // FindMany's time rises with them (bench/RESULTS.md). Stage 1 hands
   // stage 2 the key's two bucket numbers and its tag rather than its hash,
   // so nothing is computed twice, and the candidate is chosen by bucket
@@ -388,6 +388,7 @@ class ShmHashTable {
     detail::RunPipeline3<kStage>(n, step);
     return found;
   }
+
   static constexpr uint64_t kBitmapOffset = detail::kTableBitmapOffset;
 
   static uint64_t Hash(const Key& key) { return ShmHash<Key>()(key); }
