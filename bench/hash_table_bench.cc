@@ -310,22 +310,8 @@ void GoalRounds(const std::string& seg, const std::vector<uint64_t>& keys,
   }
   std::vector<const volatile Node*> out(1024);
   std::vector<std::function<void()>> bodies = {
-      [&] {
-        uint64_t sum = 0;
-        for (uint64_t k : lookups) {
-          auto it = am.find(k);
-          sum += it == am.end() ? 0 : it->second;
-        }
-        Keep(sum);
-      },
-      [&] {
-        uint64_t sum = 0;
-        for (uint64_t k : lookups) {
-          const volatile Node* n = ct.Find(k);
-          sum += n ? n->val : 0;
-        }
-        Keep(sum);
-      },
+      [&] { shmc_bench::U64FindLoop(am, lookups); },
+      [&] { shmc_bench::TableFindLoop(ct, lookups); },
       [&] { shmc_bench::FindManyLoop(ct, lookups, &out); }};
   if (floors) {
     bodies.push_back([&] { shmc_bench::OneBucketLoop(one, lookups); });

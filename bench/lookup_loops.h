@@ -37,6 +37,29 @@ void FindManyLoop(const Table& t, const std::vector<uint64_t>& lookups,
   Keep(sum);
 }
 
+// ShmHashTable::Find over `lookups`, adding up the found nodes' val.
+template <class Table>
+void TableFindLoop(const Table& t, const std::vector<uint64_t>& lookups) {
+  uint64_t sum = 0;
+  for (uint64_t k : lookups) {
+    const volatile Node* n = t.Find(k);
+    sum += n ? n->val : 0;
+  }
+  Keep(sum);
+}
+
+// find over `lookups` in a map of uint64_t to uint64_t (absl's
+// flat_hash_map, the hash tables' baseline), adding up the values found.
+template <class Map>
+void U64FindLoop(const Map& m, const std::vector<uint64_t>& lookups) {
+  uint64_t sum = 0;
+  for (uint64_t k : lookups) {
+    auto it = m.find(k);
+    sum += it == m.end() ? 0 : it->second;
+  }
+  Keep(sum);
+}
+
 // ShmHashMap's copy-free Find into `buf` of `cap` bytes.
 template <class Map>
 void MapFindLoop(const Map& m, const std::vector<uint64_t>& lookups,

@@ -274,15 +274,7 @@ void TableFloors(int rounds) {
   };
   std::vector<const volatile Node*> out(1024);
   std::vector<Way> ways = {
-      {"absl find",
-       [&] {
-         uint64_t sum = 0;
-         for (uint64_t k : lookups) {
-           auto it = absl_map.find(k);
-           sum += it == absl_map.end() ? 0 : it->second;
-         }
-         Keep(sum);
-       }},
+      {"absl find", [&] { shmc_bench::U64FindLoop(absl_map, lookups); }},
       {"one line", [&] { single(one); }},
       {"one line, THP", [&] { single(one_thp); }},
       {"one line / 16", [&] { ahead(one); }},
@@ -309,15 +301,7 @@ void TableFloors(int rounds) {
        [&] { tagged(true, std::integral_constant<int, 3>()); }},
       {"tag words, then one line",
        [&] { tagged(false, std::integral_constant<int, 0>()); }},
-      {"ShmHashTable Find",
-       [&] {
-         uint64_t sum = 0;
-         for (uint64_t k : lookups) {
-           const volatile Node* n = t.Find(k);
-           sum += n ? n->val : 0;
-         }
-         Keep(sum);
-       }},
+      {"ShmHashTable Find", [&] { shmc_bench::TableFindLoop(t, lookups); }},
       {"ShmHashTable FindMany", [&] { FindManyLoop(t, lookups, &out); }},
   };
   Report("hits, ns per lookup", ways, lookups.size(), rounds);
