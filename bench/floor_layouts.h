@@ -207,11 +207,22 @@ class IndexValueFloor {
   IndexValueFloor(const std::vector<uint64_t>& keys, const std::string& value)
       : index_(keys.size() * 5 / 4, MemoryKind::kShared),
         values_(static_cast<Value*>(
-            Map(keys.size() * sizeof(Value), MemoryKind::kShared))) {
+            Map(keys.size() * sizeof(Value), MemoryKind::kShared))),
+        home_(static_cast<Value*>(
+            Map(index_.size() * 4 * sizeof(Value), MemoryKind::kShared))),
+        tags_(static_cast<uint32_t*>(
+            Map(index_.size() * sizeof(uint32_t), MemoryKind::kShared))) {
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (index_.Insert(keys[i], i, false)) {
-        WriteValue(&values_[i], keys[i], value);
-        ++kept_;
+      if (!index_.Insert(keys[i], i, false)) continue;
+      WriteValue(&values_[i], keys[i], value);
+      ++kept_;
+      // The same value at its slot's home, and the slot's tag.
+      uint64_t h = shmc::Mix64(keys[i]);
+      uint64_t b = Line(h);
+      for (uint32_t p = 0; p < 4; ++p) {
+        if (index_.At(b).node[p].key != keys[i]) continue;
+        WriteValue(&home_[b * 4 + p], keys[i], value);
+        tags_[b] |= shmc::detail::TagOf(h) << (8 * p);
       }
     }
   }
@@ -230,9 +241,34 @@ class IndexValueFloor {
     Keep(sum);
   }
 
+  // The floor of a layout where each index slot has a home for its value
+  // (not shmc's): a tag word names the slot, and the slot's line and its
+  // value are then read together instead of one after the other.
+  void LoopHome(const std::vector<uint64_t>& lookups) const {
+    char buf[128];
+    uint64_t sum = 0;
+    for (uint64_t k : lookups) {
+      uint64_t h = shmc::Mix64(k);
+      uint64_t b = Line(h);
+      uint32_t m = shmc::detail::MatchTagWord(tags_[b], shmc::detail::TagOf(h));
+      if (m == 0) continue;
+      uint32_t p = static_cast<uint32_t>(__builtin_ctz(m));
+      if (index_.At(b).node[p].key == k) {
+        sum += ReadValue<kLibrary>(home_[b * 4 + p], buf);
+      }
+    }
+    Keep(sum);
+  }
+
  private:
+  uint64_t Line(uint64_t h) const {
+    return shmc::detail::ReduceRange(static_cast<uint32_t>(h), index_.size());
+  }
+
   Lines index_;
   Value* values_;
+  Value* home_;
+  uint32_t* tags_;
   size_t kept_ = 0;
 };
 

@@ -13,7 +13,10 @@
 // index line from the hash, then the value at its handle, copied as the
 // library copies (shmc::detail::LoadWords) and validated; beside it, the
 // same floor copying with 8-byte atomic loads, the C++ memory model's own
-// cheapest copy.
+// cheapest copy; and the floor of a layout shmc does not have, where each
+// index slot has a home for its value, so that a tag word names the slot
+// and the slot's line and its value are read together (the lever left for
+// copy-free Find: its index line and value are read one after the other).
 // Every operation runs once per round, rounds rotate the order (default
 // 7), and ratios are each round's own: this machine's speed drifts by
 // tens of percent between minutes.
@@ -163,9 +166,13 @@ int main(int argc, char** argv) {
        [&] {
          if (floor) index_value->Loop<shmc_bench::kWords>(lookups);
        }},
+      {"floor of a layout with a home per slot (tag, then both)",
+       [&] {
+         if (floor) index_value->LoopHome(lookups);
+       }},
   };
   enum { kFind, kFindMany, kString, kVisit, kUm, kUmCopy, kReplace, kUmAssign,
-         kFloor, kUmString, kFloorWords };
+         kFloor, kUmString, kFloorWords, kFloorHome };
   std::vector<std::function<void()>> bodies;
   for (const Op& op : ops) bodies.push_back(op.body);
   std::vector<std::vector<double>> ns = Rounds(rounds, nkeys, bodies);
@@ -195,6 +202,8 @@ int main(int argc, char** argv) {
     ratio(kUm, kFloor, "  its floor (index line + value, lib's copy):", "");
     ratio(kFloor, kFind, "  copy-free Find vs its floor:", "");
     ratio(kUm, kFloorWords, "  the floor copying a word a load:", "");
+    ratio(kUm, kFloorHome, "  a home-per-slot layout's floor (not shmc's):",
+          "");
     std::printf("  (the floor kept %.1f%% of the keys; the rest are misses "
                 "in their line)\n", 100.0 * index_value->kept() / nkeys);
   }
