@@ -218,15 +218,8 @@ class ShmHashTable {
     if (nodes_ == nullptr) return nullptr;
     uint64_t b0 = B0(h), b1 = B1(h);
     bool matched;
-    uintptr_t c = reinterpret_cast<uintptr_t>(
-        Candidate(detail::TagOf(h), b0, b1, &matched));
-    uintptr_t any = 0 - static_cast<uintptr_t>(matched);
-    asm("" : "+r"(any));  // a select, not a branch (see Candidate)
-    c &= any;
-    // No match: the tag word, already in cache, instead of a node.
-    uintptr_t tags = reinterpret_cast<uintptr_t>(BucketTags(0, b0));
-    PrefetchNode(reinterpret_cast<const volatile void*>(c | (tags & ~any)));
-    return reinterpret_cast<const volatile Node*>(c);
+    volatile Node* c = Candidate(detail::TagOf(h), b0, b1, &matched);
+    return RequestCandidate(c, matched, BucketTags(0, b0));
   }
   const volatile Node* FindCandidate(const Key& key, uint64_t h,
                                      const volatile Node* cand) const {
@@ -336,13 +329,13 @@ class ShmHashTable {
   // FindMany's time rises with them (bench/RESULTS.md). Stage 1 hands
   // stage 2 the key's two bucket numbers and its tag rather than its hash,
   // so nothing is computed twice, and the candidate is chosen by bucket
-  // number: Candidate's choice, FindCandidate's checks.
+  // number (PairCandidate, as Candidate does).
   size_t FindManyPaired(const Key* keys, size_t n,
                         const volatile Node** out) const {
     constexpr size_t kRing = 4 * kStage;
     uint64_t pairs[kRing];  // bucket numbers over all rows: g0 | g1 << 32
     uint32_t tags[kRing];
-    uintptr_t cands[kRing];
+    const volatile Node* cands[kRing];
     size_t found = 0;
     auto step = [&](size_t j, auto full) __attribute__((always_inline)) {
       constexpr bool all_stages = decltype(full)::value;
@@ -358,30 +351,14 @@ class ShmHashTable {
       if (all_stages || (j >= kStage && j - kStage < n)) {
         size_t k = (j - kStage) % kRing;
         uint64_t g0 = static_cast<uint32_t>(pairs[k]), g1 = pairs[k] >> 32;
-        uint64_t words =
-            tags_[g0].load(std::memory_order_relaxed) |
-            static_cast<uint64_t>(tags_[g1].load(std::memory_order_relaxed))
-                << 32;
-        uint32_t m = detail::MatchTagPair(words, tags[k]);
-        uint32_t first = static_cast<uint32_t>(__builtin_ctz(m | 0x80u));
-        uint64_t pick1 = 0 - static_cast<uint64_t>(first >> 2);
-        asm("" : "+r"(pick1));  // selects, not branches (see Candidate)
-        uint64_t g = g0 ^ ((g0 ^ g1) & pick1);
-        uintptr_t any = 0 - static_cast<uintptr_t>(m != 0);
-        asm("" : "+r"(any));
-        uintptr_t c = reinterpret_cast<uintptr_t>(nodes_ + g * kSlots +
-                                                  (first & 3)) & any;
-        // No match: the tag word, already in cache, instead of a node.
-        uintptr_t t = reinterpret_cast<uintptr_t>(tags_ + g0);
-        PrefetchNode(reinterpret_cast<const volatile void*>(c | (t & ~any)));
-        cands[k] = c;
+        bool matched;
+        volatile Node* c = PairCandidate(tags[k], g0, g1, &matched);
+        cands[k] = RequestCandidate(c, matched, tags_ + g0);
       }
       if (all_stages || j >= 2 * kStage) {
         size_t i = j - 2 * kStage;
         // The hash again only on the rare slow path (the compiler sinks it).
-        out[i] = FindCandidate(
-            keys[i], Hash(keys[i]),
-            reinterpret_cast<const volatile Node*>(cands[i % kRing]));
+        out[i] = FindCandidate(keys[i], Hash(keys[i]), cands[i % kRing]);
         found += out[i] != nullptr;
       }
     };
@@ -520,32 +497,55 @@ class ShmHashTable {
   // here would throw away the next lookups' loads already in flight.
   volatile Node* Candidate(uint32_t tag, uint64_t b0, uint64_t b1,
                            bool* matched) const {
-    uintptr_t a0 = reinterpret_cast<uintptr_t>(Bucket(0, b0));
-    uintptr_t a1 = reinterpret_cast<uintptr_t>(Bucket(1, b1));
-    uintptr_t pick1, slot;
     if constexpr (kTagWords == 1) {
-      // One match and one count over both buckets' 8 slots (4 each).
-      uint32_t m = detail::MatchTagPair(MainTagPair(b0, b1), tag);
-      *matched = m != 0;
-      uint32_t first = static_cast<uint32_t>(__builtin_ctz(m | 0x80u));
-      pick1 = 0 - static_cast<uintptr_t>(first >> 2);
-      asm("" : "+r"(pick1));  // see below
-      slot = first & 3;
+      return PairCandidate(tag, geo_.row_first[0] + b0,
+                           geo_.row_first[1] + b1, matched);
     } else {
+      uintptr_t a0 = reinterpret_cast<uintptr_t>(Bucket(0, b0));
+      uintptr_t a1 = reinterpret_cast<uintptr_t>(Bucket(1, b1));
       constexpr uint64_t kLast = 1ULL << (kSlots - 1);
       uint64_t m0, m1;
       MatchMain(tag, b0, b1, &m0, &m1);
       *matched = (m0 | m1) != 0;
       uintptr_t s0 = static_cast<uintptr_t>(__builtin_ctzll(m0 | kLast));
       uintptr_t s1 = static_cast<uintptr_t>(__builtin_ctzll(m1 | kLast));
-      pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
+      uintptr_t pick1 = 0 - static_cast<uintptr_t>(m0 == 0);
       // Opaque to the optimizer, which otherwise turns the select back
       // into the very branch this avoids.
       asm("" : "+r"(pick1));
-      slot = s0 ^ ((s0 ^ s1) & pick1);
+      uintptr_t slot = s0 ^ ((s0 ^ s1) & pick1);
+      return reinterpret_cast<volatile Node*>((a0 ^ ((a0 ^ a1) & pick1)) +
+                                              slot * sizeof(Node));
     }
-    return reinterpret_cast<volatile Node*>((a0 ^ ((a0 ^ a1) & pick1)) +
-                                            slot * sizeof(Node));
+  }
+  // Candidate for one tag word a bucket, given the two buckets' numbers
+  // over all rows: one match and one count over their 8 slots (4 each).
+  volatile Node* PairCandidate(uint32_t tag, uint64_t g0, uint64_t g1,
+                               bool* matched) const {
+    uint64_t words =
+        tags_[g0].load(std::memory_order_relaxed) |
+        static_cast<uint64_t>(tags_[g1].load(std::memory_order_relaxed))
+            << 32;
+    uint32_t m = detail::MatchTagPair(words, tag);
+    *matched = m != 0;
+    uint32_t first = static_cast<uint32_t>(__builtin_ctz(m | 0x80u));
+    uint64_t pick1 = 0 - static_cast<uint64_t>(first >> 2);
+    asm("" : "+r"(pick1));  // a select, not a branch (see Candidate)
+    uint64_t g = g0 ^ ((g0 ^ g1) & pick1);
+    return nodes_ + g * kSlots + (first & 3);
+  }
+  // FindMany's stage 2 after the choice: the candidate if a tag matched,
+  // else nullptr; requests its node, or (no match) the tag word, already
+  // in cache, without a branch.
+  static const volatile Node* RequestCandidate(volatile Node* cand,
+                                               bool matched,
+                                               const void* tag_word) {
+    uintptr_t any = 0 - static_cast<uintptr_t>(matched);
+    asm("" : "+r"(any));  // a select, not a branch (see Candidate)
+    uintptr_t c = reinterpret_cast<uintptr_t>(cand) & any;
+    uintptr_t t = reinterpret_cast<uintptr_t>(tag_word);
+    PrefetchNode(reinterpret_cast<const volatile void*>(c | (t & ~any)));
+    return reinterpret_cast<const volatile Node*>(c);
   }
   // Mask of the bucket's slots in use (bit i: slot i).
   template <class Getter>
