@@ -4,9 +4,10 @@
 //   hash_map_bench [--keys N] [--value BYTES] [--rounds R]
 //
 // Find paths: copy-free (into a caller buffer), batched (FindMany, 256
-// keys a call), std::string (allocating) and Visit (in place); the baseline is measured both as a bare find that
-// touches the value (reads its first and last byte) and as find + copy of
-// the value into a caller buffer (what ShmHashMap's copy-free Find does).
+// keys a call), std::string (allocating) and Visit (in place); the
+// baseline is measured both as a bare find that touches the value (reads
+// its first and last byte) and as find + copy of the value into a caller
+// buffer (what ShmHashMap's copy-free Find does).
 // Last, Find's two parts are timed alone: the index lookup, and the value
 // read given its handle.
 // The goals' floor runs in the same rounds (bench/floor_layouts.h): one
@@ -16,7 +17,9 @@
 // cheapest copy; and the floor of a layout shmc does not have, where each
 // index slot has a home for its value, so that a tag word names the slot
 // and the slot's line and its value are read together (the lever left for
-// copy-free Find: its index line and value are read one after the other).
+// copy-free Find: its index line and value are read one after the other),
+// and, against it, the floor of a hint table naming each slot's value
+// beside today's index (the hint misses as the index line does).
 // Every operation runs once per round, rounds rotate the order (default
 // 7), and ratios are each round's own: this machine's speed drifts by
 // tens of percent between minutes.
@@ -60,7 +63,8 @@ int main(int argc, char** argv) {
     } else if (a == "--rounds" && i + 1 < argc) {
       rounds = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--keys N] [--value BYTES] [--rounds R]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--keys N] [--value BYTES] [--rounds R]\n",
                    argv[0]);
       return 2;
     }
@@ -170,9 +174,13 @@ int main(int argc, char** argv) {
        [&] {
          if (floor) index_value->LoopHome(lookups);
        }},
+      {"floor of a per-slot hint table (tag + hints, then both)",
+       [&] {
+         if (floor) index_value->LoopHint(lookups);
+       }},
   };
   enum { kFind, kFindMany, kString, kVisit, kUm, kUmCopy, kReplace, kUmAssign,
-         kFloor, kUmString, kFloorWords, kFloorHome };
+         kFloor, kUmString, kFloorWords, kFloorHome, kFloorHint };
   std::vector<std::function<void()>> bodies;
   for (const Op& op : ops) bodies.push_back(op.body);
   std::vector<std::vector<double>> ns = Rounds(rounds, nkeys, bodies);
@@ -203,6 +211,8 @@ int main(int argc, char** argv) {
     ratio(kFloor, kFind, "  copy-free Find vs its floor:", "");
     ratio(kUm, kFloorWords, "  the floor copying a word a load:", "");
     ratio(kUm, kFloorHome, "  a home-per-slot layout's floor (not shmc's):",
+          "");
+    ratio(kUm, kFloorHint, "  a per-slot hint table's floor (not shmc's):",
           "");
     std::printf("  (the floor kept %.1f%% of the keys; the rest are misses "
                 "in their line)\n", 100.0 * index_value->kept() / nkeys);
