@@ -53,12 +53,15 @@ namespace shmc {
 // view of the two halves, kept for programs (and the reference's tests)
 // that name it.
 struct link_buf_t {
+  // Named outside the union: a type declared inside an anonymous union is
+  // a compiler extension (clang -Wpedantic refuses it).
+  struct Halves {
+    uint32_t head;
+    uint32_t tag;
+  };
   union {
     uint64_t head_and_tag;
-    struct {
-      uint32_t head;
-      uint32_t tag;
-    } m;
+    Halves m;
   };
 
   link_buf_t() : head_and_tag(0) {}
