@@ -499,7 +499,7 @@ struct Node16 : Node {};
 template <class N>
 class ShmHashTableTagsTyped : public ::testing::Test {};
 using TagNodes = ::testing::Types<Node8, Node12, Node16>;
-TYPED_TEST_SUITE(ShmHashTableTagsTyped, TagNodes);
+TYPED_TEST_SUITE(ShmHashTableTagsTyped, TagNodes, );
 
 // Random inserts, erases and re-inserts into a nearly full table (overflow
 // rows in use, slots reused with stale tags), checked after every step

@@ -72,7 +72,7 @@ struct Links {
 template <class T>
 class WriterLease : public ::testing::Test {};
 using Kinds = ::testing::Types<Array, Table, TableM, Links>;
-TYPED_TEST_SUITE(WriterLease, Kinds);
+TYPED_TEST_SUITE(WriterLease, Kinds, );
 
 TYPED_TEST(WriterLease, SecondLiveWriterIsRefusedDeadOneTakenOver) {
   using C = typename TypeParam::C;

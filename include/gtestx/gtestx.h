@@ -169,7 +169,10 @@ bool AbortCurrent();
   template <typename gtestx_T>                                                \
   void GTESTX_PERF_CLASS_(suite, name)<gtestx_T>::TestCode()
 #define TYPED_PERF_TEST(suite, name) TYPED_PERF_TEST_OPT(suite, name, -1, -1)
-#define TYPED_PERF_TEST_CASE(suite, types) TYPED_TEST_SUITE(suite, types)
+// The empty last argument is GoogleTest's default type-name generator,
+// given explicitly: with none, clang -Wpedantic refuses the expansion
+// (zero arguments for a variadic macro's `...`).
+#define TYPED_PERF_TEST_CASE(suite, types) TYPED_TEST_SUITE(suite, types, )
 
 // --- TYPED_PERF_TEST_P ----------------------------------------------------
 
@@ -194,7 +197,7 @@ bool AbortCurrent();
 #define REGISTER_TYPED_PERF_TEST_CASE_P(suite, ...) \
   REGISTER_TYPED_TEST_SUITE_P(suite, __VA_ARGS__)
 #define INSTANTIATE_TYPED_PERF_TEST_CASE_P(prefix, suite, types) \
-  INSTANTIATE_TYPED_TEST_SUITE_P(prefix, suite, types)
+  INSTANTIATE_TYPED_TEST_SUITE_P(prefix, suite, types, )
 
 // A main() for perf test programs (linking gtestx_main does the same).
 #define PERF_TEST_MAIN                          \
