@@ -16,8 +16,9 @@
 // same floor copying with 8-byte atomic loads, the C++ memory model's own
 // cheapest copy; and the floor of a layout shmc does not have, where each
 // index slot has a home for its value, so that a tag word names the slot
-// and the slot's line and its value are read together (the lever left for
-// copy-free Find: its index line and value are read one after the other),
+// and the slot's line and its value are read together (copy-free Find
+// reads its index line and value one after the other; what such layouts
+// give with Find's checks is bench/machine/value_homes.cc's question),
 // and, against it, the floor of a hint table naming each slot's value
 // beside today's index (the hint misses as the index line does).
 // Every operation runs once per round, rounds rotate the order (default
