@@ -250,18 +250,11 @@ class IndexValueFloor {
   // value are then read together instead of one after the other.
   void LoopHome(const std::vector<uint64_t>& lookups) const {
     char buf[128];
-    uint64_t sum = 0;
-    for (uint64_t k : lookups) {
-      uint64_t h = shmc::Mix64(k);
-      uint64_t b = Line(h);
-      uint32_t m = shmc::detail::MatchTagWord(tags_[b], shmc::detail::TagOf(h));
-      if (m == 0) continue;
-      uint32_t p = static_cast<uint32_t>(__builtin_ctz(m));
-      if (index_.At(b).node[p].key == k) {
-        sum += ReadValue<kLibrary>(home_[b * 4 + p], buf);
-      }
-    }
-    Keep(sum);
+    LoopTagged(lookups, [](uint64_t) {},
+               [&](uint64_t b, uint32_t p, uint64_t k) -> size_t {
+                 if (index_.At(b).node[p].key != k) return 0;
+                 return ReadValue<kLibrary>(home_[b * 4 + p], buf);
+               });
   }
 
   // The floor of a per-slot hint table beside the index (not shmc's): the
@@ -272,23 +265,39 @@ class IndexValueFloor {
   // unless the value's address follows from the slot itself (LoopHome).
   void LoopHint(const std::vector<uint64_t>& lookups) const {
     char buf[128];
+    LoopTagged(lookups,
+               [&](uint64_t b) {
+                 shmc::detail::PrefetchLine(&hints_[b * 4]);
+                 shmc::detail::PrefetchLine(&index_.At(b));
+               },
+               [&](uint64_t b, uint32_t p, uint64_t k) -> size_t {
+                 shmc::detail::PrefetchLine(&values_[hints_[b * 4 + p]]);
+                 const Node& n = index_.At(b).node[p];
+                 if (n.key != k) return 0;
+                 return ReadValue<kLibrary>(values_[n.val], buf);
+               });
+  }
+
+ private:
+  // The lookup both tagged floors share: for each key, on_line(b) runs
+  // once its index line b is known; then the line's tag word names the
+  // slot p, and read(b, p, key) returns what it read there (0 for none).
+  template <class OnLine, class Read>
+  void LoopTagged(const std::vector<uint64_t>& lookups,
+                  const OnLine& on_line, const Read& read) const {
     uint64_t sum = 0;
     for (uint64_t k : lookups) {
       uint64_t h = shmc::Mix64(k);
       uint64_t b = Line(h);
-      shmc::detail::PrefetchLine(&hints_[b * 4]);
-      shmc::detail::PrefetchLine(&index_.At(b));
-      uint32_t m = shmc::detail::MatchTagWord(tags_[b], shmc::detail::TagOf(h));
+      on_line(b);
+      uint32_t m =
+          shmc::detail::MatchTagWord(tags_[b], shmc::detail::TagOf(h));
       if (m == 0) continue;
-      uint32_t p = static_cast<uint32_t>(__builtin_ctz(m));
-      shmc::detail::PrefetchLine(&values_[hints_[b * 4 + p]]);
-      const Node& n = index_.At(b).node[p];
-      if (n.key == k) sum += ReadValue<kLibrary>(values_[n.val], buf);
+      sum += read(b, static_cast<uint32_t>(__builtin_ctz(m)), k);
     }
     Keep(sum);
   }
 
- private:
   uint64_t Line(uint64_t h) const {
     return shmc::detail::ReduceRange(static_cast<uint32_t>(h), index_.size());
   }
