@@ -88,7 +88,8 @@ class Pool {
   uint64_t nodes() const { return nodes_; }
   ValueNode* at(uint64_t i) const { return node_ + i; }
 
-  // Writes key number i's value (tag i + 1) into node `at`.
+  // Writes value v into node `at` as a one-node value with handle tag
+  // `tag` (published last, release, as ShmLinkTable publishes a value).
   void Put(uint64_t at, uint32_t tag, const std::string& v) const {
     ValueNode* n = node_ + at;
     uint64_t words[kDataWords] = {};
