@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
-#include "server/udp.h"
+#include "server/net/udp.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/remove_segment.h"
 

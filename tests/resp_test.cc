@@ -1,7 +1,7 @@
 // The RESP request parser on its own: a request cut into pieces at any
 // byte parses as it does in one read, and a long request sent in pieces is
 // resumed where the last piece stopped, not parsed again from its start.
-#include "server/resp.h"
+#include "server/net/resp.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // shmkv's store without the server around it: what happens to the write
 // lock and the map when a worker process dies, at a chosen point (holding
 // the lock) and at random points (SIGKILL in the middle of writes).
-#include "server/store.h"
+#include "server/store/store.h"
 
 #include <gtest/gtest.h>
 #include <pthread.h>
@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "server/blob.h"
-#include "server/journal.h"
-#include "server/key_hash.h"
-#include "server/stats.h"
+#include "server/store/blob.h"
+#include "server/store/journal.h"
+#include "server/store/key_hash.h"
+#include "server/store/stats.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
@@ -132,9 +132,9 @@ TEST_F(StoreFixture, WorkerKilledHoldingTheLock) {
 
   EXPECT_EQ(master_->control()->lock_recoveries, 1u);
   std::string v;
-  ASSERT_TRUE(master_->Get("before", &v));
+  ASSERT_TRUE(master_->GetString("before", &v));
   EXPECT_EQ(v, "1");
-  ASSERT_TRUE(master_->Get("during", &v));
+  ASSERT_TRUE(master_->GetString("during", &v));
   EXPECT_EQ(v, "2");
   // The lock is usable again, and consistent: no second recovery.
   EXPECT_EQ(master_->Set("after", "3", 0, SetMode::kAlways, false),
@@ -235,7 +235,7 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
     for (uint64_t step = acked >= kWindow ? acked - kWindow + 1 : 0;
          step < acked; ++step) {
       std::string v;
-      ASSERT_TRUE(master_->Get(StepKey(w, step), &v))
+      ASSERT_TRUE(master_->GetString(StepKey(w, step), &v))
           << "acknowledged write lost: " << StepKey(w, step);
       ASSERT_EQ(v, Payload(w, step)) << StepKey(w, step);
     }
@@ -245,7 +245,7 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
     }
   }
   std::string counter;
-  ASSERT_TRUE(master_->Get("counter", &counter));
+  ASSERT_TRUE(master_->GetString("counter", &counter));
   uint64_t n = std::stoull(counter);
   EXPECT_GE(n, acked_total) << "an acknowledged INCR was lost";
   EXPECT_LE(n, acked_total + kills) << "an INCR was applied twice";
@@ -255,7 +255,7 @@ TEST_F(StoreFixture, RandomKillsLoseNoAcknowledgedWrite) {
   // Every value the map counts is reachable from a key: nothing leaked.
   uint64_t cursor = 0, scanned = 0;
   do {
-    master_->Scan(&cursor, 1024, [&](std::string_view) { ++scanned; });
+    master_->Scan(&cursor, 1024, [&](std::string_view, shmkv::ValueType) { ++scanned; });
   } while (cursor != 0);
   EXPECT_EQ(scanned, master_->Keys());
   EXPECT_GT(master_->control()->lock_recoveries, 0u)
@@ -310,8 +310,8 @@ int64_t GroupGeneration(shmkv::Store* s, shmkv::Store::Txn* t = nullptr) {
   int64_t gen = -2;
   for (int i = 0; i < kGroup; ++i) {
     std::string v;
-    if (t != nullptr ? t->Read(GroupKey(i), &v, nullptr) != Status::kOk
-                     : !s->Get(GroupKey(i), &v)) {
+    if (t != nullptr ? t->ReadString(GroupKey(i), &v, nullptr) != Status::kOk
+                     : !s->GetString(GroupKey(i), &v)) {
       return -1;
     }
     int64_t g = std::stoll(v.substr(0, v.find(':')));
@@ -432,7 +432,7 @@ TEST_F(StoreFixture, ReadersNeverSeeHalfACommit) {
       // first key shows its new value, a later GET of its last key does.
       for (int pair = 0; pair < 50; ++pair) {
         std::string v0, v1;
-        if (s->Get(GroupKey(0), &v0) && s->Get(GroupKey(kGroup - 1), &v1) &&
+        if (s->GetString(GroupKey(0), &v0) && s->GetString(GroupKey(kGroup - 1), &v1) &&
             std::stoll(v1) < std::stoll(v0)) {
           _exit(4);
         }
@@ -470,12 +470,12 @@ TEST_F(StoreFixture, CommitLargerThanTheJournalChangesNothing) {
   for (const std::string& k : keys) pairs.emplace_back(k, big);
   EXPECT_EQ(master_->MSet(pairs), Status::kTxnTooLarge);
   std::string v;
-  ASSERT_TRUE(master_->Get("a", &v));
+  ASSERT_TRUE(master_->GetString("a", &v));
   EXPECT_EQ(v, "old");
   EXPECT_FALSE(master_->Exists("m0"));
   pairs.resize(5);  // 4 KiB fits
   EXPECT_EQ(master_->MSet(pairs), Status::kOk);
-  ASSERT_TRUE(master_->Get("a", &v));
+  ASSERT_TRUE(master_->GetString("a", &v));
   EXPECT_EQ(v, "new");
 }
 
@@ -491,12 +491,12 @@ TEST_F(StoreFixture, TransactionsSeeOwnWritesAndStartClean) {
   }
   {
     auto t = master_->Begin();
-    EXPECT_EQ(t->Read("s1", &v, nullptr), Status::kNotFound);
+    EXPECT_EQ(t->ReadString("s1", &v, nullptr), Status::kNotFound);
     ASSERT_EQ(t->Put("s2", "kept", 0), Status::kOk);
     ASSERT_EQ(t->Commit(), Status::kOk);
   }
   EXPECT_FALSE(master_->Exists("s1"));
-  ASSERT_TRUE(master_->Get("s2", &v));
+  ASSERT_TRUE(master_->GetString("s2", &v));
   EXPECT_EQ(v, "kept");
   {
     auto t = master_->Begin();
@@ -505,38 +505,38 @@ TEST_F(StoreFixture, TransactionsSeeOwnWritesAndStartClean) {
       ASSERT_EQ(t->Put(k, "v" + std::to_string(i), 0), Status::kOk);
       if (i == 3) {
         ASSERT_EQ(t->Put("k3", "again", 0), Status::kOk);
-        ASSERT_EQ(t->Read("k3", &v, nullptr), Status::kOk);
+        ASSERT_EQ(t->ReadString("k3", &v, nullptr), Status::kOk);
         EXPECT_EQ(v, "again");
       }
     }
     ASSERT_EQ(t->Put("k15", "later", 0), Status::kOk);
     ASSERT_EQ(t->Delete("k5"), Status::kOk);
-    ASSERT_EQ(t->Read("k15", &v, nullptr), Status::kOk);
+    ASSERT_EQ(t->ReadString("k15", &v, nullptr), Status::kOk);
     EXPECT_EQ(v, "later");
-    ASSERT_EQ(t->Read("k3", &v, nullptr), Status::kOk);
+    ASSERT_EQ(t->ReadString("k3", &v, nullptr), Status::kOk);
     EXPECT_EQ(v, "again");
-    EXPECT_EQ(t->Read("k5", &v, nullptr), Status::kNotFound);
-    ASSERT_EQ(t->Read("k19", &v, nullptr), Status::kOk);
+    EXPECT_EQ(t->ReadString("k5", &v, nullptr), Status::kNotFound);
+    ASSERT_EQ(t->ReadString("k19", &v, nullptr), Status::kOk);
     EXPECT_EQ(v, "v19");
   }  // never committed
   EXPECT_FALSE(master_->Exists("k3"));
   EXPECT_FALSE(master_->Exists("k15"));
   {
     auto t = master_->Begin();
-    EXPECT_EQ(t->Read("k15", &v, nullptr), Status::kNotFound);
-    EXPECT_EQ(t->Read("k0", &v, nullptr), Status::kNotFound);
+    EXPECT_EQ(t->ReadString("k15", &v, nullptr), Status::kNotFound);
+    EXPECT_EQ(t->ReadString("k0", &v, nullptr), Status::kNotFound);
     ASSERT_EQ(t->Put("k0", "one", 0), Status::kOk);
     ASSERT_EQ(t->Put("x", std::string(100 << 10, 'x'), 0), Status::kOk);
     ASSERT_EQ(t->Commit(), Status::kOk);
   }
-  ASSERT_TRUE(master_->Get("k0", &v));
+  ASSERT_TRUE(master_->GetString("k0", &v));
   EXPECT_EQ(v, "one");
-  ASSERT_TRUE(master_->Get("x", &v));
+  ASSERT_TRUE(master_->GetString("x", &v));
   EXPECT_EQ(v.size(), 100u << 10);
   EXPECT_FALSE(master_->Exists("k1"));
   {
     auto t = master_->Begin();
-    ASSERT_EQ(t->Read("x", &v, nullptr), Status::kOk);
+    ASSERT_EQ(t->ReadString("x", &v, nullptr), Status::kOk);
     EXPECT_EQ(v.size(), 100u << 10);
     ASSERT_EQ(t->Delete("x"), Status::kOk);
     ASSERT_EQ(t->Commit(), Status::kOk);
@@ -557,7 +557,8 @@ TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
   const shmkv::KeyHash h = shmkv::HashKey("victim");
   for (std::string other : {"vic", "victin", "victim-but-longer"}) {
     std::string blob;
-    shmkv::MakeBlob(&blob, other, "theirs", 0);
+    shmkv::MakeBlob(&blob, other, shmkv::ValueType::kString,
+                    shmkv::kStringAsGiven, "theirs", 0);
     ASSERT_TRUE(map.Replace(h, blob));
     EXPECT_EQ(master_->Set("victim", "mine", 0, SetMode::kAlways, false),
               Status::kCollision) << other;
@@ -576,7 +577,7 @@ TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
   EXPECT_EQ(master_->Set("victim", "mine", 0, SetMode::kAlways, false),
             Status::kOk);
   std::string v;
-  ASSERT_TRUE(master_->Get("victim", &v));
+  ASSERT_TRUE(master_->GetString("victim", &v));
   EXPECT_EQ(v, "mine");
 }
 
@@ -638,7 +639,7 @@ TEST_F(StoreFixture, DamagedJournalIsDropped) {
     ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
     ASSERT_EQ(master_->Set("b", "2", 0, SetMode::kAlways, false), Status::kOk);
     std::string v;
-    ASSERT_TRUE(master_->Get("a", &v));
+    ASSERT_TRUE(master_->GetString("a", &v));
     EXPECT_EQ(v, "1");
     rng();
   }

@@ -32,8 +32,8 @@
 #include <thread>
 #include <vector>
 
-#include "server/pages.h"
-#include "server/store.h"
+#include "server/store/pages.h"
+#include "server/store/store.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/udp.h"
+#include "server/net/udp.h"
 #include "tests/support/shmkv_server.h"
 
 namespace {

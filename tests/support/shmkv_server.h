@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 namespace shmkv_test {
 

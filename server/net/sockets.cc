@@ -1,4 +1,4 @@
-#include "server/sockets.h"
+#include "server/net/sockets.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

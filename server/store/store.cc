@@ -1,4 +1,4 @@
-#include "server/store.h"
+#include "server/store/store.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -14,10 +14,10 @@
 #include <random>
 #include <unordered_map>
 
-#include "server/blob.h"
-#include "server/journal.h"
-#include "server/key_hash.h"
-#include "server/txn_entries.h"
+#include "server/store/blob.h"
+#include "server/store/journal.h"
+#include "server/store/key_hash.h"
+#include "server/store/txn_entries.h"
 #include "shmc/remove_segment.h"
 #include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
@@ -49,6 +49,8 @@ const char* StatusText(Store::Status s) {
       return "key hash collision with another key";
     case Store::Status::kTxnTooLarge:
       return "the commit is larger than the journal (--journal-size)";
+    case Store::Status::kWrongType:
+      return "the key holds a value of another type";
   }
   return "?";
 }
@@ -136,19 +138,23 @@ class StoreT : public Store {
     return true;
   }
 
-  bool Get(std::string_view key, std::string* value,
-           int64_t* expire_ms) override {
+  bool Get(std::string_view key, Value* v) override {
     Blob b;
     if (!Lookup(key, &b)) return false;
-    value->assign(b.value.data(), b.value.size());
-    if (expire_ms != nullptr) *expire_ms = b.expire_ms;
+    v->type = b.type;
+    v->encoding = b.encoding;
+    v->bytes.assign(b.value.data(), b.value.size());
+    v->expire_ms = b.expire_ms;
     return true;
   }
 
-  bool GetView(std::string_view key, std::string_view* value) override {
+  bool GetView(std::string_view key, ValueView* v) override {
     Blob b;
     if (!Lookup(key, &b)) return false;
-    *value = b.value;
+    v->type = b.type;
+    v->encoding = b.encoding;
+    v->bytes = b.value;
+    v->expire_ms = b.expire_ms;
     return true;
   }
 
@@ -246,7 +252,8 @@ class StoreT : public Store {
   // position of the table ends the scan (cursor 0; Redis would mask it into
   // its table instead: docs/server.md).
   void Scan(uint64_t* cursor, size_t count,
-            const std::function<void(std::string_view)>& f) override {
+            const std::function<void(std::string_view, ValueType)>& f)
+      override {
     typename Map::TravelPos pos;
     pos.row = static_cast<uint32_t>(*cursor >> 32);
     pos.col = static_cast<uint32_t>(*cursor);
@@ -261,7 +268,7 @@ class StoreT : public Store {
                          Blob b;
                          if (b.Parse(blob.data(), blob.size()) &&
                              !b.Expired(now)) {
-                           f(b.key);
+                           f(b.key, b.type);
                          }
                          ++seen;
                        })) {
@@ -323,6 +330,8 @@ class StoreT : public Store {
     KeyHash h{0, 0};
     std::string key;
     bool present = false;  // the key's state in this transaction
+    ValueType type = ValueType::kString;
+    uint8_t encoding = 0;
     std::string value;
     int64_t expire = 0;
     bool had_old = false;  // the key's state in the map
@@ -337,27 +346,30 @@ class StoreT : public Store {
         : s_(s), lock_(s), entries_(&s->txn_entries_) {}
     ~TxnImpl() override { entries_->Reset(); }  // still under the lock
 
-    Status Read(std::string_view key, std::string* value,
-                int64_t* expire_ms) override {
+    Status Read(std::string_view key, Value* v) override {
       Entry* e = nullptr;
       Status st = LoadEntry(key, &e);
       if (st != Status::kOk) return st;
       if (!Live(*e)) return Status::kNotFound;
-      value->assign(e->value);
-      if (expire_ms != nullptr) *expire_ms = e->expire;
+      v->type = e->type;
+      v->encoding = e->encoding;
+      v->bytes.assign(e->value);
+      v->expire_ms = e->expire;
       return Status::kOk;
     }
 
-    Status Put(std::string_view key, std::string_view value,
-               int64_t expire_ms) override {
-      if (key.size() > s_->cfg_.max_key || value.size() > s_->cfg_.max_value) {
+    Status Write(std::string_view key, ValueType type, uint8_t encoding,
+                 std::string_view bytes, int64_t expire_ms) override {
+      if (key.size() > s_->cfg_.max_key || bytes.size() > s_->cfg_.max_value) {
         return Status::kTooLarge;
       }
       Entry* e = nullptr;
       Status st = LoadEntry(key, &e, false);
       if (st != Status::kOk) return st;
       e->present = true;
-      e->value.assign(value.data(), value.size());
+      e->type = type;
+      e->encoding = encoding;
+      e->value.assign(bytes.data(), bytes.size());
       e->expire = expire_ms;
       return Touch(e);
     }
@@ -422,7 +434,7 @@ class StoreT : public Store {
         // One key: one map write, crash-safe on its own.
         Entry& e = *dirty[0];
         if (e.present) {
-          MakeBlob(&s_->blob_, e.key, e.value, e.expire);
+          MakeBlob(&s_->blob_, e.key, e.type, e.encoding, e.value, e.expire);
           if (!s_->map_.Replace(e.h, s_->blob_)) return Status::kFull;
         } else {
           s_->map_.Erase(e.h);
@@ -458,6 +470,8 @@ class StoreT : public Store {
       e->h = h;
       if (st == Status::kOk) {
         e->present = e->had_old = true;
+        e->type = b.type;
+        e->encoding = b.encoding;
         e->value.assign(b.value.data(), b.value.size());
         e->expire = b.expire_ms;
         e->old_len = s_->scratch_len_;
@@ -509,7 +523,7 @@ class StoreT : public Store {
     for (const Entry* e : dirty) {
       std::string_view next_view, old_view;
       if (e->present) {
-        MakeBlob(&blob, e->key, e->value, e->expire);
+        MakeBlob(&blob, e->key, e->type, e->encoding, e->value, e->expire);
         next_view = blob;
       }
       if (e->had_old) {
@@ -613,6 +627,8 @@ class StoreT : public Store {
         return Status::kCollision;
       }
       b->expire_ms = static_cast<int64_t>(head.expire_at_ms);
+      b->type = static_cast<ValueType>(head.type);
+      b->encoding = head.encoding;
       b->key = std::string_view(scratch_.data() + kBlobHeader, key.size());
       b->value = std::string_view();
       scratch_len_ = len;

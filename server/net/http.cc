@@ -1,8 +1,11 @@
-#include "server/http.h"
+#include "server/net/http.h"
 
 #include <cctype>
 #include <cstring>
 #include <string_view>
+#include <vector>
+
+#include "server/commands/command_util.h"
 
 namespace shmkv {
 
@@ -43,6 +46,110 @@ int Hex(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// Runs one command through the command layer, as a RESP client's would
+// run, and returns its RESP reply.
+std::string RunCommand(CommandContext* ctx,
+                       std::initializer_list<std::string_view> args) {
+  std::string out;
+  Reply reply(&out);
+  Execute(std::vector<std::string_view>(args), ctx, &reply);
+  return out;
+}
+
+// The HTTP answer to an error reply of the command layer.
+void RespondError(std::string* out, std::string_view resp, bool close) {
+  std::string text(resp.substr(1, resp.size() - 3));  // "-...\r\n"
+  if (text.compare(0, 9, "WRONGTYPE") == 0) {
+    Respond(out, 409, "Conflict", text + "\n", close);
+  } else if (text.compare(0, 3, "OOM") == 0) {
+    Respond(out, 507, "Insufficient Storage", text + "\n", close);
+  } else if (text.find("exceeds") != std::string::npos) {
+    Respond(out, 413, "Payload Too Large", text + "\n", close);
+  } else {
+    Respond(out, 500, "Internal Server Error", text + "\n", close);
+  }
+}
+
+// GET /kv/KEY: GET. A bulk reply is the body, nil is 404.
+void KvGet(CommandContext* ctx, const std::string& key, bool close,
+           std::string* out) {
+  std::string resp = RunCommand(ctx, {"GET", key});
+  if (resp[0] == '-') return RespondError(out, resp, close);
+  if (resp == "$-1\r\n") {
+    return Respond(out, 404, "Not Found", "no such key\n", close);
+  }
+  size_t start = resp.find("\r\n") + 2;
+  Respond(out, 200, "OK",
+          std::string_view(resp).substr(start, resp.size() - start - 2),
+          close, "application/octet-stream");
+}
+
+// PUT /kv/KEY: SET, but only over a string (or no value): the key's type
+// is checked and the value written in one transaction, as MULTI would.
+void KvPut(CommandContext* ctx, const std::string& key, std::string_view body,
+           bool close, std::string* out) {
+  auto txn = ctx->store->Begin();
+  ctx->txn = txn.get();
+  std::string type = RunCommand(ctx, {"TYPE", key});
+  std::string resp;
+  if (type == "+string\r\n" || type == "+none\r\n") {
+    resp = RunCommand(ctx, {"SET", key, body});
+  } else {
+    Reply reply(&resp);
+    cmd::WrongType(&reply);
+  }
+  ctx->txn = nullptr;
+  if (resp[0] == '-') return RespondError(out, resp, close);
+  Store::Status st = txn->Commit();
+  if (st != Store::Status::kOk) {
+    std::string err;
+    Reply reply(&err);
+    cmd::StoreError(st, &reply);
+    return RespondError(out, err, close);
+  }
+  Respond(out, 204, "No Content", "", close);
+}
+
+// The request's route: false when the connection must close.
+bool Route(std::string_view method, const std::string& target,
+           std::string_view body, bool have_length, bool close,
+           CommandContext* ctx, std::string* out) {
+  if (target == "/stats" && method == "GET") {
+    Respond(out, 200, "OK", StatsJson(ctx) + "\n", close, "application/json");
+    return true;
+  }
+  if (target.compare(0, 4, "/kv/") != 0 || target.size() <= 4) {
+    Respond(out, 404, "Not Found", "try /kv/<key> or /stats\n", close);
+    return true;
+  }
+  std::string key;
+  if (!PercentDecode(target.substr(4), &key)) {
+    Respond(out, 400, "Bad Request", "malformed %-escape in key\n", true);
+    return false;
+  }
+  if (method == "GET") {
+    KvGet(ctx, key, close, out);
+  } else if (method == "PUT" || method == "POST") {
+    if (!have_length) {
+      Respond(out, 411, "Length Required", "Content-Length required\n", true);
+      return false;
+    }
+    KvPut(ctx, key, body, close, out);
+  } else if (method == "DELETE") {
+    std::string resp = RunCommand(ctx, {"DEL", key});
+    if (resp[0] == '-') {
+      RespondError(out, resp, close);
+    } else if (resp == ":1\r\n") {
+      Respond(out, 204, "No Content", "", close);
+    } else {
+      Respond(out, 404, "Not Found", "no such key\n", close);
+    }
+  } else {
+    Respond(out, 405, "Method Not Allowed", "GET, PUT or DELETE\n", close);
+  }
+  return true;
 }
 
 }  // namespace
@@ -155,46 +262,10 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
             "send Authorization: Bearer <requirepass>\n", close);
     return close ? HttpResult::kClose : HttpResult::kDone;
   }
+  ctx->client->authed = true;  // this request carried the password
 
-  if (target == "/stats" && method == "GET") {
-    Respond(out, 200, "OK", StatsJson(ctx) + "\n", close, "application/json");
-  } else if (target.compare(0, 4, "/kv/") == 0 && target.size() > 4) {
-    std::string key;
-    if (!PercentDecode(target.substr(4), &key)) {
-      Respond(out, 400, "Bad Request", "malformed %-escape in key\n", true);
-      return HttpResult::kClose;
-    }
-    if (method == "GET") {
-      std::string_view v;
-      if (ctx->store->GetView(key, &v)) {
-        Respond(out, 200, "OK", v, close, "application/octet-stream");
-      } else {
-        Respond(out, 404, "Not Found", "no such key\n", close);
-      }
-    } else if (method == "PUT" || method == "POST") {
-      if (!have_length) {
-        Respond(out, 411, "Length Required", "Content-Length required\n", true);
-        return HttpResult::kClose;
-      }
-      Store::Status st = ctx->store->Set(key, body, 0, Store::SetMode::kAlways, false);
-      if (st == Store::Status::kOk) {
-        Respond(out, 204, "No Content", "", close);
-      } else if (st == Store::Status::kTooLarge) {
-        Respond(out, 413, "Payload Too Large", std::string(StatusText(st)) + "\n", close);
-      } else {
-        Respond(out, 507, "Insufficient Storage", std::string(StatusText(st)) + "\n", close);
-      }
-    } else if (method == "DELETE") {
-      if (ctx->store->Del(key)) {
-        Respond(out, 204, "No Content", "", close);
-      } else {
-        Respond(out, 404, "Not Found", "no such key\n", close);
-      }
-    } else {
-      Respond(out, 405, "Method Not Allowed", "GET, PUT or DELETE\n", close);
-    }
-  } else {
-    Respond(out, 404, "Not Found", "try /kv/<key> or /stats\n", close);
+  if (!Route(method, target, body, have_length, close, ctx, out)) {
+    return HttpResult::kClose;
   }
   return close ? HttpResult::kClose : HttpResult::kDone;
 }

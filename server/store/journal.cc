@@ -1,4 +1,4 @@
-#include "server/journal.h"
+#include "server/store/journal.h"
 
 #include <algorithm>
 #include <atomic>

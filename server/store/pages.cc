@@ -1,4 +1,4 @@
-#include "server/pages.h"
+#include "server/store/pages.h"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "server/udp.h"
+#include "server/net/udp.h"
 
 #include <errno.h>
 #include <sys/socket.h>
@@ -7,7 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "server/sockets.h"
+#include "server/commands/reply.h"
+#include "server/net/sockets.h"
 
 namespace shmkv {
 

@@ -1,12 +1,16 @@
-// The key-value store of shmkv: Redis string semantics on one ShmHashMap
+// The key-value store of shmkv: typed Redis values on one ShmHashMap
 // shared by every worker process (docs/server.md, "Data").
 //
 // A Redis key is any byte string, a map key is fixed-size: the map is keyed
 // by a 128-bit hash of the key, and each value blob carries the key itself,
-// so a lookup confirms it found the right key. The blob:
+// so a lookup confirms it found the right key. The blob (server/store/blob.h):
 //
-//   u64 expire_at_ms (CLOCK_REALTIME; 0 = never)  u32 key_len  u32 reserved
-//   key bytes  value bytes
+//   u64 expire_at_ms (CLOCK_REALTIME; 0 = never)  u32 key_len
+//   u8 type  u8 encoding  u16 reserved  key bytes  value bytes
+//
+// The store keeps each value's type and encoding and never interprets
+// the value bytes: the command families do (a string's bytes are the
+// string; a collection's are its encoding).
 //
 // Reads never lock: they copy the blob out of the map (the map validates
 // the copy) and check key and expiry. Writes from all workers are
@@ -39,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/store/blob.h"
 #include "shmc/process_lease.h"
 #include "shmc/segment_name.h"
 
@@ -72,9 +77,24 @@ struct WatchStamp {
   int64_t expire_ms = 0;
 };
 
+// A value as the store holds it: its type, its encoding and its bytes,
+// and its expiry (absolute CLOCK_REALTIME ms; 0: none).
+struct Value {
+  ValueType type = ValueType::kString;
+  uint8_t encoding = 0;
+  std::string bytes;
+  int64_t expire_ms = 0;
+};
+// The same without a copy: `bytes` points into a buffer of the Store that
+// answered, valid until its next call.
+struct ValueView {
+  ValueType type = ValueType::kString;
+  uint8_t encoding = 0;
+  std::string_view bytes;
+  int64_t expire_ms = 0;
+};
+
 // Shared by master and workers: the write lock and the master's identity.
-// Plain integers used through __atomic builtins: the block lives in a
-// ShmArray, whose node type must be trivially copyable.
 // Zero bytes are its initial state (a fresh segment); the master
 // initializes the lock, then sets magic.
 struct ControlBlock {
@@ -119,7 +139,8 @@ class Store {
   virtual ~Store() = default;
 
   // Opens the map (created if missing) and the control block. The master
-  // passes init_control to (re)initialize the lock.
+  // (master true) creates what is missing, initializes the write lock of a
+  // new control block and recovers a write a kill -9 interrupted.
   static std::unique_ptr<Store> Open(const StoreConfig& cfg, bool master,
                                      std::string* err);
 
@@ -134,6 +155,7 @@ class Store {
     kFull,         // the map has no room left
     kCollision,    // two keys with one 128-bit hash (never seen in practice)
     kTxnTooLarge,  // a multi-key commit larger than the journal
+    kWrongType,    // the key holds a value of another type
   };
 
   // A write transaction: holds the write lock until it is destroyed.
@@ -141,13 +163,22 @@ class Store {
   class Txn {
    public:
     virtual ~Txn() = default;
-    // The key's live value as this transaction sees it: kOk, kNotFound or
-    // kCollision.
-    virtual Status Read(std::string_view key, std::string* value,
-                        int64_t* expire_ms) = 0;
+    // The key's live value, of any type, as this transaction sees it:
+    // kOk, kNotFound or kCollision.
+    virtual Status Read(std::string_view key, Value* v) = 0;
+    // Writes the key's value, replacing whatever it held (any type):
     // kOk, kTooLarge, kCollision or kTxnTooLarge.
-    virtual Status Put(std::string_view key, std::string_view value,
-                       int64_t expire_ms) = 0;
+    virtual Status Write(std::string_view key, ValueType type,
+                         uint8_t encoding, std::string_view bytes,
+                         int64_t expire_ms) = 0;
+    // A string key: as Read, and kWrongType when it holds another type.
+    Status ReadString(std::string_view key, std::string* value,
+                      int64_t* expire_ms);
+    // Writes a string value (replacing a value of any type, as SET does).
+    Status Put(std::string_view key, std::string_view value,
+               int64_t expire_ms) {
+      return Write(key, ValueType::kString, 0, value, expire_ms);
+    }
     // kOk when the key existed, kNotFound, kCollision or kTxnTooLarge.
     virtual Status Delete(std::string_view key) = 0;
     // Deletes every key (inside MULTI: bounded by the journal); *n keys.
@@ -172,11 +203,13 @@ class Store {
   // Reads: lock-free. A reader of several keys that must not see half of
   // a multi-key commit brackets them: t = ReadBegin(); reads;
   // retry unless ReadValid(t).
-  virtual bool Get(std::string_view key, std::string* value,
-                   int64_t* expire_ms = nullptr) = 0;
-  // As Get, without a copy: *value points into this Store's buffer and is
-  // valid until its next call.
-  virtual bool GetView(std::string_view key, std::string_view* value) = 0;
+  // The key's live value of any type: true when found.
+  virtual bool Get(std::string_view key, Value* v) = 0;
+  // As Get, without a copy (ValueView's bytes point into this Store).
+  virtual bool GetView(std::string_view key, ValueView* v) = 0;
+  // A string key's value: false when absent or of another type.
+  bool GetString(std::string_view key, std::string* value,
+                 int64_t* expire_ms = nullptr);
   virtual bool Exists(std::string_view key) = 0;
   virtual uint64_t ReadBegin() = 0;
   virtual bool ReadValid(uint64_t token) = 0;
@@ -185,6 +218,7 @@ class Store {
 
   // One-command writes, each its own transaction. expire_ms: absolute,
   // 0 = none; keep_ttl keeps an existing TTL.
+  // SET: a string, replacing a value of any type.
   Status Set(std::string_view key, std::string_view value, int64_t expire_ms,
              SetMode mode, bool keep_ttl);
   // Sets every pair in one commit (MSET is atomic).
@@ -208,9 +242,10 @@ class Store {
                             bool* changed);
 
   // Iteration: visits up to `count` slots from *cursor (0 = start), calls
-  // f(key) for each live key; *cursor is 0 when the pass is complete.
-  virtual void Scan(uint64_t* cursor, size_t count,
-                    const std::function<void(std::string_view)>& f) = 0;
+  // f(key, type) for each live key; *cursor is 0 when the pass is complete.
+  virtual void Scan(
+      uint64_t* cursor, size_t count,
+      const std::function<void(std::string_view, ValueType)>& f) = 0;
   // Active expiry: examines up to `count` slots, removes expired keys.
   virtual uint64_t Sweep(size_t count) = 0;
 

@@ -1,6 +1,6 @@
 // Redis's integer text rule, shared by the store (values INCR reads) and
 // the command layer (integer arguments).
-#include "server/int_text.h"
+#include "server/store/int_text.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "server/command_util.h"
-#include "server/resp.h"
+#include "server/commands/command_util.h"
+#include "server/commands/reply.h"
 
 namespace shmkv {
 
@@ -31,26 +31,86 @@ std::string Fmt(const char* fmt, double v) {
 
 }  // namespace
 
-void Ping(const Args& a, CommandContext*, std::string* out, bool* error) {
+// PING [message]
+void Ping(const Args& a, CommandContext*, Reply* r) {
   if (a.size() > 2) {
-    Err(out, error, "ERR wrong number of arguments for 'ping' command");
+    r->Error("ERR wrong number of arguments for 'ping' command");
   } else if (a.size() == 2) {
-    ReplyBulk(out, a[1]);
+    r->Bulk(a[1]);
   } else {
-    ReplySimple(out, "PONG");
+    r->Simple("PONG");
   }
 }
 
-void Echo(const Args& a, CommandContext*, std::string* out, bool*) {
-  ReplyBulk(out, a[1]);
+// ECHO message
+void Echo(const Args& a, CommandContext*, Reply* r) {
+  r->Bulk(a[1]);
 }
 
-void Info(const Args& a, CommandContext* c, std::string* o, bool*) {
-  ReplyBulk(o, InfoText(c, std::vector<std::string_view>(a.begin() + 1,
+// INFO [section ...]
+void Info(const Args& a, CommandContext* c, Reply* r) {
+  r->Bulk(InfoText(c, std::vector<std::string_view>(a.begin() + 1,
                                                          a.end())));
 }
 
-void Command(const Args& a, CommandContext* c, std::string* o, bool* e);
+// The row COMMAND INFO gives for a command.
+void CommandInfo(const CommandRow& row, Reply* r) {
+  r->Array(10);
+  r->Bulk(row.name);
+  r->Int(row.arity);
+  r->Array(1);
+  r->Simple((row.flags & kWrite) != 0 ? "write" : "readonly");
+  r->Int(row.first_key);
+  r->Int(row.last_key);
+  r->Int(row.key_step);
+  for (int k = 0; k < 4; ++k) r->Array(0);  // acl, tips, keys, subs
+}
+
+// COMMAND [COUNT | INFO [name ...] | DOCS [name ...]]
+// What clients ask on connect (redis-cli's hints come from DOCS; shmkv
+// gives no documentation text).
+void Command(const Args& a, CommandContext*, Reply* r) {
+  const auto& rows = Commands().rows();
+  std::string sub = a.size() > 1 ? Lower(a[1]) : "";
+  if (a.size() == 1 || ((sub == "info" || sub == "docs") && a.size() == 2)) {
+    r->Array(rows.size() * (sub == "docs" ? 2 : 1));
+    for (const CommandRow* row : rows) {
+      if (sub == "docs") {
+        r->Bulk(row->name);
+        r->Array(0);
+      } else {
+        CommandInfo(*row, r);
+      }
+    }
+  } else if (sub == "count" && a.size() == 2) {
+    r->Int(static_cast<int64_t>(rows.size()));
+  } else if (sub == "info" || sub == "docs") {
+    std::vector<const CommandRow*> found;
+    for (size_t j = 2; j < a.size(); ++j) {
+      found.push_back(Commands().Find(a[j]));
+    }
+    if (sub == "info") {
+      r->Array(found.size());
+      for (const CommandRow* row : found) {
+        row == nullptr ? r->Null() : CommandInfo(*row, r);
+      }
+    } else {
+      size_t n = 0;
+      for (const CommandRow* row : found) n += row != nullptr;
+      r->Array(n * 2);
+      for (const CommandRow* row : found) {
+        if (row == nullptr) continue;
+        r->Bulk(row->name);
+        r->Array(0);
+      }
+    }
+  } else if (sub == "count") {
+    r->Error("ERR wrong number of arguments for 'command|count' command");
+  } else {
+    r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+             "'. Try COMMAND HELP.");
+  }
+}
 
 // CONFIG GET pattern...: every setting shmkv has, under Redis's names where
 // Redis has one. CONFIG SET: they are fixed at start (workers share them),
@@ -79,11 +139,12 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
   };
 }
 
-void Config(const Args& a, CommandContext* c, std::string* o, bool* e) {
+// CONFIG GET pattern [pattern ...] | CONFIG SET parameter value [...] | CONFIG RESETSTAT | CONFIG HELP
+void Config(const Args& a, CommandContext* c, Reply* r) {
   std::string sub = Lower(a[1]);
   if (sub == "get") {
     if (a.size() < 3) {
-      return Err(o, e, "ERR wrong number of arguments for 'config|get' "
+      return r->Error("ERR wrong number of arguments for 'config|get' "
                        "command");
     }
     std::vector<std::pair<std::string, std::string>> kv;
@@ -95,14 +156,14 @@ void Config(const Args& a, CommandContext* c, std::string* o, bool* e) {
         }
       }
     }
-    ReplyArray(o, kv.size() * 2);
+    r->Array(kv.size() * 2);
     for (const auto& p : kv) {
-      ReplyBulk(o, p.first);
-      ReplyBulk(o, p.second);
+      r->Bulk(p.first);
+      r->Bulk(p.second);
     }
   } else if (sub == "set") {
     if (a.size() < 4 || a.size() % 2 != 0) {
-      return Err(o, e, "ERR wrong number of arguments for 'config|set' "
+      return r->Error("ERR wrong number of arguments for 'config|set' "
                        "command");
     }
     for (size_t i = 2; i < a.size(); i += 2) {
@@ -110,28 +171,30 @@ void Config(const Args& a, CommandContext* c, std::string* o, bool* e) {
       bool known = false;
       for (const auto& p : Settings(c)) known = known || p.first == name;
       if (!known) {
-        return Err(o, e, "ERR Unknown option or number of arguments for "
+        return r->Error("ERR Unknown option or number of arguments for "
                          "CONFIG SET - '" + std::string(a[i]) + "'");
       }
     }
-    Err(o, e, "ERR CONFIG SET failed (possibly related to argument '" +
+    r->Error("ERR CONFIG SET failed (possibly related to argument '" +
                   std::string(a[2]) + "') - can't set immutable config");
   } else if (sub == "resetstat" || sub == "rewrite") {
-    Err(o, e, "ERR CONFIG " + Lower(a[1]) + " is not supported by shmkv");
+    r->Error("ERR CONFIG " + Lower(a[1]) + " is not supported by shmkv");
   } else {
-    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+    r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
                   "'. Try CONFIG HELP.");
   }
 }
 
-void Quit(const Args&, CommandContext* c, std::string* o, bool*) {
+// QUIT
+void Quit(const Args&, CommandContext* c, Reply* r) {
   c->quit = true;
-  ReplySimple(o, "OK");
+  r->Simple("OK");
 }
 
-void Select(const Args& a, CommandContext*, std::string* o, bool* e) {
-  if (a[1] != "0") return Err(o, e, "ERR DB index is out of range");
-  ReplySimple(o, "OK");
+// SELECT index
+void Select(const Args& a, CommandContext*, Reply* r) {
+  if (a[1] != "0") return r->Error("ERR DB index is out of range");
+  r->Simple("OK");
 }
 
 bool PasswordSet(const CommandContext* c) {
@@ -164,121 +227,142 @@ bool CheckAuth(std::string_view user, std::string_view pass,
   return true;
 }
 
-void Auth(const Args& a, CommandContext* c, std::string* o, bool* e) {
-  if (a.size() > 3) return Err(o, e, "ERR syntax error");
+// AUTH [username] password
+void Auth(const Args& a, CommandContext* c, Reply* r) {
+  if (a.size() > 3) return r->Error("ERR syntax error");
   if (a.size() == 2 && !PasswordSet(c)) {
-    return Err(o, e, "ERR AUTH <password> called without any password "
+    return r->Error("ERR AUTH <password> called without any password "
                      "configured for the default user. Are you sure your "
                      "configuration is correct?");
   }
   std::string_view user = a.size() == 3 ? a[1] : std::string_view("default");
-  if (!CheckAuth(user, a.back(), c)) return Err(o, e, kWrongPass);
-  ReplySimple(o, "OK");
+  if (!CheckAuth(user, a.back(), c)) return r->Error(kWrongPass);
+  r->Simple("OK");
 }
 
 // HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only.
-void Hello(const Args& a, CommandContext* c, std::string* o, bool* e) {
+// HELLO [protover [AUTH username password] [SETNAME name]]
+void Hello(const Args& a, CommandContext* c, Reply* r) {
   size_t i = 1;
   if (a.size() > 1) {
     int64_t ver = 0;
     if (!ToInt(a[1], &ver)) {
-      return Err(o, e, "ERR Protocol version is not an integer or out of "
+      return r->Error("ERR Protocol version is not an integer or out of "
                        "range");
     }
-    if (ver != 2) return Err(o, e, "NOPROTO unsupported protocol version");
+    if (ver != 2) return r->Error("NOPROTO unsupported protocol version");
     i = 2;
   }
   std::string_view name;
   bool set_name = false;
   for (; i < a.size(); ++i) {
     if (Eq(a[i], "auth") && i + 2 < a.size()) {
-      if (!CheckAuth(a[i + 1], a[i + 2], c)) return Err(o, e, kWrongPass);
+      if (!CheckAuth(a[i + 1], a[i + 2], c)) return r->Error(kWrongPass);
       i += 2;
     } else if (Eq(a[i], "setname") && i + 1 < a.size()) {
       name = a[++i];
       set_name = true;
     } else {
-      return Err(o, e, "ERR Syntax error in HELLO option '" +
+      return r->Error("ERR Syntax error in HELLO option '" +
                            std::string(a[i].substr(0, 128)) + "'");
     }
   }
   if (PasswordSet(c) && !c->client->authed) {
-    return Err(o, e, "NOAUTH HELLO must be called with the client already "
+    return r->Error("NOAUTH HELLO must be called with the client already "
                      "authenticated, otherwise the HELLO AUTH <user> <pass> "
                      "option can be used to authenticate the client and "
                      "select the RESP protocol version at the same time");
   }
   if (set_name) c->client->name = std::string(name);
-  ReplyArray(o, 14);
-  ReplyBulk(o, "server");
-  ReplyBulk(o, "redis");
-  ReplyBulk(o, "version");
-  ReplyBulk(o, "7.0.0");
-  ReplyBulk(o, "proto");
-  ReplyInt(o, 2);
-  ReplyBulk(o, "id");
-  ReplyInt(o, static_cast<int64_t>(c->client->id));
-  ReplyBulk(o, "mode");
-  ReplyBulk(o, "standalone");
-  ReplyBulk(o, "role");
-  ReplyBulk(o, "master");
-  ReplyBulk(o, "modules");
-  ReplyArray(o, 0);
+  r->Array(14);
+  r->Bulk("server");
+  r->Bulk("redis");
+  r->Bulk("version");
+  r->Bulk("7.0.0");
+  r->Bulk("proto");
+  r->Int(2);
+  r->Bulk("id");
+  r->Int(static_cast<int64_t>(c->client->id));
+  r->Bulk("mode");
+  r->Bulk("standalone");
+  r->Bulk("role");
+  r->Bulk("master");
+  r->Bulk("modules");
+  r->Array(0);
 }
 
 // CLIENT ID | SETNAME | GETNAME | SETINFO | INFO | LIST | NO-EVICT | ...:
 // the subcommands clients send on connect; anything else is Redis's
 // unknown-subcommand error, never a silent OK.
-void Client(const Args& a, CommandContext* c, std::string* o, bool* e) {
+// CLIENT ID | GETNAME | SETNAME name | LIST | INFO | ...
+void Client(const Args& a, CommandContext* c, Reply* r) {
   std::string sub = Lower(a[1]);
   auto arity = [&](size_t n) {
     if (a.size() == n) return true;
-    Err(o, e, "ERR wrong number of arguments for 'client|" + sub +
+    r->Error("ERR wrong number of arguments for 'client|" + sub +
                   "' command");
     return false;
   };
   if (sub == "id") {
-    if (arity(2)) ReplyInt(o, static_cast<int64_t>(c->client->id));
+    if (arity(2)) r->Int(static_cast<int64_t>(c->client->id));
   } else if (sub == "getname") {
     if (!arity(2)) return;
-    if (c->client->name.empty()) return ReplyNull(o);
-    ReplyBulk(o, c->client->name);
+    if (c->client->name.empty()) return r->Null();
+    r->Bulk(c->client->name);
   } else if (sub == "setname") {
     if (!arity(3)) return;
     for (char ch : a[2]) {
       if (ch <= ' ' || ch > '~') {
-        return Err(o, e, "ERR Client names cannot contain spaces, newlines "
+        return r->Error("ERR Client names cannot contain spaces, newlines "
                          "or special characters.");
       }
     }
     c->client->name = std::string(a[2]);
-    ReplySimple(o, "OK");
+    r->Simple("OK");
   } else if (sub == "setinfo") {
     if (!arity(4)) return;
     std::string what = Lower(a[2]);
     if (what != "lib-name" && what != "lib-ver") {
-      return Err(o, e, "ERR Unrecognized option '" + std::string(a[2]) +
+      return r->Error("ERR Unrecognized option '" + std::string(a[2]) +
                            "'");
     }
-    ReplySimple(o, "OK");
+    r->Simple("OK");
   } else if (sub == "info" || sub == "list") {
     std::string line = "id=" + std::to_string(c->client->id) +
                        " addr=" + c->client->addr + " name=" +
                        c->client->name + " db=0 cmd=client|" + sub + "\n";
-    ReplyBulk(o, line);  // LIST: this connection only (docs/server.md)
+    r->Bulk(line);  // LIST: this connection only (docs/server.md)
   } else {
-    Err(o, e, "ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+    r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
                   "'. Try CLIENT HELP.");
   }
 }
 
-void Time(const Args&, CommandContext*, std::string* o, bool*) {
+// TIME
+void Time(const Args&, CommandContext*, Reply* r) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  ReplyArray(o, 2);
-  ReplyBulk(o, std::to_string(ts.tv_sec));
-  ReplyBulk(o, std::to_string(ts.tv_nsec / 1000));
+  r->Array(2);
+  r->Bulk(std::to_string(ts.tv_sec));
+  r->Bulk(std::to_string(ts.tv_nsec / 1000));
 }
+
+// name, id (never changed), arity, flags, first/last key and step, handler
+const CommandRow kServerRows[] = {
+    {"ping", 1, -1, kFast, 0, 0, 0, Ping},
+    {"echo", 2, 2, kFast, 0, 0, 0, Echo},
+    {"time", 57, 1, kLoading | kStale | kFast, 0, 0, 0, Time},
+    {"info", 58, -1, kLoading | kStale, 0, 0, 0, Info},
+    {"command", 59, -1, kLoading | kStale, 0, 0, 0, Command},
+    {"config", 60, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Config},
+    {"quit", 61, -1, kNoScript | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, Quit},
+    {"select", 62, 2, kLoading | kStale | kFast, 0, 0, 0, Select},
+    {"client", 63, -2, kNoScript | kLoading | kStale, 0, 0, 0, Client},
+    {"auth", 64, -2, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Auth},
+    {"hello", 65, -1, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Hello},
+};
+
+void RegisterServerFamily(Registry* r) { r->Add(kServerRows); }
 
 }  // namespace cmd
 

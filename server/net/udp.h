@@ -25,8 +25,8 @@
 #include <string_view>
 #include <vector>
 
-#include "server/resp.h"
-#include "server/stats.h"
+#include "server/net/resp.h"
+#include "server/store/stats.h"
 
 namespace shmkv {
 

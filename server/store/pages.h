@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 namespace shmkv {
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "server/commands.h"
+#include "server/commands/command.h"
 
 namespace shmkv {
 

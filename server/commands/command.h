@@ -8,8 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "server/stats.h"
-#include "server/store.h"
+#include "server/commands/reply.h"
+#include "server/store/stats.h"
+#include "server/store/store.h"
 
 namespace shmkv {
 
@@ -60,14 +61,14 @@ struct CommandContext {
   uint64_t http_requests = 0;
 };
 
-// Runs one command (args[0] is its name, any case) and appends the reply.
-// Returns the command's statistics index; *error is set when the reply is
-// an error.
+// Runs one command (args[0] is its name, any case) and writes its reply
+// (r->error() tells whether it failed). Returns the command's statistics
+// id (its row's; 0 for an unknown command).
 size_t Execute(const std::vector<std::string_view>& args,
-               CommandContext* ctx, std::string* out, bool* error);
+               CommandContext* ctx, Reply* r);
 
-// Name of statistics index i ("" if unused).
-const char* CommandName(size_t i);
+// The command of statistics id `id` ("" if unused).
+const char* CommandName(size_t id);
 
 // The INFO text of the named sections (none: all of them).
 std::string InfoText(CommandContext* ctx,

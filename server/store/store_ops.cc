@@ -10,14 +10,30 @@
 #include <utility>
 #include <vector>
 
-#include "server/int_text.h"
-#include "server/store.h"
+#include "server/store/int_text.h"
+#include "server/store/store.h"
 
 namespace shmkv {
 
-namespace {
+Store::Status Store::Txn::ReadString(std::string_view key, std::string* value,
+                                     int64_t* expire_ms) {
+  Value v;
+  Status st = Read(key, &v);
+  if (st != Status::kOk) return st;
+  if (v.type != ValueType::kString) return Status::kWrongType;
+  value->swap(v.bytes);
+  if (expire_ms != nullptr) *expire_ms = v.expire_ms;
+  return Status::kOk;
+}
 
-}  // namespace
+bool Store::GetString(std::string_view key, std::string* value,
+                      int64_t* expire_ms) {
+  Value v;
+  if (!Get(key, &v) || v.type != ValueType::kString) return false;
+  value->swap(v.bytes);
+  if (expire_ms != nullptr) *expire_ms = v.expire_ms;
+  return true;
+}
 
 Store::Status Store::SetIn(Txn* t, std::string_view key,
                            std::string_view value, int64_t expire_ms,
@@ -25,14 +41,15 @@ Store::Status Store::SetIn(Txn* t, std::string_view key,
   if (mode == SetMode::kAlways && !keep_ttl) {
     return t->Put(key, value, expire_ms);  // the old value is not needed
   }
-  std::string old;
-  int64_t old_expire = 0;
-  Status st = t->Read(key, &old, &old_expire);
+  // NX and XX ask whether the key exists, of any type; KEEPTTL keeps the
+  // TTL of whatever it held (SET replaces a value of any type).
+  Value old;
+  Status st = t->Read(key, &old);
   if (st == Status::kCollision) return st;
   bool exists = st == Status::kOk;
   if (mode == SetMode::kIfMissing && exists) return Status::kExists;
   if (mode == SetMode::kIfExists && !exists) return Status::kNotFound;
-  if (keep_ttl && exists) expire_ms = old_expire;
+  if (keep_ttl && exists) expire_ms = old.expire_ms;
   return t->Put(key, value, expire_ms);
 }
 
@@ -40,8 +57,8 @@ Store::Status Store::IncrByIn(Txn* t, std::string_view key, int64_t by,
                               int64_t* out) {
   std::string old;
   int64_t v = 0, expire = 0;
-  Status st = t->Read(key, &old, &expire);
-  if (st == Status::kCollision) return st;
+  Status st = t->ReadString(key, &old, &expire);
+  if (st == Status::kCollision || st == Status::kWrongType) return st;
   if (st == Status::kOk && !ParseInt64(old, &v)) return Status::kNotInteger;
   if ((by > 0 && v > INT64_MAX - by) || (by < 0 && v < INT64_MIN - by)) {
     return Status::kOverflow;
@@ -56,16 +73,15 @@ Store::Status Store::IncrByIn(Txn* t, std::string_view key, int64_t by,
 
 Store::Status Store::SetExpireIn(Txn* t, std::string_view key,
                                  int64_t expire_ms, bool* changed) {
-  std::string v;
-  int64_t old = 0;
+  Value v;
   *changed = false;
-  Status st = t->Read(key, &v, &old);
+  Status st = t->Read(key, &v);
   if (st != Status::kOk) return st == Status::kNotFound ? Status::kOk : st;
-  if (expire_ms == 0 && old == 0) return Status::kOk;  // PERSIST, no TTL
+  if (expire_ms == 0 && v.expire_ms == 0) return Status::kOk;  // PERSIST
   *changed = true;
   // A deadline in the past deletes, as in Redis.
   if (expire_ms != 0 && expire_ms <= NowMs()) return t->Delete(key);
-  return t->Put(key, v, expire_ms);
+  return t->Write(key, v.type, v.encoding, v.bytes, expire_ms);
 }
 
 namespace {

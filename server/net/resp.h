@@ -1,6 +1,7 @@
 // RESP2, the Redis wire protocol: an incremental request parser (arrays of
 // bulk strings as clients send them, and inline commands as typed into
-// telnet) and reply writers. https://redis.io/docs/reference/protocol-spec/
+// telnet). The reply writers belong to the command layer
+// (server/commands/reply.h). https://redis.io/docs/reference/protocol-spec/
 #pragma once
 
 #include <cstddef>
@@ -42,13 +43,5 @@ ParseResult ParseCommand(const char* data, size_t n, const RespLimits& lim,
                          RespCursor* cur, std::vector<std::string_view>* args,
                          size_t* used, std::string* inline_store,
                          std::string* error);
-
-// Reply writers (append to *out).
-void ReplySimple(std::string* out, std::string_view s);
-void ReplyError(std::string* out, std::string_view msg);  // msg: "ERR ..."
-void ReplyInt(std::string* out, int64_t v);
-void ReplyBulk(std::string* out, std::string_view s);
-void ReplyNull(std::string* out);
-void ReplyArray(std::string* out, size_t n);
 
 }  // namespace shmkv

@@ -1,4 +1,4 @@
-#include "server/worker.h"
+#include "server/net/worker.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,11 +23,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "server/fdpass.h"
-#include "server/http.h"
-#include "server/resp.h"
-#include "server/stats.h"
-#include "server/udp.h"
+#include "server/net/fdpass.h"
+#include "server/net/http.h"
+#include "server/commands/reply.h"
+#include "server/net/resp.h"
+#include "server/store/stats.h"
+#include "server/net/udp.h"
 
 namespace shmkv {
 
@@ -330,12 +331,12 @@ class Worker {
   void Run(ClientState* client, const std::vector<std::string_view>& args,
            std::string* out) {
     double t0 = MonoUs();
-    bool error = false;
     ctx_.client = client;
-    size_t idx = Execute(args, &ctx_, out, &error);
-    local_.Record(idx, MonoUs() - t0);
+    Reply reply(out);
+    size_t id = Execute(args, &ctx_, &reply);
+    local_.Record(id, MonoUs() - t0);
     ++local_.commands;
-    local_.errors += error;
+    local_.errors += reply.error();
   }
 
   // The master names our replacement: a socket to hand connections to.
@@ -659,6 +660,7 @@ class Worker {
       size_t avail = c->in.size() - c->in_off;
       size_t used = 0;
       if (c->http) {
+        ctx_.client = &c->client;
         HttpResult r = HandleHttp(p, avail, cfg_.store.max_value, &ctx_,
                                   &c->out, &used);
         if (r == HttpResult::kIncomplete) break;

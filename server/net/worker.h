@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "server/commands.h"
-#include "server/store.h"
+#include "server/commands/command.h"
+#include "server/store/store.h"
 
 namespace shmkv {
 

@@ -1,4 +1,4 @@
-#include "server/stats.h"
+#include "server/store/stats.h"
 
 #include <signal.h>
 #include <unistd.h>

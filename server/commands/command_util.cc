@@ -1,0 +1,130 @@
+// The command layer's shared helpers (server/command_util.h).
+#include <cctype>
+#include <cstring>
+#include <string>
+
+#include "server/commands/command_util.h"
+#include "server/commands/reply.h"
+
+namespace shmkv {
+namespace cmd {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+bool Eq(std::string_view a, const char* b) {
+  size_t n = std::strlen(b);
+  if (a.size() != n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != b[i]) return false;
+  }
+  return true;
+}
+
+bool EqualFold(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ToInt(std::string_view s, int64_t* out) { return ParseInt64(s, out); }
+
+const char* TypeName(ValueType t) {
+  switch (t) {
+    case ValueType::kString: return "string";
+    case ValueType::kList: return "list";
+    case ValueType::kSet: return "set";
+    case ValueType::kZSet: return "zset";
+    case ValueType::kHash: return "hash";
+  }
+  return "unknown";  // written by a newer build
+}
+
+std::string EncodingName(const Value& v) {
+  if (v.type != ValueType::kString) return "unknown";
+  // As Redis encodes a string it is given whole (SET, MSET, INCR...): an
+  // integer of up to 20 characters is "int", up to 44 bytes "embstr",
+  // longer "raw"; server/store/blob.h lists the exceptions.
+  if (v.encoding == kStringRaw) return "raw";
+  int64_t n = 0;
+  if (v.encoding != kStringNotInt && ParseInt64(v.bytes, &n)) return "int";
+  return v.bytes.size() <= 44 ? "embstr" : "raw";
+}
+
+void NotInt(Reply* r) { r->Error("ERR value is not an integer or out of range"); }
+
+void StoreError(Store::Status st, Reply* r) {
+  switch (st) {
+    case Store::Status::kNotInteger: NotInt(r); return;
+    case Store::Status::kFull:
+      r->Error("OOM the store is full (raise --capacity or --memory)");
+      return;
+    case Store::Status::kTooLarge:
+      r->Error("ERR key or value exceeds the server's limits "
+                      "(--max-value)");
+      return;
+    case Store::Status::kCollision:
+      r->Error("ERR key hash collision with another key");
+      return;
+    case Store::Status::kTxnTooLarge:
+      r->Error("ERR the transaction is larger than the commit "
+                      "journal (--journal-size)");
+      return;
+    case Store::Status::kWrongType: WrongType(r); return;
+    default:
+      r->Error(std::string("ERR ") + StatusText(st));
+  }
+}
+
+bool ReadValue(CommandContext* c, std::string_view key, Value* v) {
+  if (c->txn != nullptr) return c->txn->Read(key, v) == Store::Status::kOk;
+  return c->store->Get(key, v);
+}
+
+Found ReadString(CommandContext* c, std::string_view key, std::string* v,
+                 int64_t* expire) {
+  Value value;
+  if (!ReadValue(c, key, &value)) return Found::kNo;
+  if (value.type != ValueType::kString) return Found::kWrongType;
+  v->swap(value.bytes);
+  if (expire != nullptr) *expire = value.expire_ms;
+  return Found::kYes;
+}
+
+void WrongType(Reply* r) {
+  r->Error("WRONGTYPE Operation against a key holding the wrong kind of "
+           "value");
+}
+
+// The absolute expiry time in ms of `v`, given in seconds or ms, relative
+// to now or absolute; false when it does not fit in 64 bits (the sum once
+// wrapped into the past and deleted the key).
+bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t* when) {
+  if (secs && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) return false;
+  int64_t ms = secs ? v * 1000 : v;
+  if (abs) {
+    *when = ms;
+    return true;
+  }
+  int64_t now = NowMs();
+  if (ms > INT64_MAX - now) return false;
+  *when = now + ms;
+  return true;
+}
+
+std::string InvalidExpire(std::string_view command) {
+  return "ERR invalid expire time in '" + Lower(command) + "' command";
+}
+
+}  // namespace cmd
+}  // namespace shmkv

@@ -1,0 +1,54 @@
+// Inside shmkv's command layer: the helpers every command family uses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/commands/registry.h"
+#include "server/commands/reply.h"
+#include "server/store/int_text.h"
+#include "server/store/store.h"
+
+namespace shmkv {
+namespace cmd {
+
+std::string Lower(std::string_view s);
+// Case-insensitive comparison with a lower-case literal.
+bool Eq(std::string_view a, const char* lower);
+// Redis's integer argument rule (ParseInt64, server/int_text.h).
+bool ToInt(std::string_view s, int64_t* out);
+void NotInt(Reply* r);
+// The error reply for a store status other than kOk.
+void StoreError(Store::Status st, Reply* r);
+
+// The key's live value as the command sees it, of any type: through its
+// transaction when it runs in one, else lock-free. A 128-bit hash
+// collision reads as "not found"; a write to such a key reports it.
+bool ReadValue(CommandContext* c, std::string_view key, Value* v);
+// What a typed read found.
+enum class Found { kNo, kYes, kWrongType };
+// A string key's value (and expiry): kWrongType when the key holds
+// another type, which most string commands answer with WrongType().
+Found ReadString(CommandContext* c, std::string_view key, std::string* v,
+                 int64_t* expire = nullptr);
+// Redis's -WRONGTYPE reply.
+void WrongType(Reply* r);
+// TYPE's name for a type ("string", "hash", ...).
+const char* TypeName(ValueType t);
+// OBJECT ENCODING's name for a value, as Redis names its encodings.
+std::string EncodingName(const Value& v);
+// Case-insensitive comparison of two arguments.
+bool EqualFold(std::string_view a, std::string_view b);
+// The absolute expiry in ms of `v` seconds or ms, relative to now or
+// absolute; false when it does not fit in 64 bits (the sum once wrapped
+// into the past and deleted the key): Redis's "invalid expire time".
+bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t* when);
+std::string InvalidExpire(std::string_view command);
+// Whether the server has a password (requirepass).
+bool PasswordSet(const CommandContext* c);
+
+}  // namespace cmd
+}  // namespace shmkv

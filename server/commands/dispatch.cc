@@ -1,0 +1,144 @@
+// Dispatch: a command's row found by name, arity and AUTH checked, MULTI
+// queueing, and a write transaction per write command.
+#include <string>
+#include <string_view>
+
+#include "server/commands/command_util.h"
+
+namespace shmkv {
+
+namespace cmd {
+void DiscardTransaction(ClientState* cl);  // transaction_family.cc
+}  // namespace cmd
+
+using namespace cmd;  // NOLINT: the command layer's own helpers
+
+const char* CommandName(size_t id) { return Commands().NameOfId(id); }
+
+size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
+  ClientState* cl = ctx->client;
+  const CommandRow* row = Commands().Find(args[0]);
+  // A command refused before it runs also dooms the transaction it was
+  // meant for (EXEC answers EXECABORT), as in Redis.
+  auto refuse = [&](std::string_view msg) {
+    r->Error(msg);
+    if (cl->in_multi) cl->multi_failed = true;
+  };
+  if (row == nullptr) {
+    std::string msg = "ERR unknown command '" +
+                      std::string(args[0].substr(0, 128)) +
+                      "', with args beginning with: ";
+    for (size_t i = 1; i < args.size() && i < 4; ++i) {
+      msg += '\'';
+      msg += args[i].substr(0, 64);
+      msg += "' ";
+    }
+    refuse(msg);
+    return 0;
+  }
+  // As Redis: an unknown command is reported as such, a known one needs
+  // AUTH first (except AUTH, HELLO and QUIT themselves).
+  if (PasswordSet(ctx) && !cl->authed && (row->flags & kNoAuth) == 0) {
+    refuse("NOAUTH Authentication required.");
+    return row->id;
+  }
+  int n = static_cast<int>(args.size());
+  if ((row->arity > 0 && n != row->arity) ||
+      (row->arity < 0 && n < -row->arity)) {
+    std::string msg = std::string("wrong number of arguments for '") +
+                      row->name + "' command";
+    if (std::string_view(row->name) == "exec") {
+      // As Redis (execCommandAbort): a refused EXEC discards the
+      // transaction, in MULTI or not, and says why.
+      DiscardTransaction(cl);
+      r->Error("EXECABORT Transaction discarded because of: " + msg);
+      return row->id;
+    }
+    refuse("ERR " + msg);
+    return row->id;
+  }
+  if (cl->in_multi && (row->flags & kNotQueued) == 0) {
+    cl->queued.emplace_back(args.begin(), args.end());
+    r->Simple("QUEUED");
+    return row->id;
+  }
+  if ((row->flags & kWrite) == 0 || (row->flags & kOwnCommit) != 0 ||
+      ctx->txn != nullptr) {
+    row->run(args, ctx, r);
+    return row->id;
+  }
+  // A write command outside EXEC: a transaction of its own, committed
+  // unless the command refused its arguments.
+  auto txn = ctx->store->Begin();
+  ctx->txn = txn.get();
+  size_t mark = r->Mark();
+  row->run(args, ctx, r);
+  ctx->txn = nullptr;
+  if (!r->error()) {
+    Store::Status st = txn->Commit();
+    if (st != Store::Status::kOk) {
+      r->Rewind(mark);
+      StoreError(st, r);
+    }
+  }
+  return row->id;
+}
+
+bool GlobMatch(std::string_view p, std::string_view s) {
+  size_t pi = 0, si = 0;
+  size_t star_p = std::string_view::npos, star_s = 0;
+  while (si < s.size()) {
+    if (pi < p.size()) {
+      char pc = p[pi];
+      if (pc == '*') {
+        star_p = pi++;
+        star_s = si;
+        continue;
+      }
+      if (pc == '?') {
+        ++pi;
+        ++si;
+        continue;
+      }
+      if (pc == '[') {
+        size_t j = pi + 1;
+        bool neg = j < p.size() && p[j] == '^';
+        if (neg) ++j;
+        bool hit = false;
+        while (j < p.size() && p[j] != ']') {
+          if (p[j] == '\\' && j + 1 < p.size()) {
+            hit |= p[j + 1] == s[si];
+            j += 2;
+          } else if (j + 2 < p.size() && p[j + 1] == '-' && p[j + 2] != ']') {
+            char lo = p[j], hi = p[j + 2];
+            if (lo > hi) std::swap(lo, hi);
+            hit |= s[si] >= lo && s[si] <= hi;
+            j += 3;
+          } else {
+            hit |= p[j] == s[si];
+            ++j;
+          }
+        }
+        if (j < p.size() && hit != neg) {
+          pi = j + 1;
+          ++si;
+          continue;
+        }
+      } else {
+        if (pc == '\\' && pi + 1 < p.size()) pc = p[++pi];
+        if (pc == s[si]) {
+          ++pi;
+          ++si;
+          continue;
+        }
+      }
+    }
+    if (star_p == std::string_view::npos) return false;
+    pi = star_p + 1;
+    si = ++star_s;
+  }
+  while (pi < p.size() && p[pi] == '*') ++pi;
+  return pi == p.size();
+}
+
+}  // namespace shmkv

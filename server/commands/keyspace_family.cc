@@ -1,0 +1,436 @@
+// shmkv's key commands: existence, renaming, copying, expiry and
+// iteration, with Redis 7's replies and error texts (docs/server.md). As
+// the string commands, writes run in the caller's Store::Txn.
+#include <cerrno>
+#include <cstdlib>
+#include <cctype>
+#include <functional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/command_util.h"
+#include "server/commands/reply.h"
+
+namespace shmkv {
+namespace cmd {
+
+namespace {
+
+using Status = Store::Status;
+
+}  // namespace
+
+// --- keys ----------------------------------------------------------------
+
+// DEL key [key ...] (and UNLINK)
+void Del(const Args& a, CommandContext* c, Reply* r) {
+  int64_t n = 0;
+  for (size_t i = 1; i < a.size(); ++i) {
+    Status st = c->txn->Delete(a[i]);
+    if (st == Status::kOk) {
+      ++n;
+    } else if (st != Status::kNotFound && st != Status::kCollision) {
+      return StoreError(st, r);
+    }
+  }
+  r->Int(n);
+}
+
+// EXISTS key [key ...]
+void Exists(const Args& a, CommandContext* c, Reply* r) {
+  int64_t n = 0;
+  Value v;
+  for (size_t i = 1; i < a.size(); ++i) {
+    if (c->txn == nullptr) {
+      n += c->store->Exists(a[i]);
+    } else {
+      n += ReadValue(c, a[i], &v);
+    }
+  }
+  r->Int(n);
+}
+
+// TOUCH key [key ...]
+void Touch(const Args& a, CommandContext* c, Reply* r) {
+  Exists(a, c, r);
+}
+
+// TYPE key
+void Type(const Args& a, CommandContext* c, Reply* r) {
+  Value v;
+  r->Simple(ReadValue(c, a[1], &v) ? TypeName(v.type) : "none");
+}
+
+namespace {
+
+// RENAME and RENAMENX: the value and its TTL move to the new name.
+void RenameCommon(const Args& a, bool nx, CommandContext* c, Reply* r) {
+  Value v, dummy;
+  if (!ReadValue(c, a[1], &v)) return r->Error("ERR no such key");
+  if (a[1] == a[2]) return nx ? r->Int(0) : r->Simple("OK");
+  if (nx && ReadValue(c, a[2], &dummy)) return r->Int(0);
+  Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
+  if (st == Status::kOk) st = c->txn->Delete(a[1]);
+  if (st != Status::kOk) return StoreError(st, r);
+  nx ? r->Int(1) : r->Simple("OK");
+}
+
+}  // namespace
+
+// RENAME key newkey
+void Rename(const Args& a, CommandContext* c, Reply* r) {
+  RenameCommon(a, false, c, r);
+}
+// RENAMENX key newkey
+void RenameNx(const Args& a, CommandContext* c, Reply* r) {
+  RenameCommon(a, true, c, r);
+}
+
+// COPY source destination [DB db] [REPLACE]
+void Copy(const Args& a, CommandContext* c, Reply* r) {
+  bool replace = false;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (Eq(a[i], "replace")) {
+      replace = true;
+    } else if (Eq(a[i], "db") && i + 1 < a.size()) {
+      int64_t db = 0;
+      if (!ToInt(a[++i], &db)) return NotInt(r);
+      if (db != 0) return r->Error("ERR DB index is out of range");
+    } else {
+      return r->Error("ERR syntax error");
+    }
+  }
+  if (a[1] == a[2]) {
+    return r->Error("ERR source and destination objects are the same");
+  }
+  Value v, dummy;
+  if (!ReadValue(c, a[1], &v)) return r->Int(0);
+  if (!replace && ReadValue(c, a[2], &dummy)) return r->Int(0);
+  Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
+  if (st != Status::kOk) return StoreError(st, r);
+  r->Int(1);
+}
+
+namespace {
+
+// Inside EXEC the commands that look at the whole keyspace see the
+// transaction's own writes, as in Redis (where the queued commands run
+// one after another): the keys it deleted are left out and the keys it
+// created are added. Outside EXEC both sets are empty.
+struct TxnView {
+  std::set<std::string, std::less<>> deleted;
+  std::vector<std::string> created;  // live ones (KEYS, SCAN, RANDOMKEY)
+  int64_t created_count = 0;         // expired ones too (DBSIZE)
+  bool Deleted(std::string_view k) const {
+    return !deleted.empty() && deleted.find(k) != deleted.end();
+  }
+};
+TxnView ViewOf(CommandContext* c) {
+  TxnView v;
+  if (c->txn != nullptr) {
+    c->txn->Changed([&](std::string_view k, bool now, bool live) {
+      if (!now) {
+        v.deleted.emplace(k);
+        return;
+      }
+      ++v.created_count;
+      if (live) v.created.emplace_back(k);
+    });
+  }
+  return v;
+}
+
+}  // namespace
+
+// RANDOMKEY
+void RandomKey(const Args&, CommandContext* c, Reply* r) {
+  TxnView v = ViewOf(c);
+  std::string k;
+  // A key this transaction deleted is drawn again (a few times: it may
+  // have deleted them all), then one it created stands in.
+  for (int tries = 0; tries < 16 && c->store->RandomKey(&k); ++tries) {
+    if (!v.Deleted(k)) return r->Bulk(k);
+  }
+  if (!v.created.empty()) {
+    return r->Bulk(v.created[static_cast<size_t>(NowMs()) %
+                                  v.created.size()]);
+  }
+  r->Null();
+}
+
+namespace {
+
+// Every EXPIRE form: [NX | XX | GT | LT] checked as Redis checks them
+// (options first, then the time, then the key).
+void ExpireCommon(const Args& a, bool secs, bool abs, CommandContext* c,
+                  Reply* r) {
+  bool nx = false, xx = false, gt = false, lt = false;
+  for (size_t i = 3; i < a.size(); ++i) {
+    if (Eq(a[i], "nx")) {
+      nx = true;
+    } else if (Eq(a[i], "xx")) {
+      xx = true;
+    } else if (Eq(a[i], "gt")) {
+      gt = true;
+    } else if (Eq(a[i], "lt")) {
+      lt = true;
+    } else {
+      return r->Error("ERR Unsupported option " + std::string(a[i]));
+    }
+  }
+  if (nx && (xx || gt || lt)) {
+    return r->Error("ERR NX and XX, GT or LT options at the same time are "
+                     "not compatible");
+  }
+  if (gt && lt) {
+    return r->Error("ERR GT and LT options at the same time are not "
+                     "compatible");
+  }
+  int64_t v = 0, when = 0;
+  if (!ToInt(a[2], &v)) return NotInt(r);
+  if (!AbsoluteExpiry(v, secs, abs, &when)) return r->Error(InvalidExpire(a[0]));
+  Value value;
+  if (!ReadValue(c, a[1], &value)) return r->Int(0);
+  int64_t cur = value.expire_ms;
+  // No TTL is an infinite one: GT never beats it, LT always does.
+  if ((nx && cur != 0) || (xx && cur == 0) || (gt && (cur == 0 || when <= cur)) ||
+      (lt && cur != 0 && when >= cur)) {
+    return r->Int(0);
+  }
+  Status st = when <= NowMs()
+                  ? c->txn->Delete(a[1])
+                  : c->txn->Write(a[1], value.type, value.encoding,
+                                  value.bytes, when);
+  if (st != Status::kOk) return StoreError(st, r);
+  r->Int(1);
+}
+
+void TtlCommon(const Args& a, bool ms, bool abs, CommandContext* c,
+               Reply* r) {
+  Value v;
+  if (!ReadValue(c, a[1], &v)) return r->Int(-2);
+  int64_t expire = v.expire_ms;
+  if (expire == 0) return r->Int(-1);
+  int64_t left = abs ? expire : expire - NowMs();
+  if (left < 0) left = 0;
+  r->Int(ms ? left : (left + 500) / 1000);
+}
+
+}  // namespace
+
+// EXPIRE key seconds [NX | XX | GT | LT]
+void Expire(const Args& a, CommandContext* c, Reply* r) {
+  ExpireCommon(a, true, false, c, r);
+}
+// PEXPIRE key ms [NX | XX | GT | LT]
+void PExpire(const Args& a, CommandContext* c, Reply* r) {
+  ExpireCommon(a, false, false, c, r);
+}
+// EXPIREAT key unix-s [NX | XX | GT | LT]
+void ExpireAt(const Args& a, CommandContext* c, Reply* r) {
+  ExpireCommon(a, true, true, c, r);
+}
+// PEXPIREAT key unix-ms [NX | XX | GT | LT]
+void PExpireAt(const Args& a, CommandContext* c, Reply* r) {
+  ExpireCommon(a, false, true, c, r);
+}
+// TTL key
+void Ttl(const Args& a, CommandContext* c, Reply* r) {
+  TtlCommon(a, false, false, c, r);
+}
+// PTTL key
+void PTtl(const Args& a, CommandContext* c, Reply* r) {
+  TtlCommon(a, true, false, c, r);
+}
+// EXPIRETIME key
+void ExpireTime(const Args& a, CommandContext* c, Reply* r) {
+  TtlCommon(a, false, true, c, r);
+}
+// PEXPIRETIME key
+void PExpireTime(const Args& a, CommandContext* c, Reply* r) {
+  TtlCommon(a, true, true, c, r);
+}
+
+// PERSIST key
+void Persist(const Args& a, CommandContext* c, Reply* r) {
+  bool changed = false;
+  Status st = Store::SetExpireIn(c->txn, a[1], 0, &changed);
+  if (st != Status::kOk) return StoreError(st, r);
+  r->Int(changed ? 1 : 0);
+}
+
+// DBSIZE
+void DbSize(const Args&, CommandContext* c, Reply* r) {
+  TxnView v = ViewOf(c);
+  int64_t n = static_cast<int64_t>(c->store->Keys()) + v.created_count -
+              static_cast<int64_t>(v.deleted.size());
+  r->Int(n < 0 ? 0 : n);
+}
+
+// FLUSHALL [ASYNC | SYNC] (and FLUSHDB)
+void FlushAll(const Args& a, CommandContext* c, Reply* r) {
+  if (a.size() > 2 || (a.size() == 2 && !Eq(a[1], "sync") &&
+                       !Eq(a[1], "async"))) {
+    return r->Error("ERR syntax error");
+  }
+  if (c->txn != nullptr) {
+    uint64_t n = 0;
+    Status st = c->txn->FlushAll(&n);
+    if (st != Status::kOk) return StoreError(st, r);
+  } else {
+    c->store->FlushAll();
+  }
+  r->Simple("OK");
+}
+
+// KEYS pattern
+void Keys(const Args& a, CommandContext* c, Reply* r) {
+  TxnView v = ViewOf(c);
+  std::vector<std::string> keys;
+  uint64_t cursor = 0;
+  do {
+    c->store->Scan(&cursor, 4096, [&](std::string_view k, ValueType) {
+      if (GlobMatch(a[1], k) && !v.Deleted(k)) keys.emplace_back(k);
+    });
+  } while (cursor != 0);
+  for (const std::string& k : v.created) {
+    if (GlobMatch(a[1], k)) keys.push_back(k);
+  }
+  r->Array(keys.size());
+  for (const std::string& k : keys) r->Bulk(k);
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+void Scan(const Args& a, CommandContext* c, Reply* r) {
+  // Redis reads the cursor with strtoul: "-1" is a (huge) cursor, not an
+  // error; leading space, trailing bytes or overflow are. Read as a C
+  // string, as Redis does: an empty cursor is 0, a zero byte ends it.
+  uint64_t cur = 0;
+  {
+    std::string s(a[1]);
+    char* end = nullptr;
+    errno = 0;
+    cur = std::strtoull(s.c_str(), &end, 10);
+    if (std::isspace(static_cast<unsigned char>(s[0])) || errno == ERANGE ||
+        *end != '\0') {
+      return r->Error("ERR invalid cursor");
+    }
+  }
+  std::string_view match;
+  int64_t count = 10;
+  std::string_view type;  // TYPE: only keys of this type (any case)
+  for (size_t i = 2; i < a.size(); ++i) {
+    if (Eq(a[i], "match") && i + 1 < a.size()) {
+      match = a[++i];
+    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
+      if (!ToInt(a[++i], &count)) return NotInt(r);
+      if (count < 1) return r->Error("ERR syntax error");
+    } else if (Eq(a[i], "type") && i + 1 < a.size()) {
+      type = a[++i];
+    } else {
+      return r->Error("ERR syntax error");
+    }
+  }
+  TxnView v = ViewOf(c);
+  auto wanted = [&](std::string_view k, ValueType t) {
+    return (type.empty() || EqualFold(type, TypeName(t))) &&
+           (match.empty() || GlobMatch(match, k));
+  };
+  std::vector<std::string> keys;
+  uint64_t cursor = cur;
+  c->store->Scan(&cursor, static_cast<size_t>(count),
+                 [&](std::string_view k, ValueType t) {
+                   if (wanted(k, t) && !v.Deleted(k)) keys.emplace_back(k);
+                 });
+  // The keys the transaction created come with the scan's last page.
+  if (cursor == 0) {
+    Value value;
+    for (const std::string& k : v.created) {
+      if (ReadValue(c, k, &value) && wanted(k, value.type)) keys.push_back(k);
+    }
+  }
+  r->Array(2);
+  r->Bulk(std::to_string(cursor));
+  r->Array(keys.size());
+  for (const std::string& k : keys) r->Bulk(k);
+}
+
+// OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key, OBJECT HELP
+void Object(const Args& a, CommandContext* c, Reply* r) {
+  if (a.size() == 2 && Eq(a[1], "help")) {
+    const char* lines[] = {
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to "
+        "store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned "
+        "integer is",
+        "    proportional to the logarithm of the recent access frequency "
+        "of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated "
+        "number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with "
+        "the specified",
+        "    <key>.",
+        "HELP",
+        "    Print this help."};
+    r->Array(std::size(lines));
+    for (const char* l : lines) r->Simple(l);
+    return;
+  }
+  bool known = Eq(a[1], "encoding") || Eq(a[1], "refcount") ||
+               Eq(a[1], "idletime") || Eq(a[1], "freq");
+  if (!known || a.size() != 3) {
+    return r->Error("ERR unknown subcommand or wrong number of arguments "
+                    "for '" + std::string(a[1].substr(0, 128)) +
+                    "'. Try OBJECT HELP.");
+  }
+  Value v;
+  if (!ReadValue(c, a[2], &v)) return r->Null();
+  if (Eq(a[1], "encoding")) return r->Bulk(EncodingName(v));
+  if (Eq(a[1], "refcount")) return r->Int(1);
+  if (Eq(a[1], "idletime")) return r->Int(0);  // not tracked (docs)
+  r->Error("ERR An LFU maxmemory policy is not selected, access frequency "
+           "not tracked. Please note that when switching between policies "
+           "at runtime LRU and LFU data will take some time to adjust.");
+}
+
+// name, id (never changed), arity, flags, first/last key and step, handler
+const CommandRow kKeyspaceRows[] = {
+    {"del", 29, -2, kWrite, 1, -1, 1, Del},
+    {"unlink", 30, -2, kWrite | kFast, 1, -1, 1, Del},
+    {"exists", 31, -2, kReadOnly | kFast, 1, -1, 1, Exists},
+    {"touch", 32, -2, kReadOnly | kFast, 1, -1, 1, Touch},
+    {"type", 33, 2, kReadOnly | kFast, 1, 1, 1, Type},
+    {"rename", 34, 3, kWrite, 1, 2, 1, Rename},
+    {"renamenx", 35, 3, kWrite | kFast, 1, 2, 1, RenameNx},
+    {"copy", 36, -3, kWrite | kDenyOom, 1, 2, 1, Copy},
+    {"randomkey", 37, 1, kReadOnly, 0, 0, 0, RandomKey},
+    {"expire", 38, -3, kWrite | kFast, 1, 1, 1, Expire},
+    {"pexpire", 39, -3, kWrite | kFast, 1, 1, 1, PExpire},
+    {"expireat", 40, -3, kWrite | kFast, 1, 1, 1, ExpireAt},
+    {"pexpireat", 41, -3, kWrite | kFast, 1, 1, 1, PExpireAt},
+    {"ttl", 42, 2, kReadOnly | kFast, 1, 1, 1, Ttl},
+    {"pttl", 43, 2, kReadOnly | kFast, 1, 1, 1, PTtl},
+    {"expiretime", 44, 2, kReadOnly | kFast, 1, 1, 1, ExpireTime},
+    {"pexpiretime", 45, 2, kReadOnly | kFast, 1, 1, 1, PExpireTime},
+    {"persist", 46, 2, kWrite | kFast, 1, 1, 1, Persist},
+    {"dbsize", 47, 1, kReadOnly | kFast, 0, 0, 0, DbSize},
+    {"flushall", 48, -1, kWrite | kOwnCommit, 0, 0, 0, FlushAll},
+    {"flushdb", 49, -1, kWrite | kOwnCommit, 0, 0, 0, FlushAll},
+    {"keys", 50, 2, kReadOnly, 0, 0, 0, Keys},
+    {"scan", 51, -2, kReadOnly, 0, 0, 0, Scan},
+    {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
+};
+
+void RegisterKeyspaceFamily(Registry* r) { r->Add(kKeyspaceRows); }
+
+}  // namespace cmd
+}  // namespace shmkv

@@ -1,0 +1,394 @@
+// shmkv's master process (server/master.h): it owns the segments' lifetime and the listening
+// sockets; worker processes serve. SIGHUP (or `shmkv --reload`) replaces
+// the workers one at a time with a fresh exec of the binary; SIGTERM stops
+// everything, leaving the data in its segment for the next start.
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/select.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/net/fdpass.h"
+#include "server/store/pages.h"
+#include "server/net/sockets.h"
+#include "server/store/stats.h"
+#include "server/store/store.h"
+#include "server/net/worker.h"
+
+#include "server/master.h"
+
+namespace shmkv {
+namespace {
+
+class Master {
+ public:
+  Master(const Options& o, const StoreConfig& sc) : o_(o), sc_(sc) {}
+
+  int Run() {
+    std::string err;
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0) {
+      std::perror("shmkv: /proc/self/exe");
+      return 1;
+    }
+    self_.assign(self, static_cast<size_t>(n));
+    // Ports first: a start that cannot listen leaves no segments behind.
+    std::vector<std::string> addrs;
+    for (const std::string& a : o_.bind) {
+      bool skip = false;
+      for (auto [port, type] : {std::pair{o_.port, SOCK_STREAM},
+                                std::pair{o_.http_port, SOCK_STREAM},
+                                std::pair{o_.udp_port, SOCK_DGRAM}}) {
+        if (port == 0 || skip) continue;
+        if (!PortFree(a, port, type, !o_.bind_given, &skip, &err)) {
+          std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+          return 1;
+        }
+        if (skip) {
+          std::fprintf(stderr, "shmkv: not listening on %s: %s\n",
+                       a.c_str(), err.c_str());
+        }
+      }
+      if (!skip) addrs.push_back(a);
+    }
+    if (addrs.empty()) {
+      std::fprintf(stderr, "shmkv: no address to listen on\n");
+      return 1;
+    }
+    bound_ = addrs;
+    store_ = Store::Open(sc_, true, &err);
+    if (!store_) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return 1;
+    }
+    for (const std::string& w : SmallPageWarnings(sc_)) {
+      std::fprintf(stderr, "shmkv: %s\n", w.c_str());
+    }
+    ControlBlock* ctl = store_->control();
+    uint64_t other = 0;
+    if (ctl->master.Acquire(&other) == shmc::ProcessLease::Result::kBusy) {
+      std::fprintf(stderr, "shmkv: already running on %s (master pid %" PRIu64
+                   ")\n", SegName(sc_).c_str(), other);
+      return 1;
+    }
+    if (!stats_.Open(ControlKey(sc_) + ".stats", true, &err)) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return 1;
+    }
+    int workers = o_.workers > 0 ? o_.workers
+                                 : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    if (workers < 1) workers = 1;
+    for (int i = 0; i < workers; ++i) {
+      Slot s;
+      for (const std::string& a : bound_) {
+        int r = Listen(a, o_.port, &err);
+        int h = o_.http_port != 0 ? Listen(a, o_.http_port, &err) : -2;
+        if (r < 0 || h == -1) {
+          std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+          return 1;
+        }
+        s.resp_fds.push_back(r);
+        if (h >= 0) s.http_fds.push_back(h);
+        if (o_.udp_port != 0) {
+          int u = BindUdp(a, o_.udp_port, &err);
+          if (u < 0) {
+            std::fprintf(stderr, "shmkv: UDP %s\n", err.c_str());
+            return 1;
+          }
+          s.udp_fds.push_back(u);
+        }
+      }
+      slots_.push_back(s);
+    }
+    ctl->workers.store(static_cast<uint64_t>(workers),
+                       std::memory_order_relaxed);
+    start_ms_ = NowMs();
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGCHLD, SIGHUP, SIGTERM, SIGINT}) sigaddset(&mask, sig);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    sig_fd_ = signalfd(-1, &mask, SFD_CLOEXEC);
+    signal(SIGPIPE, SIG_IGN);
+
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (!Spawn(i, true)) return Shutdown(1);
+    }
+    std::string udp = o_.udp_port != 0
+                          ? ", UDP port " + std::to_string(o_.udp_port)
+                          : std::string();
+    std::fprintf(stderr, "shmkv %s: %zu workers, RESP port %d, HTTP port %d%s, "
+                 "segment %s%s (%" PRIu64 " keys stored)\n", kVersion,
+                 slots_.size(), o_.port, o_.http_port, udp.c_str(),
+                 SegName(sc_).c_str(), sc_.hugepages ? " on hugepages" : "",
+                 store_->Keys());
+    return Loop();
+  }
+
+ private:
+  struct Slot {
+    std::vector<int> resp_fds, http_fds, udp_fds;
+    pid_t pid = 0;
+    int ctl_fd = -1;  // master's end of the worker's control socket
+    size_t stats_slot = 0;
+    int quick_deaths = 0;
+    int64_t started_ms = 0;
+  };
+
+  // Forks and execs a worker for slot i; waits until it serves. A
+  // replacement gets `adopt_fd` to receive its predecessor's connections.
+  bool Spawn(size_t i, bool first, int adopt_fd = -1) {
+    Slot& s = slots_[i];
+    size_t stats_slot = next_stats_slot_++ % kMaxWorkerSlots;
+    stats_.Clear(stats_slot);
+    int ready[2], ctl[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) return false;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) != 0) {
+      close(ready[0]);
+      close(ready[1]);
+      return false;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("shmkv: fork");
+      return false;
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      // Keep only this slot's sockets and the ready pipe across exec.
+      for (size_t j = 0; j < slots_.size(); ++j) {
+        if (j == i) continue;
+        for (int fd : slots_[j].resp_fds) close(fd);
+        for (int fd : slots_[j].http_fds) close(fd);
+        for (int fd : slots_[j].udp_fds) close(fd);
+      }
+      for (int fd : s.resp_fds) fcntl(fd, F_SETFD, 0);
+      for (int fd : s.http_fds) fcntl(fd, F_SETFD, 0);
+      for (int fd : s.udp_fds) fcntl(fd, F_SETFD, 0);
+      // The password goes by the environment, never by argv (ps shows it).
+      if (!o_.password.empty()) setenv("SHMKV_REQUIREPASS", o_.password.c_str(), 1);
+      auto join = [](const std::vector<int>& fds) {
+        std::string j;
+        for (int fd : fds) {
+          if (!j.empty()) j += ',';
+          j += std::to_string(fd);
+        }
+        return j.empty() ? std::string("-1") : j;
+      };
+      bool beyond_loopback = false;
+      for (const std::string& a : bound_) beyond_loopback |= !IsLoopback(a);
+      bool protect = o_.protected_mode && o_.password.empty() &&
+                     beyond_loopback;
+      fcntl(ready[1], F_SETFD, 0);
+      fcntl(ctl[1], F_SETFD, 0);
+      if (adopt_fd >= 0) fcntl(adopt_fd, F_SETFD, 0);
+      std::vector<std::string> args = {
+          self_, "--worker-slot", std::to_string(stats_slot),
+          "--resp-fd", join(s.resp_fds),
+          "--http-fd", join(s.http_fds),
+          "--udp-fd", join(s.udp_fds),
+          "--worker-protected", protect ? "yes" : "no",
+          "--shm-mode", ModeText(),
+          "--ready-fd", std::to_string(ready[1]),
+          "--ctl-fd", std::to_string(ctl[1]),
+          "--adopt-fd", std::to_string(adopt_fd),
+          "--port", std::to_string(o_.port),
+          "--http-port", std::to_string(o_.http_port),
+          "--udp-port", std::to_string(o_.udp_port),
+          "--workers", std::to_string(slots_.size()),
+          "--name", SegName(sc_),
+          "--capacity", std::to_string(o_.capacity),
+          "--memory", std::to_string(o_.memory),
+          "--max-value", std::to_string(o_.max_value),
+          "--journal-size", std::to_string(o_.journal),
+          "--timeout", std::to_string(o_.timeout_s),
+          "--maxmemory-clients", std::to_string(o_.client_memory),
+          "--start-ms", std::to_string(start_ms_)};
+      if (o_.hugepages) args.push_back("--hugepages");
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(&a[0]);
+      argv.push_back(nullptr);
+      execv(self_.c_str(), argv.data());
+      std::fprintf(stderr, "shmkv: exec %s: %s\n", self_.c_str(),
+                   std::strerror(errno));
+      _exit(127);
+    }
+    close(ready[1]);
+    close(ctl[1]);
+    char c = 0;
+    ssize_t r;
+    do {
+      r = read(ready[0], &c, 1);  // EOF if the worker failed
+    } while (r < 0 && errno == EINTR);
+    close(ready[0]);
+    if (r != 1) {
+      std::fprintf(stderr, "shmkv: worker %zu failed to start\n", i);
+      close(ctl[0]);
+      waitpid(pid, nullptr, 0);
+      return false;
+    }
+    if (!first && s.pid > 0) {
+      // The replaced worker is still draining; track both.
+      draining_[s.pid] = s.ctl_fd;
+    } else if (s.ctl_fd >= 0) {
+      close(s.ctl_fd);
+    }
+    s.ctl_fd = ctl[0];
+    s.pid = pid;
+    s.stats_slot = stats_slot;
+    s.started_ms = NowMs();
+    return true;
+  }
+
+  int Loop() {
+    for (;;) {
+      fd_set rd;
+      FD_ZERO(&rd);
+      FD_SET(sig_fd_, &rd);
+      struct timeval tv = {0, 100000};
+      int n = select(sig_fd_ + 1, &rd, nullptr, nullptr, &tv);
+      if (n > 0) {
+        struct signalfd_siginfo si;
+        if (read(sig_fd_, &si, sizeof(si)) == sizeof(si)) {
+          if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+            return Shutdown(0);
+          }
+          if (si.ssi_signo == SIGHUP) Reload();
+          if (si.ssi_signo == SIGCHLD) Reap();
+        }
+      }
+      // Active expiry: a full pass over the index about every 2 s.
+      store_->Sweep(std::max<uint64_t>(2000, sc_.capacity / 16));
+    }
+  }
+
+  void Reap() {
+    for (;;) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) return;
+      auto d = draining_.find(pid);
+      if (d != draining_.end()) {  // a replaced worker finished
+        if (d->second >= 0) close(d->second);
+        draining_.erase(d);
+        continue;
+      }
+      for (size_t i = 0; i < slots_.size(); ++i) {
+        if (slots_[i].pid != pid) continue;
+        slots_[i].pid = 0;
+        bool quick = NowMs() - slots_[i].started_ms < 1000;
+        slots_[i].quick_deaths = quick ? slots_[i].quick_deaths + 1 : 0;
+        std::fprintf(stderr, "shmkv: worker %zu (pid %d) %s %d; restarting\n",
+                     i, pid, WIFSIGNALED(status) ? "killed by signal" : "exited",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        if (slots_[i].quick_deaths > 5) {
+          std::fprintf(stderr, "shmkv: worker %zu keeps dying; giving up\n", i);
+          continue;
+        }
+        Spawn(i, true);
+      }
+    }
+  }
+
+  // Replaces every worker, one at a time: the new one serves before the
+  // old one is told to hand its open connections over to it and exit.
+  void Reload() {
+    std::fprintf(stderr, "shmkv: reloading %zu workers from %s\n",
+                 slots_.size(), self_.c_str());
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      int old_ctl = slots_[i].ctl_fd;
+      pid_t old = slots_[i].pid;
+      int h[2];
+      if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, h) != 0) {
+        std::perror("shmkv: reload: socketpair");
+        return;
+      }
+      if (!Spawn(i, false, h[1])) {
+        std::fprintf(stderr, "shmkv: reload stopped: worker %zu kept\n", i);
+        close(h[0]);
+        close(h[1]);
+        return;
+      }
+      close(h[1]);
+      if (old > 0 && (old_ctl < 0 || !SendFd(old_ctl, h[0], "H"))) {
+        kill(old, SIGTERM);  // no control socket: drain by closing
+      }
+      close(h[0]);
+    }
+    store_->control()->reloads.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  int Shutdown(int rc) {
+    for (Slot& s : slots_) {
+      if (s.pid > 0) kill(s.pid, SIGTERM);
+    }
+    for (auto& kv : draining_) kill(kv.first, SIGTERM);
+    while (waitpid(-1, nullptr, 0) > 0) {
+    }
+    store_->control()->master.Release();
+    std::fprintf(stderr, "shmkv: stopped; %" PRIu64 " keys stay in %s\n",
+                 store_->Keys(), SegName(sc_).c_str());
+    return rc;
+  }
+
+  Options o_;
+  StoreConfig sc_;
+  std::string self_;
+  std::unique_ptr<Store> store_;
+  SharedStats stats_;
+  std::vector<Slot> slots_;
+  std::vector<std::string> bound_;  // addresses listened on
+  std::map<pid_t, int> draining_;  // replaced workers -> their ctl fd
+  size_t next_stats_slot_ = 0;
+  int sig_fd_ = -1;
+  int64_t start_ms_ = 0;
+};
+
+}  // namespace
+
+int SendReload(const StoreConfig& sc) {
+  shmc::ShmArray<ControlBlock, shmc::POSIX> ctl;
+  if (!ctl.InitForRead(ControlKey(sc))) {
+    std::fprintf(stderr, "shmkv --reload: no server on %s: %s\n",
+                 SegName(sc).c_str(), ctl.last_error().message.c_str());
+    return 1;
+  }
+  uint64_t pid = const_cast<const ControlBlock&>(ctl[0]).master.Holder();
+  if (pid == 0 || kill(static_cast<pid_t>(pid), SIGHUP) != 0) {
+    std::fprintf(stderr, "shmkv --reload: no live master for %s\n",
+                 SegName(sc).c_str());
+    return 1;
+  }
+  std::printf("shmkv: reload signalled to master pid %" PRIu64 "\n", pid);
+  return 0;
+}
+
+int RunMaster(const Options& o, const StoreConfig& sc) {
+  Master m(o, sc);
+  return m.Run();
+}
+
+}  // namespace shmkv

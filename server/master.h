@@ -1,0 +1,18 @@
+// shmkv's master process: it owns the segments' setup and the listening
+// sockets, forks and execs the workers, restarts a worker that dies,
+// replaces them one at a time on SIGHUP (a hot restart), runs the active
+// expiry sweep, and stops everything on SIGTERM (docs/server.md,
+// "Processes" and "Hot restart").
+#pragma once
+
+#include "server/options.h"
+#include "server/store/store.h"
+
+namespace shmkv {
+
+// Runs the master until SIGTERM/SIGINT; returns the exit code.
+int RunMaster(const Options& o, const StoreConfig& sc);
+// `shmkv --reload`: signals the running master of `sc`'s store.
+int SendReload(const StoreConfig& sc);
+
+}  // namespace shmkv

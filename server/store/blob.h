@@ -1,0 +1,98 @@
+// The value blob shmkv stores in the map for each key (docs/server.md,
+// "Data"): a fixed head, the key's bytes (checked on every read: the map
+// is keyed by the key's hash), then the value's bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace shmkv {
+
+// The Redis type of a value. Every blob of the first head layout had a
+// zero where `type` now is, so those read as strings: a hot upgrade from
+// a build of that layout keeps every key as it was.
+enum class ValueType : uint8_t {
+  kString = 0,
+  kList = 1,
+  kSet = 2,
+  kZSet = 3,
+  kHash = 4,
+};
+constexpr uint8_t kValueTypes = 5;  // types this build knows: 0 .. 4
+
+// Encodings (BlobHead::encoding) are numbered per type. A string's bytes
+// are the string; its encoding says which of Redis's representations
+// Redis would have given it (OBJECT ENCODING):
+//   kStringAsGiven  as its content says: a canonical integer of up to 20
+//                   characters "int", up to 44 bytes "embstr", else "raw"
+//                   (Redis's choice for a value it is given whole: SET,
+//                   MSET, INCR; every blob of head layout 1)
+//   kStringRaw      "raw": changed in place (APPEND, SETRANGE, SETBIT)
+//   kStringNotInt   "embstr" up to 44 bytes, else "raw" (INCRBYFLOAT's)
+constexpr uint8_t kStringAsGiven = 0;
+constexpr uint8_t kStringRaw = 1;
+constexpr uint8_t kStringNotInt = 2;
+
+// A value blob in the map: this head, the key, the value.
+//
+// Head layout 2 (kBlobHeadVersion): layout 1 had `u32 reserved` (always
+// 0) where `type`, `encoding` and `reserved` are.
+struct BlobHead {
+  uint64_t expire_at_ms;  // CLOCK_REALTIME ms; 0: no TTL
+  uint32_t key_len;
+  uint8_t type;      // ValueType; a type this build does not know answers
+                     // WRONGTYPE to every typed command (never misread)
+  uint8_t encoding;  // how the type's value bytes are laid out (the
+                     // type's own numbering; 0: its first, compact form)
+  uint16_t reserved;  // 0
+};
+constexpr uint32_t kBlobHeadVersion = 2;
+static_assert(sizeof(BlobHead) == 16 && offsetof(BlobHead, key_len) == 8 &&
+                  offsetof(BlobHead, type) == 12 &&
+                  offsetof(BlobHead, encoding) == 13 &&
+                  offsetof(BlobHead, reserved) == 14,
+              "blobs already in a map keep this head: a change is a new "
+              "kBlobHeadVersion that reads the old one (docs/server.md)");
+constexpr size_t kBlobHeader = sizeof(BlobHead);
+
+// A parsed blob (views into a buffer).
+struct Blob {
+  int64_t expire_ms = 0;
+  ValueType type = ValueType::kString;
+  uint8_t encoding = 0;
+  std::string_view key, value;
+  bool Parse(const char* p, size_t n) {
+    if (n < kBlobHeader) return false;
+    BlobHead h;
+    std::memcpy(&h, p, sizeof(h));
+    uint32_t klen = h.key_len;
+    if (klen > n - kBlobHeader) return false;
+    expire_ms = static_cast<int64_t>(h.expire_at_ms);
+    type = static_cast<ValueType>(h.type);
+    encoding = h.encoding;
+    key = std::string_view(p + kBlobHeader, klen);
+    value = std::string_view(p + kBlobHeader + klen, n - kBlobHeader - klen);
+    return true;
+  }
+  bool Expired(int64_t now) const { return expire_ms != 0 && expire_ms <= now; }
+};
+
+inline void MakeBlob(std::string* out, std::string_view key, ValueType type,
+                     uint8_t encoding, std::string_view value,
+                     int64_t expire_ms) {
+  out->resize(kBlobHeader + key.size() + value.size());
+  char* p = &(*out)[0];
+  BlobHead h{static_cast<uint64_t>(expire_ms),
+             static_cast<uint32_t>(key.size()), static_cast<uint8_t>(type),
+             encoding, 0};
+  std::memcpy(p, &h, sizeof(h));
+  std::memcpy(p + kBlobHeader, key.data(), key.size());
+  if (!value.empty()) {
+    std::memcpy(p + kBlobHeader + key.size(), value.data(), value.size());
+  }
+}
+
+}  // namespace shmkv
