@@ -38,6 +38,7 @@
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_table.h"
+#include "tests/support/redis_oracle.h"
 #include "tests/support/shmkv_server.h"
 #include "tests/support/test_util.h"
 
@@ -50,6 +51,7 @@ using shmkv_test::Connect;
 using shmkv_test::FreePort;
 using shmkv_test::InfoField;
 using shmkv_test::NonLoopbackIPv4;
+using shmkv_test::RedisOracle;
 using shmkv_test::Server;
 using shmkv_test::WorkersAnonRss;
 
@@ -654,52 +656,6 @@ TEST(Shmkv, RedisCli) {
   EXPECT_NE(run("info server").find("redis_version"), std::string::npos);
   EXPECT_NE(run("nosuch").find("ERR unknown command 'nosuch'"), std::string::npos);
 }
-
-// A real redis-server (Debian redis-server 7) on a free loopback port: the
-// oracle the differential tests compare shmkv's replies with.
-class RedisOracle {
- public:
-  explicit RedisOracle(std::vector<std::string> extra = {}) {
-    if (access("/usr/bin/redis-server", X_OK) != 0) return;
-    port_ = FreePort();
-    std::vector<std::string> args = {"/usr/bin/redis-server", "--port",
-                                     std::to_string(port_), "--bind",
-                                     "127.0.0.1", "--save", "",
-                                     "--appendonly", "no", "--dir", "/tmp"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
-    if (pid_ == 0) {
-      int null = open("/dev/null", O_WRONLY);
-      dup2(null, 1);
-      std::vector<char*> argv;
-      for (std::string& a : args) argv.push_back(&a[0]);
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 500; ++i) {
-      Client c(port_);
-      if (c.ok()) return;
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-  ~RedisOracle() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  bool ok() const { return pid_ > 0; }
-  int port() const { return port_; }
-
- private:
-  pid_t pid_ = 0;
-  int port_ = 0;
-};
-
-#define SKIP_WITHOUT_REDIS(o)                                              \
-  if (!(o).ok())                                                           \
-  GTEST_SKIP() << "redis-server not installed (apt-get install redis-server)"
 
 // Sends each command to both servers on one connection each and expects
 // byte-identical replies.

@@ -380,17 +380,20 @@ void Object(const Args& a, CommandContext* c, Reply* r) {
         "the specified",
         "    <key>.",
         "HELP",
-        "    Print this help."};
+        "    Prints this help."};
     r->Array(std::size(lines));
     for (const char* l : lines) r->Simple(l);
     return;
   }
   bool known = Eq(a[1], "encoding") || Eq(a[1], "refcount") ||
-               Eq(a[1], "idletime") || Eq(a[1], "freq");
-  if (!known || a.size() != 3) {
-    return r->Error("ERR unknown subcommand or wrong number of arguments "
-                    "for '" + std::string(a[1].substr(0, 128)) +
-                    "'. Try OBJECT HELP.");
+               Eq(a[1], "idletime") || Eq(a[1], "freq") || Eq(a[1], "help");
+  if (!known) {
+    return r->Error("ERR unknown subcommand '" +
+                    std::string(a[1].substr(0, 128)) + "'. Try OBJECT HELP.");
+  }
+  if (a.size() != 3) {
+    return r->Error("ERR wrong number of arguments for 'object|" +
+                    Lower(a[1]) + "' command");
   }
   Value v;
   if (!ReadValue(c, a[2], &v)) return r->Null();

@@ -1,0 +1,149 @@
+// shmkv's command table (server/commands/registry.h): every command's
+// statistics id is pinned here, so a change that would renumber counters
+// kept in shared memory across a hot reload fails; the rows are coherent;
+// docs/server.md names every command the table has.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "server/commands/registry.h"
+#include "server/store/stats.h"
+#include "tests/support/command_harness.h"
+
+namespace {
+
+using shmkv::cmd::Commands;
+using shmkv::cmd::CommandRow;
+
+// Every command's id, as first given. Add a line for a new command (with
+// a new id); never change or reuse one.
+const std::map<std::string, int> kPinnedIds = {
+    {"ping", 1},       {"echo", 2},         {"get", 3},
+    {"set", 4},        {"getex", 5},        {"getset", 6},
+    {"getdel", 7},     {"setnx", 8},        {"setex", 9},
+    {"psetex", 10},    {"mget", 11},        {"mset", 12},
+    {"msetnx", 13},    {"incr", 14},        {"incrby", 15},
+    {"decr", 16},      {"decrby", 17},      {"incrbyfloat", 18},
+    {"append", 19},    {"strlen", 20},      {"setrange", 21},
+    {"getrange", 22},  {"substr", 23},      {"setbit", 24},
+    {"getbit", 25},    {"bitcount", 26},    {"bitpos", 27},
+    {"lcs", 28},       {"del", 29},         {"unlink", 30},
+    {"exists", 31},    {"touch", 32},       {"type", 33},
+    {"rename", 34},    {"renamenx", 35},    {"copy", 36},
+    {"randomkey", 37}, {"expire", 38},      {"pexpire", 39},
+    {"expireat", 40},  {"pexpireat", 41},   {"ttl", 42},
+    {"pttl", 43},      {"expiretime", 44},  {"pexpiretime", 45},
+    {"persist", 46},   {"dbsize", 47},      {"flushall", 48},
+    {"flushdb", 49},   {"keys", 50},        {"scan", 51},
+    {"multi", 52},     {"exec", 53},        {"discard", 54},
+    {"watch", 55},     {"unwatch", 56},     {"time", 57},
+    {"info", 58},      {"command", 59},     {"config", 60},
+    {"quit", 61},      {"select", 62},      {"client", 63},
+    {"auth", 64},      {"hello", 65},       {"object", 66},
+};
+
+TEST(CommandTable, EveryIdIsPinned) {
+  std::set<std::string> seen;
+  for (const CommandRow* row : Commands().rows()) {
+    auto it = kPinnedIds.find(row->name);
+    ASSERT_NE(it, kPinnedIds.end())
+        << row->name << " has no pinned id: add it to kPinnedIds";
+    EXPECT_EQ(row->id, it->second)
+        << row->name << "'s id changed: counters in shared memory would be "
+                        "misread across a hot reload";
+    seen.insert(row->name);
+  }
+  for (const auto& [name, id] : kPinnedIds) {
+    EXPECT_TRUE(seen.count(name)) << name << " (id " << id << ") is gone";
+  }
+}
+
+TEST(CommandTable, RowsAreCoherent) {
+  std::set<int> ids;
+  for (const CommandRow* row : Commands().rows()) {
+    EXPECT_TRUE(ids.insert(row->id).second) << row->name;
+    EXPECT_LT(row->id, shmkv::kMaxCommands) << row->name;
+    EXPECT_NE(row->run, nullptr) << row->name;
+    EXPECT_NE(row->arity, 0) << row->name;
+    EXPECT_EQ(Commands().Find(row->name), row);
+    EXPECT_STREQ(Commands().NameOfId(row->id), row->name);
+    bool write = (row->flags & shmkv::cmd::kWrite) != 0;
+    bool read = (row->flags & shmkv::cmd::kReadOnly) != 0;
+    EXPECT_FALSE(write && read) << row->name;
+  }
+  EXPECT_EQ(Commands().Find("GeT"), Commands().Find("get"));
+  EXPECT_EQ(Commands().Find("nosuch"), nullptr);
+  EXPECT_EQ(Commands().Find(std::string(200, 'x')), nullptr);
+}
+
+// A row inserted anywhere in a family keeps every other command's id: the
+// ids are the rows' own, not their positions.
+TEST(CommandTable, InsertingARowRenumbersNothing) {
+  static void (*const kNop)(const shmkv::cmd::Args&, shmkv::CommandContext*,
+                            shmkv::Reply*) =
+      [](const shmkv::cmd::Args&, shmkv::CommandContext*, shmkv::Reply* r) {
+        r->Simple("OK");
+      };
+  static const CommandRow kBefore[] = {
+      {"alpha", 1, 1, 0, 0, 0, 0, kNop},
+      {"gamma", 3, 1, 0, 0, 0, 0, kNop},
+  };
+  static const CommandRow kAfter[] = {
+      {"alpha", 1, 1, 0, 0, 0, 0, kNop},
+      {"beta", 2, 1, 0, 0, 0, 0, kNop},  // inserted mid-table
+      {"gamma", 3, 1, 0, 0, 0, 0, kNop},
+  };
+  shmkv::cmd::Registry before, after;
+  before.Add(kBefore);
+  after.Add(kAfter);
+  for (const char* name : {"alpha", "gamma"}) {
+    EXPECT_EQ(before.Find(name)->id, after.Find(name)->id) << name;
+  }
+  EXPECT_STREQ(after.NameOfId(3), "gamma");
+}
+
+TEST(CommandTableDeathTest, ADuplicateIdStopsTheStart) {
+  static const CommandRow kRows[] = {
+      {"one", 7, 1, 0, 0, 0, 0, nullptr},
+      {"two", 7, 1, 0, 0, 0, 0, nullptr},
+  };
+  shmkv::cmd::Registry r;
+  EXPECT_DEATH(r.Add(kRows), "'two' \\(id 7\\): id already taken");
+}
+
+// docs/server.md lists the commands; it cannot drift from the table.
+TEST(CommandTable, TheManualNamesEveryCommand) {
+  std::ifstream f(std::string(SHMKV_SOURCE_DIR) + "/docs/server.md");
+  ASSERT_TRUE(f) << "docs/server.md";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string doc = ss.str();
+  size_t from = doc.find("## Commands");
+  ASSERT_NE(from, std::string::npos);
+  size_t to = doc.find("\n## ", from + 1);
+  std::string list = doc.substr(from, to - from);
+  for (const CommandRow* row : Commands().rows()) {
+    std::string upper(row->name);
+    for (char& c : upper) c = static_cast<char>(std::toupper(c));
+    EXPECT_NE(list.find("`" + upper), std::string::npos)
+        << upper << " is missing from docs/server.md's command list";
+  }
+}
+
+TEST(CommandTable, HarnessRunsCommandsInProcess) {
+  shmkv_test::CommandHarness h("table");
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h.Run({"set", "k", "v"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"GET", "k"}), "$1\r\nv\r\n");
+  EXPECT_EQ(h.Run({"nosuch", "a"}),
+            "-ERR unknown command 'nosuch', with args beginning with: 'a' "
+            "\r\n");
+  EXPECT_EQ(h.Run({"get"}),
+            "-ERR wrong number of arguments for 'get' command\r\n");
+}
+
+}  // namespace
