@@ -4,6 +4,7 @@
 // docs/server.md names every command the table has.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -132,6 +133,36 @@ TEST(CommandTable, TheManualNamesEveryCommand) {
     EXPECT_NE(list.find("`" + upper), std::string::npos)
         << upper << " is missing from docs/server.md's command list";
   }
+}
+
+// The server's layers: store <- commands <- net. A file includes its own
+// layer and the ones below it, never one above.
+TEST(ServerLayers, IncludesPointDownOnly) {
+  const std::map<std::string, std::set<std::string>> allowed = {
+      {"store", {"store"}},
+      {"commands", {"store", "commands"}},
+      {"net", {"store", "commands", "net"}},
+  };
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& [layer, may] : allowed) {
+    fs::path dir = fs::path(SHMKV_SOURCE_DIR) / "server" / layer;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+      std::ifstream f(entry.path());
+      std::string line;
+      ++files;
+      while (std::getline(f, line)) {
+        const std::string inc = "#include \"server/";
+        if (line.compare(0, inc.size(), inc) != 0) continue;
+        std::string rest = line.substr(inc.size());
+        std::string target = rest.substr(0, rest.find('/'));
+        EXPECT_TRUE(may.count(target))
+            << entry.path().filename() << " (" << layer << ") includes "
+            << line << ": a layer above its own";
+      }
+    }
+  }
+  EXPECT_GT(files, 20);
 }
 
 TEST(CommandTable, HarnessRunsCommandsInProcess) {

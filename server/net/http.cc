@@ -24,17 +24,6 @@ void Respond(std::string* out, int code, const char* reason,
   out->append(body.data(), body.size());
 }
 
-bool IEq(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -215,7 +204,7 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
     }
     std::string_view name = line.substr(0, colon);
     std::string_view value = Trim(line.substr(colon + 1));
-    if (IEq(name, "content-length")) {
+    if (cmd::EqualFold(name, "content-length")) {
       size_t v = 0;
       if (value.empty() || value.size() > 12) {
         Respond(out, 400, "Bad Request", "bad Content-Length\n", true);
@@ -237,14 +226,14 @@ HttpResult HandleHttp(const char* data, size_t n, size_t max_body,
       }
       content_length = v;
       have_length = true;
-    } else if (IEq(name, "transfer-encoding")) {
+    } else if (cmd::EqualFold(name, "transfer-encoding")) {
       Respond(out, 501, "Not Implemented", "chunked bodies are not supported; send Content-Length\n", true);
       return HttpResult::kClose;
-    } else if (IEq(name, "authorization")) {
+    } else if (cmd::EqualFold(name, "authorization")) {
       authorization = value;
-    } else if (IEq(name, "connection")) {
-      if (IEq(value, "close")) close = true;
-      if (IEq(value, "keep-alive")) close = false;
+    } else if (cmd::EqualFold(name, "connection")) {
+      if (cmd::EqualFold(value, "close")) close = true;
+      if (cmd::EqualFold(value, "keep-alive")) close = false;
     }
   }
   if (content_length > max_body) {
