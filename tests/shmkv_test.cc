@@ -324,6 +324,42 @@ TEST(Shmkv, Http) {
   EXPECT_EQ(c.Call({"GET", "shared"}), Bulk("abc"));
 }
 
+// HTTP runs through the same typed dispatch as RESP: over a key of another
+// type (written here straight into the shared store, as a family of that
+// type would), GET and PUT answer 409 with Redis's WRONGTYPE text and the
+// value stays; DELETE removes it, as DEL does.
+TEST(Shmkv, HttpMeetsTypesAsRespDoes) {
+  Server s("httptype");
+  ASSERT_TRUE(s.Start()) << s.log();
+  shmkv::StoreConfig cfg;
+  cfg.name = s.name();
+  cfg.capacity = 100000;
+  cfg.memory = 64ULL << 20;
+  std::string err;
+  auto store = shmkv::Store::Open(cfg, false, &err);
+  ASSERT_NE(store, nullptr) << err;
+  {
+    auto t = store->Begin();
+    ASSERT_EQ(t->Write("h", shmkv::ValueType::kHash, 0, "packed", 0),
+              shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  }
+  const std::string wrongtype =
+      "WRONGTYPE Operation against a key holding the wrong kind of value\n";
+  int fd = Connect(s.http_port());
+  std::string r = HttpExchange(fd, "GET /kv/h HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 21, "HTTP/1.1 409 Conflict"), 0) << r;
+  EXPECT_EQ(r.substr(r.size() - wrongtype.size()), wrongtype) << r;
+  r = HttpExchange(fd, "PUT /kv/h HTTP/1.1\r\nContent-Length: 1\r\n\r\nx");
+  EXPECT_EQ(r.compare(0, 21, "HTTP/1.1 409 Conflict"), 0) << r;
+  Client c(s.port());
+  EXPECT_EQ(c.Call({"TYPE", "h"}), "+hash\r\n");
+  r = HttpExchange(fd, "DELETE /kv/h HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(r.compare(0, 12, "HTTP/1.1 204"), 0) << r;
+  EXPECT_EQ(c.Call({"TYPE", "h"}), "+none\r\n");
+  close(fd);
+}
+
 // Every process is SIGKILLed at once in the middle of a write stream; a
 // new server finds every acknowledged write.
 TEST(Shmkv, KillNineEverythingLosesNothing) {
