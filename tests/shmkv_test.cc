@@ -335,10 +335,14 @@ TEST(Shmkv, HttpMeetsTypesAsRespDoes) {
   cfg.name = s.name();
   cfg.capacity = 100000;
   cfg.memory = 64ULL << 20;
-  std::string err;
-  auto store = shmkv::Store::Open(cfg, false, &err);
-  ASSERT_NE(store, nullptr) << err;
   {
+    // Store::Open sets the process's default create flags (every shmkv
+    // process writes): restored after, for the tests that follow here.
+    int saved_flags = shmc::DefaultCreateFlags();
+    std::string err;
+    auto store = shmkv::Store::Open(cfg, false, &err);
+    shmc::SetDefaultCreateFlags(saved_flags);
+    ASSERT_NE(store, nullptr) << err;
     auto t = store->Begin();
     ASSERT_EQ(t->Write("h", shmkv::ValueType::kHash, 0, "packed", 0),
               shmkv::Store::Status::kOk);

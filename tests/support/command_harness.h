@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "shmc/global_options.h"
 #include "server/store/store.h"
 
 namespace shmkv_test {
@@ -32,7 +33,11 @@ class CommandHarness {
     cfg_.max_value = 1ULL << 20;
     std::string err;
     shmkv::RemoveStore(cfg_, &err);  // a leftover of a killed run of ours
+    // Store::Open sets the process's default create flags (as every shmkv
+    // process does); the test's own segments keep the defaults it had.
+    int saved_flags = shmc::DefaultCreateFlags();
     store_ = shmkv::Store::Open(cfg_, true, &err);
+    shmc::SetDefaultCreateFlags(saved_flags);
     error_ = err;
     info_.name = cfg_.name;
     info_.capacity = cfg_.capacity;
