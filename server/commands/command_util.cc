@@ -17,14 +17,6 @@ std::string Lower(std::string_view s) {
   return out;
 }
 
-bool Eq(std::string_view a, const char* b) {
-  size_t n = std::strlen(b);
-  if (a.size() != n) return false;
-  for (size_t i = 0; i < n; ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != b[i]) return false;
-  }
-  return true;
-}
 
 bool EqualFold(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -36,6 +28,8 @@ bool EqualFold(std::string_view a, std::string_view b) {
   }
   return true;
 }
+
+bool Eq(std::string_view a, const char* lower) { return EqualFold(a, lower); }
 
 bool ToInt(std::string_view s, int64_t* out) { return ParseInt64(s, out); }
 

@@ -139,12 +139,12 @@ class StoreT : public Store {
   }
 
   bool Get(std::string_view key, Value* v) override {
-    Blob b;
-    if (!Lookup(key, &b)) return false;
-    v->type = b.type;
-    v->encoding = b.encoding;
-    v->bytes.assign(b.value.data(), b.value.size());
-    v->expire_ms = b.expire_ms;
+    ValueView view;
+    if (!GetView(key, &view)) return false;
+    v->type = view.type;
+    v->encoding = view.encoding;
+    v->bytes.assign(view.bytes.data(), view.bytes.size());
+    v->expire_ms = view.expire_ms;
     return true;
   }
 
