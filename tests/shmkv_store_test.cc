@@ -680,4 +680,58 @@ TEST(ShmkvStats, PercentilesAreQuantilesAcrossWorkers) {
   shmc::POSIX().Unlink(key);
 }
 
+// A hot upgrade keeps the old master, and with it the statistics segment
+// it made: one of the first layout, whose table has room for
+// kLegacyCommands commands. A worker of this build publishes into it:
+// counts of ids below that length go on, ids past it are left out (not
+// written past the slot), and a segment of an unknown layout is refused
+// as such.
+TEST(ShmkvStats, WorkersPublishIntoTheFirstLayoutsSegment) {
+  static_assert(sizeof(shmkv::StatsSlotOf<shmkv::kLegacyCommands>) == 149168,
+                "the first layout's node size, as its masters made it");
+  const std::string key =
+      "/shmkv_stats_legacy_" + std::to_string(getpid());
+  shmc::POSIX().Unlink(key);
+  {
+    // The old master's segment: 64 slots of the first layout.
+    shmc::ShmArray<shmkv::StatsSlotOf<shmkv::kLegacyCommands>, shmc::POSIX>
+        old;
+    ASSERT_TRUE(old.InitForWrite(key, shmkv::kMaxWorkerSlots));
+    shmkv::SharedStats stats;
+    std::string err;
+    bool other = true;
+    ASSERT_TRUE(stats.Open(key, false, &err, &other)) << err;
+    EXPECT_FALSE(other);
+    EXPECT_EQ(stats.commands(), shmkv::kLegacyCommands);
+    shmkv::LocalStats local;
+    local.Record(5, 10);
+    local.Record(shmkv::kLegacyCommands - 1, 10);
+    local.Record(shmkv::kLegacyCommands + 10, 10);  // no room in this one
+    local.commands = 3;
+    stats.Publish(7, local);
+    shmkv::StatsTotals t = stats.Merge();
+    EXPECT_EQ(t.commands, 3u);
+    EXPECT_EQ(t.calls[5], 1u);
+    EXPECT_EQ(t.calls[shmkv::kLegacyCommands - 1], 1u);
+    EXPECT_EQ(t.calls[shmkv::kLegacyCommands + 10], 0u);
+    // The words of the slot after slot 7 are untouched.
+    EXPECT_EQ(old[8].seq.load(), 0u);
+    EXPECT_EQ(old[8].words[0].load(), 0u);
+  }
+  shmc::POSIX().Unlink(key);
+  {
+    // A newer build's master: a table this build does not know.
+    shmc::ShmArray<shmkv::StatsSlotOf<shmkv::kMaxCommands + 64>, shmc::POSIX>
+        newer;
+    ASSERT_TRUE(newer.InitForWrite(key, shmkv::kMaxWorkerSlots));
+    shmkv::SharedStats stats;
+    std::string err;
+    bool other = false;
+    EXPECT_FALSE(stats.Open(key, false, &err, &other));
+    EXPECT_TRUE(other) << err;
+    EXPECT_FALSE(stats.open());
+  }
+  shmc::POSIX().Unlink(key);
+}
+
 }  // namespace

@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <memory>
 
 #include "shmc/remove_segment.h"
 
@@ -40,22 +42,39 @@ StatsTotals::StatsTotals() : est(MakeEstimators()) {}
 bool SharedStats::Open(const std::string& key, bool create, std::string* err,
                        bool* other_layout) {
   if (other_layout != nullptr) *other_layout = false;
-  if (!arr_.InitForWrite(key, kMaxWorkerSlots)) {
+  slots_ = nullptr;
+  if (arr_.InitForWrite(key, kMaxWorkerSlots)) {
+    slots_ = reinterpret_cast<char*>(const_cast<StatsSlot*>(&arr_[0]));
+    slot_bytes_ = sizeof(StatsSlot);
+    commands_ = kMaxCommands;
+  } else if (!create) {
     shmc::ErrorCode code = arr_.last_error().code;
-    if (other_layout != nullptr && !create &&
-        (code == shmc::ErrorCode::kLayoutMismatch ||
-         code == shmc::ErrorCode::kSizeMismatch ||
-         code == shmc::ErrorCode::kVersionMismatch)) {
-      *other_layout = true;
+    bool layout = code == shmc::ErrorCode::kLayoutMismatch ||
+                  code == shmc::ErrorCode::kSizeMismatch ||
+                  code == shmc::ErrorCode::kVersionMismatch;
+    // The master that made it may be of the first layout: its table is
+    // shorter, and its ids are ours.
+    if (layout && legacy_.InitForWrite(key, kMaxWorkerSlots)) {
+      using Legacy = StatsSlotOf<kLegacyCommands>;
+      slots_ = reinterpret_cast<char*>(const_cast<Legacy*>(&legacy_[0]));
+      slot_bytes_ = sizeof(Legacy);
+      commands_ = kLegacyCommands;
+      return true;
     }
+    if (layout && other_layout != nullptr) *other_layout = true;
+    *err = arr_.last_error().message;
+    return false;
+  } else {
     // Statistics are not data: the master replaces a segment of another
     // layout (an earlier shmkv with fewer commands) if it is shmc's own.
-    if (!create ||
-        shmc::RemoveSegment<shmc::POSIX>(key) != shmc::RemoveStatus::kRemoved ||
+    if (shmc::RemoveSegment<shmc::POSIX>(key) != shmc::RemoveStatus::kRemoved ||
         !arr_.InitForWrite(key, kMaxWorkerSlots)) {
       *err = arr_.last_error().message;
       return false;
     }
+    slots_ = reinterpret_cast<char*>(const_cast<StatsSlot*>(&arr_[0]));
+    slot_bytes_ = sizeof(StatsSlot);
+    commands_ = kMaxCommands;
   }
   if (create) {
     for (size_t i = 0; i < kMaxWorkerSlots; ++i) Clear(i);
@@ -63,36 +82,74 @@ bool SharedStats::Open(const std::string& key, bool create, std::string* err,
   return true;
 }
 
-namespace {
-
-// The slot's writer: seq goes odd, the words are stored, seq goes even.
-void WriteSlot(StatsSlot* s, const StatsValues& v) {
-  uint64_t words[StatsSlot::kWords];
-  std::memcpy(words, &v, sizeof(words));
-  uint64_t seq = s->seq.load(std::memory_order_relaxed);
-  s->seq.store(seq | 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  for (size_t i = 0; i < StatsSlot::kWords; ++i) {
-    s->words[i].store(words[i], std::memory_order_relaxed);
-  }
-  s->seq.store((seq | 1) + 1, std::memory_order_release);
+std::atomic<uint64_t>* SharedStats::Seq(size_t slot) const {
+  return reinterpret_cast<std::atomic<uint64_t>*>(slots_ + slot * slot_bytes_);
 }
 
-// A reader: a copy taken while seq stood still and even; false if the
-// writer kept it busy.
-bool ReadSlot(const StatsSlot* s, StatsValues* v) {
-  uint64_t words[StatsSlot::kWords];
+std::atomic<uint64_t>* SharedStats::Words(size_t slot) const {
+  return Seq(slot) + 1;
+}
+
+namespace {
+
+constexpr size_t kHeadWords = offsetof(StatsValues, cmd) / 8;
+constexpr size_t kCommandWords = sizeof(CommandWords) / 8;
+
+size_t SlotWords(size_t commands) {
+  return kHeadWords + commands * kCommandWords;
+}
+
+// Copies words [from, from + n) of `v` into the slot's words.
+void StoreWords(std::atomic<uint64_t>* words, const StatsValues& v,
+                size_t from, size_t n) {
+  const char* src = reinterpret_cast<const char*>(&v);
+  for (size_t i = from; i < from + n; ++i) {
+    uint64_t w;
+    std::memcpy(&w, src + i * 8, 8);
+    words[i].store(w, std::memory_order_relaxed);
+  }
+}
+
+void LoadWords(const std::atomic<uint64_t>* words, StatsValues* v,
+               size_t from, size_t n) {
+  char* dst = reinterpret_cast<char*>(v);
+  for (size_t i = from; i < from + n; ++i) {
+    uint64_t w = words[i].load(std::memory_order_relaxed);
+    std::memcpy(dst + i * 8, &w, 8);
+  }
+}
+
+// The slot's writer: seq goes odd, the head and the listed commands' words
+// are stored (every other word keeps what it holds), seq goes even.
+void WriteSlot(std::atomic<uint64_t>* seq_word, std::atomic<uint64_t>* words,
+               const StatsValues& v, const std::vector<size_t>& commands) {
+  uint64_t seq = seq_word->load(std::memory_order_relaxed);
+  seq_word->store(seq | 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  StoreWords(words, v, 0, kHeadWords);
+  for (size_t c : commands) {
+    StoreWords(words, v, kHeadWords + c * kCommandWords, kCommandWords);
+  }
+  seq_word->store((seq | 1) + 1, std::memory_order_release);
+}
+
+// A reader: the head and every command with calls (a command without has
+// calls 0 in *v, the rest of its words unset), copied while seq stood
+// still and even; false if the writer kept it busy.
+bool ReadSlot(const std::atomic<uint64_t>* seq_word,
+              const std::atomic<uint64_t>* words, size_t commands,
+              StatsValues* v) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
-    uint64_t seq = s->seq.load(std::memory_order_acquire);
+    uint64_t seq = seq_word->load(std::memory_order_acquire);
     if (seq & 1) continue;
-    for (size_t i = 0; i < StatsSlot::kWords; ++i) {
-      words[i] = s->words[i].load(std::memory_order_relaxed);
+    LoadWords(words, v, 0, kHeadWords);
+    for (size_t c = 0; c < commands; ++c) {
+      size_t at = kHeadWords + c * kCommandWords;
+      v->cmd[c].calls = words[at].load(std::memory_order_relaxed);
+      if (v->cmd[c].calls != 0) LoadWords(words, v, at, kCommandWords);
     }
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (s->seq.load(std::memory_order_relaxed) == seq) {
-      std::memcpy(v, words, sizeof(words));
-      return true;
-    }
+    if (seq_word->load(std::memory_order_relaxed) == seq) return true;
   }
   return false;
 }
@@ -101,17 +158,24 @@ bool ReadSlot(const StatsSlot* s, StatsValues* v) {
 
 void SharedStats::Clear(size_t slot) {
   if (!open()) return;
-  WriteSlot(const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]),
-            StatsValues{});
+  std::atomic<uint64_t>* seq_word = Seq(slot);
+  std::atomic<uint64_t>* words = Words(slot);
+  uint64_t seq = seq_word->load(std::memory_order_relaxed);
+  seq_word->store(seq | 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  for (size_t i = 0; i < SlotWords(commands_); ++i) {
+    words[i].store(0, std::memory_order_relaxed);
+  }
+  seq_word->store((seq | 1) + 1, std::memory_order_release);
 }
 
 void SharedStats::Publish(size_t slot, const LocalStats& l) {
   if (!open()) return;
-  StatsSlot* s = const_cast<StatsSlot*>(&arr_[static_cast<int>(slot)]);
-  StatsValues v;
-  // Only this worker writes its slot: start from what it holds (a command
-  // with no calls yet keeps its zeros).
-  ReadSlot(s, &v);
+  // Only this worker writes its slot, which the master cleared for it: a
+  // command with no calls yet keeps its zeros, and only the head and the
+  // commands called are written.
+  auto values = std::make_unique<StatsValues>();
+  StatsValues& v = *values;
   v.pid = static_cast<uint64_t>(getpid());
   v.connections = l.connections;
   v.connections_total = l.connections_total;
@@ -129,22 +193,24 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   v.rejected_connections = l.rejected_connections;
   v.udp = l.udp;
   v.client_buffers = l.client_buffers;
-  for (size_t c = 0; c < kMaxCommands; ++c) {
+  std::vector<size_t> called;
+  for (size_t c = 0; c < commands_; ++c) {
     if (l.calls[c] == 0) continue;
     CommandWords& w = v.cmd[c];
     w.calls = l.calls[c];
     w.usec = l.usec[c];
     for (size_t q = 0; q < 3; ++q) l.est[c * 3 + q].Save(w.est[q]);
+    called.push_back(c);
   }
-  WriteSlot(s, v);
+  WriteSlot(Seq(slot), Words(slot), v, called);
 }
 
 StatsTotals SharedStats::Merge() const {
   StatsTotals t;
-  StatsValues copy;
+  auto slot_copy = std::make_unique<StatsValues>();
+  StatsValues& copy = *slot_copy;
   for (size_t i = 0; open() && i < kMaxWorkerSlots; ++i) {
-    const StatsSlot* s = const_cast<const StatsSlot*>(&arr_[static_cast<int>(i)]);
-    bool ok = ReadSlot(s, &copy);
+    bool ok = ReadSlot(Seq(i), Words(i), commands_, &copy);
     if (!ok || copy.pid == 0) continue;
     if (Alive(copy.pid)) {
       ++t.workers_alive;
@@ -165,7 +231,7 @@ StatsTotals SharedStats::Merge() const {
     t.timed_out_clients += copy.timed_out_clients;
     t.rejected_connections += copy.rejected_connections;
     t.udp.Add(copy.udp);
-    for (size_t c = 0; c < kMaxCommands; ++c) {
+    for (size_t c = 0; c < commands_; ++c) {
       const CommandWords& w = copy.cmd[c];
       if (w.calls == 0) continue;
       t.calls[c] += w.calls;

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -21,8 +22,13 @@
 
 namespace shmkv {
 
-// Commands with their own statistics (index into the tables below).
-constexpr size_t kMaxCommands = 96;
+// Commands with their own statistics (a command's id indexes the tables
+// below). The shared segment's table may be shorter: a worker of this
+// build publishes into a segment made by an older master (hot upgrade)
+// with that master's table length (kLegacyCommands), so ids below it keep
+// counting; ids past it count once the master runs this build too.
+constexpr size_t kMaxCommands = 256;
+constexpr size_t kLegacyCommands = 96;  // the first segment layout's table
 constexpr size_t kMaxWorkerSlots = 64;
 constexpr double kQuantiles[3] = {0.5, 0.99, 0.999};
 
@@ -65,19 +71,27 @@ struct StatsValues {
   uint64_t evicted_clients, timed_out_clients, client_buffers;
   uint64_t rejected_connections;  // refused at the open files limit
   UdpStats udp;
-  CommandWords cmd[kMaxCommands];
+  CommandWords cmd[kMaxCommands];  // a slot holds the first n of these
 };
 static_assert(std::is_trivially_copyable<StatsValues>::value &&
-                  sizeof(StatsValues) % 8 == 0,
+                  sizeof(StatsValues) % 8 == 0 &&
+                  offsetof(StatsValues, cmd) % 8 == 0 &&
+                  sizeof(CommandWords) % 8 == 0,
               "StatsValues travels through a slot's words");
 
-// A worker's slot in shared memory: its StatsValues word by word, under a
+// A worker's slot in shared memory for a table of `kCommands` commands:
+// StatsValues word by word up to its first kCommands commands, under a
 // sequence word (a seqlock: odd while its worker writes; readers retry).
-struct StatsSlot {
-  static constexpr size_t kWords = sizeof(StatsValues) / 8;
+// The segment is a ShmArray of these, so its node size tells one table
+// length from another.
+template <size_t kCommands>
+struct StatsSlotOf {
+  static constexpr size_t kWords =
+      (offsetof(StatsValues, cmd) + kCommands * sizeof(CommandWords)) / 8;
   std::atomic<uint64_t> seq;
   std::atomic<uint64_t> words[kWords];
 };
+using StatsSlot = StatsSlotOf<kMaxCommands>;
 static_assert(std::is_standard_layout<StatsSlot>::value &&
                   sizeof(StatsSlot) == 8 + sizeof(StatsValues),
               "StatsSlot lives in shared memory: a sequence word, then the "
@@ -118,13 +132,17 @@ struct StatsTotals {
 
 class SharedStats {
  public:
-  // A worker (create false) that finds the segment in another layout (made
-  // by the master of an older or newer build, which a hot upgrade keeps
-  // running) gets false with *other_layout set: it may serve without
+  // A worker (create false) that finds the segment made by a master of
+  // the first layout (kLegacyCommands commands) uses it as it is. One that
+  // finds another layout (a newer build's master, which a hot downgrade
+  // keeps running) gets false with *other_layout set: it may serve without
   // publishing (Publish and Clear do nothing, Merge counts nothing).
   bool Open(const std::string& key, bool create, std::string* err,
             bool* other_layout = nullptr);
-  bool open() const { return arr_.is_initialized(); }
+  bool open() const { return slots_ != nullptr; }
+  // Commands the segment has room for (kMaxCommands, or kLegacyCommands
+  // in a segment an older master made).
+  size_t commands() const { return commands_; }
   // Master: clears slot i for a new worker.
   void Clear(size_t slot);
   // Worker: writes its slot.
@@ -132,7 +150,15 @@ class SharedStats {
   StatsTotals Merge() const;
 
  private:
+  // The slot's sequence word and its words.
+  std::atomic<uint64_t>* Seq(size_t slot) const;
+  std::atomic<uint64_t>* Words(size_t slot) const;
+
   shmc::ShmArray<StatsSlot, shmc::POSIX> arr_;
+  shmc::ShmArray<StatsSlotOf<kLegacyCommands>, shmc::POSIX> legacy_;
+  char* slots_ = nullptr;   // slot 0 of whichever is open
+  size_t slot_bytes_ = 0;
+  size_t commands_ = 0;
 };
 
 }  // namespace shmkv
