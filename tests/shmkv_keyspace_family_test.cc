@@ -4,12 +4,14 @@
 
 #include <string>
 
-#include "tests/support/command_harness.h"
+#include "tests/support/diff_harness.h"
 
 namespace {
 
 using shmkv::ValueType;
 using shmkv_test::CommandHarness;
+using shmkv_test::ExpectSameAsRedis;
+using shmkv_test::RedisOracle;
 
 TEST(KeyspaceFamily, KeyCommandsKeepTheType) {
   CommandHarness h("keys");
@@ -60,6 +62,57 @@ TEST(KeyspaceFamily, AnUnknownTypeIsNeverMisread) {
   EXPECT_EQ(h.Run({"APPEND", "future", "x"}).substr(0, 10), "-WRONGTYPE");
   EXPECT_EQ(h.Run({"TYPE", "future"}), "+unknown\r\n");
   EXPECT_EQ(h.Run({"DEL", "future"}), ":1\r\n");
+}
+
+// Keys and expiry: every command and option, against Redis.
+// TTLs are absolute and far away, so the replies do not depend on time.
+TEST(KeyspaceFamilyVsRedis, EveryCommandRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("keydiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"SET", "a", "1"}, {"SET", "b", "2"},
+      {"RENAME", "a", "c"}, {"GET", "a"}, {"GET", "c"},
+      {"RENAME", "none", "x"}, {"RENAME", "c", "c"}, {"RENAME", "none", "none"},
+      {"RENAMENX", "c", "b"}, {"RENAMENX", "c", "c"}, {"RENAMENX", "c", "d"},
+      {"RENAMENX", "none", "d"}, {"MGET", "c", "d"},
+      {"PEXPIREAT", "d", "99999999999000"}, {"RENAME", "d", "e"},
+      {"PEXPIRETIME", "e"}, {"RENAME", "b", "e"}, {"PEXPIRETIME", "e"},
+      {"COPY", "e", "f"}, {"COPY", "e", "f"}, {"COPY", "e", "f", "REPLACE"},
+      {"COPY", "e", "e"}, {"COPY", "none", "g"}, {"COPY", "e", "g", "DB", "0"},
+      {"COPY", "e", "h", "BOGUS"}, {"COPY", "e", "h", "DB", "x"},
+      {"COPY", "e", "h", "DB"}, {"GET", "g"},
+      {"PEXPIREAT", "e", "99999999999000"}, {"COPY", "e", "h"},
+      {"PEXPIRETIME", "h"},
+      {"TYPE", "e"}, {"TYPE", "none"}, {"TOUCH", "e", "f", "none", "e"},
+      {"UNLINK", "f", "none", "g"}, {"EXISTS", "f", "g"},
+      // EXPIRE forms and NX XX GT LT
+      {"SET", "t", "v"}, {"EXPIRETIME", "t"}, {"EXPIRETIME", "none"},
+      {"EXPIREAT", "t", "99999999999", "XX"},
+      {"EXPIREAT", "t", "99999999999", "NX"}, {"EXPIRETIME", "t"},
+      {"EXPIREAT", "t", "99999999999", "NX"},
+      {"EXPIREAT", "t", "99999999990", "GT"},
+      {"EXPIREAT", "t", "99999999999", "GT"},
+      {"EXPIREAT", "t", "99999999999", "LT"},
+      {"EXPIREAT", "t", "99999999998", "LT"}, {"EXPIRETIME", "t"},
+      {"EXPIREAT", "t", "99999999999", "XX", "GT"}, {"EXPIRETIME", "t"},
+      {"PERSIST", "t"}, {"PERSIST", "t"}, {"PERSIST", "none"},
+      {"EXPIREAT", "t", "99999999999", "GT"},
+      {"EXPIREAT", "t", "99999999999", "LT"}, {"EXPIRETIME", "t"},
+      {"PEXPIREAT", "t", "99999999999999", "NX"},
+      {"EXPIRE", "t", "100", "NX", "XX"}, {"EXPIRE", "t", "100", "NX", "GT"},
+      {"EXPIRE", "t", "100", "GT", "LT"}, {"EXPIRE", "t", "100", "FOO"},
+      {"EXPIRE", "t", "abc", "FOO"}, {"EXPIRE", "t", "abc"},
+      {"EXPIREAT", "t", "9223372036854775807"},
+      {"PEXPIREAT", "t", "9223372036854775807"}, {"PEXPIRETIME", "t"},
+      {"EXPIREAT", "none", "1"}, {"EXPIREAT", "t", "1"}, {"EXISTS", "t"},
+      {"SET", "t", "v"}, {"PEXPIREAT", "t", "-5"}, {"EXISTS", "t"},
+      {"SET", "t", "v"}, {"EXPIRE", "t", "0"}, {"EXISTS", "t"},
+      {"SET", "t", "v"}, {"PEXPIRE", "t", "-1", "XX"}, {"EXISTS", "t"},
+      {"RANDOMKEY", "x"}, {"DBSIZE"}, {"FLUSHALL"}, {"RANDOMKEY"},
+      {"SET", "only", "1"}, {"RANDOMKEY"}, {"TIME", "x"},
+  });
 }
 
 }  // namespace

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/command_harness.h"
-#include "tests/support/redis_oracle.h"
+#include "tests/support/diff_harness.h"
 
 namespace {
 
 using shmkv::ValueType;
 using shmkv_test::Client;
 using shmkv_test::CommandHarness;
+using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using Cmd = std::vector<std::string>;
 
@@ -60,15 +60,6 @@ void MakeTypedKeys(Client* redis, CommandHarness* h) {
   ASSERT_TRUE(h->WriteTyped("z", ValueType::kZSet, "packed"));
 }
 
-void ExpectAsRedis(Client* redis, CommandHarness* h,
-                   const std::vector<Cmd>& cmds) {
-  for (const Cmd& cmd : cmds) {
-    std::string line;
-    for (const std::string& w : cmd) line += w + " ";
-    EXPECT_EQ(h->Run(cmd), redis->Call(cmd)) << "command: " << line;
-  }
-}
-
 TEST(StringFamilyVsRedis, OtherTypesAnswerAsRedis) {
   RedisOracle oracle;
   SKIP_WITHOUT_REDIS(oracle);
@@ -100,10 +91,10 @@ TEST(StringFamilyVsRedis, OtherTypesAnswerAsRedis) {
       cmds.push_back(c);
     }
   }
-  ExpectAsRedis(&redis, &h, cmds);
+  ExpectSameAsRedis(&h, &redis, cmds);
   // Each type survives RENAME and COPY, and a plain SET (or SET XX)
   // replaces it with a string.
-  ExpectAsRedis(&redis, &h, {
+  ExpectSameAsRedis(&h, &redis, {
       {"RENAME", "h", "h2"}, {"TYPE", "h2"}, {"TYPE", "h"},
       {"COPY", "h2", "h3"}, {"TYPE", "h3"}, {"RENAMENX", "l", "h3"},
       {"TYPE", "l"}, {"SET", "st", "now a string", "XX"}, {"TYPE", "st"},
@@ -120,9 +111,9 @@ TEST(StringFamilyVsRedis, ScanTypeFilters) {
   CommandHarness h("strscan");
   ASSERT_TRUE(h.ok()) << h.error();
   MakeTypedKeys(&redis, &h);
-  ExpectAsRedis(&redis, &h, {{"SET", "s", "v"}});
+  ExpectSameAsRedis(&h, &redis, {{"SET", "s", "v"}});
   // One key of each type: each TYPE finds exactly its own.
-  ExpectAsRedis(&redis, &h, {
+  ExpectSameAsRedis(&h, &redis, {
       {"SCAN", "0", "COUNT", "1000", "TYPE", "hash"},
       {"SCAN", "0", "COUNT", "1000", "TYPE", "LIST"},
       {"SCAN", "0", "COUNT", "1000", "TYPE", "set"},
@@ -162,7 +153,139 @@ TEST(StringFamilyVsRedis, ObjectEncodingAsRedis) {
                                 {"OBJECT", "HELP"}}) {
     cmds.push_back(c);
   }
-  ExpectAsRedis(&redis, &h, cmds);
+  ExpectSameAsRedis(&h, &redis, cmds);
+}
+
+// Every string command with its edge values and error cases,
+// compared byte for byte with Redis.
+TEST(StringFamilyVsRedis, EveryCommandRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("strdiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string bin("a\0b\xff\r\n", 6);
+  ExpectSameAsRedis(&h, redis.port(), {
+      // SET and its options
+      {"SET", "k", "v", "GET"}, {"SET", "k", "w", "GET"},
+      {"SET", "k", "x", "NX", "GET"}, {"SET", "n1", "x", "XX", "GET"},
+      {"SET", "k", "y", "NX", "NX"}, {"SET", "k", "y", "NX", "XX"},
+      {"SET", "k", "y", "EX", "10", "PX", "10"},
+      {"SET", "k", "y", "KEEPTTL", "EX", "10"},
+      {"SET", "k", "y", "EX", "abc", "NX", "XX"}, {"SET", "k", "y", "EX"},
+      {"SET", "k", "y", "EXAT", "0"}, {"SET", "k", "y", "PXAT", "1"},
+      {"EXISTS", "k"}, {"SET", "k", "y", "PXAT", "99999999999999"},
+      {"EXPIRETIME", "k"}, {"PEXPIRETIME", "k"},
+      {"SET", "k", "z", "KEEPTTL"}, {"PEXPIRETIME", "k"},
+      {"SET", "k", "z", "PERSIST"}, {"SET", "b", bin}, {"GET", "b"},
+      {"SET", "e", ""}, {"GET", "e"}, {"STRLEN", "e"}, {"STRLEN", "b"},
+      {"STRLEN", "none"},
+      // GETEX GETSET GETDEL
+      {"GETEX", "none"}, {"GETEX", "k", "PERSIST"}, {"TTL", "k"},
+      // A missing key is nil before its time is checked.
+      {"GETEX", "none", "EX", "0"}, {"GETEX", "none", "PX", "x"},
+      {"GETEX", "none", "EXAT", "-5"}, {"GETEX", "none", "EX"},
+      {"GETEX", "k", "EXAT", "99999999999"}, {"EXPIRETIME", "k"},
+      {"GETEX", "k", "PERSIST", "EX", "1"}, {"GETEX", "k", "EX", "0"},
+      {"GETEX", "k", "EX", "-1"}, {"GETEX", "k", "PX", "x"},
+      {"GETEX", "k", "KEEPTTL"}, {"GETEX", "k", "EX"},
+      {"GETEX", "k", "PXAT", "1"}, {"EXISTS", "k"},
+      {"GETSET", "g", "1"}, {"GETSET", "g", "2"}, {"GET", "g"},
+      {"GETDEL", "g"}, {"GETDEL", "g"},
+      // SETNX SETEX PSETEX MSETNX
+      {"SETNX", "sn", "1"}, {"SETNX", "sn", "2"}, {"GET", "sn"},
+      {"SETEX", "se", "0", "v"}, {"SETEX", "se", "-5", "v"},
+      {"SETEX", "se", "x", "v"}, {"SETEX", "se", "9223372036854775", "v"},
+      {"PSETEX", "se", "9223372036854775807", "v"},
+      {"PSETEX", "se", "0", "v"}, {"SETEX", "se", "100", "v"},
+      {"TTL", "se"}, {"MSETNX", "m1", "a", "m2", "b"},
+      {"MSETNX", "m2", "c", "m3", "d"}, {"MGET", "m1", "m2", "m3"},
+      {"MSETNX", "m4"}, {"MSET", "m4"}, {"MSET", "m4", "1", "m5"},
+      // ranges
+      {"SET", "r", "Hello World"}, {"GETRANGE", "r", "0", "4"},
+      {"GETRANGE", "r", "-5", "-1"}, {"GETRANGE", "r", "-1", "-5"},
+      {"GETRANGE", "r", "5", "1"}, {"GETRANGE", "r", "0", "100"},
+      {"GETRANGE", "r", "-100", "-50"}, {"GETRANGE", "r", "100", "200"},
+      {"GETRANGE", "none", "0", "-1"}, {"GETRANGE", "r", "a", "1"},
+      {"GETRANGE", "e", "0", "-1"}, {"SUBSTR", "r", "6", "-1"},
+      {"SETRANGE", "r", "6", "Redis"}, {"GET", "r"},
+      {"SETRANGE", "r", "20", "!"}, {"GET", "r"},
+      {"SETRANGE", "sr", "3", ""}, {"EXISTS", "sr"},
+      {"SETRANGE", "sr", "3", "x"}, {"GET", "sr"},
+      {"SETRANGE", "sr", "-1", "x"}, {"SETRANGE", "sr", "x", "x"},
+      {"SETRANGE", "r", "0", ""},
+      // bits
+      {"SETBIT", "bits", "7", "1"}, {"SETBIT", "bits", "7", "0"},
+      {"SETBIT", "bits", "7", "1"}, {"SETBIT", "bits", "100", "1"},
+      {"GET", "bits"}, {"GETBIT", "bits", "7"}, {"GETBIT", "bits", "6"},
+      {"GETBIT", "bits", "100000"}, {"GETBIT", "none", "3"},
+      {"SETBIT", "bits", "-1", "1"}, {"SETBIT", "bits", "4294967296", "1"},
+      {"SETBIT", "bits", "1", "2"}, {"SETBIT", "bits", "1", "x"},
+      {"GETBIT", "bits", "-1"}, {"GETBIT", "bits", "x"},
+      {"SET", "bc", "foobar"}, {"BITCOUNT", "bc"},
+      {"BITCOUNT", "bc", "0", "0"}, {"BITCOUNT", "bc", "1", "1"},
+      {"BITCOUNT", "bc", "1", "1", "BYTE"}, {"BITCOUNT", "bc", "5", "30", "BIT"},
+      {"BITCOUNT", "bc", "-2", "-1"}, {"BITCOUNT", "bc", "-1", "-2"},
+      {"BITCOUNT", "bc", "-100", "100"}, {"BITCOUNT", "bc", "0"},
+      {"BITCOUNT", "bc", "0", "1", "WORD"}, {"BITCOUNT", "none", "x", "y"},
+      {"BITCOUNT", "bc", "x", "1"}, {"BITCOUNT", "e"},
+      {"BITCOUNT", "bc", "-3", "-1", "BIT"},
+      {"SET", "bp", std::string("\xff\xf0\x00", 3)}, {"BITPOS", "bp", "0"},
+      {"BITPOS", "bp", "1"}, {"BITPOS", "bp", "1", "1"},
+      {"BITPOS", "bp", "1", "2"}, {"BITPOS", "bp", "0", "0", "0"},
+      {"BITPOS", "bp", "0", "0", "-1"}, {"BITPOS", "bp", "1", "7", "15", "BIT"},
+      {"BITPOS", "bp", "0", "2", "-1", "BIT"}, {"BITPOS", "bp", "1", "-1"},
+      {"BITPOS", "bp", "2"}, {"BITPOS", "bp", "1", "0", "1", "NIBBLE"},
+      {"BITPOS", "none", "0"}, {"BITPOS", "none", "1"}, {"BITPOS", "e", "0"},
+      {"SET", "ones", std::string("\xff\xff", 2)}, {"BITPOS", "ones", "0"},
+      {"BITPOS", "ones", "0", "0", "-1"}, {"BITPOS", "ones", "0", "1"},
+      {"BITPOS", "ones", "0", "3", "12", "BIT"}, {"BITPOS", "bp", "x"},
+      // LCS
+      {"SET", "l1", "ohmytext"}, {"SET", "l2", "mynewtext"},
+      {"LCS", "l1", "l2"}, {"LCS", "l1", "l2", "LEN"},
+      {"LCS", "l1", "l2", "IDX"}, {"LCS", "l1", "l2", "IDX", "WITHMATCHLEN"},
+      {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "4"},
+      {"LCS", "l1", "l2", "IDX", "MINMATCHLEN", "-3", "WITHMATCHLEN"},
+      {"LCS", "l1", "l2", "LEN", "IDX"}, {"LCS", "l1", "l2", "FOO"},
+      {"LCS", "l1", "none"}, {"LCS", "none", "none", "IDX"},
+      {"LCS", "l1", "l2", "MINMATCHLEN"}, {"LCS", "l1", "l2", "MINMATCHLEN", "x"},
+      {"SET", "l3", "abcabcabc"}, {"SET", "l4", "cbacba"},
+      {"LCS", "l3", "l4", "IDX", "WITHMATCHLEN"},
+      // counters
+      {"INCRBYFLOAT", "f", "10.5"}, {"INCRBYFLOAT", "f", "0.1"},
+      {"INCRBYFLOAT", "f", "-5.0e3"}, {"INCRBYFLOAT", "f", "5.0e3"},
+      {"INCRBYFLOAT", "f", "1e400"}, {"INCRBYFLOAT", "f", "inf"},
+      {"INCRBYFLOAT", "f", "nan"}, {"INCRBYFLOAT", "f", " 1"},
+      {"INCRBYFLOAT", "f", "1x"}, {"INCRBYFLOAT", "f", ""},
+      // A zero byte ends no float: the whole argument or value must parse.
+      {"INCRBYFLOAT", "f", std::string("1\0zz", 4)},
+      {"INCRBYFLOAT", "f", std::string("\0", 1)},
+      {"SET", "fz", std::string("2\0", 2)}, {"INCRBYFLOAT", "fz", "1"},
+      {"SET", "fz", std::string("\0 y9", 4)}, {"INCRBYFLOAT", "fz", "1"},
+      {"INCRBYFLOAT", "r", "1"}, {"INCRBYFLOAT", "e", "1"},
+      {"SET", "i", "10"}, {"INCRBYFLOAT", "i", "-10"},
+      {"INCRBYFLOAT", "i", "3"}, {"SET", "i", "9223372036854775807"},
+      {"INCR", "i"}, {"DECRBY", "i", "-9223372036854775808"},
+      {"INCRBY", "i", "x"}, {"SET", "i", " 1"}, {"INCR", "i"},
+      {"SET", "i", "01"}, {"INCR", "i"},
+      // Integer arguments follow the same rule as values: no '+', no
+      // leading zero, no "-0" (strtoll took all three).
+      {"SET", "i", "7"}, {"INCRBY", "i", "+5"}, {"INCRBY", "i", "05"},
+      {"DECRBY", "i", "-0"}, {"INCRBY", "i", "0"}, {"GETRANGE", "i", "00", "1"},
+      {"SETRANGE", "i", "01", "x"}, {"BITCOUNT", "i", "0", "+1"},
+      {"SET", "i", "v", "EX", "010"}, {"SET", "i", "v", "PX", "+100"},
+      // the same unit again replaces the time (the first is never read)
+      {"SET", "r", "v", "PXAT", "x", "PXAT", "4102444800000"},
+      {"SET", "r", "v", "EXAT", "0", "EXAT", "4102444802"},
+      {"EXPIRETIME", "r"},
+      {"SET", "r", "v", "EX", "10", "PX", "100"},
+      {"GETEX", "r", "EXAT", "-1", "EXAT", "4102444801"}, {"EXPIRETIME", "r"},
+      {"SET", "i", "18446744073709551616"}, {"INCR", "i"},
+      {"SET", "i", "99999999999999999999"}, {"INCR", "i"},
+      {"SET", "i", "-9223372036854775808"}, {"INCR", "i"}, {"DECR", "i"},
+      {"SET", "i", "-9223372036854775809"}, {"INCR", "i"},
+      {"APPEND", "ap", "x"},
+      {"APPEND", "ap", bin}, {"GET", "ap"},
+  });
 }
 
 }  // namespace

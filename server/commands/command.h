@@ -52,7 +52,7 @@ struct ClientState {
 
 struct CommandContext {
   Store* store = nullptr;
-  SharedStats* stats = nullptr;
+  SharedStats* stats = nullptr;  // null: no statistics (all zero)
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
   ClientState* client = nullptr;  // the command's connection: must be set

@@ -458,7 +458,7 @@ std::string InfoText(CommandContext* c,
     all = all || secs.back() == "all" || secs.back() == "everything" ||
           secs.back() == "default";
   }
-  StatsTotals t = c->stats->Merge();
+  StatsTotals t = c->stats != nullptr ? c->stats->Merge() : StatsTotals();
   std::string s;
   auto want = [&](const char* name) {
     return all || std::find(secs.begin(), secs.end(), name) != secs.end();
@@ -525,7 +525,7 @@ std::string InfoText(CommandContext* c,
 }
 
 std::string StatsJson(CommandContext* c) {
-  StatsTotals t = c->stats->Merge();
+  StatsTotals t = c->stats != nullptr ? c->stats->Merge() : StatsTotals();
   std::string j = "{";
   for (const Figure& f : Figures(c, t)) {
     if (f.json == nullptr) continue;

@@ -60,6 +60,8 @@ class CommandHarness {
   bool ok() const { return store_ != nullptr; }
   const std::string& error() const { return error_; }
   shmkv::Store* store() { return store_.get(); }
+  // What CONFIG GET and INFO report (a test may set, e.g., a port).
+  shmkv::ServerInfo* info() { return &info_; }
 
   // Runs one command and returns its RESP reply.
   std::string Run(const std::vector<std::string>& args) {

@@ -1,0 +1,68 @@
+// The server and connection family (server/commands/server_family.cc) in
+// process, against redis-server: INFO, CONFIG, COMMAND, TIME.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/diff_harness.h"
+
+namespace {
+
+using shmkv_test::CommandHarness;
+using shmkv_test::ExpectSameAsRedis;
+using shmkv_test::RedisOracle;
+using shmkv_test::Bulk;
+
+// INFO with several sections and # CPU, CONFIG GET of every setting and
+// Redis's refusals, COMMAND as clients ask it.
+TEST(ServerFamilyVsRedis, ServerCommands) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("srvcmd");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"CONFIG", "GET", "nosuch*"},
+      {"CONFIG", "GET", "appendonly"}, {"CONFIG", "SET", "nosuch", "1"},
+      {"CONFIG", "GET"}, {"CONFIG", "SET", "x"}, {"CONFIG", "NOSUCH"},
+      {"COMMAND", "INFO", "nosuchcmd"}, {"COMMAND", "DOCS", "nosuchcmd"},
+      {"COMMAND", "COUNT", "x"}, {"COMMAND", "NOSUCH"},
+      {"INFO", "nosuchsection"}, {"TIME", "x"},
+  });
+  h.info()->resp_port = 16380;
+  std::string info = h.Run({"INFO", "server", "CPU"});
+  EXPECT_NE(info.find("# Server"), std::string::npos) << info;
+  EXPECT_NE(info.find("# CPU\r\nused_cpu_sys:"), std::string::npos) << info;
+  EXPECT_EQ(info.find("# Memory"), std::string::npos) << info;
+  std::string all = h.Run({"INFO"});
+  for (const char* sec : {"# Server", "# Clients", "# Memory", "# Stats",
+                          "# CPU", "# Keyspace"}) {
+    EXPECT_NE(all.find(sec), std::string::npos) << sec;
+  }
+  std::string cfg = h.Run({"CONFIG", "GET", "*"});
+  for (const char* k : {"port", "bind", "requirepass", "protected-mode",
+                        "maxmemory", "proto-max-bulk-len",
+                        "shmkv-journal-size", "shmkv-capacity"}) {
+    EXPECT_NE(cfg.find(Bulk(k)), std::string::npos) << k << " in " << cfg;
+  }
+  EXPECT_NE(cfg.find(Bulk("16380")), std::string::npos);
+  EXPECT_EQ(h.Run({"CONFIG", "SET", "maxmemory", "1"}),
+            "-ERR CONFIG SET failed (possibly related to argument "
+            "'maxmemory') - can't set immutable config\r\n");
+  std::string count = h.Run({"COMMAND", "COUNT"});
+  ASSERT_EQ(count[0], ':') << count;
+  EXPECT_GT(std::stoi(count.substr(1)), 60);
+  EXPECT_EQ(h.Run({"COMMAND", "INFO", "get", "nosuch"}),
+            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*1\r\n+readonly\r\n:1\r\n:1\r\n"
+            ":1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n");
+  // SCAN TYPE: every key is a string.
+  ASSERT_EQ(h.Run({"SET", "k", "v"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"SCAN", "0", "COUNT", "1000000", "TYPE", "hash"}),
+            "*2\r\n$1\r\n0\r\n*0\r\n");
+  EXPECT_EQ(h.Run({"SCAN", "0", "COUNT", "1000000", "TYPE", "string"}),
+            "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n");
+  std::string docs = h.Run({"COMMAND", "DOCS", "set"});
+  EXPECT_EQ(docs, "*2\r\n$3\r\nset\r\n*0\r\n");
+}
+
+}  // namespace
