@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
 
 namespace {
 
@@ -12,6 +13,18 @@ using shmkv::ValueType;
 using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
+
+// The family's statistics ids, as first given: pin a new command's here.
+TEST(KeyspaceFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("keyspace", {
+      {"del", 29}, {"unlink", 30}, {"exists", 31}, {"touch", 32},
+      {"type", 33}, {"rename", 34}, {"renamenx", 35}, {"copy", 36},
+      {"randomkey", 37}, {"expire", 38}, {"pexpire", 39}, {"expireat", 40},
+      {"pexpireat", 41}, {"ttl", 42}, {"pttl", 43}, {"expiretime", 44},
+      {"pexpiretime", 45}, {"persist", 46}, {"dbsize", 47}, {"flushall", 48},
+      {"flushdb", 49}, {"keys", 50}, {"scan", 51}, {"object", 66},
+  });
+}
 
 TEST(KeyspaceFamily, KeyCommandsKeepTheType) {
   CommandHarness h("keys");

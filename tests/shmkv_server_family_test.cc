@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
 
 namespace {
 
@@ -13,6 +14,15 @@ using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using shmkv_test::Bulk;
+
+// The family's statistics ids, as first given: pin a new command's here.
+TEST(ServerFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("server", {
+      {"ping", 1}, {"echo", 2}, {"time", 57}, {"info", 58}, {"command", 59},
+      {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
+      {"auth", 64}, {"hello", 65},
+  });
+}
 
 // INFO with several sections and # CPU, CONFIG GET of every setting and
 // Redis's refusals, COMMAND as clients ask it.

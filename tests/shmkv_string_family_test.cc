@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
 
 namespace {
 
@@ -17,6 +18,18 @@ using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using Cmd = std::vector<std::string>;
+
+// The family's statistics ids, as first given: pin a new command's here.
+TEST(StringFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("string", {
+      {"get", 3}, {"set", 4}, {"getex", 5}, {"getset", 6}, {"getdel", 7},
+      {"setnx", 8}, {"setex", 9}, {"psetex", 10}, {"mget", 11}, {"mset", 12},
+      {"msetnx", 13}, {"incr", 14}, {"incrby", 15}, {"decr", 16},
+      {"decrby", 17}, {"incrbyfloat", 18}, {"append", 19}, {"strlen", 20},
+      {"setrange", 21}, {"getrange", 22}, {"substr", 23}, {"setbit", 24},
+      {"getbit", 25}, {"bitcount", 26}, {"bitpos", 27}, {"lcs", 28},
+  });
+}
 
 TEST(StringFamily, BasicsInProcess) {
   CommandHarness h("str");

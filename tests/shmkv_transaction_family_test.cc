@@ -6,12 +6,21 @@
 #include <vector>
 
 #include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
 
 namespace {
 
 using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
+
+// The family's statistics ids, as first given: pin a new command's here.
+TEST(TransactionFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("transaction", {
+      {"multi", 52}, {"exec", 53}, {"discard", 54}, {"watch", 55},
+      {"unwatch", 56},
+  });
+}
 
 // MULTI / EXEC / DISCARD / WATCH / UNWATCH on one connection, with every
 // error Redis gives, compared byte for byte.

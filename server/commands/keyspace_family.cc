@@ -433,7 +433,9 @@ const CommandRow kKeyspaceRows[] = {
     {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
 };
 
-void RegisterKeyspaceFamily(Registry* r) { r->Add(kKeyspaceRows); }
+void RegisterKeyspaceFamily(Registry* r) {
+  r->Add(kKeyspaceRows, "keyspace");
+}
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -20,7 +20,7 @@ namespace {
 
 }  // namespace
 
-void Registry::Add(const CommandRow* rows, size_t n) {
+void Registry::Add(const CommandRow* rows, size_t n, const char* family) {
   for (size_t i = 0; i < n; ++i) {
     const CommandRow& row = rows[i];
     if (row.id == 0 || row.id >= kMaxCommands) {
@@ -36,6 +36,7 @@ void Registry::Add(const CommandRow* rows, size_t n) {
     if (!index_.emplace(row.name, &row).second) BadRow(row, "name taken");
     by_id_[row.id] = &row;
     rows_.push_back(&row);
+    family_.emplace(&row, family);
   }
 }
 
@@ -55,6 +56,11 @@ const char* Registry::NameOfId(size_t id) const {
   if (id == 0) return "(other)";
   if (id >= by_id_.size() || by_id_[id] == nullptr) return "";
   return by_id_[id]->name;
+}
+
+std::string_view Registry::FamilyOf(const CommandRow* row) const {
+  auto it = family_.find(row);
+  return it == family_.end() ? std::string_view() : it->second;
 }
 
 const Registry& Commands() {

@@ -8,7 +8,7 @@
 // slot (server/store/stats.h): given once when the command is added and
 // never changed or reused, so counters that live in shared memory keep
 // their meaning across a hot reload to a build whose table differs.
-// tests/shmkv_commands_test.cc pins every id.
+// Each family's test pins its rows' ids (tests/support/pinned_ids.h).
 #pragma once
 
 #include <cstddef>
@@ -69,10 +69,11 @@ class Registry {
   // Adds a family's rows. A duplicate name or id, or an id past the
   // statistics table, is a bug in the table: it aborts at start-up with
   // the offending row named (and tests/shmkv_commands_test.cc fails).
-  void Add(const CommandRow* rows, size_t n);
+  // `family` names the family ("string", "hash", ...) for its tests.
+  void Add(const CommandRow* rows, size_t n, const char* family = "");
   template <size_t N>
-  void Add(const CommandRow (&rows)[N]) {
-    Add(rows, N);
+  void Add(const CommandRow (&rows)[N], const char* family = "") {
+    Add(rows, N, family);
   }
   // The row of a command by its name in any case; null when unknown.
   const CommandRow* Find(std::string_view name) const;
@@ -80,12 +81,15 @@ class Registry {
   const std::vector<const CommandRow*>& rows() const { return rows_; }
   // The name for a statistics id ("" when unused).
   const char* NameOfId(size_t id) const;
+  // The family a row was added with ("" for none).
+  std::string_view FamilyOf(const CommandRow* row) const;
 
  private:
   std::vector<const CommandRow*> rows_;
   std::vector<const CommandRow*> by_id_;
   // Lower-case name -> row (the names are the rows' static strings).
   std::unordered_map<std::string_view, const CommandRow*> index_;
+  std::unordered_map<const CommandRow*, std::string_view> family_;
 };
 
 // The table of every family, built once.

@@ -362,7 +362,9 @@ const CommandRow kServerRows[] = {
     {"hello", 65, -1, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Hello},
 };
 
-void RegisterServerFamily(Registry* r) { r->Add(kServerRows); }
+void RegisterServerFamily(Registry* r) {
+  r->Add(kServerRows, "server");
+}
 
 }  // namespace cmd
 

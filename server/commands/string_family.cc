@@ -767,7 +767,9 @@ const CommandRow kStringRows[] = {
     {"lcs", 28, -3, kReadOnly, 1, 2, 1, Lcs},
 };
 
-void RegisterStringFamily(Registry* r) { r->Add(kStringRows); }
+void RegisterStringFamily(Registry* r) {
+  r->Add(kStringRows, "string");
+}
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -104,7 +104,9 @@ const CommandRow kTransactionRows[] = {
 
 }  // namespace
 
-void RegisterTransactionFamily(Registry* r) { r->Add(kTransactionRows); }
+void RegisterTransactionFamily(Registry* r) {
+  r->Add(kTransactionRows, "transaction");
+}
 
 // Exported for dispatch: a refused EXEC discards the transaction.
 void DiscardTransaction(ClientState* cl) { ClearTransaction(cl); }
