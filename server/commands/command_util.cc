@@ -1,5 +1,9 @@
 // The command layer's shared helpers (server/command_util.h).
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -45,6 +49,9 @@ const char* TypeName(ValueType t) {
 }
 
 std::string EncodingName(const Value& v) {
+  if (v.type == ValueType::kHash) {
+    return v.encoding == kHashListpack ? "listpack" : "hashtable";
+  }
   if (v.type != ValueType::kString) return "unknown";
   // As Redis encodes a string it is given whole (SET, MSET, INCR...): an
   // integer of up to 20 characters is "int", up to 44 bytes "embstr",
@@ -118,6 +125,52 @@ bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t* when) {
 
 std::string InvalidExpire(std::string_view command) {
   return "ERR invalid expire time in '" + Lower(command) + "' command";
+}
+
+// Redis's long double rule (string2ld): the whole argument, no leading
+// space, no NaN. Whole means up to its length: strtold stops at a zero
+// byte, which must not end the number early ("1\0zz", or "\0" as 0).
+bool ToLongDouble(std::string_view s, long double* out) {
+  if (s.empty() || s.size() >= 5 * 1024) return false;
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  long double v = std::strtold(tmp.c_str(), &end);
+  if (std::isspace(static_cast<unsigned char>(tmp[0])) ||
+      end != tmp.c_str() + tmp.size() ||
+      (errno == ERANGE &&
+       (v == HUGE_VALL || v == -HUGE_VALL || std::fpclassify(v) == FP_ZERO)) ||
+      std::isnan(v)) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// As Redis prints an INCRBYFLOAT result: 17 decimals, trailing zeros cut.
+std::string LongDoubleText(long double v) {
+  char buf[5 * 1024];
+  int n = std::snprintf(buf, sizeof(buf), "%.17Lf", v);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return "0";
+  std::string s(buf, static_cast<size_t>(n));
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+// SCAN's cursor rule: strtoul over the argument read as a C string (an
+// empty one is 0, a zero byte ends it; "-1" is a huge cursor); a leading
+// space, trailing bytes or overflow are errors.
+bool ParseScanCursor(std::string_view arg, uint64_t* cursor) {
+  std::string s(arg);
+  char* end = nullptr;
+  errno = 0;
+  *cursor = std::strtoull(s.c_str(), &end, 10);
+  return !(std::isspace(static_cast<unsigned char>(s[0])) ||
+           errno == ERANGE || *end != '\0');
 }
 
 }  // namespace cmd

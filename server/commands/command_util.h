@@ -47,6 +47,14 @@ bool EqualFold(std::string_view a, std::string_view b);
 // into the past and deleted the key): Redis's "invalid expire time".
 bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t* when);
 std::string InvalidExpire(std::string_view command);
+// Redis's long double rule for INCRBYFLOAT and HINCRBYFLOAT arguments and
+// values: the whole argument, no leading space, no NaN.
+bool ToLongDouble(std::string_view s, long double* out);
+// A long double as those commands print it (17 decimals, zeros cut).
+std::string LongDoubleText(long double v);
+// A SCAN-family cursor argument, read as Redis reads it; false: Redis's
+// "invalid cursor".
+bool ParseScanCursor(std::string_view arg, uint64_t* cursor);
 // Whether the server has a password (requirepass).
 bool PasswordSet(const CommandContext* c);
 

@@ -308,16 +308,7 @@ void Scan(const Args& a, CommandContext* c, Reply* r) {
   // error; leading space, trailing bytes or overflow are. Read as a C
   // string, as Redis does: an empty cursor is 0, a zero byte ends it.
   uint64_t cur = 0;
-  {
-    std::string s(a[1]);
-    char* end = nullptr;
-    errno = 0;
-    cur = std::strtoull(s.c_str(), &end, 10);
-    if (std::isspace(static_cast<unsigned char>(s[0])) || errno == ERANGE ||
-        *end != '\0') {
-      return r->Error("ERR invalid cursor");
-    }
-  }
+  if (!ParseScanCursor(a[1], &cur)) return r->Error("ERR invalid cursor");
   std::string_view match;
   int64_t count = 10;
   std::string_view type;  // TYPE: only keys of this type (any case)

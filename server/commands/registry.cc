@@ -70,6 +70,7 @@ const Registry& Commands() {
     RegisterKeyspaceFamily(r);
     RegisterServerFamily(r);
     RegisterTransactionFamily(r);
+    RegisterHashFamily(r);
     return r;
   }();
   return *table;

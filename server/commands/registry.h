@@ -100,6 +100,7 @@ void RegisterStringFamily(Registry* r);
 void RegisterKeyspaceFamily(Registry* r);
 void RegisterServerFamily(Registry* r);
 void RegisterTransactionFamily(Registry* r);
+void RegisterHashFamily(Registry* r);
 
 }  // namespace cmd
 }  // namespace shmkv

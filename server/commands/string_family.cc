@@ -101,40 +101,6 @@ void ReplyStatus(Status st, Reply* r) {
   }
 }
 
-// Redis's long double rule (string2ld): the whole argument, no leading
-// space, no NaN. Whole means up to its length: strtold stops at a zero
-// byte, which must not end the number early ("1\0zz", or "\0" as 0).
-bool ToLongDouble(std::string_view s, long double* out) {
-  if (s.empty() || s.size() >= 5 * 1024) return false;
-  std::string tmp(s);
-  char* end = nullptr;
-  errno = 0;
-  long double v = std::strtold(tmp.c_str(), &end);
-  if (std::isspace(static_cast<unsigned char>(tmp[0])) ||
-      end != tmp.c_str() + tmp.size() ||
-      (errno == ERANGE &&
-       (v == HUGE_VALL || v == -HUGE_VALL || std::fpclassify(v) == FP_ZERO)) ||
-      std::isnan(v)) {
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
-// As Redis prints an INCRBYFLOAT result: 17 decimals, trailing zeros cut.
-std::string LongDoubleText(long double v) {
-  char buf[5 * 1024];
-  int n = std::snprintf(buf, sizeof(buf), "%.17Lf", v);
-  if (n <= 0 || static_cast<size_t>(n) >= sizeof(buf)) return "0";
-  std::string s(buf, static_cast<size_t>(n));
-  if (s.find('.') != std::string::npos) {
-    while (s.back() == '0') s.pop_back();
-    if (s.back() == '.') s.pop_back();
-  }
-  if (s == "-0") s = "0";
-  return s;
-}
-
 // Redis's range rule for GETRANGE, BITCOUNT and BITPOS: negative indexes
 // count from the end, both ends are clamped; false when it is empty.
 bool ClampRange(int64_t len, int64_t* start, int64_t* end) {

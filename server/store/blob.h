@@ -35,6 +35,12 @@ constexpr uint8_t kValueTypes = 5;  // types this build knows: 0 .. 4
 constexpr uint8_t kStringAsGiven = 0;
 constexpr uint8_t kStringRaw = 1;
 constexpr uint8_t kStringNotInt = 2;
+// A hash's bytes are packed (server/commands/packed.h: field, value, ...
+// in insertion order). kHashListpack while it has at most 512 fields and
+// no field or value over 64 bytes, as Redis's listpack; past that
+// kHashTable ("hashtable"), for good, as Redis converts once.
+constexpr uint8_t kHashListpack = 0;
+constexpr uint8_t kHashTable = 1;
 
 // A value blob in the map: this head, the key, the value.
 //

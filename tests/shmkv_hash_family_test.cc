@@ -1,0 +1,238 @@
+// The hash family (server/commands/hash_family.cc) in process and against
+// redis-server: every command with its edge values and errors, the
+// listpack-to-hashtable conversion Redis makes, random sequences over a
+// few hashes, and damaged value bytes answered with an error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "server/commands/packed.h"
+#include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
+
+namespace {
+
+using shmkv::ValueType;
+using shmkv_test::Client;
+using shmkv_test::CommandHarness;
+using shmkv_test::CommandLine;
+using shmkv_test::ExpectSameAsRedis;
+using shmkv_test::RedisOracle;
+using Cmd = std::vector<std::string>;
+
+// The family's statistics ids, as first given: pin a new command's here.
+TEST(HashFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("hash", {
+      {"hset", 67}, {"hsetnx", 68}, {"hget", 69}, {"hmset", 70},
+      {"hmget", 71}, {"hdel", 72}, {"hlen", 73}, {"hstrlen", 74},
+      {"hexists", 75}, {"hgetall", 76}, {"hkeys", 77}, {"hvals", 78},
+      {"hincrby", 79}, {"hincrbyfloat", 80},
+      {"hscan", 82},
+  });
+}
+
+TEST(HashFamily, BasicsInProcess) {
+  CommandHarness h("hash");
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h.Run({"HSET", "s", "user", "ann", "visits", "1"}), ":2\r\n");
+  EXPECT_EQ(h.Run({"HINCRBY", "s", "visits", "41"}), ":42\r\n");
+  EXPECT_EQ(h.Run({"HGET", "s", "visits"}), "$2\r\n42\r\n");
+  EXPECT_EQ(h.Run({"TYPE", "s"}), "+hash\r\n");
+  EXPECT_EQ(h.Run({"OBJECT", "ENCODING", "s"}), "$8\r\nlistpack\r\n");
+  EXPECT_EQ(h.Run({"GET", "s"}).substr(0, 10), "-WRONGTYPE");
+  EXPECT_EQ(h.Run({"HDEL", "s", "user", "visits"}), ":2\r\n");
+  EXPECT_EQ(h.Run({"EXISTS", "s"}), ":0\r\n") << "the last field took the key";
+  // A transaction sees its own hash writes.
+  EXPECT_EQ(h.Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"HSET", "t", "f", "1"}), "+QUEUED\r\n");
+  EXPECT_EQ(h.Run({"HINCRBYFLOAT", "t", "f", "0.5"}), "+QUEUED\r\n");
+  EXPECT_EQ(h.Run({"EXEC"}), "*2\r\n:1\r\n$3\r\n1.5\r\n");
+}
+
+// Value bytes that do not unpack (another process's damage) are an
+// error for every hash command, never a crash or a misread.
+TEST(HashFamily, DamagedBytesAreAnError) {
+  CommandHarness h("hashbad");
+  ASSERT_TRUE(h.ok()) << h.error();
+  std::mt19937_64 rng(7);
+  std::string good;
+  shmkv::Pack({"f", "v", "g", "w"}, &good);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes = good;
+    switch (i % 3) {
+      case 0: bytes[rng() % bytes.size()] = static_cast<char>(rng()); break;
+      case 1: bytes.resize(rng() % bytes.size()); break;
+      default:
+        bytes.resize(rng() % 12);
+        for (char& ch : bytes) ch = static_cast<char>(rng());
+    }
+    ASSERT_TRUE(h.WriteTyped("d", ValueType::kHash, bytes));
+    for (const Cmd& cmd : {Cmd{"HGETALL", "d"}, Cmd{"HSET", "d", "x", "1"},
+                           Cmd{"HDEL", "d", "f"}, Cmd{"HLEN", "d"},
+                           Cmd{"HSCAN", "d", "0"},
+                           Cmd{"HINCRBY", "d", "f", "1"}}) {
+      std::string reply = h.Run(cmd);
+      ASSERT_FALSE(reply.empty()) << CommandLine(cmd);
+      std::vector<std::string_view> items;
+      if (!shmkv::Unpack(bytes, &items) || items.size() % 2 != 0) {
+        EXPECT_EQ(reply, "-ERR the value of this key is damaged (shmc check)"
+                         "\r\n") << CommandLine(cmd);
+      }
+    }
+  }
+}
+
+TEST(HashFamily, PackedRoundTrips) {
+  std::vector<std::string> strings = {"", "a", std::string(200, 'x'),
+                                      std::string("\0\xff", 2),
+                                      std::string(70000, 'y')};
+  std::vector<std::string_view> in(strings.begin(), strings.end());
+  std::string bytes;
+  shmkv::Pack(in, &bytes);
+  std::vector<std::string_view> out;
+  ASSERT_TRUE(shmkv::Unpack(bytes, &out));
+  EXPECT_EQ(out, in);
+  // Any strict prefix, and any extra byte, is refused.
+  for (size_t n = 0; n < bytes.size(); n += 97) {
+    EXPECT_FALSE(shmkv::Unpack(std::string_view(bytes.data(), n), &out)) << n;
+    EXPECT_TRUE(out.empty());
+  }
+  EXPECT_FALSE(shmkv::Unpack(bytes + "z", &out));
+  // A count past what the bytes could hold is refused before anything
+  // is reserved for it.
+  EXPECT_FALSE(shmkv::Unpack(std::string("\xff\xff\xff\xff\x0f", 5), &out));
+}
+
+// Every hash command with its edge values and errors, byte for byte.
+TEST(HashFamilyVsRedis, EveryCommandRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("hashdiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string bin("a\0b\xff\r\n", 6);
+  const std::string big(65, 'x');
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"HSET", "h"}, {"HSET", "h", "f"}, {"HSET", "h", "f", "v", "g"},
+      {"HSET", "h", "f", "1", "g", "2", "f", "3"}, {"HGETALL", "h"},
+      {"HSET", "h", "f", "4"}, {"HGET", "h", "f"}, {"HGET", "h", "none"},
+      {"HGET", "none", "f"}, {"HMSET", "h", "a", "1", "b"},
+      {"HMSET", "h", "a", "1", "b", "2"}, {"HMGET", "h", "a", "x", "b"},
+      {"HMGET", "none", "a", "b"}, {"HSETNX", "h", "a", "9"},
+      {"HSETNX", "h", "c", "9"}, {"HSETNX", "h2", bin, bin},
+      {"HGET", "h2", bin}, {"HLEN", "h"}, {"HLEN", "none"},
+      {"HSTRLEN", "h", "c"}, {"HSTRLEN", "h", "none"},
+      {"HSTRLEN", "none", "f"}, {"HEXISTS", "h", "a"},
+      {"HEXISTS", "h", "zz"}, {"HEXISTS", "none", "a"}, {"HKEYS", "h"},
+      {"HVALS", "h"}, {"HKEYS", "none"}, {"HVALS", "none"},
+      {"HGETALL", "none"}, {"HDEL", "h", "a", "a", "zz"}, {"HDEL", "none", "a"},
+      {"HGETALL", "h"}, {"HSET", "e", "", ""}, {"HGETALL", "e"},
+      {"HDEL", "e", ""}, {"EXISTS", "e"},
+      // counters
+      {"HINCRBY", "n", "i", "5"}, {"HINCRBY", "n", "i", "-7"},
+      {"HINCRBY", "n", "i", "x"}, {"HINCRBY", "n", "i", "01"},
+      {"HINCRBY", "n", "i", "9223372036854775807"},
+      {"HSET", "n", "max", "9223372036854775807"},
+      {"HINCRBY", "n", "max", "1"}, {"HINCRBY", "n", "max", "0"},
+      {"HSET", "n", "min", "-9223372036854775808"},
+      {"HINCRBY", "n", "min", "-1"}, {"HSET", "n", "s", "abc"},
+      {"HINCRBY", "n", "s", "1"}, {"HSET", "n", "sp", " 1"},
+      {"HINCRBY", "n", "sp", "1"}, {"HINCRBYFLOAT", "n", "s", "1"},
+      {"HINCRBYFLOAT", "n", "f", "10.5"}, {"HINCRBYFLOAT", "n", "f", "0.1"},
+      {"HINCRBYFLOAT", "n", "f", "-5.0e3"}, {"HINCRBYFLOAT", "n", "f", "x"},
+      {"HINCRBYFLOAT", "n", "f", "inf"}, {"HINCRBYFLOAT", "n", "f", "-inf"},
+      {"HINCRBYFLOAT", "n", "f", "nan"}, {"HINCRBYFLOAT", "n", "f", ""},
+      {"HINCRBYFLOAT", "n", "f", "1e400"}, {"HINCRBYFLOAT", "n", "i", "1.5"},
+      {"HSET", "n", "huge", "1e308"}, {"HINCRBYFLOAT", "n", "huge", "1e308"},
+      {"HINCRBYFLOAT", "n", "huge", "1"}, {"HGET", "n", "huge"},
+      {"HINCRBYFLOAT", "n", "z", "0"}, {"HINCRBYFLOAT", "n", "z", "-0.0"},
+      {"HMGET", "n", "i", "max", "min", "s", "sp", "f", "huge", "z"},
+      {"OBJECT", "ENCODING", "n"},
+      // the listpack limits: 64-byte fields and values (512 fields below)
+      {"HSET", "lp", "f", "v"}, {"OBJECT", "ENCODING", "lp"},
+      {"HSET", "lp", "g", big}, {"OBJECT", "ENCODING", "lp"},
+      {"HDEL", "lp", "g"}, {"OBJECT", "ENCODING", "lp"},
+      {"HSET", "lp2", big, "v"}, {"OBJECT", "ENCODING", "lp2"},
+      {"HSET", "lp3", "a", big, "a", "short"}, {"OBJECT", "ENCODING", "lp3"},
+      {"HSETNX", "lp4", "a", big}, {"OBJECT", "ENCODING", "lp4"},
+      {"HSET", "lp5", "a", "1"}, {"HSETNX", "lp5", "a", big},
+      {"OBJECT", "ENCODING", "lp5"}, {"HINCRBY", "lp6", big, "1"},
+      {"OBJECT", "ENCODING", "lp6"}, {"HINCRBYFLOAT", "lp7", "x", "1e100"},
+      {"OBJECT", "ENCODING", "lp7"}, {"HGET", "lp7", "x"},
+      // HSCAN: a listpack returns everything at once
+      {"HSCAN", "h", "0"}, {"HSCAN", "h", "0", "MATCH", "[cf]*"},
+      {"HSCAN", "h", "7"}, {"HSCAN", "h", "x"}, {"HSCAN", "h", "0", "COUNT", "0"},
+      {"HSCAN", "h", "0", "COUNT", "x"}, {"HSCAN", "h", "0", "TYPE", "string"},
+      {"HSCAN", "h", "0", "MATCH"}, {"HSCAN", "none", "0"},
+      {"HSCAN", "h", "0", "COUNT", "1", "MATCH", "f"},
+      // every hash command on a string, every string command on a hash
+      {"SET", "str", "v"}, {"HSET", "str", "f", "v"}, {"HGET", "str", "f"},
+      {"HMGET", "str", "f"}, {"HDEL", "str", "f"}, {"HLEN", "str"},
+      {"HGETALL", "str"}, {"HKEYS", "str"}, {"HVALS", "str"},
+      {"HEXISTS", "str", "f"}, {"HSTRLEN", "str", "f"},
+      {"HINCRBY", "str", "f", "1"}, {"HINCRBYFLOAT", "str", "f", "1"},
+      {"HINCRBY", "str", "f", "x"}, {"HSETNX", "str", "f", "v"},
+      {"HMSET", "str", "f", "v"}, {"HSCAN", "str", "0"}, {"HSCAN", "str", "x"},
+      {"GET", "h"}, {"APPEND", "h", "x"}, {"INCR", "h"}, {"STRLEN", "h"},
+      {"SET", "h", "now a string"}, {"TYPE", "h"},
+      // keys of any type: TTL kept by writes, RENAME, COPY
+      {"HSET", "t", "f", "v"}, {"PEXPIREAT", "t", "4102444800000"},
+      {"HSET", "t", "g", "w"}, {"HDEL", "t", "f"}, {"PEXPIRETIME", "t"},
+      {"HINCRBY", "t", "n", "1"}, {"PEXPIRETIME", "t"}, {"RENAME", "t", "t2"},
+      {"HGETALL", "t2"}, {"PEXPIRETIME", "t2"}, {"COPY", "t2", "t3"},
+      {"HGETALL", "t3"}, {"TYPE", "t3"}, {"OBJECT", "ENCODING", "t3"},
+      {"DEL", "t2", "t3"}, {"EXISTS", "t2", "t3"},
+      // transactions
+      {"MULTI"}, {"HSET", "x", "a", "1"}, {"HINCRBY", "x", "a", "x"},
+      {"HINCRBY", "x", "a", "2"}, {"HGETALL", "x"}, {"EXEC"},
+      {"MULTI"}, {"HSET", "x"}, {"HSET", "x", "b", "2"}, {"EXEC"},
+      {"HGETALL", "x"},
+  });
+}
+
+// The conversion past 512 fields, and every field kept in order.
+TEST(HashFamilyVsRedis, ManyFieldsConvertOnce) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("hashmany");
+  ASSERT_TRUE(h.ok()) << h.error();
+  shmkv_test::Commands cmds;
+  for (int i = 0; i < 514; ++i) {
+    cmds.push_back({"HSET", "m", "f" + std::to_string(i), std::to_string(i)});
+    if (i >= 510) cmds.push_back({"OBJECT", "ENCODING", "m"});
+  }
+  for (int i = 0; i < 513; ++i) {
+    cmds.push_back({"HDEL", "m", "f" + std::to_string(i)});
+  }
+  cmds.push_back({"OBJECT", "ENCODING", "m"});
+  cmds.push_back({"HGETALL", "m"});
+  cmds.push_back({"HLEN", "m"});
+  ExpectSameAsRedis(&h, redis.port(), cmds);
+  // Past 512 fields Redis's order is its table's; the sets agree.
+  Client c(redis.port());
+  for (int i = 0; i < 600; ++i) {
+    Cmd set = {"HSET", "big", "k" + std::to_string(i), std::to_string(i * 7)};
+    ASSERT_EQ(h.Run(set), c.Call(set));
+  }
+  auto sorted_lines = [](const std::string& reply) {
+    std::vector<std::string> lines;
+    size_t at = 0;
+    while (at < reply.size()) {
+      size_t e = reply.find("\r\n", at);
+      lines.push_back(reply.substr(at, e - at));
+      at = e + 2;
+    }
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  for (const Cmd& cmd : {Cmd{"HKEYS", "big"}, Cmd{"HVALS", "big"},
+                         Cmd{"HGETALL", "big"}}) {
+    EXPECT_EQ(sorted_lines(h.Run(cmd)), sorted_lines(c.Call(cmd)))
+        << CommandLine(cmd);
+  }
+  EXPECT_EQ(h.Run({"HLEN", "big"}), c.Call({"HLEN", "big"}));
+}
+
+}  // namespace
