@@ -29,7 +29,7 @@ TEST(HashFamily, IdsArePinned) {
       {"hset", 67}, {"hsetnx", 68}, {"hget", 69}, {"hmset", 70},
       {"hmget", 71}, {"hdel", 72}, {"hlen", 73}, {"hstrlen", 74},
       {"hexists", 75}, {"hgetall", 76}, {"hkeys", 77}, {"hvals", 78},
-      {"hincrby", 79}, {"hincrbyfloat", 80},
+      {"hincrby", 79}, {"hincrbyfloat", 80}, {"hrandfield", 81},
       {"hscan", 82},
   });
 }
@@ -72,7 +72,7 @@ TEST(HashFamily, DamagedBytesAreAnError) {
     ASSERT_TRUE(h.WriteTyped("d", ValueType::kHash, bytes));
     for (const Cmd& cmd : {Cmd{"HGETALL", "d"}, Cmd{"HSET", "d", "x", "1"},
                            Cmd{"HDEL", "d", "f"}, Cmd{"HLEN", "d"},
-                           Cmd{"HSCAN", "d", "0"},
+                           Cmd{"HRANDFIELD", "d", "-3"}, Cmd{"HSCAN", "d", "0"},
                            Cmd{"HINCRBY", "d", "f", "1"}}) {
       std::string reply = h.Run(cmd);
       ASSERT_FALSE(reply.empty()) << CommandLine(cmd);
@@ -161,6 +161,17 @@ TEST(HashFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"OBJECT", "ENCODING", "lp5"}, {"HINCRBY", "lp6", big, "1"},
       {"OBJECT", "ENCODING", "lp6"}, {"HINCRBYFLOAT", "lp7", "x", "1e100"},
       {"OBJECT", "ENCODING", "lp7"}, {"HGET", "lp7", "x"},
+      // HRANDFIELD's arguments, and what does not depend on chance
+      {"HRANDFIELD", "none"}, {"HRANDFIELD", "none", "3"},
+      {"HRANDFIELD", "none", "x"}, {"HRANDFIELD", "h", "x"},
+      {"HRANDFIELD", "h", "1", "withvalue"},
+      {"HRANDFIELD", "h", "1", "withvalues", "x"},
+      {"HRANDFIELD", "h", "-9223372036854775808"},
+      {"HRANDFIELD", "h", "-9223372036854775807", "WITHVALUES"},
+      {"HRANDFIELD", "h", "4611686018427387904", "withvalues"},
+      {"HRANDFIELD", "h", "0"}, {"HRANDFIELD", "h", "0", "withvalues"},
+      {"HRANDFIELD", "h", "100"}, {"HRANDFIELD", "h", "100", "WITHVALUES"},
+      {"HRANDFIELD", "e", "5"}, {"HRANDFIELD", "h2", "-2"},
       // HSCAN: a listpack returns everything at once
       {"HSCAN", "h", "0"}, {"HSCAN", "h", "0", "MATCH", "[cf]*"},
       {"HSCAN", "h", "7"}, {"HSCAN", "h", "x"}, {"HSCAN", "h", "0", "COUNT", "0"},
@@ -174,7 +185,9 @@ TEST(HashFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"HEXISTS", "str", "f"}, {"HSTRLEN", "str", "f"},
       {"HINCRBY", "str", "f", "1"}, {"HINCRBYFLOAT", "str", "f", "1"},
       {"HINCRBY", "str", "f", "x"}, {"HSETNX", "str", "f", "v"},
-      {"HMSET", "str", "f", "v"}, {"HSCAN", "str", "0"}, {"HSCAN", "str", "x"},
+      {"HMSET", "str", "f", "v"}, {"HRANDFIELD", "str"},
+      {"HRANDFIELD", "str", "2"}, {"HRANDFIELD", "str", "0"},
+      {"HSCAN", "str", "0"}, {"HSCAN", "str", "x"},
       {"GET", "h"}, {"APPEND", "h", "x"}, {"INCR", "h"}, {"STRLEN", "h"},
       {"SET", "h", "now a string"}, {"TYPE", "h"},
       // keys of any type: TTL kept by writes, RENAME, COPY
@@ -233,6 +246,42 @@ TEST(HashFamilyVsRedis, ManyFieldsConvertOnce) {
         << CommandLine(cmd);
   }
   EXPECT_EQ(h.Run({"HLEN", "big"}), c.Call({"HLEN", "big"}));
+}
+
+// HRANDFIELD's random answers: the right number of fields, each one of
+// the hash's, distinct for a positive count, values beside their fields.
+TEST(HashFamily, RandomFieldsAreTheHashs) {
+  CommandHarness h("hashrand");
+  ASSERT_TRUE(h.ok()) << h.error();
+  for (int i = 0; i < 10; ++i) {
+    std::string f = "f" + std::to_string(i);
+    ASSERT_EQ(h.Run({"HSET", "h", f, "v" + std::to_string(i)}), ":1\r\n");
+  }
+  auto bulks = [](const std::string& reply) {
+    std::vector<std::string> out;
+    size_t at = reply.find("\r\n") + 2;
+    while (at < reply.size()) {
+      size_t e = reply.find("\r\n", at);
+      size_t len = std::stoul(reply.substr(at + 1, e - at - 1));
+      out.push_back(reply.substr(e + 2, len));
+      at = e + 2 + len + 2;
+    }
+    return out;
+  };
+  for (int round = 0; round < 50; ++round) {
+    std::vector<std::string> three = bulks(h.Run({"HRANDFIELD", "h", "3"}));
+    ASSERT_EQ(three.size(), 3u);
+    std::sort(three.begin(), three.end());
+    EXPECT_EQ(std::unique(three.begin(), three.end()), three.end());
+    std::vector<std::string> rep =
+        bulks(h.Run({"HRANDFIELD", "h", "-25", "WITHVALUES"}));
+    ASSERT_EQ(rep.size(), 50u);
+    for (size_t i = 0; i < rep.size(); i += 2) {
+      EXPECT_EQ("v" + rep[i].substr(1), rep[i + 1]);
+    }
+    std::string one = h.Run({"HRANDFIELD", "h"});
+    EXPECT_EQ(one.substr(0, 5), "$2\r\nf") << one;
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // dispatch opened for them; reads outside one are lock-free copies.
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -281,6 +282,69 @@ void HIncrByFloat(const Args& a, CommandContext* c, Reply* r) {
   if (SaveHash(c, a[1], &h, r)) r->Bulk(text);
 }
 
+namespace {
+
+std::mt19937_64& Rng() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
+}  // namespace
+
+// HRANDFIELD key [count [WITHVALUES]]
+void HRandField(const Args& a, CommandContext* c, Reply* r) {
+  int64_t count = 0;
+  bool with_values = false;
+  if (a.size() >= 3) {
+    if (!ToInt(a[2], &count)) return NotInt(r);
+    if (count == INT64_MIN) {
+      return r->Error("ERR value is out of range, value must between "
+                      "-9223372036854775807 and 9223372036854775807");
+    }
+    if (a.size() > 4 || (a.size() == 4 && !Eq(a[3], "withvalues"))) {
+      return r->Error("ERR syntax error");
+    }
+    with_values = a.size() == 4;
+    if (with_values && (count < -INT64_MAX / 2 || count > INT64_MAX / 2)) {
+      return r->Error("ERR value is out of range");
+    }
+  }
+  Hash h;
+  if (!LoadHash(c, a[1], &h, r)) return;
+  if (a.size() == 2) {
+    if (h.size() == 0) return r->Null();
+    return r->Bulk(h.FieldAt(Rng()() % h.size()));
+  }
+  size_t per = with_values ? 2 : 1;
+  auto emit = [&](size_t i) {
+    r->Bulk(h.FieldAt(i));
+    if (with_values) r->Bulk(h.ValueAt(i));
+  };
+  if (h.size() == 0 || count == 0) return r->Array(0);
+  if (count < 0) {
+    // Repeats allowed: exactly -count picks.
+    uint64_t n = static_cast<uint64_t>(-count);
+    r->Array(n * per);
+    for (uint64_t i = 0; i < n; ++i) emit(Rng()() % h.size());
+    return;
+  }
+  if (static_cast<uint64_t>(count) >= h.size()) {
+    // The whole hash, in its order.
+    r->Array(h.size() * per);
+    for (size_t i = 0; i < h.size(); ++i) emit(i);
+    return;
+  }
+  // `count` distinct fields: a partial shuffle of the indexes.
+  std::vector<size_t> idx(h.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  size_t n = static_cast<size_t>(count);
+  for (size_t i = 0; i < n; ++i) {
+    std::swap(idx[i], idx[i + Rng()() % (idx.size() - i)]);
+  }
+  r->Array(n * per);
+  for (size_t i = 0; i < n; ++i) emit(idx[i]);
+}
+
 // HSCAN key cursor [MATCH pattern] [COUNT count]
 void HScan(const Args& a, CommandContext* c, Reply* r) {
   uint64_t cursor = 0;
@@ -333,6 +397,7 @@ const CommandRow kHashRows[] = {
     {"hvals", 78, 2, kReadOnly, 1, 1, 1, HVals},
     {"hincrby", 79, 4, kWrite | kDenyOom | kFast, 1, 1, 1, HIncrBy},
     {"hincrbyfloat", 80, 4, kWrite | kDenyOom | kFast, 1, 1, 1, HIncrByFloat},
+    {"hrandfield", 81, -2, kReadOnly, 1, 1, 1, HRandField},
     {"hscan", 82, -3, kReadOnly, 1, 1, 1, HScan},
 };
 
