@@ -15,8 +15,8 @@ using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using shmkv_test::Client;
 
-// Random sequences of string, key, expiry and transaction commands over
-// six keys, each sent to both servers, every reply byte-identical. The
+// Random sequences of string, hash, key, expiry and transaction commands
+// over six keys, each sent to both servers, every reply byte-identical. The
 // arguments are drawn where shmkv and Redis parted before: zero bytes,
 // leading zeros and signs, int64's ends, floats, options in any order.
 // What depends on the clock or on table order is left out (TTL, SCAN,
@@ -54,6 +54,25 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
   auto when = [&] {
     return pick({"4102444800", "4102444801", "1", "0", "-5", "x", "04102444800"});
   };
+  auto field = [&] { return "f" + std::to_string(rng() % 5); };
+  if (rng() % 3 == 0) {
+    // Hashes, on the same keys as the strings (WRONGTYPE both ways).
+    switch (rng() % 12) {
+      case 0: return {"HSET", key(), field(), val(), field(), val()};
+      case 1: return {"HSET", key(), field(), val()};
+      case 2: return {"HGET", key(), field()};
+      case 3: return {"HDEL", key(), field(), field()};
+      case 4: return {"HINCRBY", key(), field(), num()};
+      case 5: return {"HINCRBYFLOAT", key(), field(),
+                      pick({"1.5", "-0.25", "3", "1e3", "abc", "inf", ""})};
+      case 6: return {"HGETALL", key()};
+      case 7: return {pick({"HLEN", "HKEYS", "HVALS"}), key()};
+      case 8: return {"HMGET", key(), field(), field()};
+      case 9: return {"HSETNX", key(), field(), val()};
+      case 10: return {pick({"HEXISTS", "HSTRLEN"}), key(), field()};
+      default: return {"HSCAN", key(), "0", "MATCH", pick({"*", "f[12]", "x"})};
+    }
+  }
   switch (rng() % 30) {
     case 0: return {"SET", key(), val()};
     case 1: {
