@@ -184,6 +184,54 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(p.execute(), [True, "v", -1, 5, "v\x00\x00zz", 0,
                                        1, "v\x00\x00zz", 0])
 
+    def test_hashes(self):
+        # A session store's shape: one hash per session, fields updated in
+        # pipelines and transactions, read back whole, across two workers.
+        s = self.start("hash")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        self.assertEqual(r.hset("session:1", mapping={
+            "user": "ann", "visits": 0, "cart": ""}), 3)
+        self.assertEqual(r.hincrby("session:1", "visits", 5), 5)
+        self.assertEqual(r.hincrbyfloat("session:1", "score", 0.5), 0.5)
+        self.assertEqual(r.hgetall("session:1"), {
+            "user": "ann", "visits": "5", "cart": "", "score": "0.5"})
+        self.assertEqual(r.hmget("session:1", ["user", "nope"]),
+                         ["ann", None])
+        self.assertTrue(r.hexists("session:1", "cart"))
+        self.assertEqual(r.hsetnx("session:1", "user", "bob"), 0)
+        self.assertEqual(r.hlen("session:1"), 4)
+        self.assertEqual(sorted(r.hkeys("session:1")),
+                         ["cart", "score", "user", "visits"])
+        self.assertEqual(r.hstrlen("session:1", "user"), 3)
+        self.assertIn(r.hrandfield("session:1"),
+                      {"user", "visits", "cart", "score"})
+        self.assertEqual(len(r.hrandfield("session:1", 2, withvalues=True)),
+                         4)
+        self.assertEqual(dict(r.hscan_iter("session:1", match="u*")),
+                         {"user": "ann"})
+        self.assertEqual(r.type("session:1"), "hash")
+        with self.assertRaises(redis.ResponseError) as e:
+            r.get("session:1")
+        self.assertIn("WRONGTYPE", str(e.exception))
+        p = r.pipeline()  # MULTI ... EXEC
+        p.hset("session:2", "user", "bob").expire("session:2", 100)
+        p.hincrby("session:2", "visits", 1).hgetall("session:2").ttl(
+            "session:2")
+        self.assertEqual(p.execute(), [1, True, 1,
+                                       {"user": "bob", "visits": "1"}, 100])
+        p = r.pipeline(transaction=False)
+        for i in range(100):
+            p.hset("session:%d" % (i + 10), mapping={"n": i, "name": "u%d" % i})
+        p.execute()
+        # Every connection (any worker) sees every session.
+        for _ in range(4):
+            other = redis.Redis(port=s.port, decode_responses=True)
+            self.assertEqual(other.hget("session:42", "name"), "u32")
+            other.close()
+        self.assertEqual(r.hdel("session:1", "user", "visits", "cart",
+                                "score"), 4)
+        self.assertEqual(r.exists("session:1"), 0)
+
     def test_scan_iter_round_trips(self):
         keys = 100000
         counts = {}
