@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <chrono>
 #include <memory>
 #include <new>
@@ -646,6 +647,307 @@ TEST_F(StoreFixture, DamagedJournalIsDropped) {
   shmkv::Store::JournalStats js = master_->journal_stats();
   EXPECT_EQ(js.recovered, 50u);  // each planted commit was met
   EXPECT_GE(js.dropped, 25u) << "random records rarely parse";
+}
+
+// --- Collections held in parts (server/store/blob.h) -----------------
+
+// A collection at `key` of `n` parts ("part <i>"), as a family of a
+// large type writes one: a fresh id, the parts, a root that names them.
+// The first status that is not kOk, in *st.
+uint64_t MakeCollection(shmkv::Store* s, const std::string& key, uint64_t n,
+                        int64_t expire_ms, Status* st) {
+  auto t = s->Begin();
+  uint64_t id = t->NewCollection();
+  *st = Status::kOk;
+  for (uint64_t i = 0; i < n && *st == Status::kOk; ++i) {
+    *st = t->WritePart(id, i, "part " + std::to_string(i));
+  }
+  shmkv::PartsRoot r{id, n};
+  std::string root(reinterpret_cast<const char*>(&r), sizeof(r));
+  root += "the type's own header";
+  if (*st == Status::kOk) {
+    *st = t->Write(key, shmkv::ValueType::kHash, shmkv::kEncodingParts | 1,
+                   root, expire_ms);
+  }
+  if (*st == Status::kOk) *st = t->Commit();
+  return id;
+}
+
+uint64_t MakeCollection(shmkv::Store* s, const std::string& key, uint64_t n,
+                        int64_t expire_ms = 0) {
+  Status st;
+  uint64_t id = MakeCollection(s, key, n, expire_ms, &st);
+  EXPECT_EQ(st, Status::kOk) << key;
+  return id;
+}
+
+// The collection id `key`'s root names (0: none).
+uint64_t RootId(shmkv::Store* s, const std::string& key) {
+  shmkv::Value v;
+  if (!s->Get(key, &v) || v.bytes.size() < sizeof(shmkv::PartsRoot)) return 0;
+  shmkv::PartsRoot r;
+  std::memcpy(&r, v.bytes.data(), sizeof(r));
+  return r.id;
+}
+
+// Parts are not keys; each stays with the one key that owns it: RENAME
+// moves the root alone, COPY gives the copy parts of its own, DEL and an
+// overwrite take them away, and a Redis key with a part's very bytes is
+// another key.
+TEST_F(StoreFixture, PartsFollowTheKeyThatOwnsThem) {
+  uint64_t id = MakeCollection(master_.get(), "h", 3);
+  EXPECT_EQ(master_->Keys(), 1u);
+  EXPECT_EQ(master_->Parts(), 3u);
+  std::string part;
+  ASSERT_TRUE(master_->GetPart(id, 2, &part));
+  EXPECT_EQ(part, "part 2");
+  EXPECT_FALSE(master_->GetPart(id, 3, &part));
+  uint64_t cursor = 0;
+  std::vector<std::string> seen;
+  do {
+    master_->Scan(&cursor, 100, [&](std::string_view k, shmkv::ValueType) {
+      seen.emplace_back(k);
+    });
+  } while (cursor != 0);
+  EXPECT_EQ(seen, std::vector<std::string>{"h"});
+  std::string rk;
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(master_->RandomKey(&rk));
+    EXPECT_EQ(rk, "h");
+  }
+  // A key whose bytes are a part's key is a key of its own.
+  char kb[16];
+  std::string same(shmkv::PartKeyBytes(shmkv::PartKey{id, 0}, kb));
+  ASSERT_EQ(master_->Set(same, "x", 0, SetMode::kAlways, false), Status::kOk);
+  ASSERT_TRUE(master_->GetPart(id, 0, &part));
+  EXPECT_EQ(part, "part 0");
+  ASSERT_TRUE(master_->Del(same));
+  {  // RENAME h h2
+    auto t = master_->Begin();
+    shmkv::Value v;
+    ASSERT_EQ(t->Read("h", &v), Status::kOk);
+    ASSERT_EQ(t->Write("h2", v.type, v.encoding, v.bytes, 0), Status::kOk);
+    ASSERT_EQ(t->Delete("h"), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  EXPECT_EQ(RootId(master_.get(), "h2"), id);
+  EXPECT_EQ(master_->Parts(), 3u);
+  {  // COPY h2 h3
+    auto t = master_->Begin();
+    shmkv::Value v;
+    ASSERT_EQ(t->Read("h2", &v), Status::kOk);
+    ASSERT_EQ(t->Write("h3", v.type, v.encoding, v.bytes, 0), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  uint64_t copy = RootId(master_.get(), "h3");
+  EXPECT_NE(copy, id);
+  EXPECT_EQ(master_->Parts(), 6u);
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(master_->GetPart(copy, i, &part)) << i;
+    EXPECT_EQ(part, "part " + std::to_string(i));
+  }
+  EXPECT_TRUE(master_->Del("h2"));
+  EXPECT_EQ(master_->Parts(), 3u);
+  EXPECT_FALSE(master_->GetPart(id, 0, &part));
+  ASSERT_EQ(master_->Set("h3", "now a string", 0, SetMode::kAlways, false),
+            Status::kOk);
+  EXPECT_EQ(master_->Parts(), 0u);
+  EXPECT_FALSE(master_->GetPart(copy, 0, &part));
+  EXPECT_EQ(master_->Keys(), 1u);
+}
+
+// The bytes of a part and of a collection's root in the map, pinned: a
+// hot reload reads what the build before wrote.
+TEST(ShmkvLayout, PartsAndRootsKeepTheirBytes) {
+  shmkv::PartsRoot r{0x0102030405060708ULL, 3};
+  std::string root(reinterpret_cast<const char*>(&r), sizeof(r));
+  EXPECT_EQ(root, std::string("\x08\x07\x06\x05\x04\x03\x02\x01"
+                              "\x03\0\0\0\0\0\0\0", 16));
+  char kb[16];
+  std::string blob;
+  shmkv::MakeBlob(&blob, shmkv::PartKeyBytes(shmkv::PartKey{7, 2}, kb),
+                  static_cast<shmkv::ValueType>(shmkv::kPartType), 0, "ab",
+                  0);
+  EXPECT_EQ(blob, std::string("\0\0\0\0\0\0\0\0" "\x10\0\0\0" "\x80\0\0\0"
+                              "\x07\0\0\0\0\0\0\0" "\x02\0\0\0\0\0\0\0" "ab",
+                              34));
+  EXPECT_EQ(shmkv::kGraveIndex, ~0ULL);
+  EXPECT_EQ(shmkv::kEncodingParts, 0x80);
+  shmkv::KeyHash h = shmkv::HashPart(7, 2);
+  EXPECT_EQ(h.a, shmkv::HashPart(7, 2).a);
+  EXPECT_NE(h.a, shmkv::HashPart(2, 7).a);
+  EXPECT_NE(h.a, shmkv::HashKey(std::string(kb, 16)).a);
+}
+
+// A root whose count of parts is damaged (past what the map can hold) is
+// refused by a copy and removed by DEL in bounded work; a root written
+// with an id the transaction neither made nor read is a copy.
+TEST_F(StoreFixture, DamagedPartCountsAreBounded) {
+  MakeCollection(master_.get(), "d", 2);
+  shmkv::Value v;
+  ASSERT_TRUE(master_->Get("d", &v));
+  shmkv::PartsRoot r;
+  std::memcpy(&r, v.bytes.data(), sizeof(r));
+  r.parts = 1ULL << 60;
+  std::memcpy(&v.bytes[0], &r, sizeof(r));
+  {
+    auto t = master_->Begin();
+    ASSERT_EQ(t->Write("d", v.type, v.encoding, v.bytes, 0), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  {
+    auto t = master_->Begin();
+    ASSERT_EQ(t->Write("e", v.type, v.encoding, v.bytes, 0), Status::kOk);
+    EXPECT_EQ(t->Commit(), Status::kTooLarge);
+  }
+  EXPECT_TRUE(master_->Del("d"));
+  for (int i = 0; i < 10 && master_->Parts() > 0; ++i) master_->Sweep(100000);
+  EXPECT_EQ(master_->Parts(), 0u);
+  EXPECT_EQ(master_->Keys(), 0u);
+}
+
+// Inside one transaction: COPY twice then DEL of the source is one copy
+// and one move, both with the part the transaction changed; and a part
+// with no root to own it is not removed (only roots own parts).
+TEST_F(StoreFixture, OneTransactionSettlesItsCollectionsOnce) {
+  uint64_t id = MakeCollection(master_.get(), "a", 2);
+  {
+    auto t = master_->Begin();
+    shmkv::Value v;
+    ASSERT_EQ(t->Read("a", &v), Status::kOk);
+    ASSERT_EQ(t->Write("b", v.type, v.encoding, v.bytes, 0), Status::kOk);
+    ASSERT_EQ(t->Write("c", v.type, v.encoding, v.bytes, 0), Status::kOk);
+    ASSERT_EQ(t->Delete("a"), Status::kOk);
+    ASSERT_EQ(t->WritePart(id, 1, "changed"), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);
+  }
+  uint64_t b = RootId(master_.get(), "b"), c = RootId(master_.get(), "c");
+  EXPECT_TRUE((b == id) != (c == id)) << b << " " << c;
+  EXPECT_EQ(master_->Parts(), 4u);
+  for (uint64_t owner : {b, c}) {
+    std::string part;
+    ASSERT_TRUE(master_->GetPart(owner, 1, &part));
+    EXPECT_EQ(part, "changed");
+  }
+  {
+    auto t = master_->Begin();
+    uint64_t fresh = t->NewCollection();
+    ASSERT_EQ(t->WritePart(fresh, 0, "x"), Status::kOk);
+    ASSERT_EQ(t->Delete("b"), Status::kOk);
+    ASSERT_EQ(t->Delete("c"), Status::kOk);
+    ASSERT_EQ(t->Commit(), Status::kOk);  // fresh's part has no owner...
+  }
+  EXPECT_EQ(master_->Parts(), 1u);  // ...and stays: only roots own parts
+  EXPECT_EQ(master_->Keys(), 0u);
+}
+
+// A large collection leaves through a grave: the commit that drops its
+// root removes up to kReapBudget parts, the sweep the rest; its key is
+// gone at once.
+TEST_F(StoreFixture, LargeCollectionsLeaveThroughAGrave) {
+  master_.reset();
+  std::string err;
+  ASSERT_TRUE(shmkv::RemoveStore(cfg_, &err)) << err;
+  cfg_.capacity = 20000;
+  cfg_.memory = 64ULL << 20;
+  cfg_.journal = 8ULL << 20;
+  master_ = shmkv::Store::Open(cfg_, true, &err);
+  ASSERT_NE(master_, nullptr) << err;
+  uint64_t id = MakeCollection(master_.get(), "big", 6000);
+  EXPECT_EQ(master_->Parts(), 6000u);
+  EXPECT_TRUE(master_->Del("big"));
+  EXPECT_EQ(master_->Keys(), 0u);
+  EXPECT_EQ(master_->Parts(), 6000u - 4096u + 1u);  // and the grave
+  std::string part;
+  EXPECT_TRUE(master_->GetPart(id, 6000 - 4096 - 1, &part));
+  EXPECT_FALSE(master_->GetPart(id, 6000 - 4096, &part));
+  for (int i = 0; i < 100 && master_->Parts() > 0; ++i) master_->Sweep(4096);
+  EXPECT_EQ(master_->Parts(), 0u);
+  EXPECT_EQ(master_->MemoryUsed(), 0u);
+  // An expired collection goes the same way.
+  MakeCollection(master_.get(), "ttl", 100, shmkv::NowMs() + 30);
+  EXPECT_EQ(master_->Parts(), 100u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  shmkv::Value v;
+  EXPECT_FALSE(master_->Get("ttl", &v));
+  EXPECT_EQ(master_->Parts(), 0u);
+  EXPECT_EQ(master_->Keys(), 0u);
+}
+
+// Workers SIGKILLed while they delete, copy and rewrite large collections:
+// every collection is whole or gone, the count of parts stays true (the
+// next writer counts again after a death under the lock), and once swept
+// no part is left without its key.
+TEST_F(StoreFixture, KillsWhileCollectionsComeAndGoLeaveNoStrayPart) {
+  master_.reset();
+  std::string err;
+  ASSERT_TRUE(shmkv::RemoveStore(cfg_, &err)) << err;
+  cfg_.capacity = 60000;
+  cfg_.memory = 128ULL << 20;
+  cfg_.journal = 16ULL << 20;
+  master_ = shmkv::Store::Open(cfg_, true, &err);
+  ASSERT_NE(master_, nullptr) << err;
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 12; ++round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto s = OpenWorker();
+      std::mt19937_64 r(round);
+      for (int i = 0;; ++i) {
+        std::string key = "c" + std::to_string(r() % 4);
+        switch (r() % 3) {
+          case 0: {
+            Status st;  // kFull may come: a fresh key does not fit
+            MakeCollection(s.get(), key, 1 + r() % 3000, 0, &st);
+            break;
+          }
+          case 1: s->Del(key); break;
+          default: {
+            auto t = s->Begin();
+            shmkv::Value v;
+            if (t->Read(key, &v) == Status::kOk) {
+              t->Write("c" + std::to_string(r() % 4), v.type, v.encoding,
+                       v.bytes, 0);
+              t->Commit();
+            }
+          }
+        }
+      }
+    }
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 200));
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    // Every key's collection is whole: all its parts are there.
+    for (int k = 0; k < 4; ++k) {
+      std::string key = "c" + std::to_string(k);
+      shmkv::Value v;
+      if (!master_->Get(key, &v)) continue;
+      shmkv::PartsRoot r;
+      ASSERT_GE(v.bytes.size(), sizeof(r));
+      std::memcpy(&r, v.bytes.data(), sizeof(r));
+      std::string part;
+      for (uint64_t i = 0; i < r.parts; i += 97) {
+        ASSERT_TRUE(master_->GetPart(r.id, i, &part)) << key << " " << i;
+      }
+      ASSERT_TRUE(master_->GetPart(r.id, r.parts - 1, &part));
+    }
+  }
+  // Take the lock once (a dead holder's recovery recounts), sweep every
+  // grave, then count the map's parts by hand: the counter agrees, and
+  // every part belongs to a live key.
+  ASSERT_EQ(master_->Set("x", "1", 0, SetMode::kAlways, false), Status::kOk);
+  for (int i = 0; i < 200; ++i) master_->Sweep(100000);
+  uint64_t owned = 0;
+  for (int k = 0; k < 4; ++k) {
+    shmkv::Value v;
+    if (!master_->Get("c" + std::to_string(k), &v)) continue;
+    shmkv::PartsRoot r;
+    std::memcpy(&r, v.bytes.data(), sizeof(r));
+    owned += r.parts;
+  }
+  EXPECT_EQ(master_->Parts(), owned);
 }
 
 // The latency percentiles INFO and /stats print come from the

@@ -23,6 +23,40 @@ enum class ValueType : uint8_t {
 };
 constexpr uint8_t kValueTypes = 5;  // types this build knows: 0 .. 4
 
+// A blob of this type is not a key: it is one part of a large
+// collection (a bucket of a hash, a chunk of a list, ...), keyed by the
+// collection's id and the part's index (PartKey) and hashed apart from
+// every Redis key (HashPart, server/store/key_hash.h). Keyspace commands,
+// SCAN, RANDOMKEY, DBSIZE and expiry never see parts.
+constexpr uint8_t kPartType = 0x80;
+
+// An encoding with this bit set is a collection held in parts: its value
+// bytes begin with a PartsRoot, and it owns the parts (id, 0 .. parts-1),
+// every one of them present. The store keeps the rule that one live key
+// owns an id: a value that leaves the map (DEL, an overwrite, expiry)
+// takes its parts with it, and a copy of one (COPY) gets parts of its own.
+constexpr uint8_t kEncodingParts = 0x80;
+struct PartsRoot {
+  uint64_t id;     // the collection's id (never 0)
+  uint64_t parts;  // its parts' indexes are 0 .. parts-1
+};
+static_assert(sizeof(PartsRoot) == 16, "PartsRoot leads a value's bytes");
+
+// A part's key bytes: the collection's id, then the part's index (both
+// little-endian). The index kGraveIndex holds a grave: the PartsRoot of a
+// collection whose key is gone and whose parts are still being removed
+// (parts are removed from the highest index down, the grave's `parts`
+// lowered after them, so a grave never claims fewer parts than remain).
+constexpr uint64_t kGraveIndex = ~0ULL;
+struct PartKey {
+  uint64_t id, index;
+};
+static_assert(sizeof(PartKey) == 16, "a part's key is 16 bytes");
+inline std::string_view PartKeyBytes(const PartKey& k, char (&buf)[16]) {
+  std::memcpy(buf, &k, 16);
+  return std::string_view(buf, 16);
+}
+
 // Encodings (BlobHead::encoding) are numbered per type. A string's bytes
 // are the string; its encoding says which of Redis's representations
 // Redis would have given it (OBJECT ENCODING):
@@ -84,6 +118,17 @@ struct Blob {
     return true;
   }
   bool Expired(int64_t now) const { return expire_ms != 0 && expire_ms <= now; }
+  bool part() const { return static_cast<uint8_t>(type) == kPartType; }
+  // A collection held in parts: its root (false when it is not one, or
+  // its bytes are too short to hold the root: damage).
+  bool Root(PartsRoot* r) const {
+    if (part() || (encoding & kEncodingParts) == 0 ||
+        value.size() < sizeof(PartsRoot)) {
+      return false;
+    }
+    std::memcpy(r, value.data(), sizeof(PartsRoot));
+    return r->id != 0;
+  }
 };
 
 inline void MakeBlob(std::string* out, std::string_view key, ValueType type,

@@ -89,6 +89,8 @@ uint64_t Journal::Epoch() const { return LoadWord(&w_[kEpoch]); }
 
 uint64_t Journal::Counter(Word w) const { return LoadWord(&w_[w]); }
 
+void Journal::SetWord(Word w, uint64_t v) { StoreWord(&w_[w], v); }
+
 void Journal::Add(Word w) { StoreWord(&w_[w], LoadWord(&w_[w]) + 1); }
 
 void Journal::AppendRecord(std::string* rec, uint64_t ha, uint64_t hb,

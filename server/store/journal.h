@@ -42,6 +42,11 @@ class Journal {
     kRecovered = 8,  // commits of dead writers finished by another process
     kUndone = 9,     // commits undone because the map was full
     kDropped = 10,   // damaged journals dropped by recovery
+    // The store's own words (server/store/store.cc), in what was spare
+    // header (zero in a segment an older build made):
+    kNextCollection = 11,  // the last collection id given (parts' ids)
+    kParts = 12,           // part blobs in the map (not keys: DBSIZE)
+    kPartsCounted = 13,    // 1 once kParts was counted from the map
     kVersions = 16,
   };
   static constexpr size_t kWatchSlots = 16384;
@@ -92,6 +97,9 @@ class Journal {
   void Recover(const ApplyFn& apply);
 
   uint64_t Counter(Word w) const;
+  // The store's own words (kNextCollection .. kPartsCounted): read and
+  // written under the write lock.
+  void SetWord(Word w, uint64_t v);
 
  private:
   struct Record {

@@ -35,4 +35,16 @@ inline KeyHash HashKey(std::string_view k) {
   return KeyHash{shmc::HashBytes(k.data(), k.size()), Hash2(k.data(), k.size())};
 }
 
+// A part of a collection (server/store/blob.h) is keyed by its id and
+// index, mixed with constants no byte-string hash uses, so parts and Redis
+// keys never share a hash except by a 128-bit accident (and a read checks
+// the blob's kind as well as its key).
+inline KeyHash HashPart(uint64_t id, uint64_t index) {
+  uint64_t a = shmc::Mix64(id * 0xd6e8feb86659fd93ULL ^ 0x6a09e667f3bcc909ULL);
+  a = shmc::Mix64(a ^ (index * 0x9e3779b97f4a7c15ULL + 0xbb67ae8584caa73bULL));
+  uint64_t b = shmc::Mix64(index * 0xff51afd7ed558ccdULL ^ 0x3c6ef372fe94f82bULL);
+  b = shmc::Mix64(b ^ (id * 0xc4ceb9fe1a85ec53ULL + 0xa54ff53a5f1d36f1ULL));
+  return KeyHash{a, b};
+}
+
 }  // namespace shmkv

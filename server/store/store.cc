@@ -70,6 +70,9 @@ std::string JournalKey(const StoreConfig& cfg) {
 namespace {
 
 constexpr size_t kNodeBytes = 64;  // value node payload
+// Parts of a dead collection removed at once after the commit that
+// buried it; the rest go with the sweep, as many per visit.
+constexpr uint64_t kReapBudget = 4096;
 // What one node costs in the value segment: its payload and the link
 // table's bookkeeping (docs/layout/link_table.md). --memory is spent in
 // these units, and INFO's memory figures count them.
@@ -134,6 +137,7 @@ class StoreT : public Store {
         return false;
       }
       journal_.Recover(Applier());
+      CountPartsLocked();
     }
     return true;
   }
@@ -161,6 +165,18 @@ class StoreT : public Store {
   bool Exists(std::string_view key) override {
     Blob b;
     return Lookup(key, &b);
+  }
+
+  bool GetPart(uint64_t id, uint64_t index, std::string* bytes) override {
+    char kb[16];
+    std::string_view key = PartKeyBytes(PartKey{id, index}, kb);
+    if (!ReadBlob(HashPart(id, index))) return false;
+    Blob b;
+    if (!b.Parse(scratch_.data(), scratch_len_) || !b.part() || b.key != key) {
+      return false;
+    }
+    bytes->assign(b.value.data(), b.value.size());
+    return true;
   }
 
   // Seqlock reader side: an odd sequence means a multi-key commit is being
@@ -203,7 +219,8 @@ class StoreT : public Store {
          walked += kStep) {
       map_.Travel(&pos, kStep, [&](const KeyHash&, const std::string& blob) {
         Blob b;
-        if (!found && b.Parse(blob.data(), blob.size()) && !b.Expired(now)) {
+        if (!found && b.Parse(blob.data(), blob.size()) && !b.part() &&
+            !b.Expired(now)) {
           key->assign(b.key.data(), b.key.size());
           found = true;
         }
@@ -219,7 +236,7 @@ class StoreT : public Store {
     w.version = journal_.Version(h.a);
     w.epoch = journal_.Epoch();
     Blob b;
-    if (ReadLocked(h, key, &b) == Status::kOk) w.expire_ms = b.expire_ms;
+    if (ReadLocked(h, key, false, &b) == Status::kOk) w.expire_ms = b.expire_ms;
     return w;
   }
 
@@ -243,7 +260,9 @@ class StoreT : public Store {
       }
     }
     journal_.EndUnjournaled();
-    return n;
+    uint64_t parts = journal_.Counter(Journal::kParts);
+    journal_.SetWord(Journal::kParts, 0);
+    return n >= parts ? n - parts : 0;  // keys, not parts
   }
 
   // COUNT is in keys, as in Redis: slots are walked until `count` keys
@@ -266,10 +285,10 @@ class StoreT : public Store {
       if (!map_.Travel(&pos, step,
                        [&](const KeyHash&, const std::string& blob) {
                          Blob b;
-                         if (b.Parse(blob.data(), blob.size()) &&
-                             !b.Expired(now)) {
-                           f(b.key, b.type);
+                         if (!b.Parse(blob.data(), blob.size()) || b.part()) {
+                           return;  // not a key: not counted either
                          }
+                         if (!b.Expired(now)) f(b.key, b.type);
                          ++seen;
                        })) {
         pos.row = 0;  // not a position of this table
@@ -283,20 +302,42 @@ class StoreT : public Store {
 
   uint64_t Sweep(size_t count) override {
     std::vector<std::string> expired;
+    std::vector<uint64_t> graves;
     int64_t now = NowMs();
     map_.Travel(&sweep_pos_, count,
                 [&](const KeyHash&, const std::string& blob) {
                   Blob b;
-                  if (b.Parse(blob.data(), blob.size()) && b.Expired(now)) {
+                  if (!b.Parse(blob.data(), blob.size())) return;
+                  PartKey pk;
+                  if (b.part()) {
+                    if (b.key.size() == sizeof(pk)) {
+                      std::memcpy(&pk, b.key.data(), sizeof(pk));
+                      if (pk.index == kGraveIndex) graves.push_back(pk.id);
+                    }
+                  } else if (b.Expired(now)) {
                     expired.emplace_back(b.key);
                   }
                 });
     uint64_t n = 0;
     for (const std::string& k : expired) n += ExpireNow(k);
+    // A grave is a collection whose removal a killed process left.
+    for (uint64_t id : graves) {
+      Locked lock(this);
+      ReapLocked(id, kReapBudget);
+    }
     return n;
   }
 
-  uint64_t Keys() override { return map_.size(); }
+  uint64_t Keys() override {
+    uint64_t blobs = map_.size(), parts = Parts();
+    return blobs >= parts ? blobs - parts : 0;
+  }
+  uint64_t Parts() override {
+    if (journal_.Counter(Journal::kPartsCounted) == 0) {
+      Locked lock(this);  // counts them first
+    }
+    return journal_.Counter(Journal::kParts);
+  }
   uint64_t Capacity() override { return cfg_.capacity; }
   uint64_t MemoryTotal() override {
     return map_.link_table().total_nodes() * kNodeCost;
@@ -327,8 +368,10 @@ class StoreT : public Store {
   };
 
   struct Entry {
+    std::string ident;  // kind and key: what TxnEntries finds it by
     KeyHash h{0, 0};
     std::string key;
+    bool part = false;     // a part of a collection, not a Redis key
     bool present = false;  // the key's state in this transaction
     ValueType type = ValueType::kString;
     uint8_t encoding = 0;
@@ -336,8 +379,26 @@ class StoreT : public Store {
     int64_t expire = 0;
     bool had_old = false;  // the key's state in the map
     size_t old_len = 0;    // its blob's bytes (the journal's undo half)
+    PartsRoot old_root{0, 0};  // the collection it held in the map, if any
     bool dirty = false;
   };
+
+  // An entry's ident: a kind byte (0: a Redis key; 0xff: a part), then
+  // the key's bytes.
+  static void MakeIdent(std::string* ident, bool part, std::string_view key) {
+    ident->assign(1, part ? '\xff' : '\0');
+    ident->append(key.data(), key.size());
+  }
+
+  // The collection a present entry holds, if any.
+  static bool RootOf(const Entry& e, PartsRoot* r) {
+    if (e.part || !e.present || (e.encoding & kEncodingParts) == 0 ||
+        e.value.size() < sizeof(PartsRoot)) {
+      return false;
+    }
+    std::memcpy(r, e.value.data(), sizeof(PartsRoot));
+    return r->id != 0;
+  }
 
   // The transaction: an overlay of the keys it touched.
   class TxnImpl : public Txn {
@@ -348,7 +409,7 @@ class StoreT : public Store {
 
     Status Read(std::string_view key, Value* v) override {
       Entry* e = nullptr;
-      Status st = LoadEntry(key, &e);
+      Status st = LoadEntry(key, false, &e);
       if (st != Status::kOk) return st;
       if (!Live(*e)) return Status::kNotFound;
       v->type = e->type;
@@ -364,7 +425,7 @@ class StoreT : public Store {
         return Status::kTooLarge;
       }
       Entry* e = nullptr;
-      Status st = LoadEntry(key, &e, false);
+      Status st = LoadEntry(key, false, &e, false);
       if (st != Status::kOk) return st;
       e->present = true;
       e->type = type;
@@ -376,7 +437,7 @@ class StoreT : public Store {
 
     Status Delete(std::string_view key) override {
       Entry* e = nullptr;
-      Status st = LoadEntry(key, &e, false);
+      Status st = LoadEntry(key, false, &e, false);
       if (st != Status::kOk) return st;
       if (!Live(*e)) return Status::kNotFound;
       e->present = false;
@@ -384,12 +445,62 @@ class StoreT : public Store {
       return Touch(e);
     }
 
+    uint64_t NewCollection() override {
+      uint64_t id = s_->journal_.Counter(Journal::kNextCollection) + 1;
+      s_->journal_.SetWord(Journal::kNextCollection, id);
+      fresh_.push_back(id);
+      return id;
+    }
+
+    Status ReadPart(uint64_t id, uint64_t index, std::string* bytes) override {
+      char kb[16];
+      Entry* e = nullptr;
+      Status st = LoadEntry(PartKeyBytes(PartKey{id, index}, kb), true, &e);
+      if (st != Status::kOk) return st;
+      if (!e->present) return Status::kNotFound;
+      bytes->assign(e->value);
+      return Status::kOk;
+    }
+
+    Status WritePart(uint64_t id, uint64_t index,
+                     std::string_view bytes) override {
+      if (bytes.size() > s_->cfg_.max_value) return Status::kTooLarge;
+      char kb[16];
+      Entry* e = nullptr;
+      Status st =
+          LoadEntry(PartKeyBytes(PartKey{id, index}, kb), true, &e, false);
+      if (st != Status::kOk) return st;
+      e->present = true;
+      e->type = static_cast<ValueType>(kPartType);
+      e->encoding = 0;
+      e->value.assign(bytes.data(), bytes.size());
+      e->expire = 0;
+      return Touch(e);
+    }
+
+    Status DeletePart(uint64_t id, uint64_t index) override {
+      char kb[16];
+      Entry* e = nullptr;
+      Status st =
+          LoadEntry(PartKeyBytes(PartKey{id, index}, kb), true, &e, false);
+      if (st != Status::kOk) return st;
+      if (!e->present) return Status::kNotFound;
+      e->present = false;
+      e->value.clear();
+      return Touch(e);
+    }
+
+    void Touched(std::string_view key) override {
+      touched_.push_back(HashKey(key).a);
+    }
+
     Status FlushAll(uint64_t* n) override {
       std::vector<std::string> keys;
       int64_t now = NowMs();
       s_->map_.Travel([&](const KeyHash&, const std::string& blob) {
         Blob b;
-        if (b.Parse(blob.data(), blob.size()) && !b.Expired(now)) {
+        if (b.Parse(blob.data(), blob.size()) && !b.part() &&
+            !b.Expired(now)) {
           keys.emplace_back(b.key);
         }
       });
@@ -410,7 +521,7 @@ class StoreT : public Store {
         override {
       for (size_t i = 0; i < entries_->size(); ++i) {
         const Entry& e = (*entries_)[i];
-        if (e.present != e.had_old) f(e.key, e.present, Live(e));
+        if (!e.part && e.present != e.had_old) f(e.key, e.present, Live(e));
       }
     }
 
@@ -425,11 +536,15 @@ class StoreT : public Store {
 
     Status Commit() override {
       if (failed_) return Status::kTxnTooLarge;
+      std::vector<uint64_t> graves;
+      Status settled = SettleCollections(&graves);
+      if (settled != Status::kOk) return settled;
+      if (failed_) return Status::kTxnTooLarge;
       std::vector<Entry*>& dirty = entries_->dirty();
       for (Entry* e : entries_->order()) {
         if (e->present || e->had_old) dirty.push_back(e);
       }
-      if (dirty.empty()) return Status::kOk;
+      Status st = Status::kOk;
       if (dirty.size() == 1) {
         // One key: one map write, crash-safe on its own.
         Entry& e = *dirty[0];
@@ -440,9 +555,18 @@ class StoreT : public Store {
           s_->map_.Erase(e.h);
         }
         s_->journal_.Bump(e.h.a);
-        return Status::kOk;
+      } else if (!dirty.empty()) {
+        st = s_->CommitJournaled(dirty);
       }
-      return s_->CommitJournaled(dirty);
+      if (st != Status::kOk) return st;
+      for (uint64_t h : touched_) s_->journal_.Bump(h);
+      int64_t parts = 0;
+      for (const Entry* e : dirty) {
+        if (e->part) parts += (e->present ? 1 : 0) - (e->had_old ? 1 : 0);
+      }
+      if (parts != 0) s_->CountParts(parts);
+      for (uint64_t id : graves) s_->ReapLocked(id, kReapBudget);
+      return Status::kOk;
     }
 
    private:
@@ -452,22 +576,129 @@ class StoreT : public Store {
       return e.present && (e.expire == 0 || e.expire > NowMs());
     }
 
+    // The one-owner rule for collections, applied before a commit. A key
+    // that holds a collection it did not hold in the map keeps its id
+    // only when the id is new (NewCollection in this transaction) or was
+    // let go in this transaction by the key that held it (RENAME); else
+    // (COPY, or an id taken from elsewhere) it gets a copy of the parts
+    // under a new id. A collection the map held that no present key
+    // holds any more loses its parts (DEL, an overwrite, RENAME over it):
+    // removed in this commit when few, else through a grave (its id in
+    // *graves) reaped after it.
+    Status SettleCollections(std::vector<uint64_t>* graves) {
+      std::vector<Entry*> roots;  // present keys that hold a collection
+      std::vector<Entry*> was;    // keys that held one in the map
+      for (size_t i = 0; i < entries_->size(); ++i) {
+        Entry* e = &(*entries_)[i];
+        PartsRoot r;
+        if (RootOf(*e, &r)) roots.push_back(e);
+        if (!e->part && e->old_root.id != 0) was.push_back(e);
+      }
+      if (roots.empty() && was.empty()) return Status::kOk;
+      auto holds = [](const Entry* e, uint64_t id) {
+        PartsRoot r;
+        return RootOf(*e, &r) && r.id == id;
+      };
+      auto holders = [&](uint64_t id, const Entry* besides) {
+        size_t n = 0;
+        for (const Entry* e : roots) n += e != besides && holds(e, id);
+        return n;
+      };
+      auto let_go = [&](uint64_t id) {
+        for (const Entry* e : was) {
+          if (e->old_root.id == id && !holds(e, id)) return true;
+        }
+        return false;
+      };
+      for (Entry* e : roots) {
+        PartsRoot r;
+        RootOf(*e, &r);
+        if (e->old_root.id == r.id) continue;
+        bool fresh = false;
+        for (uint64_t id : fresh_) fresh = fresh || id == r.id;
+        if (holders(r.id, e) == 0 && (fresh || let_go(r.id))) continue;
+        Status st = CopyParts(e, r);
+        if (st != Status::kOk) return st;
+      }
+      for (const Entry* e : was) {
+        const PartsRoot old = e->old_root;
+        if (holders(old.id, nullptr) != 0) continue;
+        bool seen = false;
+        for (uint64_t id : *graves) seen = seen || id == old.id;
+        if (seen) continue;
+        Status st = FreeParts(old, graves);
+        if (st != Status::kOk) return st;
+      }
+      return Status::kOk;
+    }
+
+    // Gives `e` its own copy of the parts of collection r.id.
+    Status CopyParts(Entry* e, const PartsRoot& r) {
+      // More parts than the map has room for: a damaged root.
+      if (r.parts > s_->cfg_.capacity) return Status::kTooLarge;
+      uint64_t id = NewCollection();
+      std::string bytes;
+      for (uint64_t i = 0; i < r.parts; ++i) {
+        Status st = ReadPart(r.id, i, &bytes);
+        if (st == Status::kNotFound) bytes.clear();  // damage: kept empty
+        else if (st != Status::kOk) return st;
+        st = WritePart(id, i, bytes);
+        if (st != Status::kOk) return st;
+      }
+      std::memcpy(&e->value[0], &id, sizeof(id));
+      return Status::kOk;
+    }
+
+    // Removes the parts of a collection the map held and no key holds
+    // now: in this commit when there are few; else through a grave.
+    Status FreeParts(const PartsRoot& old, std::vector<uint64_t>* graves) {
+      constexpr uint64_t kInline = 64;
+      // Parts this transaction made beyond the map's are simply dropped.
+      for (size_t i = 0; i < entries_->size(); ++i) {
+        Entry* p = &(*entries_)[i];
+        PartKey pk;
+        if (!p->part || p->key.size() != sizeof(pk)) continue;
+        std::memcpy(&pk, p->key.data(), sizeof(pk));
+        if (pk.id != old.id || pk.index == kGraveIndex) continue;
+        if (p->present) {
+          p->present = false;
+          p->value.clear();
+          Status st = Touch(p);
+          if (st != Status::kOk) return st;
+        }
+      }
+      if (old.parts <= kInline) {
+        for (uint64_t i = 0; i < old.parts; ++i) {
+          Status st = DeletePart(old.id, i);
+          if (st != Status::kOk && st != Status::kNotFound) return st;
+        }
+        return Status::kOk;
+      }
+      std::string grave(sizeof(PartsRoot), '\0');
+      std::memcpy(&grave[0], &old, sizeof(old));
+      Status st = WritePart(old.id, kGraveIndex, grave);
+      if (st == Status::kOk) graves->push_back(old.id);
+      return st;
+    }
+
     // The key's entry, made from the map on its first use. Without
-    // with_value only the blob's head and key are read, not its value:
-    // for Put and Delete, which set or drop the value at once, so the
-    // entry's value is never read unloaded.
-    Status LoadEntry(std::string_view key, Entry** out,
+    // with_value only the blob's head, key and collection root are read,
+    // not its value: for writes that set or drop the value at once, so
+    // the entry's value is never read unloaded.
+    Status LoadEntry(std::string_view key, bool part, Entry** out,
                      bool with_value = true) {
-      if (Entry* known = entries_->Find(key)) {
+      MakeIdent(&ident_, part, key);
+      if (Entry* known = entries_->Find(ident_)) {
         *out = known;
         return Status::kOk;
       }
-      KeyHash h = HashKey(key);
+      KeyHash h = part ? PartHash(key) : HashKey(key);
       Blob b;
-      Status st = s_->ReadLocked(h, key, &b, with_value);
+      Status st = s_->ReadLocked(h, key, part, &b, with_value);
       if (st == Status::kCollision) return st;
-      Entry* e = entries_->Add(key);
+      Entry* e = entries_->Add(ident_, key);
       e->h = h;
+      e->part = part;
       if (st == Status::kOk) {
         e->present = e->had_old = true;
         e->type = b.type;
@@ -475,9 +706,16 @@ class StoreT : public Store {
         e->value.assign(b.value.data(), b.value.size());
         e->expire = b.expire_ms;
         e->old_len = s_->scratch_len_;
+        e->old_root = s_->last_root_;
       }
       *out = e;
       return Status::kOk;
+    }
+
+    static KeyHash PartHash(std::string_view key) {
+      PartKey pk;
+      std::memcpy(&pk, key.data(), sizeof(pk));
+      return HashPart(pk.id, pk.index);
     }
 
     // Marks `e` written; refuses once the journal could not hold it all.
@@ -498,6 +736,9 @@ class StoreT : public Store {
     StoreT* s_;
     Locked lock_;
     TxnEntries<Entry>* entries_;  // the store's, cleared when this ends
+    std::string ident_;
+    std::vector<uint64_t> touched_;  // WATCH versions to move on commit
+    std::vector<uint64_t> fresh_;    // collection ids made in this one
     size_t bytes_ = 0;  // journal bytes needed (an upper bound)
     bool failed_ = false;
   };
@@ -555,13 +796,67 @@ class StoreT : public Store {
       journal_.Recover(Applier());
       ctl_->lock_recoveries.fetch_add(1, std::memory_order_relaxed);
       pthread_mutex_consistent(&ctl_->write_lock);
+      // It may have died between a commit and its count of parts.
+      CountPartsLocked();
     } else if (rc != 0) {
       std::fprintf(stderr, "shmkv: write lock failed: %s\n",
                    std::strerror(rc));
       std::abort();
     }
+    if (journal_.Counter(Journal::kPartsCounted) == 0) CountPartsLocked();
   }
   void Unlock() { pthread_mutex_unlock(&ctl_->write_lock); }
+
+  // Counts the parts in the map (after a writer died, or in a journal an
+  // older build made, which never counted them). Under the lock.
+  void CountPartsLocked() {
+    uint64_t parts = 0;
+    map_.Travel([&](const KeyHash&, const std::string& blob) {
+      Blob b;
+      if (b.Parse(blob.data(), blob.size()) && b.part()) ++parts;
+    });
+    journal_.SetWord(Journal::kParts, parts);
+    journal_.SetWord(Journal::kPartsCounted, 1);
+  }
+
+  void CountParts(int64_t delta) {
+    journal_.SetWord(Journal::kParts, journal_.Counter(Journal::kParts) +
+                                          static_cast<uint64_t>(delta));
+  }
+
+  // Removes up to `budget` parts of the collection whose grave is
+  // (id, kGraveIndex), from its highest index down, lowering the grave's
+  // count after them; the grave goes with the last one. Each step is one
+  // map write, so a process killed anywhere leaves a grave that claims
+  // no fewer parts than remain. Under the lock.
+  void ReapLocked(uint64_t id, uint64_t budget) {
+    KeyHash gh = HashPart(id, kGraveIndex);
+    char kb[16];
+    std::string_view gkey = PartKeyBytes(PartKey{id, kGraveIndex}, kb);
+    Blob b;
+    PartsRoot grave;
+    if (!ReadBlob(gh) || !b.Parse(scratch_.data(), scratch_len_) ||
+        !b.part() || b.key != gkey || b.value.size() != sizeof(grave)) {
+      return;
+    }
+    std::memcpy(&grave, b.value.data(), sizeof(grave));
+    // A damaged count past what the map can hold is cut to that.
+    uint64_t n = std::min<uint64_t>(grave.parts, cfg_.capacity);
+    for (uint64_t done = 0; n > 0 && done < budget; ++done) {
+      if (map_.Erase(HashPart(id, n - 1))) CountParts(-1);
+      --n;
+      if (n % 256 == 0 || n == 0 || done + 1 == budget) {
+        if (n == 0) break;
+        grave.parts = n;
+        MakeBlob(&blob_, gkey, static_cast<ValueType>(kPartType), 0,
+                 std::string_view(reinterpret_cast<const char*>(&grave),
+                                  sizeof(grave)),
+                 0);
+        map_.Replace(gh, blob_);
+      }
+    }
+    if (n == 0 && map_.Erase(gh)) CountParts(-1);
+  }
 
   // The live blob of `key` (in scratch_); an expired one is removed.
   bool Lookup(std::string_view key, Blob* b) {
@@ -583,7 +878,8 @@ class StoreT : public Store {
   bool Read(std::string_view key, Blob* b) {
     KeyHash h = HashKey(key);
     if (!ReadBlob(h)) return false;
-    return b->Parse(scratch_.data(), scratch_len_) && b->key == key;
+    return b->Parse(scratch_.data(), scratch_len_) && !b->part() &&
+           b->key == key;
   }
 
   bool ReadBlob(const KeyHash& h) {
@@ -600,19 +896,22 @@ class StoreT : public Store {
     return false;
   }
 
-  // Under the lock: the current, unexpired blob of `key`. Without `whole`
-  // only its head and key are copied (b->value is empty; scratch_len_ is
-  // still the blob's full length): what a write that replaces the value
-  // needs.
-  Status ReadLocked(const KeyHash& h, std::string_view key, Blob* b,
-                    bool whole = true) {
+  // Under the lock: the current, unexpired blob of `key` (a part's when
+  // `part`; a blob of the other kind is a collision), and in last_root_
+  // the collection it holds (id 0: none). Without `whole` only its head,
+  // key and root are copied (b->value is empty; scratch_len_ is still the
+  // blob's full length): what a write that replaces the value needs.
+  Status ReadLocked(const KeyHash& h, std::string_view key, bool part,
+                    Blob* b, bool whole = true) {
+    last_root_ = PartsRoot{0, 0};
     if (whole) {
       if (!ReadBlob(h) || !b->Parse(scratch_.data(), scratch_len_)) {
         return Status::kNotFound;
       }
-      if (b->key != key) return Status::kCollision;
+      if (b->key != key || b->part() != part) return Status::kCollision;
+      if (!b->Root(&last_root_)) last_root_ = PartsRoot{0, 0};
     } else {
-      size_t want = kBlobHeader + key.size();
+      size_t want = kBlobHeader + key.size() + sizeof(PartsRoot);
       if (scratch_.size() < want) scratch_.resize(want);
       size_t len = want;
       if (!map_.Find(h, scratch_.data(), &len)) return Status::kNotFound;
@@ -620,10 +919,11 @@ class StoreT : public Store {
       if (len < kBlobHeader) return Status::kNotFound;  // damaged, as Parse
       std::memcpy(&head, scratch_.data(), sizeof(head));  // takes it
       if (head.key_len > len - kBlobHeader) return Status::kNotFound;
-      // Same length, so the key's bytes were all copied.
+      // The key's bytes were all copied (want covers them).
       if (head.key_len != key.size() ||
           std::memcmp(scratch_.data() + kBlobHeader, key.data(),
-                      key.size()) != 0) {
+                      key.size()) != 0 ||
+          (head.type == kPartType) != part) {
         return Status::kCollision;
       }
       b->expire_ms = static_cast<int64_t>(head.expire_at_ms);
@@ -631,18 +931,53 @@ class StoreT : public Store {
       b->encoding = head.encoding;
       b->key = std::string_view(scratch_.data() + kBlobHeader, key.size());
       b->value = std::string_view();
+      if (!part && (head.encoding & kEncodingParts) != 0 && len >= want) {
+        std::memcpy(&last_root_, scratch_.data() + kBlobHeader + key.size(),
+                    sizeof(PartsRoot));
+      }
       scratch_len_ = len;
     }
     if (b->Expired(NowMs())) {
-      EraseExpired(h);
+      EraseExpired(h, last_root_);
+      last_root_ = PartsRoot{0, 0};
       return Status::kNotFound;
     }
     return Status::kOk;
   }
 
-  void EraseExpired(const KeyHash& h) {
+  // Removes an expired key; a collection's parts go with it, through a
+  // grave (reaped now, up to a budget; the sweep finishes it).
+  void EraseExpired(const KeyHash& h, PartsRoot root) {
+    if (root.id != 0) Bury(root);
     map_.Erase(h);
     ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
+    if (root.id != 0) ReapLocked(root.id, kReapBudget);
+  }
+
+  // Writes the grave of a collection whose root is leaving the map (an
+  // expired root is dead to every reader already: no commit is needed).
+  // With no room for a grave, the parts go at once, highest first.
+  void Bury(const PartsRoot& root) {
+    char kb[16];
+    std::string_view key = PartKeyBytes(PartKey{root.id, kGraveIndex}, kb);
+    KeyHash gh = HashPart(root.id, kGraveIndex);
+    Blob b;
+    if (ReadBlob(gh) && b.Parse(scratch_.data(), scratch_len_) && b.part() &&
+        b.key == key) {
+      return;  // buried before (a process died before erasing the root)
+    }
+    MakeBlob(&blob_, key, static_cast<ValueType>(kPartType), 0,
+             std::string_view(reinterpret_cast<const char*>(&root),
+                              sizeof(root)),
+             0);
+    if (map_.Replace(gh, blob_)) {
+      CountParts(1);
+      return;
+    }
+    for (uint64_t i = std::min<uint64_t>(root.parts, cfg_.capacity); i > 0;
+         --i) {
+      if (map_.Erase(HashPart(root.id, i - 1))) CountParts(-1);
+    }
   }
 
   // Removes `key` if it is (still) expired.
@@ -651,11 +986,13 @@ class StoreT : public Store {
     KeyHash h = HashKey(key);
     if (!ReadBlob(h)) return false;
     Blob b;
-    if (!b.Parse(scratch_.data(), scratch_len_) || b.key != key ||
+    if (!b.Parse(scratch_.data(), scratch_len_) || b.part() || b.key != key ||
         !b.Expired(NowMs())) {
       return false;
     }
-    EraseExpired(h);
+    PartsRoot root{0, 0};
+    if (!b.Root(&root)) root = PartsRoot{0, 0};
+    EraseExpired(h, root);
     return true;
   }
 
@@ -667,6 +1004,7 @@ class StoreT : public Store {
   size_t scratch_len_ = 0;
   TxnEntries<Entry> txn_entries_;  // the transaction holding the lock's
   std::string blob_;
+  PartsRoot last_root_{0, 0};  // ReadLocked's: the collection it found
   typename Map::TravelPos sweep_pos_;
   std::mt19937_64 rng_{std::random_device{}()};
 };

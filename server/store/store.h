@@ -8,9 +8,18 @@
 //   u64 expire_at_ms (CLOCK_REALTIME; 0 = never)  u32 key_len
 //   u8 type  u8 encoding  u16 reserved  key bytes  value bytes
 //
-// The store keeps each value's type and encoding and never interprets
-// the value bytes: the command families do (a string's bytes are the
-// string; a collection's are its encoding).
+// The store keeps each value's type and encoding and interprets no value
+// bytes but one: a large collection is a root under its key, whose bytes
+// begin with a PartsRoot, and parts under keys of their own (blob.h). The
+// store keeps each collection's parts with the one key that owns them:
+// a commit that removes a root (DEL, an overwrite, a rename over it)
+// removes its parts, one that leaves two keys with one collection's id
+// (COPY) gives the new key a copy of the parts, and an expired root takes
+// its parts with it. Parts of a large collection that is gone are
+// removed through a grave, a part that lists them, from the highest index
+// down, so a process killed while removing them leaves the rest to the
+// next sweep. The command families interpret everything else (a
+// string's bytes are the string; a collection's are its encoding).
 //
 // Reads never lock: they copy the blob out of the map (the map validates
 // the copy) and check key and expiry. Writes from all workers are
@@ -181,6 +190,23 @@ class Store {
     }
     // kOk when the key existed, kNotFound, kCollision or kTxnTooLarge.
     virtual Status Delete(std::string_view key) = 0;
+
+    // The parts of collections (server/store/blob.h, kEncodingParts).
+    // A fresh collection id, never given before.
+    virtual uint64_t NewCollection() = 0;
+    // Part `index` of collection `id` as this transaction sees it: kOk,
+    // kNotFound or kCollision.
+    virtual Status ReadPart(uint64_t id, uint64_t index,
+                            std::string* bytes) = 0;
+    // Writes (creates or replaces) a part: kOk, kTooLarge, kCollision or
+    // kTxnTooLarge.
+    virtual Status WritePart(uint64_t id, uint64_t index,
+                             std::string_view bytes) = 0;
+    // kOk when the part existed, kNotFound, kCollision or kTxnTooLarge.
+    virtual Status DeletePart(uint64_t id, uint64_t index) = 0;
+    // Marks `key` changed for WATCH although its own blob may not be
+    // written (a collection whose parts changed, its root unchanged).
+    virtual void Touched(std::string_view key) = 0;
     // Deletes every key (inside MULTI: bounded by the journal); *n keys.
     virtual Status FlushAll(uint64_t* n) = 0;
     // False when `key` changed (or expired) since Watch() gave `stamp`.
@@ -211,6 +237,9 @@ class Store {
   bool GetString(std::string_view key, std::string* value,
                  int64_t* expire_ms = nullptr);
   virtual bool Exists(std::string_view key) = 0;
+  // Part `index` of collection `id`: false when absent. A reader of a
+  // collection brackets its root and parts with ReadBegin/ReadValid.
+  virtual bool GetPart(uint64_t id, uint64_t index, std::string* bytes) = 0;
   virtual uint64_t ReadBegin() = 0;
   virtual bool ReadValid(uint64_t token) = 0;
   // Some live key, chosen at random; false when the store is empty.
@@ -249,7 +278,10 @@ class Store {
   // Active expiry: examines up to `count` slots, removes expired keys.
   virtual uint64_t Sweep(size_t count) = 0;
 
+  // Redis keys (the map's blobs, less the parts of collections).
   virtual uint64_t Keys() = 0;
+  // Blobs in the map that are parts of collections (graves included).
+  virtual uint64_t Parts() = 0;
   virtual uint64_t Capacity() = 0;
   virtual uint64_t MemoryTotal() = 0;
   virtual uint64_t MemoryUsed() = 0;

@@ -1,8 +1,10 @@
 // The keys a Store transaction has touched, by name. One set per Store,
 // reused from one transaction to the next (only the transaction holding
 // the write lock uses it), so a write of a key or two reuses the strings
-// of the last one and allocates nothing once warm. Entry needs `key` and
-// `value` strings and a default state that means "not touched".
+// of the last one and allocates nothing once warm. Entry needs `ident`,
+// `key` and `value` strings and a default state that means "not touched";
+// entries are found by `ident` (what the key is: a Redis key or a part,
+// then its bytes), so two kinds of key with the same bytes never meet.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -21,33 +23,40 @@ class TxnEntries {
   static constexpr size_t kKeepEntries = 64;      // kept between transactions
   static constexpr size_t kKeepBytes = 64 << 10;  // per string kept
 
-  // The entry of `key`, or null when this transaction has not touched it.
-  Entry* Find(std::string_view key) const {
+  // The entry of `ident`, or null when this transaction has not touched
+  // it.
+  Entry* Find(std::string_view ident) const {
     if (used_ > kLinear) {
-      auto it = index_.find(key);
+      auto it = index_.find(ident);
       return it == index_.end() ? nullptr : it->second;
     }
     for (size_t i = 0; i < used_; ++i) {
-      if (pool_[i]->key == key) return pool_[i].get();
+      if (pool_[i]->ident == ident) return pool_[i].get();
     }
     return nullptr;
   }
 
-  // A fresh entry for `key` (which Find did not find); Find finds it from
-  // now on. It stays where it is until Reset.
-  Entry* Add(std::string_view key) {
+  // A fresh entry for `ident` (which Find did not find), with `key` its
+  // key's bytes; Find finds it from now on. It stays where it is until
+  // Reset.
+  Entry* Add(std::string_view ident, std::string_view key) {
     if (used_ == pool_.size()) pool_.push_back(std::make_unique<Entry>());
     Entry* e = pool_[used_++].get();
-    std::string k = std::move(e->key), v = std::move(e->value);
+    std::string i = std::move(e->ident), k = std::move(e->key),
+                v = std::move(e->value);
     *e = Entry();
+    e->ident = std::move(i);
     e->key = std::move(k);
     e->value = std::move(v);
+    e->ident.assign(ident.data(), ident.size());
     e->key.assign(key.data(), key.size());
     e->value.clear();
     if (used_ == kLinear + 1) {  // from now on, through the index
-      for (size_t i = 0; i < used_; ++i) index_[pool_[i]->key] = pool_[i].get();
+      for (size_t j = 0; j < used_; ++j) {
+        index_[pool_[j]->ident] = pool_[j].get();
+      }
     } else if (used_ > kLinear + 1) {
-      index_[e->key] = e;
+      index_[e->ident] = e;
     }
     return e;
   }
@@ -65,6 +74,7 @@ class TxnEntries {
     for (size_t i = 0; i < used_; ++i) {
       Entry* e = pool_[i].get();
       if (e->key.capacity() > kKeepBytes) std::string().swap(e->key);
+      if (e->ident.capacity() > kKeepBytes) std::string().swap(e->ident);
       if (e->value.capacity() > kKeepBytes) std::string().swap(e->value);
     }
     if (pool_.size() > kKeepEntries) pool_.resize(kKeepEntries);
