@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
+#include <set>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "server/commands/hash_value.h"
 #include "server/commands/packed.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
@@ -282,6 +285,180 @@ TEST(HashFamily, RandomFieldsAreTheHashs) {
     std::string one = h.Run({"HRANDFIELD", "h"});
     EXPECT_EQ(one.substr(0, 5), "$2\r\nf") << one;
   }
+}
+
+// A hash past the listpack limits lives in buckets: every field is found,
+// HLEN is right at every step, a full HSCAN returns every field, and the
+// buckets stay near their target size as the hash grows and shrinks.
+TEST(HashFamily, LargeHashesLiveInBuckets) {
+  CommandHarness h("hashbig", 200000, 256ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  const int kFields = 50000;
+  for (int i = 0; i < kFields; ++i) {
+    std::string f = "field:" + std::to_string(i);
+    ASSERT_EQ(h.Run({"HSET", "big", f, "v" + std::to_string(i)}), ":1\r\n")
+        << i;
+  }
+  EXPECT_EQ(h.Run({"HLEN", "big"}), ":50000\r\n");
+  EXPECT_EQ(h.Run({"OBJECT", "ENCODING", "big"}), "$9\r\nhashtable\r\n");
+  uint64_t parts = h.store()->Parts();
+  EXPECT_GE(parts, uint64_t{kFields} / shmkv::cmd::HashValue::kBucketFields);
+  EXPECT_LE(parts, 2 * uint64_t{kFields} / shmkv::cmd::HashValue::kBucketFields);
+  EXPECT_EQ(h.store()->Keys(), 1u);
+  std::mt19937_64 rng(3);
+  for (int k = 0; k < 2000; ++k) {
+    int i = static_cast<int>(rng() % kFields);
+    std::string v = "v" + std::to_string(i);
+    ASSERT_EQ(h.Run({"HGET", "big", "field:" + std::to_string(i)}),
+              "$" + std::to_string(v.size()) + "\r\n" + v + "\r\n");
+  }
+  // Every field, through HSCAN pages of about 100.
+  std::set<std::string> seen;
+  std::string cursor = "0";
+  size_t calls = 0;
+  do {
+    std::string reply = h.Run({"HSCAN", "big", cursor, "COUNT", "100"});
+    ++calls;
+    size_t p = reply.find("\r\n", 4);
+    size_t q = reply.find("\r\n", p + 2);
+    cursor = reply.substr(p + 2, q - p - 2);
+    for (size_t at = reply.find("field:"); at != std::string::npos;
+         at = reply.find("field:", at + 1)) {
+      seen.insert(reply.substr(at, reply.find("\r\n", at) - at));
+    }
+  } while (cursor != "0" && calls < 100000);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kFields));
+  EXPECT_LT(calls, 2u * kFields / 100 + 10);
+  // Half removed: the rest still found, HLEN follows.
+  for (int i = 0; i < kFields; i += 2) {
+    ASSERT_EQ(h.Run({"HDEL", "big", "field:" + std::to_string(i)}), ":1\r\n");
+  }
+  EXPECT_EQ(h.Run({"HLEN", "big"}), ":25000\r\n");
+  EXPECT_EQ(h.Run({"HEXISTS", "big", "field:2"}), ":0\r\n");
+  EXPECT_EQ(h.Run({"HGET", "big", "field:3"}), "$2\r\nv3\r\n");
+  std::string all = h.Run({"HGETALL", "big"});
+  EXPECT_EQ(all.substr(0, 8), "*50000\r\n");
+  // COPY gets buckets of its own; DEL takes every bucket with the key.
+  EXPECT_EQ(h.Run({"COPY", "big", "copy"}), ":1\r\n");
+  EXPECT_EQ(h.Run({"HSET", "copy", "field:3", "changed"}), ":0\r\n");
+  EXPECT_EQ(h.Run({"HGET", "big", "field:3"}), "$2\r\nv3\r\n");
+  EXPECT_EQ(h.Run({"RENAME", "big", "moved"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"HGET", "moved", "field:3"}), "$2\r\nv3\r\n");
+  EXPECT_EQ(h.Run({"DEL", "moved", "copy"}), ":2\r\n");
+  for (int i = 0; i < 100 && h.store()->Parts() > 0; ++i) {
+    h.store()->Sweep(1 << 20);
+  }
+  EXPECT_EQ(h.store()->Parts(), 0u);
+  EXPECT_EQ(h.store()->Keys(), 0u);
+}
+
+// A change to a bucket alone (an existing field's value) is a change to
+// the key for WATCH, as any write to a Redis hash is.
+TEST(HashFamily, WatchSeesABucketOnlyChange) {
+  CommandHarness h("hashwatch", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_EQ(h.Run({"HSET", "w", "f" + std::to_string(i), "x"}), ":1\r\n");
+  }
+  CommandHarness::Client other = h.NewClient();
+  EXPECT_EQ(h.Run({"WATCH", "w"}), "+OK\r\n");
+  EXPECT_EQ(h.RunAs(&other, {"HSET", "w", "f7", "changed"}), ":0\r\n");
+  EXPECT_EQ(h.Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"HSET", "w", "f8", "mine"}), "+QUEUED\r\n");
+  EXPECT_EQ(h.Run({"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(h.Run({"HGET", "w", "f8"}), "$1\r\nx\r\n");
+}
+
+// A bucket whose bytes are damaged answers the damaged-value error to
+// every command that reads it; other buckets still answer.
+TEST(HashFamily, DamagedBucketsAreAnError) {
+  CommandHarness h("hashbadbucket", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_EQ(h.Run({"HSET", "d", "f" + std::to_string(i), "x"}), ":1\r\n");
+  }
+  shmkv::Value root;
+  ASSERT_TRUE(h.store()->Get("d", &root));
+  shmkv::PartsRoot pr;
+  std::memcpy(&pr, root.bytes.data(), sizeof(pr));
+  {
+    auto t = h.store()->Begin();
+    ASSERT_EQ(t->WritePart(pr.id, 0, "\x05garbage"), shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  }
+  const std::string damaged =
+      "-ERR the value of this key is damaged (shmc check)\r\n";
+  EXPECT_EQ(h.Run({"HGETALL", "d"}), damaged);
+  EXPECT_EQ(h.Run({"HSCAN", "d", "0", "COUNT", "100000"}), damaged);
+  int bad = 0, good = 0;
+  for (int i = 0; i < 600; ++i) {
+    std::string reply = h.Run({"HGET", "d", "f" + std::to_string(i)});
+    if (reply == damaged) {
+      ++bad;
+    } else {
+      EXPECT_EQ(reply, "$1\r\nx\r\n");
+      ++good;
+    }
+  }
+  EXPECT_GT(bad, 0);
+  EXPECT_GT(good, 0);
+  EXPECT_EQ(h.Run({"HLEN", "d"}), ":600\r\n");
+  // A root whose bucket count is damaged (of a collection of its own).
+  {
+    auto t = h.store()->Begin();
+    pr.id = t->NewCollection();
+    pr.parts = 1ULL << 62;
+    std::memcpy(&root.bytes[0], &pr, sizeof(pr));
+    ASSERT_EQ(t->Write("d2", ValueType::kHash, shmkv::cmd::kHashBuckets,
+                       root.bytes, 0),
+              shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  }
+  EXPECT_EQ(h.Run({"HGET", "d2", "f1"}), damaged);
+  EXPECT_EQ(h.Run({"HSET", "d2", "f1", "y"}), damaged);
+}
+
+// Against redis-server on a hash past the limits: every reply that does
+// not show the table's order is byte for byte Redis's, over random
+// writes, counters and deletes; the whole hash agrees as a set.
+TEST(HashFamilyVsRedis, LargeHashesReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("hashbigdiff", 50000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  Client c(redis.port());
+  std::mt19937_64 rng(17);
+  auto field = [&] { return "f" + std::to_string(rng() % 3000); };
+  for (int i = 0; i < 20000; ++i) {
+    Cmd cmd;
+    switch (rng() % 8) {
+      case 0: case 1: case 2:
+        cmd = {"HSET", "big", field(), std::string(rng() % 80, 'v'),
+               field(), std::to_string(rng() % 100)};
+        break;
+      case 3: cmd = {"HDEL", "big", field(), field()}; break;
+      case 4: cmd = {"HINCRBY", "big", field(), "3"}; break;
+      case 5: cmd = {"HMGET", "big", field(), field(), field()}; break;
+      case 6: cmd = {rng() % 2 ? "HSTRLEN" : "HEXISTS", "big", field()}; break;
+      default: cmd = {"HLEN", "big"};
+    }
+    std::string mine = h.Run(cmd), theirs = c.Call(cmd);
+    ASSERT_EQ(mine, theirs) << i << ": " << CommandLine(cmd);
+  }
+  auto sorted_lines = [](const std::string& reply) {
+    std::vector<std::string> lines;
+    for (size_t at = 0; at < reply.size();) {
+      size_t e = reply.find("\r\n", at);
+      lines.push_back(reply.substr(at, e - at));
+      at = e + 2;
+    }
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(sorted_lines(h.Run({"HGETALL", "big"})),
+            sorted_lines(c.Call({"HGETALL", "big"})));
+  EXPECT_EQ(h.Run({"OBJECT", "ENCODING", "big"}),
+            c.Call({"OBJECT", "ENCODING", "big"}));
 }
 
 }  // namespace

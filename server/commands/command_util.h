@@ -34,6 +34,26 @@ enum class Found { kNo, kYes, kWrongType };
 // another type, which most string commands answer with WrongType().
 Found ReadString(CommandContext* c, std::string_view key, std::string* v,
                  int64_t* expire = nullptr);
+// Runs a read command's `body` over one consistent view of the store: a
+// collection held in parts is several blobs, and outside a transaction a
+// commit may land between them, so the body runs again (its reply
+// rewound) until none did; after a few tries it runs inside a
+// transaction (under the write lock) instead. Inside one it just runs.
+template <class F>
+void ReadConsistently(CommandContext* c, Reply* r, F body) {
+  if (c->txn != nullptr) return body();
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    uint64_t token = c->store->ReadBegin();
+    size_t mark = r->Mark();
+    body();
+    if (c->store->ReadValid(token)) return;
+    r->Retry(mark);
+  }
+  auto t = c->store->Begin();
+  c->txn = t.get();
+  body();
+  c->txn = nullptr;
+}
 // Redis's -WRONGTYPE reply.
 void WrongType(Reply* r);
 // TYPE's name for a type ("string", "hash", ...).

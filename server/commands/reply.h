@@ -48,6 +48,12 @@ class Reply {
   // commit that failed after its replies were written).
   size_t Mark() const { return out_->size(); }
   void Rewind(size_t mark) { out_->resize(mark); }
+  // Rewinds a reply that is begun again from scratch (its view of the
+  // data changed under it): what it wrote, error included, is forgotten.
+  void Retry(size_t mark) {
+    out_->resize(mark);
+    error_ = false;
+  }
 
  private:
   std::string* out_;

@@ -22,14 +22,17 @@ class CommandHarness {
  public:
   // `tag` makes the segment's name unique to the test (with the pid and a
   // counter), so harnesses of parallel tests never meet.
-  explicit CommandHarness(const std::string& tag = "h") {
+  // `keys` and `memory` size the store (a test of large values asks for
+  // more than the default).
+  explicit CommandHarness(const std::string& tag = "h", uint64_t keys = 4096,
+                          uint64_t memory = 8ULL << 20) {
     static std::atomic<int> seq{0};
     cfg_.backend = shmkv::Backend::kPosix;
     cfg_.name = "/shmkv_harness_" + tag + "_" + std::to_string(getpid()) +
                 "_" + std::to_string(seq++);
-    cfg_.capacity = 4096;
-    cfg_.memory = 8ULL << 20;
-    cfg_.journal = 1ULL << 20;
+    cfg_.capacity = keys;
+    cfg_.memory = memory;
+    cfg_.journal = memory > (8ULL << 20) ? 16ULL << 20 : 1ULL << 20;
     cfg_.max_value = 1ULL << 20;
     std::string err;
     shmkv::RemoveStore(cfg_, &err);  // a leftover of a killed run of ours
@@ -65,22 +68,36 @@ class CommandHarness {
 
   // Runs one command and returns its RESP reply.
   std::string Run(const std::vector<std::string>& args) {
-    std::vector<std::string_view> views(args.begin(), args.end());
-    std::string out;
-    shmkv::Reply reply(&out);
-    shmkv::Execute(views, &ctx_, &reply);
-    return out;
+    return RunAs(&client_, args);
   }
   std::string Run(std::initializer_list<std::string> args) {
     return Run(std::vector<std::string>(args));
   }
 
+  // A second connection's state, for what two clients show (WATCH).
+  using Client = shmkv::ClientState;
+  Client NewClient() {
+    Client c;
+    c.authed = true;
+    return c;
+  }
+  std::string RunAs(Client* client, const std::vector<std::string>& args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string out;
+    shmkv::Reply reply(&out);
+    ctx_.client = client;
+    shmkv::Execute(views, &ctx_, &reply);
+    ctx_.client = &client_;
+    return out;
+  }
+
   // Writes a value of any type straight into the store, as a family of
   // that type would: for the typed paths of other families' commands.
   bool WriteTyped(const std::string& key, shmkv::ValueType type,
-                  const std::string& bytes, int64_t expire_ms = 0) {
+                  const std::string& bytes, uint8_t encoding = 0,
+                  int64_t expire_ms = 0) {
     auto t = store_->Begin();
-    return t->Write(key, type, 0, bytes, expire_ms) ==
+    return t->Write(key, type, encoding, bytes, expire_ms) ==
                shmkv::Store::Status::kOk &&
            t->Commit() == shmkv::Store::Status::kOk;
   }

@@ -1,0 +1,287 @@
+// A hash in its packed or bucketed form (server/commands/hash_value.h).
+#include "server/commands/hash_value.h"
+
+#include <cstring>
+#include <utility>
+
+#include "server/commands/command_util.h"
+#include "server/commands/packed.h"
+#include "server/store/key_hash.h"
+
+namespace shmkv {
+namespace cmd {
+
+namespace {
+
+uint64_t FieldHash(std::string_view field) {
+  return Hash2(field.data(), field.size());
+}
+
+// The bytes a bucket's pairs pack into, near enough (the lengths' bytes
+// left out): what the split rule weighs.
+size_t PairBytes(const std::vector<std::string_view>& items) {
+  size_t n = 0;
+  for (std::string_view s : items) n += s.size();
+  return n;
+}
+
+}  // namespace
+
+uint64_t HashValue::BucketOf(uint64_t hash, uint64_t buckets) {
+  int level = 63 - __builtin_clzll(buckets);
+  uint64_t low = hash & ((1ULL << level) - 1);
+  uint64_t split = buckets - (1ULL << level);  // buckets split this round
+  return low < split ? hash & ((2ULL << level) - 1) : low;
+}
+
+HashValue::Load HashValue::Open(CommandContext* c, std::string_view key) {
+  c_ = c;
+  exists_ = ReadValue(c, key, &value_);
+  if (!exists_) {
+    encoding_ = kHashListpack;
+    return Load::kOk;
+  }
+  if (value_.type != ValueType::kHash) return Load::kWrongType;
+  encoding_ = value_.encoding;
+  if ((encoding_ & kEncodingParts) != 0) {
+    if (encoding_ != kHashBuckets || !ReadRoot(value_.bytes)) {
+      return Load::kDamaged;
+    }
+    buckets_mode_ = true;
+    return Load::kOk;
+  }
+  packed_.bytes = std::move(value_.bytes);
+  if (!Unpack(packed_.bytes, &packed_.items) || packed_.items.size() % 2) {
+    return Load::kDamaged;
+  }
+  count_ = packed_.items.size() / 2;
+  return Load::kOk;
+}
+
+bool HashValue::ReadRoot(std::string_view bytes) {
+  PartsRoot root;
+  if (bytes.size() != sizeof(root) + 8) return false;
+  std::memcpy(&root, bytes.data(), sizeof(root));
+  std::memcpy(&count_, bytes.data() + sizeof(root), 8);
+  // At least one bucket, and no more than the map could hold.
+  if (root.id == 0 || root.parts == 0 ||
+      root.parts > c_->store->Capacity()) {
+    return false;
+  }
+  id_ = root.id;
+  buckets_ = root.parts;
+  return true;
+}
+
+HashValue::Bucket* HashValue::Get(uint64_t index) {
+  if (!buckets_mode_) return &packed_;
+  auto it = loaded_.find(index);
+  if (it != loaded_.end()) return &it->second;
+  if (index >= buckets_) {
+    ok_ = false;
+    return nullptr;
+  }
+  Bucket& b = loaded_[index];
+  bool found = c_->txn != nullptr
+                   ? c_->txn->ReadPart(id_, index, &b.bytes) ==
+                         Store::Status::kOk
+                   : c_->store->GetPart(id_, index, &b.bytes);
+  if (!found || !Unpack(b.bytes, &b.items) || b.items.size() % 2 != 0) {
+    loaded_.erase(index);
+    ok_ = false;
+    return nullptr;
+  }
+  return &b;
+}
+
+HashValue::Bucket* HashValue::BucketFor(std::string_view field) {
+  if (!buckets_mode_) return &packed_;
+  return Get(BucketOf(FieldHash(field), buckets_));
+}
+
+bool HashValue::Find(std::string_view field, std::string_view* value) {
+  Bucket* b = BucketFor(field);
+  if (b == nullptr) return false;
+  for (size_t i = 0; i < b->items.size(); i += 2) {
+    if (b->items[i] == field) {
+      *value = b->items[i + 1];
+      return true;
+    }
+  }
+  return false;
+}
+
+bool HashValue::Set(std::string_view field, std::string_view value) {
+  Bucket* b = BucketFor(field);
+  if (b == nullptr) return false;
+  b->dirty = true;
+  for (size_t i = 0; i < b->items.size(); i += 2) {
+    if (b->items[i] == field) {
+      b->items[i + 1] = value;
+      return false;
+    }
+  }
+  b->items.push_back(field);
+  b->items.push_back(value);
+  ++count_;
+  root_dirty_ = true;
+  return true;
+}
+
+bool HashValue::Remove(std::string_view field) {
+  Bucket* b = BucketFor(field);
+  if (b == nullptr) return false;
+  for (size_t i = 0; i < b->items.size(); i += 2) {
+    if (b->items[i] == field) {
+      b->items.erase(b->items.begin() + static_cast<ptrdiff_t>(i),
+                     b->items.begin() + static_cast<ptrdiff_t>(i) + 2);
+      b->dirty = true;
+      --count_;
+      root_dirty_ = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool HashValue::All(
+    std::vector<std::pair<std::string_view, std::string_view>>* out) {
+  uint64_t cursor = 0;
+  return Page(&cursor, SIZE_MAX, out);
+}
+
+bool HashValue::Page(
+    uint64_t* cursor, size_t count,
+    std::vector<std::pair<std::string_view, std::string_view>>* out) {
+  uint64_t n = buckets_mode_ ? buckets_ : 1;
+  uint64_t i = buckets_mode_ ? *cursor : 0;
+  for (; i < n && out->size() < count; ++i) {
+    Bucket* b = Get(i);
+    if (b == nullptr) return false;
+    for (size_t j = 0; j < b->items.size(); j += 2) {
+      out->emplace_back(b->items[j], b->items[j + 1]);
+    }
+  }
+  *cursor = i >= n ? 0 : i;
+  return true;
+}
+
+bool HashValue::Random(uint64_t (*rng)(), std::string_view* field,
+                       std::string_view* value) {
+  Bucket* b = nullptr;
+  if (!buckets_mode_) {
+    b = &packed_;
+  } else {
+    // Random buckets first; a sparse hash falls back to a walk from one.
+    for (int tries = 0; tries < 64 && b == nullptr; ++tries) {
+      Bucket* got = Get(rng() % buckets_);
+      if (got == nullptr) return false;
+      if (!got->items.empty()) b = got;
+    }
+    uint64_t start = rng() % buckets_;
+    for (uint64_t k = 0; b == nullptr && k < buckets_; ++k) {
+      Bucket* got = Get((start + k) % buckets_);
+      if (got == nullptr) return false;
+      if (!got->items.empty()) b = got;
+    }
+  }
+  if (b == nullptr || b->items.empty()) {
+    ok_ = false;  // the root counts fields its buckets do not have
+    return false;
+  }
+  size_t pair = rng() % (b->items.size() / 2);
+  *field = b->items[2 * pair];
+  *value = b->items[2 * pair + 1];
+  return true;
+}
+
+Store::Status HashValue::Save(CommandContext* c, std::string_view key) {
+  using Status = Store::Status;
+  if (count_ == 0) return exists_ ? c->txn->Delete(key) : Status::kOk;
+  if (!buckets_mode_) {
+    bool table = grow_ || encoding_ == kHashTable ||
+                 count_ > kListpackEntries;
+    if (!table) return SavePacked(c, key);
+    Status st = ToBuckets(c);
+    if (st != Status::kOk) return st;
+  }
+  // One split per write keeps the buckets at about kBucketFields fields;
+  // a bucket written past kBucketBytes asks for one too, while there are
+  // fewer buckets than fields (one huge value cannot be split).
+  bool big = false;
+  for (const auto& [index, b] : loaded_) {
+    big = big || (b.dirty && b.items.size() > 2 &&
+                  PairBytes(b.items) > kBucketBytes);
+  }
+  if (count_ > buckets_ * kBucketFields || (big && buckets_ < count_)) {
+    Status st = SplitOne();
+    if (st != Status::kOk) return st;
+  }
+  std::string bytes;
+  for (auto& [index, b] : loaded_) {
+    if (!b.dirty) continue;
+    bytes.clear();
+    Pack(b.items, &bytes);
+    Status st = c->txn->WritePart(id_, index, bytes);
+    if (st != Status::kOk) return st;
+  }
+  if (!root_dirty_) {
+    c->txn->Touched(key);  // WATCH sees a change to its buckets
+    return Status::kOk;
+  }
+  PartsRoot root{id_, buckets_};
+  std::string head(sizeof(root) + 8, '\0');
+  std::memcpy(&head[0], &root, sizeof(root));
+  std::memcpy(&head[sizeof(root)], &count_, 8);
+  return c->txn->Write(key, ValueType::kHash, kHashBuckets, head,
+                       value_.expire_ms);
+}
+
+Store::Status HashValue::SavePacked(CommandContext* c, std::string_view key) {
+  std::string bytes;
+  Pack(packed_.items, &bytes);
+  return c->txn->Write(key, ValueType::kHash, kHashListpack, bytes,
+                       value_.expire_ms);
+}
+
+// From packed to buckets: a fresh collection with enough buckets for
+// half of kBucketFields fields each, every pair in its bucket.
+Store::Status HashValue::ToBuckets(CommandContext* c) {
+  id_ = c->txn->NewCollection();
+  buckets_ = 1;
+  while (buckets_ * (kBucketFields / 2) < count_) buckets_ *= 2;
+  for (uint64_t i = 0; i < buckets_; ++i) loaded_[i].dirty = true;
+  for (size_t i = 0; i < packed_.items.size(); i += 2) {
+    Bucket& b = loaded_[BucketOf(FieldHash(packed_.items[i]), buckets_)];
+    b.items.push_back(packed_.items[i]);
+    b.items.push_back(packed_.items[i + 1]);
+  }
+  buckets_mode_ = true;
+  root_dirty_ = true;
+  return Store::Status::kOk;
+}
+
+// Splits the next bucket in turn (linear hashing): its pairs stay or
+// move to the new last bucket by one more bit of their hash.
+Store::Status HashValue::SplitOne() {
+  int level = 63 - __builtin_clzll(buckets_);
+  uint64_t next = buckets_ - (1ULL << level);
+  Bucket* from = Get(next);
+  if (from == nullptr) return Store::Status::kNotFound;
+  uint64_t mask = (2ULL << level) - 1;
+  Bucket& to = loaded_[buckets_];
+  std::vector<std::string_view> stay;
+  for (size_t i = 0; i < from->items.size(); i += 2) {
+    auto& dest = (FieldHash(from->items[i]) & mask) == next ? stay : to.items;
+    dest.push_back(from->items[i]);
+    dest.push_back(from->items[i + 1]);
+  }
+  from->items.swap(stay);
+  from->dirty = to.dirty = true;
+  ++buckets_;
+  root_dirty_ = true;
+  return Store::Status::kOk;
+}
+
+}  // namespace cmd
+}  // namespace shmkv

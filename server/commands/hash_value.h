@@ -1,0 +1,119 @@
+// A hash as the hash commands see it, in either of its two forms
+// (docs/server.md, "Hashes"):
+//
+//  - packed (kHashListpack, and kHashTable as the build before wrote it):
+//    one blob, its fields and values packed in insertion order
+//    (server/commands/packed.h);
+//  - in buckets (kHashBuckets): a root under the key and buckets as parts
+//    of the collection (server/store/blob.h). The root's bytes are
+//      PartsRoot {id, buckets}  u64 fields
+//    and bucket i holds, packed, the pairs whose field hashes to it by
+//    linear hashing over `buckets` buckets: a write loads and rewrites
+//    one bucket, and the root only when the number of fields or buckets
+//    changes, whatever the hash's size.
+//
+// A hash converts from packed to buckets once it passes Redis's listpack
+// limits (512 fields, a field or value over 64 bytes), as Redis converts
+// a listpack to a hash table, and never back.
+//
+// Every length and count comes from shared memory and is checked before
+// use: bytes that do not parse make the operation fail (ok() false), and
+// the command answers the damaged-value error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/store/blob.h"
+
+namespace shmkv {
+namespace cmd {
+
+// A collection held in buckets (Redis's "hashtable").
+constexpr uint8_t kHashBuckets = kEncodingParts | 1;
+
+class HashValue {
+ public:
+  // Redis's listpack limits (hash-max-listpack-entries / -value).
+  static constexpr size_t kListpackEntries = 512;
+  static constexpr size_t kListpackValue = 64;
+  // A bucket splits the next bucket in turn past this many fields on
+  // average, or when it is written past this many bytes.
+  static constexpr uint64_t kBucketFields = 32;
+  static constexpr size_t kBucketBytes = 8192;
+
+  enum class Load { kOk, kWrongType, kDamaged };
+  // Reads the hash at `key` (none: an empty hash that does not exist).
+  Load Open(CommandContext* c, std::string_view key);
+  bool exists() const { return exists_; }
+  uint64_t size() const { return count_; }
+  bool in_buckets() const { return buckets_mode_; }
+  // False once a read met bytes that did not parse.
+  bool ok() const { return ok_; }
+
+  // The value of `field` (a view valid until this hash changes): false
+  // when absent (or damaged: see ok()).
+  bool Find(std::string_view field, std::string_view* value);
+  // Sets a field (the views must outlive Save); true when it is new.
+  bool Set(std::string_view field, std::string_view value);
+  bool Remove(std::string_view field);
+  // Every pair, in the hash's order (packed: insertion; buckets: bucket
+  // by bucket). False when damaged.
+  bool All(std::vector<std::pair<std::string_view, std::string_view>>* out);
+  // Pairs of buckets from *cursor on, at least `count` (when there are
+  // that many left); *cursor: the next bucket, 0 when done. A packed hash
+  // is one page.
+  bool Page(uint64_t* cursor, size_t count,
+            std::vector<std::pair<std::string_view, std::string_view>>* out);
+  // A random pair (the hash must not be empty). Fields in bigger buckets
+  // come up more often; Redis's choice is not exactly fair either.
+  bool Random(uint64_t (*rng)(), std::string_view* field,
+              std::string_view* value);
+  // Marks the hash's encoding "hashtable" when a written field or value
+  // passes the listpack limit.
+  void Grow(std::string_view written) {
+    if (written.size() > kListpackValue) grow_ = true;
+  }
+
+  // Writes what changed (an empty hash deletes the key); the key's TTL is
+  // kept. A store status other than kOk on failure.
+  Store::Status Save(CommandContext* c, std::string_view key);
+
+  // Linear hashing: the bucket of a field hash among `buckets`.
+  static uint64_t BucketOf(uint64_t hash, uint64_t buckets);
+
+ private:
+  struct Bucket {
+    std::string bytes;  // as read
+    std::vector<std::string_view> items;  // field, value, ...
+    bool dirty = false;
+  };
+  Bucket* Get(uint64_t index);  // loaded on first use; null: damaged
+  Bucket* BucketFor(std::string_view field);
+  bool ReadRoot(std::string_view bytes);
+  Store::Status SavePacked(CommandContext* c, std::string_view key);
+  Store::Status ToBuckets(CommandContext* c);
+  Store::Status SplitOne();
+
+  CommandContext* c_ = nullptr;
+  bool exists_ = false;
+  bool ok_ = true;
+  bool grow_ = false;  // a write passed the listpack value limit
+  bool buckets_mode_ = false;
+  Value value_;
+  uint8_t encoding_ = 0;
+  uint64_t count_ = 0;
+  uint64_t id_ = 0, buckets_ = 0;  // in buckets
+  bool root_dirty_ = false;
+  Bucket packed_;  // packed: the pairs (kept: buckets made from it view it)
+  std::map<uint64_t, Bucket> loaded_;  // in buckets: those read so far
+};
+
+}  // namespace cmd
+}  // namespace shmkv
