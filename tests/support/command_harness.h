@@ -61,6 +61,7 @@ class CommandHarness {
   CommandHarness& operator=(const CommandHarness&) = delete;
 
   bool ok() const { return store_ != nullptr; }
+  const shmkv::StoreConfig& config() const { return cfg_; }
   const std::string& error() const { return error_; }
   shmkv::Store* store() { return store_.get(); }
   // What CONFIG GET and INFO report (a test may set, e.g., a port).
@@ -106,6 +107,36 @@ class CommandHarness {
   shmkv::StoreConfig cfg_;
   std::unique_ptr<shmkv::Store> store_;
   std::string error_;
+  shmkv::ServerInfo info_;
+  shmkv::ClientState client_;
+  shmkv::CommandContext ctx_;
+};
+
+// The command layer over a store another process made, as a worker
+// process has it: for tests that fork workers and kill them.
+class CommandWorker {
+ public:
+  explicit CommandWorker(const shmkv::StoreConfig& cfg) {
+    std::string err;
+    store_ = shmkv::Store::Open(cfg, false, &err);
+    info_.name = cfg.name;
+    info_.capacity = cfg.capacity;
+    ctx_.store = store_.get();
+    ctx_.info = &info_;
+    ctx_.client = &client_;
+    client_.authed = true;
+  }
+  bool ok() const { return store_ != nullptr; }
+  std::string Run(const std::vector<std::string>& args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::string out;
+    shmkv::Reply reply(&out);
+    shmkv::Execute(views, &ctx_, &reply);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<shmkv::Store> store_;
   shmkv::ServerInfo info_;
   shmkv::ClientState client_;
   shmkv::CommandContext ctx_;
