@@ -15,8 +15,8 @@ using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using shmkv_test::Client;
 
-// Random sequences of string, hash, key, expiry and transaction commands
-// over six keys, each sent to both servers, every reply byte-identical. The
+// Random sequences of string, hash, list, key, expiry and transaction
+// commands over six keys, each sent to both servers, every reply byte-identical. The
 // arguments are drawn where shmkv and Redis parted before: zero bytes,
 // leading zeros and signs, int64's ends, floats, options in any order.
 // What depends on the clock or on table order is left out (TTL, SCAN,
@@ -55,6 +55,20 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
     return pick({"4102444800", "4102444801", "1", "0", "-5", "x", "04102444800"});
   };
   auto field = [&] { return "f" + std::to_string(rng() % 5); };
+  if (rng() % 4 == 0) {
+    // Lists, on the same keys.
+    switch (rng() % 8) {
+      case 0: return {pick({"LPUSH", "RPUSH"}), key(), val(), val()};
+      case 1: return {pick({"LPOP", "RPOP"}), key()};
+      case 2: return {pick({"LPOP", "RPOP"}), key(), pick({"0", "2", "-1"})};
+      case 3: return {"LRANGE", key(), num(), num()};
+      case 4: return {"LMOVE", key(), key(), pick({"LEFT", "RIGHT"}),
+                      pick({"LEFT", "RIGHT"})};
+      case 5: return {"LREM", key(), pick({"0", "1", "-1"}), val()};
+      case 6: return {pick({"LLEN", "LINDEX"}), key(), "0"};
+      default: return {"LSET", key(), pick({"0", "-1", "5"}), val()};
+    }
+  }
   if (rng() % 3 == 0) {
     // Hashes, on the same keys as the strings (WRONGTYPE both ways).
     switch (rng() % 12) {
@@ -146,8 +160,9 @@ TEST(MixedVsRedis, RandomCommandSequencesReplyAsRedis) {
         break;
       }
     }
+    // The next seed's Redis connection is new: so is the harness's state.
     h.Run({"DISCARD"});
-    b.Call({"DISCARD"});
+    h.Run({"UNWATCH"});
   }
 }
 

@@ -232,6 +232,38 @@ class RedisPyTest(unittest.TestCase):
                                 "score"), 4)
         self.assertEqual(r.exists("session:1"), 0)
 
+    def test_lists(self):
+        # A job queue's shape: producers LPUSH, a worker moves a job to its
+        # processing list with LMOVE and acknowledges it with LREM; a long
+        # backlog (many chunks) drains in order.
+        s = self.start("list")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        p = r.pipeline(transaction=False)
+        for i in range(5000):
+            p.lpush("queue", "job:%d" % i)
+        p.execute()
+        self.assertEqual(r.llen("queue"), 5000)
+        self.assertEqual(r.lindex("queue", -1), "job:0")
+        done = []
+        while True:
+            job = r.lmove("queue", "processing", "RIGHT", "LEFT")
+            if job is None:
+                break
+            self.assertEqual(r.lrem("processing", 1, job), 1)
+            done.append(job)
+        self.assertEqual(done, ["job:%d" % i for i in range(5000)])
+        self.assertEqual(r.exists("queue", "processing"), 0)
+        p = r.pipeline()  # MULTI ... EXEC
+        p.rpush("l", "a", "b", "c").lrange("l", 0, -1).rpoplpush("l", "l")
+        p.lpos("l", "b").linsert("l", "BEFORE", "b", "x").ltrim("l", 0, 1)
+        p.lrange("l", 0, -1).lpop("l", 5)
+        self.assertEqual(p.execute(), [3, ["a", "b", "c"], "c", 2, 4, True,
+                                       ["c", "a"], ["c", "a"]])
+        self.assertEqual(r.lmpop(2, "none", "l", direction="LEFT"), None)
+        r.rpush("m", 1, 2, 3)
+        self.assertEqual(r.lmpop(2, "none", "m", direction="RIGHT",
+                                 count=2), ["m", ["3", "2"]])
+
     def test_scan_iter_round_trips(self):
         keys = 100000
         counts = {}

@@ -52,6 +52,7 @@ std::string EncodingName(const Value& v) {
   if (v.type == ValueType::kHash) {
     return v.encoding == kHashListpack ? "listpack" : "hashtable";
   }
+  if (v.type == ValueType::kList) return "quicklist";  // every list, in 7.0
   if (v.type != ValueType::kString) return "unknown";
   // As Redis encodes a string it is given whole (SET, MSET, INCR...): an
   // integer of up to 20 characters is "int", up to 44 bytes "embstr",

@@ -71,6 +71,7 @@ const Registry& Commands() {
     RegisterServerFamily(r);
     RegisterTransactionFamily(r);
     RegisterHashFamily(r);
+    RegisterListFamily(r);
     return r;
   }();
   return *table;

@@ -101,6 +101,7 @@ void RegisterKeyspaceFamily(Registry* r);
 void RegisterServerFamily(Registry* r);
 void RegisterTransactionFamily(Registry* r);
 void RegisterHashFamily(Registry* r);
+void RegisterListFamily(Registry* r);
 
 }  // namespace cmd
 }  // namespace shmkv

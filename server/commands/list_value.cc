@@ -1,0 +1,443 @@
+// A list in its packed or chunked form (server/commands/list_value.h).
+#include "server/commands/list_value.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "server/commands/command_util.h"
+#include "server/commands/packed.h"
+
+namespace shmkv {
+namespace cmd {
+
+namespace {
+
+constexpr size_t kRootBytes = sizeof(PartsRoot) + 3 * 8;
+constexpr size_t kChunkHead = 16;  // prev, next
+
+size_t ItemBytes(const std::vector<std::string_view>& items) {
+  size_t n = 0;
+  for (std::string_view s : items) n += s.size();
+  return n;
+}
+
+}  // namespace
+
+ListValue::Load ListValue::Open(CommandContext* c, std::string_view key) {
+  c_ = c;
+  exists_ = ReadValue(c, key, &value_);
+  if (!exists_) return Load::kOk;
+  if (value_.type != ValueType::kList) return Load::kWrongType;
+  if ((value_.encoding & kEncodingParts) != 0) {
+    if (value_.encoding != kListChunks || !ReadRoot(value_.bytes)) {
+      return Load::kDamaged;
+    }
+    chunked_ = true;
+    return Load::kOk;
+  }
+  if (value_.encoding != kListPacked) return Load::kDamaged;
+  arena_.push_back(std::move(value_.bytes));
+  if (!Unpack(arena_.back(), &packed_.items)) return Load::kDamaged;
+  count_ = packed_.items.size();
+  return Load::kOk;
+}
+
+bool ListValue::ReadRoot(std::string_view bytes) {
+  PartsRoot root;
+  if (bytes.size() != kRootBytes) return false;
+  std::memcpy(&root, bytes.data(), sizeof(root));
+  std::memcpy(&count_, bytes.data() + 16, 8);
+  std::memcpy(&head_, bytes.data() + 24, 8);
+  std::memcpy(&tail_, bytes.data() + 32, 8);
+  if (root.id == 0 || root.parts == 0 ||
+      root.parts > c_->store->Capacity() || head_ >= root.parts ||
+      tail_ >= root.parts) {
+    return false;
+  }
+  id_ = root.id;
+  chunks_ = root.parts;
+  return true;
+}
+
+ListValue::Chunk* ListValue::Get(uint64_t index) {
+  auto it = loaded_.find(index);
+  if (it != loaded_.end()) return it->second.removed ? nullptr : &it->second;
+  if (index >= chunks_) {
+    ok_ = false;
+    return nullptr;
+  }
+  Chunk& ch = loaded_[index];
+  ch.index = index;
+  std::string& bytes = arena_.emplace_back();
+  bool found = c_->txn != nullptr
+                   ? c_->txn->ReadPart(id_, index, &bytes) ==
+                         Store::Status::kOk
+                   : c_->store->GetPart(id_, index, &bytes);
+  bool good = found && bytes.size() >= kChunkHead;
+  if (good) {
+    std::memcpy(&ch.prev, bytes.data(), 8);
+    std::memcpy(&ch.next, bytes.data() + 8, 8);
+    good = (ch.prev == kNone || ch.prev < chunks_) &&
+           (ch.next == kNone || ch.next < chunks_) &&
+           Unpack(std::string_view(bytes).substr(kChunkHead), &ch.items);
+  }
+  if (!good) {
+    loaded_.erase(index);
+    ok_ = false;
+    return nullptr;
+  }
+  return &ch;
+}
+
+ListValue::Chunk* ListValue::First(bool front) {
+  steps_ = 0;
+  if (!chunked_) return &packed_;
+  Chunk* ch = Get(front ? head_ : tail_);
+  // The end chunk has nothing beyond it.
+  if (ch != nullptr && (front ? ch->prev : ch->next) != kNone) {
+    ok_ = false;
+    return nullptr;
+  }
+  return ch;
+}
+
+ListValue::Chunk* ListValue::Advance(const Chunk* ch, bool front) {
+  if (!chunked_) return nullptr;
+  uint64_t to = front ? ch->next : ch->prev;
+  if (to == kNone) return nullptr;
+  // A walk longer than the chunks there are goes round a damaged loop.
+  if (++steps_ > chunks_) {
+    ok_ = false;
+    return nullptr;
+  }
+  Chunk* n = Get(to);
+  // Links agree both ways, or they are damaged (a loop among them too).
+  if (n != nullptr && (front ? n->prev : n->next) != ch->index) {
+    ok_ = false;
+    return nullptr;
+  }
+  return n;
+}
+
+bool ListValue::Full(const Chunk& ch) const {
+  return ch.items.size() >= kChunkElements ||
+         ItemBytes(ch.items) >= kChunkBytes;
+}
+
+ListValue::Chunk* ListValue::NewChunk() {
+  Chunk& ch = loaded_[chunks_];
+  ch = Chunk();
+  ch.index = chunks_++;
+  ch.dirty = true;
+  root_dirty_ = true;
+  return &ch;
+}
+
+// Takes `ch` out of the chain; its index is given back at Save.
+void ListValue::Unlink(Chunk* ch) {
+  Chunk* prev = ch->prev == kNone ? nullptr : Get(ch->prev);
+  Chunk* next = ch->next == kNone ? nullptr : Get(ch->next);
+  if (prev != nullptr) {
+    prev->next = ch->next;
+    prev->dirty = true;
+  } else {
+    head_ = ch->next;
+  }
+  if (next != nullptr) {
+    next->prev = ch->prev;
+    next->dirty = true;
+  } else {
+    tail_ = ch->prev;
+  }
+  ch->removed = true;
+  ch->dirty = false;
+  root_dirty_ = true;
+}
+
+void ListValue::Push(bool front, std::string_view v) {
+  ++count_;
+  root_dirty_ = true;
+  if (!chunked_) {
+    auto at = front ? packed_.items.begin() : packed_.items.end();
+    packed_.items.insert(at, v);
+    packed_.dirty = true;
+    return;
+  }
+  Chunk* end = Get(front ? head_ : tail_);
+  if (end == nullptr) return;
+  if (Full(*end)) {
+    uint64_t end_index = end->index;
+    Chunk* fresh = NewChunk();  // may move map nodes? no: std::map is stable
+    end = Get(end_index);
+    if (front) {
+      fresh->next = end->index;
+      end->prev = fresh->index;
+      head_ = fresh->index;
+    } else {
+      fresh->prev = end->index;
+      end->next = fresh->index;
+      tail_ = fresh->index;
+    }
+    end->dirty = true;
+    end = fresh;
+  }
+  end->items.insert(front ? end->items.begin() : end->items.end(), v);
+  end->dirty = true;
+}
+
+bool ListValue::Pop(bool front, uint64_t n, std::vector<std::string_view>* out) {
+  while (n > 0 && count_ > 0) {
+    Chunk* end = chunked_ ? Get(front ? head_ : tail_) : &packed_;
+    if (end == nullptr) return false;
+    if (end->items.empty()) {
+      ok_ = false;  // the root counts elements its chunks do not hold
+      return false;
+    }
+    uint64_t take = std::min<uint64_t>(n, end->items.size());
+    for (uint64_t k = 0; k < take; ++k) {
+      if (front) {
+        out->push_back(end->items[k]);
+      } else {
+        out->push_back(end->items[end->items.size() - 1 - k]);
+      }
+    }
+    if (front) {
+      end->items.erase(end->items.begin(),
+                       end->items.begin() + static_cast<ptrdiff_t>(take));
+    } else {
+      end->items.resize(end->items.size() - take);
+    }
+    end->dirty = true;
+    count_ -= take;
+    n -= take;
+    root_dirty_ = true;
+    if (chunked_ && end->items.empty() && count_ > 0) Unlink(end);
+  }
+  return ok_;
+}
+
+bool ListValue::Range(uint64_t start, uint64_t stop,
+                      std::vector<std::string_view>* out) {
+  // From the nearer end: the tail's side walks backwards, then reverses.
+  bool front = start <= count_ - 1 - stop;
+  uint64_t skip = front ? start : count_ - 1 - stop;
+  uint64_t want = stop - start + 1;
+  size_t first = out->size();
+  for (Chunk* ch = First(front); ch != nullptr && want > 0;
+       ch = Advance(ch, front)) {
+    size_t n = ch->items.size();
+    if (skip >= n) {
+      skip -= n;
+      continue;
+    }
+    for (size_t k = skip; k < n && want > 0; ++k, --want) {
+      out->push_back(front ? ch->items[k] : ch->items[n - 1 - k]);
+    }
+    skip = 0;
+  }
+  if (!ok_ || want > 0) {
+    ok_ = false;  // fewer elements than the root counts
+    return false;
+  }
+  if (!front) std::reverse(out->begin() + static_cast<ptrdiff_t>(first),
+                           out->end());
+  return true;
+}
+
+bool ListValue::Index(uint64_t i, std::string_view* v) {
+  std::vector<std::string_view> one;
+  if (!Range(i, i, &one)) return false;
+  *v = one[0];
+  return true;
+}
+
+bool ListValue::SetAt(uint64_t i, std::string_view v) {
+  bool front = i <= count_ - 1 - i;
+  uint64_t skip = front ? i : count_ - 1 - i;
+  for (Chunk* ch = First(front); ch != nullptr; ch = Advance(ch, front)) {
+    size_t n = ch->items.size();
+    if (skip >= n) {
+      skip -= n;
+      continue;
+    }
+    ch->items[front ? skip : n - 1 - skip] = v;
+    ch->dirty = true;
+    return true;
+  }
+  ok_ = false;
+  return false;
+}
+
+bool ListValue::InsertAt(std::string_view pivot, bool after,
+                         std::string_view v, bool* found) {
+  *found = false;
+  steps_ = 0;
+  for (Chunk* ch = First(true); ch != nullptr; ch = Advance(ch, true)) {
+    for (size_t k = 0; k < ch->items.size(); ++k) {
+      if (ch->items[k] != pivot) continue;
+      ch->items.insert(ch->items.begin() + static_cast<ptrdiff_t>(k) +
+                           (after ? 1 : 0),
+                       v);
+      ch->dirty = true;
+      ++count_;
+      root_dirty_ = true;
+      *found = true;
+      return true;
+    }
+  }
+  return ok_;
+}
+
+Store::Status ListValue::Save(CommandContext* c, std::string_view key) {
+  using Status = Store::Status;
+  if (count_ == 0) return exists_ ? c->txn->Delete(key) : Status::kOk;
+  std::string bytes;
+  if (!chunked_) {
+    if (packed_.items.size() <= kChunkElements &&
+        ItemBytes(packed_.items) <= kChunkBytes) {
+      Pack(packed_.items, &bytes);
+      return c->txn->Write(key, ValueType::kList, kListPacked, bytes,
+                           value_.expire_ms);
+    }
+    Status st = ToChunks(c);
+    if (st != Status::kOk) return st;
+  }
+  Status st = Normalize(c);
+  if (st != Status::kOk) return st;
+  for (auto& [index, ch] : loaded_) {
+    if (!ch.dirty || ch.removed) continue;
+    bytes.assign(kChunkHead, '\0');
+    std::memcpy(&bytes[0], &ch.prev, 8);
+    std::memcpy(&bytes[8], &ch.next, 8);
+    Pack(ch.items, &bytes);
+    st = c->txn->WritePart(id_, index, bytes);
+    if (st != Status::kOk) return st;
+  }
+  if (!root_dirty_) {
+    c->txn->Touched(key);
+    return Status::kOk;
+  }
+  PartsRoot root{id_, chunks_};
+  bytes.assign(kRootBytes, '\0');
+  std::memcpy(&bytes[0], &root, sizeof(root));
+  std::memcpy(&bytes[16], &count_, 8);
+  std::memcpy(&bytes[24], &head_, 8);
+  std::memcpy(&bytes[32], &tail_, 8);
+  return c->txn->Write(key, ValueType::kList, kListChunks, bytes,
+                       value_.expire_ms);
+}
+
+// From packed to chunks: the elements in order, chunks filled in turn.
+Store::Status ListValue::ToChunks(CommandContext* c) {
+  id_ = c->txn->NewCollection();
+  chunks_ = 0;
+  chunked_ = true;
+  Chunk* ch = nullptr;
+  for (std::string_view v : packed_.items) {
+    if (ch == nullptr || Full(*ch)) {
+      Chunk* fresh = NewChunk();
+      if (ch == nullptr) {
+        head_ = fresh->index;
+      } else {
+        ch->next = fresh->index;
+        fresh->prev = ch->index;
+      }
+      ch = fresh;
+    }
+    ch->items.push_back(v);
+  }
+  tail_ = ch->index;
+  root_dirty_ = true;
+  return Store::Status::kOk;
+}
+
+// Before writing: chunks that emptied are unlinked, chunks grown past
+// twice the limits (LINSERT, LSET) are split, and the freed indexes are
+// filled from the top (Compact).
+Store::Status ListValue::Normalize(CommandContext* c) {
+  std::vector<uint64_t> dirty;
+  for (auto& [index, ch] : loaded_) {
+    if (ch.dirty && !ch.removed) dirty.push_back(index);
+  }
+  for (uint64_t index : dirty) {
+    Chunk* ch = &loaded_[index];
+    if (ch->items.empty()) {
+      Unlink(ch);
+      continue;
+    }
+    while (ch->items.size() > 2 * kChunkElements ||
+           (ch->items.size() > 1 && ItemBytes(ch->items) > 2 * kChunkBytes)) {
+      // The second half moves to a new chunk linked after this one.
+      uint64_t at = ch->index;
+      Chunk* fresh = NewChunk();
+      ch = &loaded_[at];
+      size_t half = ch->items.size() / 2;
+      fresh->items.assign(ch->items.begin() + static_cast<ptrdiff_t>(half),
+                          ch->items.end());
+      ch->items.resize(half);
+      fresh->prev = ch->index;
+      fresh->next = ch->next;
+      if (ch->next != kNone) {
+        Chunk* after = Get(ch->next);
+        if (after == nullptr) return Store::Status::kNotFound;
+        after->prev = fresh->index;
+        after->dirty = true;
+      } else {
+        tail_ = fresh->index;
+      }
+      ch->next = fresh->index;
+      ch->dirty = true;
+      ch = fresh;
+    }
+  }
+  return ok_ ? Compact(c) : Store::Status::kNotFound;
+}
+
+// Indexes stay dense: each freed index takes the chunk at the top index
+// (its neighbours and the root follow it), and the top index goes.
+Store::Status ListValue::Compact(CommandContext* c) {
+  std::set<uint64_t> freed;
+  for (auto& [index, ch] : loaded_) {
+    if (ch.removed) freed.insert(index);
+  }
+  while (!freed.empty()) {
+    uint64_t top = chunks_ - 1;
+    if (freed.count(top) == 0) {
+      uint64_t hole = *freed.begin();
+      Chunk* moving = Get(top);
+      if (moving == nullptr) return Store::Status::kNotFound;
+      Chunk moved = *moving;
+      moving->removed = true;
+      moving->dirty = false;
+      Chunk& dest = loaded_[hole];
+      dest = moved;
+      dest.index = hole;
+      dest.removed = false;
+      dest.dirty = true;
+      for (uint64_t side : {dest.prev, dest.next}) {
+        if (side == kNone) continue;
+        Chunk* n = Get(side);
+        if (n == nullptr) return Store::Status::kNotFound;
+        if (n->prev == top) n->prev = hole;
+        if (n->next == top) n->next = hole;
+        n->dirty = true;
+      }
+      if (head_ == top) head_ = hole;
+      if (tail_ == top) tail_ = hole;
+      freed.erase(hole);
+      freed.insert(top);
+    }
+    Store::Status st = c->txn->DeletePart(id_, top);
+    if (st != Store::Status::kOk && st != Store::Status::kNotFound) return st;
+    loaded_.erase(top);
+    freed.erase(top);
+    --chunks_;
+    root_dirty_ = true;
+  }
+  return Store::Status::kOk;
+}
+
+}  // namespace cmd
+}  // namespace shmkv

@@ -1,0 +1,304 @@
+// The list family (server/commands/list_family.cc) in process and against
+// redis-server: every command with its edge values and errors, short
+// lists packed and long ones in chunks (byte for byte against Redis over
+// random sequences at both sizes), chunks kept dense as they empty, and
+// damaged bytes answered with an error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "server/commands/list_value.h"
+#include "server/commands/packed.h"
+#include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
+
+namespace {
+
+using shmkv::ValueType;
+using shmkv_test::Client;
+using shmkv_test::CommandHarness;
+using shmkv_test::CommandLine;
+using shmkv_test::ExpectSameAsRedis;
+using shmkv_test::RedisOracle;
+using Cmd = std::vector<std::string>;
+
+// The family's statistics ids, as first given: pin a new command's here.
+TEST(ListFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("list", {
+      {"lpush", 83}, {"rpush", 84}, {"lpushx", 85}, {"rpushx", 86},
+      {"lpop", 87}, {"rpop", 88}, {"llen", 89}, {"lindex", 90},
+      {"lset", 91}, {"lrange", 92}, {"ltrim", 93}, {"linsert", 94},
+      {"lrem", 95}, {"lpos", 96}, {"lmove", 97}, {"rpoplpush", 98},
+      {"lmpop", 99},
+  });
+}
+
+TEST(ListFamily, AQueueInProcess) {
+  CommandHarness h("list");
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h.Run({"LPUSH", "jobs", "a", "b", "c"}), ":3\r\n");
+  EXPECT_EQ(h.Run({"RPOP", "jobs"}), "$1\r\na\r\n");
+  EXPECT_EQ(h.Run({"LMOVE", "jobs", "busy", "RIGHT", "LEFT"}),
+            "$1\r\nb\r\n");
+  EXPECT_EQ(h.Run({"LRANGE", "busy", "0", "-1"}), "*1\r\n$1\r\nb\r\n");
+  EXPECT_EQ(h.Run({"TYPE", "jobs"}), "+list\r\n");
+  EXPECT_EQ(h.Run({"OBJECT", "ENCODING", "jobs"}), "$9\r\nquicklist\r\n");
+  EXPECT_EQ(h.Run({"LREM", "busy", "1", "b"}), ":1\r\n");
+  EXPECT_EQ(h.Run({"EXISTS", "busy"}), ":0\r\n");
+}
+
+// Every list command with its edge values and errors, byte for byte.
+TEST(ListFamilyVsRedis, EveryCommandRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("listdiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string bin("a\0b\xff\r\n", 6);
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"LPUSH", "l"}, {"RPUSH", "l", "a", "b", "c", "d", "e"},
+      {"LPUSH", "l", "z", "y"}, {"LRANGE", "l", "0", "-1"},
+      {"LPUSHX", "none", "x"}, {"RPUSHX", "none", "x"},
+      {"LPUSHX", "l", "p"}, {"RPUSHX", "l", "q", bin}, {"LLEN", "l"},
+      {"LLEN", "none"}, {"LINDEX", "l", "0"}, {"LINDEX", "l", "-1"},
+      {"LINDEX", "l", "100"}, {"LINDEX", "l", "-100"}, {"LINDEX", "l", "x"},
+      {"LINDEX", "none", "0"}, {"LRANGE", "l", "-3", "-1"},
+      {"LRANGE", "l", "2", "1"}, {"LRANGE", "l", "-100", "100"},
+      {"LRANGE", "l", "5", "5"}, {"LRANGE", "l", "x", "1"},
+      {"LRANGE", "none", "0", "-1"}, {"LRANGE", "l", "100", "200"},
+      {"LSET", "l", "0", "first"}, {"LSET", "l", "-1", "last"},
+      {"LSET", "l", "100", "x"}, {"LSET", "none", "0", "x"},
+      {"LSET", "l", "x", "y"}, {"LRANGE", "l", "0", "-1"},
+      // pops
+      {"LPOP", "l"}, {"RPOP", "l"}, {"LPOP", "l", "2"}, {"RPOP", "l", "0"},
+      {"LPOP", "l", "-1"}, {"LPOP", "l", "x"}, {"LPOP", "l", "1", "2"},
+      {"LPOP", "none"}, {"LPOP", "none", "2"}, {"LPOP", "none", "0"},
+      {"RPOP", "l", "100"}, {"EXISTS", "l"},
+      // LINSERT, LREM, LPOS
+      {"RPUSH", "m", "a", "b", "a", "c", "a", "b"},
+      {"LINSERT", "m", "BEFORE", "b", "x"}, {"LINSERT", "m", "after", "a", "y"},
+      {"LINSERT", "m", "middle", "a", "x"}, {"LINSERT", "m", "before", "zz", "x"},
+      {"LINSERT", "none", "before", "a", "x"}, {"LRANGE", "m", "0", "-1"},
+      {"LPOS", "m", "a"}, {"LPOS", "m", "a", "RANK", "2"},
+      {"LPOS", "m", "a", "RANK", "-1"}, {"LPOS", "m", "a", "RANK", "-2"},
+      {"LPOS", "m", "a", "COUNT", "0"}, {"LPOS", "m", "a", "COUNT", "2"},
+      {"LPOS", "m", "a", "COUNT", "2", "RANK", "-1"},
+      {"LPOS", "m", "a", "MAXLEN", "2"}, {"LPOS", "m", "a", "COUNT", "0",
+                                           "MAXLEN", "3"},
+      {"LPOS", "m", "zz"}, {"LPOS", "m", "zz", "COUNT", "3"},
+      {"LPOS", "none", "a"}, {"LPOS", "none", "a", "COUNT", "1"},
+      {"LPOS", "m", "a", "RANK", "0"}, {"LPOS", "m", "a", "COUNT", "-1"},
+      {"LPOS", "m", "a", "MAXLEN", "-1"}, {"LPOS", "m", "a", "RANK"},
+      {"LPOS", "m", "a", "FOO", "1"}, {"LPOS", "m", "a", "RANK", "x"},
+      {"LPOS", "m", "a", "RANK", "-9223372036854775808"},
+      {"LPOS", "m", "a", "RANK", "100"},
+      {"LREM", "m", "1", "a"}, {"LREM", "m", "-1", "a"},
+      {"LRANGE", "m", "0", "-1"}, {"LREM", "m", "0", "b"},
+      {"LREM", "m", "x", "a"}, {"LREM", "none", "0", "a"},
+      {"LRANGE", "m", "0", "-1"},
+      // LTRIM
+      {"RPUSH", "t", "1", "2", "3", "4", "5", "6"}, {"LTRIM", "t", "1", "-2"},
+      {"LRANGE", "t", "0", "-1"}, {"LTRIM", "t", "x", "1"},
+      {"LTRIM", "t", "5", "10"}, {"EXISTS", "t"}, {"LTRIM", "none", "0", "1"},
+      // LMOVE RPOPLPUSH LMPOP
+      {"RPUSH", "s", "1", "2", "3"}, {"LMOVE", "s", "d", "LEFT", "RIGHT"},
+      {"LMOVE", "s", "d", "RIGHT", "LEFT"}, {"LMOVE", "s", "s", "LEFT", "RIGHT"},
+      {"LRANGE", "s", "0", "-1"}, {"LRANGE", "d", "0", "-1"},
+      {"LMOVE", "s", "d", "left", "middle"}, {"LMOVE", "none", "d", "LEFT",
+                                               "LEFT"},
+      {"RPOPLPUSH", "s", "d"}, {"RPOPLPUSH", "s", "d"}, {"EXISTS", "s"},
+      {"RPOPLPUSH", "d", "d"}, {"LRANGE", "d", "0", "-1"},
+      {"LMPOP", "2", "none", "d", "LEFT"}, {"LMPOP", "1", "d", "RIGHT",
+                                             "COUNT", "10"},
+      {"LMPOP", "1", "d", "LEFT"}, {"LMPOP", "0", "d", "LEFT"},
+      {"LMPOP", "x", "d", "LEFT"}, {"LMPOP", "2", "d", "LEFT"},
+      {"LMPOP", "5", "d", "LEFT"}, {"LMPOP", "1", "d", "MIDDLE"},
+      {"LMPOP", "1", "d", "LEFT", "COUNT", "0"},
+      {"LMPOP", "1", "d", "LEFT", "COUNT", "-1"},
+      {"LMPOP", "1", "d", "LEFT", "COUNT", "1", "COUNT", "2"},
+      {"LMPOP", "1", "d", "LEFT", "FOO", "1"},
+      // WRONGTYPE both ways
+      {"SET", "str", "v"}, {"LPUSH", "str", "x"}, {"RPUSHX", "str", "x"},
+      {"LPOP", "str"}, {"LLEN", "str"}, {"LINDEX", "str", "0"},
+      {"LRANGE", "str", "0", "1"}, {"LSET", "str", "0", "x"},
+      {"LTRIM", "str", "0", "1"}, {"LINSERT", "str", "before", "a", "b"},
+      {"LREM", "str", "0", "a"}, {"LPOS", "str", "a"},
+      {"RPUSH", "q", "1"}, {"LMOVE", "str", "q", "LEFT", "LEFT"},
+      {"LMOVE", "q", "str", "LEFT", "LEFT"}, {"LRANGE", "q", "0", "-1"},
+      {"LMOVE", "none", "str", "LEFT", "LEFT"}, {"LMPOP", "2", "q", "str",
+                                                  "LEFT"},
+      {"LMPOP", "2", "none", "str", "LEFT"}, {"GET", "q"},
+      {"HSET", "q", "f", "v"}, {"INCR", "q"}, {"TYPE", "q"},
+      // TTL kept by writes; transactions
+      {"PEXPIREAT", "q", "4102444800000"}, {"RPUSH", "q", "2"},
+      {"LPOP", "q"}, {"PEXPIRETIME", "q"},
+      {"MULTI"}, {"RPUSH", "tx", "a"}, {"LPUSH", "tx", "b"},
+      {"LRANGE", "tx", "0", "-1"}, {"INCR", "tx"}, {"RPOP", "tx"}, {"EXEC"},
+  });
+}
+
+// A random sequence of list commands over a few keys, at lengths where
+// the lists are in chunks (thousands of elements), byte for byte.
+void RandomListSequence(CommandHarness* h, int redis_port, uint64_t seed,
+                        int steps, int spread) {
+  Client c(redis_port);
+  ASSERT_TRUE(c.ok());
+  std::mt19937_64 rng(seed);
+  auto key = [&] { return "l" + std::to_string(rng() % 3); };
+  auto elem = [&] {
+    size_t n = rng() % 4 == 0 ? 40 + rng() % 200 : 1 + rng() % 6;
+    return std::string(n, static_cast<char>('a' + rng() % 4));
+  };
+  auto idx = [&] {
+    return std::to_string(static_cast<int64_t>(rng() % (2 * spread)) -
+                          spread);
+  };
+  for (int i = 0; i < steps; ++i) {
+    Cmd cmd;
+    switch (rng() % 16) {
+      case 0: case 1: case 2: {
+        cmd = {rng() % 2 ? "LPUSH" : "RPUSH", key()};
+        for (int n = 1 + rng() % 40; n > 0; --n) cmd.push_back(elem());
+        break;
+      }
+      case 3: cmd = {rng() % 2 ? "LPOP" : "RPOP", key(),
+                     std::to_string(rng() % 30)}; break;
+      case 4: cmd = {rng() % 2 ? "LPOP" : "RPOP", key()}; break;
+      case 5: cmd = {"LINDEX", key(), idx()}; break;
+      case 6: cmd = {"LRANGE", key(), idx(), idx()}; break;
+      case 7: cmd = {"LSET", key(), idx(), elem()}; break;
+      case 8: cmd = {"LINSERT", key(), rng() % 2 ? "BEFORE" : "AFTER",
+                     elem(), elem()}; break;
+      case 9: cmd = {"LREM", key(), std::to_string(
+                     static_cast<int>(rng() % 7) - 3), elem()}; break;
+      case 10: cmd = {"LPOS", key(), elem(), "RANK",
+                      rng() % 2 ? "1" : "-2", "COUNT",
+                      std::to_string(rng() % 4)}; break;
+      case 11: cmd = {"LMOVE", key(), key(), rng() % 2 ? "LEFT" : "RIGHT",
+                      rng() % 2 ? "LEFT" : "RIGHT"}; break;
+      case 12: cmd = {"LLEN", key()}; break;
+      case 13: cmd = {"LTRIM", key(), idx(), std::to_string(
+                      spread * 3 + rng() % spread)}; break;
+      case 14: cmd = {"LMPOP", "2", key(), key(), "LEFT", "COUNT",
+                      std::to_string(1 + rng() % 20)}; break;
+      default: cmd = {"LRANGE", key(), "0", "-1"};
+    }
+    std::string mine = h->Run(cmd), theirs = c.Call(cmd);
+    ASSERT_EQ(mine, theirs) << "seed " << seed << " step " << i << ": "
+                            << CommandLine(cmd);
+  }
+}
+
+TEST(ListFamilyVsRedis, ShortListsReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    CommandHarness h("listshort");
+    ASSERT_TRUE(h.ok()) << h.error();
+    Client(redis.port()).Call({"FLUSHALL"});
+    RandomListSequence(&h, redis.port(), seed, 1500, 20);
+  }
+}
+
+TEST(ListFamilyVsRedis, LongListsInChunksReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  for (uint64_t seed = 11; seed <= 13; ++seed) {
+    CommandHarness h("listlong", 100000, 128ULL << 20);
+    ASSERT_TRUE(h.ok()) << h.error();
+    Client c(redis.port());
+    c.Call({"FLUSHALL"});
+    // Lists long enough to be many chunks from the start.
+    for (int k = 0; k < 3; ++k) {
+      for (int b = 0; b < 20; ++b) {
+        Cmd push = {"RPUSH", "l" + std::to_string(k)};
+        for (int i = 0; i < 100; ++i) {
+          push.push_back(std::string(1 + (b + i) % 5, 'a' + (i % 4)));
+        }
+        ASSERT_EQ(h.Run(push), c.Call(push));
+      }
+    }
+    RandomListSequence(&h, redis.port(), seed, 3000, 2500);
+  }
+}
+
+// A long list: pushes and pops at both ends cost one chunk, the chunks
+// stay about full, and as the list empties its chunks go (no part is
+// left once it is gone).
+TEST(ListFamily, LongListsKeepTheirChunksDense) {
+  CommandHarness h("listdense", 200000, 256ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  const int kElems = 100000;
+  for (int i = 0; i < kElems; ++i) {
+    std::string v = std::to_string(i);
+    ASSERT_EQ(h.Run({i % 2 ? "RPUSH" : "LPUSH", "q", v}),
+              ":" + std::to_string(i + 1) + "\r\n");
+  }
+  uint64_t parts = h.store()->Parts();
+  EXPECT_GE(parts, uint64_t{kElems} / shmkv::cmd::ListValue::kChunkElements);
+  EXPECT_LE(parts,
+            2 * uint64_t{kElems} / shmkv::cmd::ListValue::kChunkElements);
+  // The middle, from either side.
+  EXPECT_EQ(h.Run({"LINDEX", "q", "0"}), "$5\r\n99998\r\n");
+  EXPECT_EQ(h.Run({"LINDEX", "q", "-1"}), "$5\r\n99999\r\n");
+  EXPECT_EQ(h.Run({"LINDEX", "q", "50000"}), "$1\r\n1\r\n");
+  EXPECT_EQ(h.Run({"LINDEX", "q", "49999"}), "$1\r\n0\r\n");
+  // Pop most of it from the left: the chunks emptied go, and the indexes
+  // of the rest stay dense (the list still reads whole).
+  for (int i = 0; i < kElems - 10; ++i) {
+    std::string r = h.Run({"LPOP", "q"});
+    ASSERT_EQ(r[0], '$') << i << " " << r;
+  }
+  EXPECT_EQ(h.Run({"LLEN", "q"}), ":10\r\n");
+  EXPECT_LE(h.store()->Parts(), 2u);
+  EXPECT_EQ(h.Run({"LRANGE", "q", "0", "-1"}).substr(0, 4), "*10\r");
+  EXPECT_EQ(h.Run({"DEL", "q"}), ":1\r\n");
+  EXPECT_EQ(h.store()->Parts(), 0u);
+}
+
+// Damaged list bytes answer the damaged-value error: a packed list that
+// does not unpack, a chunk that does not parse, links that loop.
+TEST(ListFamily, DamagedListsAreAnError) {
+  CommandHarness h("listbad", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string damaged =
+      "-ERR the value of this key is damaged (shmc check)\r\n";
+  ASSERT_TRUE(h.WriteTyped("p", ValueType::kList, "\x09short"));
+  EXPECT_EQ(h.Run({"LRANGE", "p", "0", "-1"}), damaged);
+  EXPECT_EQ(h.Run({"RPUSH", "p", "x"}), damaged);
+  Cmd push = {"RPUSH", "c"};
+  for (int i = 0; i < 1000; ++i) push.push_back("e" + std::to_string(i));
+  ASSERT_EQ(h.Run(push), ":1000\r\n");
+  shmkv::Value root;
+  ASSERT_TRUE(h.store()->Get("c", &root));
+  shmkv::PartsRoot pr;
+  std::memcpy(&pr, root.bytes.data(), sizeof(pr));
+  ASSERT_GT(pr.parts, 3u);
+  // A chunk whose next link points back at the head: a loop.
+  std::string part;
+  ASSERT_TRUE(h.store()->GetPart(pr.id, 1, &part));
+  uint64_t head = 0;
+  std::memcpy(&head, root.bytes.data() + 24, 8);
+  {
+    std::string looped = part;
+    std::memcpy(&looped[8], &head, 8);
+    auto t = h.store()->Begin();
+    ASSERT_EQ(t->WritePart(pr.id, 1, looped), shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  }
+  EXPECT_EQ(h.Run({"LRANGE", "c", "0", "-1"}), damaged);
+  EXPECT_EQ(h.Run({"LINDEX", "c", "300"}), damaged);
+  EXPECT_EQ(h.Run({"LREM", "c", "0", "nothing"}), damaged);
+  {
+    auto t = h.store()->Begin();
+    ASSERT_EQ(t->WritePart(pr.id, 1, "garbage"), shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  }
+  EXPECT_EQ(h.Run({"LRANGE", "c", "0", "-1"}), damaged);
+  EXPECT_EQ(h.Run({"LLEN", "c"}), ":1000\r\n");
+  EXPECT_EQ(h.Run({"DEL", "c"}), ":1\r\n");
+}
+
+}  // namespace
