@@ -4,10 +4,15 @@
 // random sequences at both sizes), chunks kept dense as they empty, and
 // damaged bytes answered with an error.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/commands/list_value.h"
@@ -256,6 +261,70 @@ TEST(ListFamily, LongListsKeepTheirChunksDense) {
   EXPECT_EQ(h.Run({"LRANGE", "q", "0", "-1"}).substr(0, 4), "*10\r");
   EXPECT_EQ(h.Run({"DEL", "q"}), ":1\r\n");
   EXPECT_EQ(h.store()->Parts(), 0u);
+}
+
+// Workers SIGKILLed while they move elements between two long lists
+// (LMOVE, RPOPLPUSH, LMPOP then RPUSH in one MULTI): no element is ever
+// lost or doubled, the lists' lengths add up to the elements there are,
+// and each list reads whole after every kill.
+TEST(ListFamily, KilledWorkersNeverLoseOrDoubleAnElement) {
+  CommandHarness h("listkill", 100000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  constexpr int kElems = 3000;
+  for (int i = 0; i < kElems; ++i) {
+    ASSERT_EQ(h.Run({"RPUSH", i % 2 ? "a" : "b", std::to_string(i)}),
+              ":" + std::to_string(i / 2 + 1) + "\r\n");
+  }
+  std::mt19937_64 rng(9);
+  for (int round = 0; round < 15; ++round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      shmkv_test::CommandWorker w(h.config());
+      if (!w.ok()) _exit(90);
+      std::mt19937_64 r(round * 31 + 7);
+      for (;;) {
+        const char* from = r() % 2 ? "a" : "b";
+        const char* to = r() % 3 ? (from[0] == 'a' ? "b" : "a") : from;
+        switch (r() % 3) {
+          case 0:
+            w.Run({"LMOVE", from, to, r() % 2 ? "LEFT" : "RIGHT",
+                   r() % 2 ? "LEFT" : "RIGHT"});
+            break;
+          case 1: w.Run({"RPOPLPUSH", from, to}); break;
+          default: {
+            // Ten at once, through a transaction.
+            w.Run({"MULTI"});
+            for (int k = 0; k < 10; ++k) w.Run({"RPOPLPUSH", from, to});
+            w.Run({"EXEC"});
+          }
+        }
+      }
+    }
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30 + rng() % 150));
+    kill(pid, SIGKILL);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ASSERT_TRUE(WIFSIGNALED(st)) << "the worker exited " << WEXITSTATUS(st);
+    std::vector<bool> seen(kElems, false);
+    uint64_t total = 0;
+    for (const char* key : {"a", "b"}) {
+      std::string all = h.Run({"LRANGE", key, "0", "-1"});
+      ASSERT_EQ(all[0], '*') << all.substr(0, 80);
+      std::string len = h.Run({"LLEN", key});
+      ASSERT_EQ(":" + all.substr(1, all.find("\r\n") - 1) + "\r\n", len);
+      for (size_t at = all.find("\r\n") + 2; at < all.size();) {
+        size_t e = all.find("\r\n", at);
+        size_t n = std::stoul(all.substr(at + 1, e - at - 1));
+        int v = std::stoi(all.substr(e + 2, n));
+        ASSERT_FALSE(seen[v]) << v << " is there twice";
+        seen[v] = true;
+        ++total;
+        at = e + 2 + n + 2;
+      }
+    }
+    ASSERT_EQ(total, static_cast<uint64_t>(kElems)) << "round " << round;
+  }
 }
 
 // Damaged list bytes answer the damaged-value error: a packed list that
