@@ -15,8 +15,8 @@ using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using shmkv_test::Client;
 
-// Random sequences of string, hash, list, key, expiry and transaction
-// commands over six keys, each sent to both servers, every reply byte-identical. The
+// Random sequences of string, hash, list, set, key, expiry and
+// transaction commands over six keys, each sent to both servers, every reply byte-identical. The
 // arguments are drawn where shmkv and Redis parted before: zero bytes,
 // leading zeros and signs, int64's ends, floats, options in any order.
 // What depends on the clock or on table order is left out (TTL, SCAN,
@@ -55,6 +55,17 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
     return pick({"4102444800", "4102444801", "1", "0", "-5", "x", "04102444800"});
   };
   auto field = [&] { return "f" + std::to_string(rng() % 5); };
+  if (rng() % 5 == 0) {
+    // Sets, on the same keys (replies whose order Redis's table decides
+    // are left out).
+    switch (rng() % 5) {
+      case 0: return {"SADD", key(), val(), val()};
+      case 1: return {"SREM", key(), val()};
+      case 2: return {pick({"SISMEMBER", "SMISMEMBER"}), key(), val()};
+      case 3: return {"SCARD", key()};
+      default: return {"SINTERCARD", "2", key(), key()};
+    }
+  }
   if (rng() % 4 == 0) {
     // Lists, on the same keys.
     switch (rng() % 8) {

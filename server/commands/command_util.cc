@@ -8,6 +8,7 @@
 #include <string>
 
 #include "server/commands/command_util.h"
+#include "server/commands/hash_value.h"
 #include "server/commands/reply.h"
 
 namespace shmkv {
@@ -53,6 +54,9 @@ std::string EncodingName(const Value& v) {
     return v.encoding == kHashListpack ? "listpack" : "hashtable";
   }
   if (v.type == ValueType::kList) return "quicklist";  // every list, in 7.0
+  if (v.type == ValueType::kSet) {
+    return v.encoding == kSetIntset ? "intset" : "hashtable";
+  }
   if (v.type != ValueType::kString) return "unknown";
   // As Redis encodes a string it is given whole (SET, MSET, INCR...): an
   // integer of up to 20 characters is "int", up to 44 bytes "embstr",

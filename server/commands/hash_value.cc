@@ -6,6 +6,7 @@
 
 #include "server/commands/command_util.h"
 #include "server/commands/packed.h"
+#include "server/store/int_text.h"
 #include "server/store/key_hash.h"
 
 namespace shmkv {
@@ -38,17 +39,21 @@ HashValue::Load HashValue::Open(CommandContext* c, std::string_view key) {
   c_ = c;
   exists_ = ReadValue(c, key, &value_);
   if (!exists_) {
-    encoding_ = kHashListpack;
+    encoding_ = shape_.packed;
     return Load::kOk;
   }
-  if (value_.type != ValueType::kHash) return Load::kWrongType;
+  if (value_.type != shape_.type) return Load::kWrongType;
   encoding_ = value_.encoding;
   if ((encoding_ & kEncodingParts) != 0) {
-    if (encoding_ != kHashBuckets || !ReadRoot(value_.bytes)) {
+    if (encoding_ != shape_.buckets || !ReadRoot(value_.bytes)) {
       return Load::kDamaged;
     }
     buckets_mode_ = true;
     return Load::kOk;
+  }
+  if (encoding_ != shape_.packed &&
+      !(shape_.type == ValueType::kHash && encoding_ == kHashTable)) {
+    return Load::kDamaged;
   }
   packed_.bytes = std::move(value_.bytes);
   if (!Unpack(packed_.bytes, &packed_.items) || packed_.items.size() % 2) {
@@ -111,6 +116,14 @@ bool HashValue::Find(std::string_view field, std::string_view* value) {
   return false;
 }
 
+void HashValue::Grow(std::string_view written) {
+  int64_t n = 0;
+  if (shape_.sorted_ints ? !ParseInt64(written, &n)
+                         : written.size() > kListpackValue) {
+    grow_ = true;
+  }
+}
+
 bool HashValue::Set(std::string_view field, std::string_view value) {
   Bucket* b = BucketFor(field);
   if (b == nullptr) return false;
@@ -121,8 +134,19 @@ bool HashValue::Set(std::string_view field, std::string_view value) {
       return false;
     }
   }
-  b->items.push_back(field);
-  b->items.push_back(value);
+  size_t at = b->items.size();
+  int64_t v = 0;
+  if (!buckets_mode_ && shape_.sorted_ints && ParseInt64(field, &v)) {
+    // Packed integers stay sorted by value, as an intset keeps them.
+    at = 0;
+    int64_t other = 0;
+    while (at < b->items.size() && ParseInt64(b->items[at], &other) &&
+           other < v) {
+      at += 2;
+    }
+  }
+  b->items.insert(b->items.begin() + static_cast<ptrdiff_t>(at),
+                  {field, value});
   ++count_;
   root_dirty_ = true;
   return true;
@@ -199,7 +223,7 @@ Store::Status HashValue::Save(CommandContext* c, std::string_view key) {
   using Status = Store::Status;
   if (count_ == 0) return exists_ ? c->txn->Delete(key) : Status::kOk;
   if (!buckets_mode_) {
-    bool table = grow_ || encoding_ == kHashTable ||
+    bool table = grow_ || encoding_ != shape_.packed ||
                  count_ > kListpackEntries;
     if (!table) return SavePacked(c, key);
     Status st = ToBuckets(c);
@@ -233,14 +257,14 @@ Store::Status HashValue::Save(CommandContext* c, std::string_view key) {
   std::string head(sizeof(root) + 8, '\0');
   std::memcpy(&head[0], &root, sizeof(root));
   std::memcpy(&head[sizeof(root)], &count_, 8);
-  return c->txn->Write(key, ValueType::kHash, kHashBuckets, head,
+  return c->txn->Write(key, shape_.type, shape_.buckets, head,
                        value_.expire_ms);
 }
 
 Store::Status HashValue::SavePacked(CommandContext* c, std::string_view key) {
   std::string bytes;
   Pack(packed_.items, &bytes);
-  return c->txn->Write(key, ValueType::kHash, kHashListpack, bytes,
+  return c->txn->Write(key, shape_.type, shape_.packed, bytes,
                        value_.expire_ms);
 }
 

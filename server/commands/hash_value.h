@@ -37,9 +37,29 @@ namespace cmd {
 
 // A collection held in buckets (Redis's "hashtable").
 constexpr uint8_t kHashBuckets = kEncodingParts | 1;
+// A set is the same table with empty values: packed while its members
+// are all integers (canonical, as Redis's intset takes them) and at most
+// 512, sorted by value (kSetIntset, Redis's intset); else in buckets.
+constexpr uint8_t kSetIntset = 0;
+constexpr uint8_t kSetBuckets = kEncodingParts | 1;
+
+// What a table holds: its type and encodings, and whether its packed
+// form is a sorted set of integers.
+struct TableShape {
+  ValueType type;
+  uint8_t packed;   // encoding of the packed form
+  uint8_t buckets;  // encoding of the bucketed form
+  bool sorted_ints;
+};
+constexpr TableShape kHashShape{ValueType::kHash, kHashListpack,
+                                kHashBuckets, false};
+constexpr TableShape kSetShape{ValueType::kSet, kSetIntset, kSetBuckets,
+                               true};
 
 class HashValue {
  public:
+  explicit HashValue(const TableShape& shape = kHashShape) : shape_(shape) {}
+
   // Redis's listpack limits (hash-max-listpack-entries / -value).
   static constexpr size_t kListpackEntries = 512;
   static constexpr size_t kListpackValue = 64;
@@ -76,10 +96,8 @@ class HashValue {
   bool Random(uint64_t (*rng)(), std::string_view* field,
               std::string_view* value);
   // Marks the hash's encoding "hashtable" when a written field or value
-  // passes the listpack limit.
-  void Grow(std::string_view written) {
-    if (written.size() > kListpackValue) grow_ = true;
-  }
+  // passes the listpack limit (a set's: when a member is no integer).
+  void Grow(std::string_view written);
 
   // Writes what changed (an empty hash deletes the key); the key's TTL is
   // kept. A store status other than kOk on failure.
@@ -101,6 +119,7 @@ class HashValue {
   Store::Status ToBuckets(CommandContext* c);
   Store::Status SplitOne();
 
+  TableShape shape_;
   CommandContext* c_ = nullptr;
   bool exists_ = false;
   bool ok_ = true;

@@ -72,6 +72,7 @@ const Registry& Commands() {
     RegisterTransactionFamily(r);
     RegisterHashFamily(r);
     RegisterListFamily(r);
+    RegisterSetFamily(r);
     return r;
   }();
   return *table;

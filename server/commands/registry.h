@@ -102,6 +102,7 @@ void RegisterServerFamily(Registry* r);
 void RegisterTransactionFamily(Registry* r);
 void RegisterHashFamily(Registry* r);
 void RegisterListFamily(Registry* r);
+void RegisterSetFamily(Registry* r);
 
 }  // namespace cmd
 }  // namespace shmkv
