@@ -9,6 +9,7 @@
 
 #include "server/commands/command_util.h"
 #include "server/commands/hash_value.h"
+#include "server/commands/zset_value.h"
 #include "server/commands/reply.h"
 
 namespace shmkv {
@@ -54,6 +55,9 @@ std::string EncodingName(const Value& v) {
     return v.encoding == kHashListpack ? "listpack" : "hashtable";
   }
   if (v.type == ValueType::kList) return "quicklist";  // every list, in 7.0
+  if (v.type == ValueType::kZSet) {
+    return v.encoding == kZSetListpack ? "listpack" : "skiplist";
+  }
   if (v.type == ValueType::kSet) {
     return v.encoding == kSetIntset ? "intset" : "hashtable";
   }

@@ -73,6 +73,7 @@ const Registry& Commands() {
     RegisterHashFamily(r);
     RegisterListFamily(r);
     RegisterSetFamily(r);
+    RegisterZSetFamily(r);
     return r;
   }();
   return *table;

@@ -103,6 +103,7 @@ void RegisterTransactionFamily(Registry* r);
 void RegisterHashFamily(Registry* r);
 void RegisterListFamily(Registry* r);
 void RegisterSetFamily(Registry* r);
+void RegisterZSetFamily(Registry* r);
 
 }  // namespace cmd
 }  // namespace shmkv

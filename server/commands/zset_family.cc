@@ -1,0 +1,1001 @@
+// shmkv's sorted-set commands, with Redis 7's replies and error texts
+// (docs/server.md, "Sorted sets"), over ZSetValue (server/commands/
+// zset_value.h). Write commands run in the transaction dispatch opened
+// for them; reads outside one are lock-free copies of one blob.
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "server/commands/command_util.h"
+#include "server/commands/hash_value.h"
+#include "server/commands/reply.h"
+#include "server/commands/zset_value.h"
+
+namespace shmkv {
+namespace cmd {
+
+namespace {
+
+using Status = Store::Status;
+using Entries = std::vector<ZEntry>;
+
+void Damaged(Reply* r) {
+  r->Error("ERR the value of this key is damaged (shmc check)");
+}
+
+bool OpenZSet(CommandContext* c, std::string_view key, ZSetValue* z,
+              Reply* r) {
+  switch (z->Open(c, key)) {
+    case ZSetValue::Load::kOk: return true;
+    case ZSetValue::Load::kWrongType: WrongType(r); return false;
+    case ZSetValue::Load::kDamaged: Damaged(r); return false;
+  }
+  return false;
+}
+
+bool SaveZSet(CommandContext* c, std::string_view key, ZSetValue* z,
+              Reply* r) {
+  Status st = z->Save(c, key);
+  if (st == Status::kOk) return true;
+  StoreError(st, r);
+  return false;
+}
+
+// A score argument (ZADD, ZINCRBY, WEIGHTS): the whole argument a double,
+// no leading space, no overflow, no NaN.
+bool ToScore(std::string_view s, double* out) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  std::string tmp(s);
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(tmp.c_str(), &end);
+  if (end != tmp.c_str() + tmp.size() || std::isnan(v) ||
+      (errno == ERANGE &&
+       (v == HUGE_VAL || v == -HUGE_VAL || std::fpclassify(v) == FP_ZERO))) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+void NotFloat(Reply* r) { r->Error("ERR value is not a valid float"); }
+
+void ReplyScore(double v, Reply* r) { r->Bulk(ScoreText(v)); }
+
+// A range of scores: "(" before a bound excludes it; read as a C string
+// with strtod, as Redis reads it ("" is 0; NaN is refused).
+struct ScoreRange {
+  double min = 0, max = 0;
+  bool minex = false, maxex = false;
+  bool Holds(double v) const {
+    return (minex ? v > min : v >= min) && (maxex ? v < max : v <= max);
+  }
+};
+
+bool ScoreBound(std::string_view arg, double* v, bool* ex) {
+  std::string s(arg);
+  const char* p = s.c_str();
+  *ex = p[0] == '(';
+  if (*ex) ++p;
+  char* end = nullptr;
+  *v = std::strtod(p, &end);
+  return *end == '\0' && !std::isnan(*v);
+}
+
+bool ParseScoreRange(std::string_view min, std::string_view max,
+                     ScoreRange* r) {
+  return ScoreBound(min, &r->min, &r->minex) &&
+         ScoreBound(max, &r->max, &r->maxex);
+}
+
+// A range of members: "[x" includes x, "(x" excludes it, "-" and "+" are
+// the ends.
+struct LexRange {
+  std::string min, max;
+  bool minex = false, maxex = false;
+  bool min_low = false, max_high = false;  // "-" / "+"
+  bool min_high = false, max_low = false;  // "+" as min, "-" as max
+  bool Holds(std::string_view m) const {
+    if (min_high || max_low) return false;
+    bool above = min_low || (minex ? m > min : m >= min);
+    bool below = max_high || (maxex ? m < max : m <= max);
+    return above && below;
+  }
+};
+
+bool LexBound(std::string_view arg, std::string* v, bool* ex, bool* low,
+              bool* high) {
+  if (arg == "-") {
+    *low = true;
+    return true;
+  }
+  if (arg == "+") {
+    *high = true;
+    return true;
+  }
+  if (arg.empty() || (arg[0] != '(' && arg[0] != '[')) return false;
+  *ex = arg[0] == '(';
+  v->assign(arg.substr(1));
+  return true;
+}
+
+bool ParseLexRange(std::string_view min, std::string_view max, LexRange* r) {
+  bool unused = false;
+  return LexBound(min, &r->min, &r->minex, &r->min_low, &r->min_high) &&
+         LexBound(max, &r->max, &r->maxex, &r->max_low, &r->max_high) &&
+         !unused;
+}
+
+// What ZRANGE and its older forms select.
+enum class RangeBy { kRank, kScore, kLex };
+struct RangeSpec {
+  RangeBy by = RangeBy::kRank;
+  bool rev = false;
+  bool with_scores = false;
+  bool limit = false;
+  int64_t offset = 0, count = -1;
+  int64_t start = 0, stop = 0;
+  ScoreRange scores;
+  LexRange lex;
+};
+
+// The entries a range selects, in reply order.
+Entries Select(const Entries& all, const RangeSpec& s) {
+  Entries out;
+  int64_t n = static_cast<int64_t>(all.size());
+  if (s.by == RangeBy::kRank) {
+    int64_t start = s.start, stop = s.stop;
+    if (start < 0) start += n;
+    if (stop < 0) stop += n;
+    if (start < 0) start = 0;
+    if (start > stop || start >= n) return out;
+    if (stop >= n) stop = n - 1;
+    for (int64_t i = start; i <= stop; ++i) {
+      out.push_back(all[static_cast<size_t>(s.rev ? n - 1 - i : i)]);
+    }
+    return out;
+  }
+  if (s.offset < 0) return out;
+  int64_t skip = s.offset;
+  for (int64_t k = 0; k < n; ++k) {
+    const ZEntry& e = all[static_cast<size_t>(s.rev ? n - 1 - k : k)];
+    bool in = s.by == RangeBy::kScore ? s.scores.Holds(e.score)
+                                      : s.lex.Holds(e.member);
+    if (!in) continue;
+    if (skip > 0) {
+      --skip;
+      continue;
+    }
+    if (s.count >= 0 && static_cast<int64_t>(out.size()) >= s.count) break;
+    out.push_back(e);
+  }
+  return out;
+}
+
+void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
+  r->Array(es.size() * (with_scores ? 2 : 1));
+  for (const ZEntry& e : es) {
+    r->Bulk(e.member);
+    if (with_scores) ReplyScore(e.score, r);
+  }
+}
+
+// Parses a range command's options from a[from] on and its two bounds;
+// `by_ok`: BYSCORE/BYLEX/REV allowed (ZRANGE, ZRANGESTORE). False after
+// replying the error.
+bool ParseRange(const Args& a, size_t bounds, size_t from, bool by_ok,
+                bool scores_ok, RangeSpec* s, Reply* r) {
+  for (size_t j = from; j < a.size(); ++j) {
+    if (scores_ok && Eq(a[j], "withscores")) {
+      s->with_scores = true;
+    } else if (Eq(a[j], "limit") && j + 2 < a.size()) {
+      if (!ToInt(a[j + 1], &s->offset) || !ToInt(a[j + 2], &s->count)) {
+        NotInt(r);
+        return false;
+      }
+      s->limit = true;
+      j += 2;
+    } else if (by_ok && Eq(a[j], "byscore")) {
+      s->by = RangeBy::kScore;
+    } else if (by_ok && Eq(a[j], "bylex")) {
+      s->by = RangeBy::kLex;
+    } else if (by_ok && Eq(a[j], "rev")) {
+      s->rev = true;
+    } else {
+      r->Error("ERR syntax error");
+      return false;
+    }
+  }
+  if (s->limit && s->by == RangeBy::kRank) {
+    r->Error("ERR syntax error, LIMIT is only supported in combination "
+             "with either BYSCORE or BYLEX");
+    return false;
+  }
+  if (s->with_scores && s->by == RangeBy::kLex) {
+    r->Error("ERR syntax error, WITHSCORES not supported in combination "
+             "with BYLEX");
+    return false;
+  }
+  std::string_view lo = a[bounds], hi = a[bounds + 1];
+  if (s->rev && s->by != RangeBy::kRank) std::swap(lo, hi);
+  switch (s->by) {
+    case RangeBy::kRank:
+      if (!ToInt(lo, &s->start) || !ToInt(hi, &s->stop)) {
+        NotInt(r);
+        return false;
+      }
+      return true;
+    case RangeBy::kScore:
+      if (!ParseScoreRange(lo, hi, &s->scores)) {
+        r->Error("ERR min or max is not a float");
+        return false;
+      }
+      return true;
+    case RangeBy::kLex:
+      if (!ParseLexRange(lo, hi, &s->lex)) {
+        r->Error("ERR min or max not valid string range item");
+        return false;
+      }
+      return true;
+  }
+  return false;
+}
+
+// Reads the range `s` of `key` and replies it.
+void RangeReply(CommandContext* c, std::string_view key, const RangeSpec& s,
+                Reply* r) {
+  ZSetValue z;
+  if (!OpenZSet(c, key, &z, r)) return;
+  ReplyEntries(Select(z.entries(), s), s.with_scores, r);
+}
+
+uint64_t NextRandom() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return rng();
+}
+
+}  // namespace
+
+// ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member ...]
+void ZAdd(const Args& a, CommandContext* c, Reply* r) {
+  bool nx = false, xx = false, gt = false, lt = false, ch = false,
+       incr = false;
+  size_t j = 2;
+  for (; j < a.size(); ++j) {
+    if (Eq(a[j], "nx")) nx = true;
+    else if (Eq(a[j], "xx")) xx = true;
+    else if (Eq(a[j], "gt")) gt = true;
+    else if (Eq(a[j], "lt")) lt = true;
+    else if (Eq(a[j], "ch")) ch = true;
+    else if (Eq(a[j], "incr")) incr = true;
+    else break;
+  }
+  size_t elements = a.size() - j;
+  if (elements == 0 || elements % 2 != 0) return r->Error("ERR syntax error");
+  if (nx && xx) {
+    return r->Error("ERR XX and NX options at the same time are not "
+                    "compatible");
+  }
+  if ((gt && nx) || (lt && nx) || (gt && lt)) {
+    return r->Error("ERR GT, LT, and/or NX options at the same time are "
+                    "not compatible");
+  }
+  if (incr && elements > 2) {
+    return r->Error("ERR INCR option supports a single increment-element "
+                    "pair");
+  }
+  std::vector<double> scores;
+  for (size_t k = j; k < a.size(); k += 2) {
+    double v = 0;
+    if (!ToScore(a[k], &v)) return NotFloat(r);
+    scores.push_back(v);
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  int64_t added = 0, changed = 0;
+  bool done = false;
+  double result = 0;
+  for (size_t k = j, i = 0; k < a.size(); k += 2, ++i) {
+    std::string_view member = a[k + 1];
+    ptrdiff_t at = z.Rank(member);
+    if (at >= 0) {
+      double cur = z.entries()[static_cast<size_t>(at)].score;
+      if (nx) continue;
+      double next = incr ? cur + scores[i] : scores[i];
+      if (std::isnan(next)) {
+        return r->Error("ERR resulting score is not a number (NaN)");
+      }
+      if ((gt && next <= cur) || (lt && next >= cur)) continue;
+      if (next != cur) {
+        z.Set(member, next);
+        ++changed;
+      }
+      result = next;
+      done = true;
+    } else {
+      if (xx) continue;
+      z.Set(member, scores[i]);
+      ++added;
+      result = scores[i];
+      done = true;
+    }
+  }
+  if (!SaveZSet(c, a[1], &z, r)) return;
+  if (incr) return done ? ReplyScore(result, r) : r->Null();
+  r->Int(ch ? added + changed : added);
+}
+
+// ZINCRBY key increment member
+void ZIncrBy(const Args& a, CommandContext* c, Reply* r) {
+  double by = 0;
+  if (!ToScore(a[2], &by)) return NotFloat(r);
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  ptrdiff_t at = z.Rank(a[3]);
+  double next = at < 0 ? by : z.entries()[static_cast<size_t>(at)].score + by;
+  if (std::isnan(next)) {
+    return r->Error("ERR resulting score is not a number (NaN)");
+  }
+  z.Set(a[3], next);
+  if (SaveZSet(c, a[1], &z, r)) ReplyScore(next, r);
+}
+
+// ZREM key member [member ...]
+void ZRem(const Args& a, CommandContext* c, Reply* r) {
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  int64_t removed = 0;
+  for (size_t i = 2; i < a.size(); ++i) removed += z.Remove(a[i]);
+  if (SaveZSet(c, a[1], &z, r)) r->Int(removed);
+}
+
+// ZCARD key
+void ZCard(const Args& a, CommandContext* c, Reply* r) {
+  ZSetValue z;
+  if (OpenZSet(c, a[1], &z, r)) r->Int(static_cast<int64_t>(z.size()));
+}
+
+// ZSCORE key member
+void ZScore(const Args& a, CommandContext* c, Reply* r) {
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  ptrdiff_t at = z.Rank(a[2]);
+  if (at < 0) return r->Null();
+  ReplyScore(z.entries()[static_cast<size_t>(at)].score, r);
+}
+
+// ZMSCORE key member [member ...]
+void ZMScore(const Args& a, CommandContext* c, Reply* r) {
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  r->Array(a.size() - 2);
+  for (size_t i = 2; i < a.size(); ++i) {
+    ptrdiff_t at = z.Rank(a[i]);
+    if (at < 0) {
+      r->Null();
+    } else {
+      ReplyScore(z.entries()[static_cast<size_t>(at)].score, r);
+    }
+  }
+}
+
+namespace {
+
+void RankCommon(const Args& a, CommandContext* c, Reply* r, bool rev) {
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  ptrdiff_t at = z.Rank(a[2]);
+  if (at < 0) return r->Null();
+  r->Int(rev ? static_cast<int64_t>(z.size()) - 1 - at : at);
+}
+
+}  // namespace
+
+// ZRANK key member
+void ZRank(const Args& a, CommandContext* c, Reply* r) {
+  RankCommon(a, c, r, false);
+}
+
+// ZREVRANK key member
+void ZRevRank(const Args& a, CommandContext* c, Reply* r) {
+  RankCommon(a, c, r, true);
+}
+
+// ZCOUNT key min max
+void ZCount(const Args& a, CommandContext* c, Reply* r) {
+  ScoreRange range;
+  if (!ParseScoreRange(a[2], a[3], &range)) {
+    return r->Error("ERR min or max is not a float");
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  int64_t n = 0;
+  for (const ZEntry& e : z.entries()) n += range.Holds(e.score);
+  r->Int(n);
+}
+
+// ZLEXCOUNT key min max
+void ZLexCount(const Args& a, CommandContext* c, Reply* r) {
+  LexRange range;
+  if (!ParseLexRange(a[2], a[3], &range)) {
+    return r->Error("ERR min or max not valid string range item");
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  int64_t n = 0;
+  for (const ZEntry& e : z.entries()) n += range.Holds(e.member);
+  r->Int(n);
+}
+
+// ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+//   [WITHSCORES]
+void ZRange(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  if (ParseRange(a, 2, 4, true, true, &s, r)) RangeReply(c, a[1], s, r);
+}
+
+// ZREVRANGE key start stop [WITHSCORES]
+void ZRevRange(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  s.rev = true;
+  if (ParseRange(a, 2, 4, false, true, &s, r)) RangeReply(c, a[1], s, r);
+}
+
+// ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
+void ZRangeByScore(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  s.by = RangeBy::kScore;
+  if (ParseRange(a, 2, 4, false, true, &s, r)) RangeReply(c, a[1], s, r);
+}
+
+// ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
+void ZRevRangeByScore(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  s.by = RangeBy::kScore;
+  s.rev = true;
+  if (ParseRange(a, 2, 4, false, true, &s, r)) RangeReply(c, a[1], s, r);
+}
+
+// ZRANGEBYLEX key min max [LIMIT offset count]
+void ZRangeByLex(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  s.by = RangeBy::kLex;
+  if (ParseRange(a, 2, 4, false, true, &s, r)) RangeReply(c, a[1], s, r);
+}
+
+// ZREVRANGEBYLEX key max min [LIMIT offset count]
+void ZRevRangeByLex(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  s.by = RangeBy::kLex;
+  s.rev = true;
+  if (ParseRange(a, 2, 4, false, true, &s, r)) RangeReply(c, a[1], s, r);
+}
+
+namespace {
+
+// Replaces `dst` with the entries `es` (none: deletes it); their count.
+bool StoreEntries(CommandContext* c, std::string_view dst, const Entries& es,
+                  Reply* r) {
+  std::vector<std::string> members;
+  members.reserve(es.size());
+  for (const ZEntry& e : es) members.emplace_back(e.member);
+  Status st = c->txn->Delete(dst);
+  if (st != Status::kOk && st != Status::kNotFound) {
+    StoreError(st, r);
+    return false;
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, dst, &z, r)) return false;
+  for (size_t i = 0; i < es.size(); ++i) z.Set(members[i], es[i].score);
+  if (!SaveZSet(c, dst, &z, r)) return false;
+  r->Int(static_cast<int64_t>(es.size()));
+  return true;
+}
+
+}  // namespace
+
+// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
+void ZRangeStore(const Args& a, CommandContext* c, Reply* r) {
+  RangeSpec s;
+  if (!ParseRange(a, 3, 5, true, false, &s, r)) return;
+  ZSetValue z;
+  if (!OpenZSet(c, a[2], &z, r)) return;
+  StoreEntries(c, a[1], Select(z.entries(), s), r);
+}
+
+namespace {
+
+// ZREMRANGEBYRANK, ZREMRANGEBYSCORE and ZREMRANGEBYLEX.
+void RemRangeCommon(const Args& a, CommandContext* c, Reply* r,
+                    RangeBy by) {
+  RangeSpec s;
+  s.by = by;
+  if (by == RangeBy::kRank) {
+    if (!ToInt(a[2], &s.start) || !ToInt(a[3], &s.stop)) return NotInt(r);
+  } else if (by == RangeBy::kScore) {
+    if (!ParseScoreRange(a[2], a[3], &s.scores)) {
+      return r->Error("ERR min or max is not a float");
+    }
+  } else if (!ParseLexRange(a[2], a[3], &s.lex)) {
+    return r->Error("ERR min or max not valid string range item");
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  Entries gone = Select(z.entries(), s);
+  std::vector<std::string> members;
+  for (const ZEntry& e : gone) members.emplace_back(e.member);
+  for (const std::string& m : members) z.Remove(m);
+  if (SaveZSet(c, a[1], &z, r)) r->Int(static_cast<int64_t>(gone.size()));
+}
+
+}  // namespace
+
+// ZREMRANGEBYRANK key start stop
+void ZRemRangeByRank(const Args& a, CommandContext* c, Reply* r) {
+  RemRangeCommon(a, c, r, RangeBy::kRank);
+}
+
+// ZREMRANGEBYSCORE key min max
+void ZRemRangeByScore(const Args& a, CommandContext* c, Reply* r) {
+  RemRangeCommon(a, c, r, RangeBy::kScore);
+}
+
+// ZREMRANGEBYLEX key min max
+void ZRemRangeByLex(const Args& a, CommandContext* c, Reply* r) {
+  RemRangeCommon(a, c, r, RangeBy::kLex);
+}
+
+namespace {
+
+// Pops up to `count` entries from the low (or high) end of `key`.
+bool PopEntries(CommandContext* c, std::string_view key, bool max,
+                uint64_t count, ZSetValue* z, std::vector<std::string>* ms,
+                std::vector<double>* scores, Reply* r) {
+  const Entries& all = z->entries();
+  uint64_t n = std::min<uint64_t>(count, all.size());
+  for (uint64_t i = 0; i < n; ++i) {
+    const ZEntry& e = all[max ? all.size() - 1 - i : i];
+    ms->emplace_back(e.member);
+    scores->push_back(e.score);
+  }
+  if (max) {
+    z->RemoveRanks(all.size() - n, all.size());
+  } else {
+    z->RemoveRanks(0, n);
+  }
+  return SaveZSet(c, key, z, r);
+}
+
+void PopCommon(const Args& a, CommandContext* c, Reply* r, bool max) {
+  int64_t count = 1;
+  if (a.size() > 3) return r->Error("ERR syntax error");
+  if (a.size() == 3 && (!ToInt(a[2], &count) || count < 0)) {
+    return r->Error("ERR value is out of range, must be positive");
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  std::vector<std::string> ms;
+  std::vector<double> scores;
+  if (!PopEntries(c, a[1], max, static_cast<uint64_t>(count), &z, &ms,
+                  &scores, r)) {
+    return;
+  }
+  r->Array(ms.size() * 2);
+  for (size_t i = 0; i < ms.size(); ++i) {
+    r->Bulk(ms[i]);
+    ReplyScore(scores[i], r);
+  }
+}
+
+}  // namespace
+
+// ZPOPMIN key [count]
+void ZPopMin(const Args& a, CommandContext* c, Reply* r) {
+  PopCommon(a, c, r, false);
+}
+
+// ZPOPMAX key [count]
+void ZPopMax(const Args& a, CommandContext* c, Reply* r) {
+  PopCommon(a, c, r, true);
+}
+
+// ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
+void ZMPop(const Args& a, CommandContext* c, Reply* r) {
+  int64_t numkeys = 0;
+  if (!ToInt(a[1], &numkeys) || numkeys <= 0) {
+    return r->Error("ERR numkeys should be greater than 0");
+  }
+  size_t where = 2 + static_cast<size_t>(numkeys);
+  if (numkeys > static_cast<int64_t>(a.size()) || where >= a.size()) {
+    return r->Error("ERR syntax error");
+  }
+  bool max = Eq(a[where], "max");
+  if (!max && !Eq(a[where], "min")) return r->Error("ERR syntax error");
+  int64_t count = 1;
+  if (where + 1 < a.size()) {
+    if (where + 3 != a.size() || !Eq(a[where + 1], "count")) {
+      return r->Error("ERR syntax error");
+    }
+    if (!ToInt(a[where + 2], &count) || count <= 0) {
+      return r->Error("ERR count should be greater than 0");
+    }
+  }
+  for (size_t k = 2; k < where; ++k) {
+    ZSetValue z;
+    if (!OpenZSet(c, a[k], &z, r)) return;
+    if (!z.exists()) continue;
+    std::vector<std::string> ms;
+    std::vector<double> scores;
+    if (!PopEntries(c, a[k], max, static_cast<uint64_t>(count), &z, &ms,
+                    &scores, r)) {
+      return;
+    }
+    r->Array(2);
+    r->Bulk(a[k]);
+    r->Array(ms.size());
+    for (size_t i = 0; i < ms.size(); ++i) {
+      r->Array(2);
+      r->Bulk(ms[i]);
+      ReplyScore(scores[i], r);
+    }
+    return;
+  }
+  r->NullArray();
+}
+
+// ZRANDMEMBER key [count [WITHSCORES]]
+void ZRandMember(const Args& a, CommandContext* c, Reply* r) {
+  int64_t count = 0;
+  bool with_scores = false;
+  if (a.size() >= 3) {
+    if (!ToInt(a[2], &count)) return NotInt(r);
+    if (count == INT64_MIN) {
+      return r->Error("ERR value is out of range, value must between "
+                      "-9223372036854775807 and 9223372036854775807");
+    }
+    if (a.size() > 4 || (a.size() == 4 && !Eq(a[3], "withscores"))) {
+      return r->Error("ERR syntax error");
+    }
+    with_scores = a.size() == 4;
+    if (with_scores && (count < -INT64_MAX / 2 || count > INT64_MAX / 2)) {
+      return r->Error("ERR value is out of range");
+    }
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  const Entries& all = z.entries();
+  if (a.size() == 2) {
+    if (all.empty()) return r->Null();
+    return r->Bulk(all[NextRandom() % all.size()].member);
+  }
+  if (all.empty() || count == 0) return r->Array(0);
+  Entries picks;
+  if (count < 0) {
+    for (int64_t i = 0; i < -count; ++i) {
+      picks.push_back(all[NextRandom() % all.size()]);
+    }
+  } else if (static_cast<uint64_t>(count) >= all.size()) {
+    picks = all;
+  } else {
+    Entries shuffled = all;
+    for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
+      std::swap(shuffled[i],
+                shuffled[i + NextRandom() % (shuffled.size() - i)]);
+    }
+    picks.assign(shuffled.begin(), shuffled.begin() + count);
+  }
+  ReplyEntries(picks, with_scores, r);
+}
+
+// ZSCAN key cursor [MATCH pattern] [COUNT count]
+void ZScan(const Args& a, CommandContext* c, Reply* r) {
+  uint64_t cursor = 0;
+  if (!ParseScanCursor(a[2], &cursor)) return r->Error("ERR invalid cursor");
+  std::string_view match;
+  for (size_t i = 3; i < a.size(); ++i) {
+    int64_t count = 0;
+    if (Eq(a[i], "match") && i + 1 < a.size()) {
+      match = a[++i];
+    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
+      if (!ToInt(a[++i], &count)) return NotInt(r);
+      if (count < 1) return r->Error("ERR syntax error");
+    } else {
+      return r->Error("ERR syntax error");
+    }
+  }
+  ZSetValue z;
+  if (!OpenZSet(c, a[1], &z, r)) return;
+  // One blob: every cursor returns all of it and ends the scan.
+  Entries hits;
+  for (const ZEntry& e : z.entries()) {
+    if (match.empty() || GlobMatch(match, e.member)) hits.push_back(e);
+  }
+  r->Array(2);
+  r->Bulk("0");
+  ReplyEntries(hits, true, r);
+}
+
+namespace {
+
+enum class Combine { kUnion, kInter, kDiff };
+enum class Aggregate { kSum, kMin, kMax };
+
+// An input of ZUNION and its kin: a sorted set, or a set (scores 1).
+struct Input {
+  ZSetValue z;
+  std::vector<std::pair<std::string, double>> set_members;
+  bool exists = false;
+  std::vector<std::pair<std::string_view, double>> Members() const {
+    std::vector<std::pair<std::string_view, double>> out;
+    for (const ZEntry& e : z.entries()) out.emplace_back(e.member, e.score);
+    for (const auto& m : set_members) out.emplace_back(m.first, m.second);
+    return out;
+  }
+};
+
+bool OpenInput(CommandContext* c, std::string_view key, Input* in,
+               Reply* r) {
+  Value v;
+  if (!ReadValue(c, key, &v)) return true;
+  in->exists = true;
+  if (v.type == ValueType::kSet) {
+    HashValue set(kSetShape);
+    std::vector<std::pair<std::string_view, std::string_view>> all;
+    if (set.Open(c, key) != HashValue::Load::kOk || !set.All(&all)) {
+      Damaged(r);
+      return false;
+    }
+    for (const auto& p : all) in->set_members.emplace_back(p.first, 1.0);
+    return true;
+  }
+  return OpenZSet(c, key, &in->z, r);
+}
+
+double Weighted(double score, double weight) {
+  double v = score * weight;
+  return std::isnan(v) ? 0 : v;
+}
+
+double Merge(double a, double b, Aggregate agg) {
+  switch (agg) {
+    case Aggregate::kSum: {
+      double v = a + b;
+      return std::isnan(v) ? 0 : v;
+    }
+    case Aggregate::kMin: return std::min(a, b);
+    case Aggregate::kMax: return std::max(a, b);
+  }
+  return a;
+}
+
+// ZUNION, ZINTER, ZDIFF and their STORE forms.
+void CombineCommon(const Args& a, CommandContext* c, Reply* r, Combine op,
+                   bool store) {
+  size_t at = store ? 2 : 1;
+  int64_t numkeys = 0;
+  if (!ToInt(a[at], &numkeys)) return NotInt(r);
+  if (numkeys < 1) {
+    return r->Error("ERR at least 1 input key is needed for '" +
+                    Lower(a[0]) + "' command");
+  }
+  size_t first = at + 1;
+  if (numkeys > static_cast<int64_t>(a.size() - first)) {
+    return r->Error("ERR syntax error");
+  }
+  size_t end = first + static_cast<size_t>(numkeys);
+  std::vector<double> weights(static_cast<size_t>(numkeys), 1.0);
+  Aggregate agg = Aggregate::kSum;
+  bool with_scores = false;
+  for (size_t j = end; j < a.size(); ++j) {
+    if (op != Combine::kDiff && Eq(a[j], "weights") &&
+        j + static_cast<size_t>(numkeys) < a.size()) {
+      for (size_t k = 0; k < weights.size(); ++k) {
+        if (!ToScore(a[j + 1 + k], &weights[k])) {
+          return r->Error("ERR weight value is not a float");
+        }
+      }
+      j += weights.size();
+    } else if (op != Combine::kDiff && Eq(a[j], "aggregate") &&
+               j + 1 < a.size()) {
+      ++j;
+      if (Eq(a[j], "sum")) agg = Aggregate::kSum;
+      else if (Eq(a[j], "min")) agg = Aggregate::kMin;
+      else if (Eq(a[j], "max")) agg = Aggregate::kMax;
+      else return r->Error("ERR syntax error");
+    } else if (!store && Eq(a[j], "withscores")) {
+      with_scores = true;
+    } else {
+      return r->Error("ERR syntax error");
+    }
+  }
+  std::vector<Input> inputs(static_cast<size_t>(numkeys));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (!OpenInput(c, a[first + k], &inputs[k], r)) return;
+  }
+  std::unordered_map<std::string_view, double> acc;
+  std::vector<std::string_view> order;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    std::unordered_map<std::string_view, double> mine;
+    for (const auto& [m, s] : inputs[k].Members()) {
+      mine[m] = Weighted(s, op == Combine::kDiff ? 1.0 : weights[k]);
+    }
+    if (k == 0) {
+      for (const auto& [m, s] : mine) {
+        acc[m] = s;
+        order.push_back(m);
+      }
+      continue;
+    }
+    if (op == Combine::kUnion) {
+      for (const auto& [m, s] : mine) {
+        auto it = acc.find(m);
+        if (it == acc.end()) {
+          acc[m] = s;
+          order.push_back(m);
+        } else {
+          it->second = Merge(it->second, s, agg);
+        }
+      }
+    } else {
+      for (auto it = acc.begin(); it != acc.end();) {
+        auto hit = mine.find(it->first);
+        bool keep = op == Combine::kInter ? hit != mine.end()
+                                          : hit == mine.end();
+        if (!keep) {
+          it = acc.erase(it);
+        } else {
+          if (op == Combine::kInter) {
+            it->second = Merge(it->second, hit->second, agg);
+          }
+          ++it;
+        }
+      }
+    }
+  }
+  Entries result;
+  for (std::string_view m : order) {
+    auto it = acc.find(m);
+    if (it != acc.end()) result.push_back(ZEntry{m, it->second});
+  }
+  std::sort(result.begin(), result.end(), ZLess);
+  if (store) {
+    StoreEntries(c, a[1], result, r);
+  } else {
+    ReplyEntries(result, with_scores, r);
+  }
+}
+
+}  // namespace
+
+// ZUNION numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+//   [WITHSCORES]
+void ZUnion(const Args& a, CommandContext* c, Reply* r) {
+  ReadConsistently(c, r, [&] { CombineCommon(a, c, r, Combine::kUnion, false); });
+}
+
+// ZINTER numkeys key [key ...] [WEIGHTS w ...] [AGGREGATE SUM|MIN|MAX]
+//   [WITHSCORES]
+void ZInter(const Args& a, CommandContext* c, Reply* r) {
+  ReadConsistently(c, r, [&] { CombineCommon(a, c, r, Combine::kInter, false); });
+}
+
+// ZDIFF numkeys key [key ...] [WITHSCORES]
+void ZDiff(const Args& a, CommandContext* c, Reply* r) {
+  ReadConsistently(c, r, [&] { CombineCommon(a, c, r, Combine::kDiff, false); });
+}
+
+// ZUNIONSTORE destination numkeys key [key ...] [WEIGHTS w ...]
+//   [AGGREGATE SUM|MIN|MAX]
+void ZUnionStore(const Args& a, CommandContext* c, Reply* r) {
+  CombineCommon(a, c, r, Combine::kUnion, true);
+}
+
+// ZINTERSTORE destination numkeys key [key ...] [WEIGHTS w ...]
+//   [AGGREGATE SUM|MIN|MAX]
+void ZInterStore(const Args& a, CommandContext* c, Reply* r) {
+  CombineCommon(a, c, r, Combine::kInter, true);
+}
+
+// ZDIFFSTORE destination numkeys key [key ...]
+void ZDiffStore(const Args& a, CommandContext* c, Reply* r) {
+  CombineCommon(a, c, r, Combine::kDiff, true);
+}
+
+// ZINTERCARD numkeys key [key ...] [LIMIT limit]
+void ZInterCard(const Args& a, CommandContext* c, Reply* r) {
+  int64_t numkeys = 0;
+  if (!ToInt(a[1], &numkeys)) return NotInt(r);
+  if (numkeys < 1) {
+    return r->Error("ERR at least 1 input key is needed for 'zintercard' "
+                    "command");
+  }
+  if (numkeys > static_cast<int64_t>(a.size()) - 2) {
+    return r->Error("ERR syntax error");
+  }
+  size_t end = 2 + static_cast<size_t>(numkeys);
+  int64_t limit = 0;
+  for (size_t i = end; i < a.size(); i += 2) {
+    if (!Eq(a[i], "limit") || i + 1 >= a.size()) {
+      return r->Error("ERR syntax error");
+    }
+    if (!ToInt(a[i + 1], &limit)) return NotInt(r);
+    if (limit < 0) return r->Error("ERR LIMIT can't be negative");
+  }
+  ReadConsistently(c, r, [&] {
+    std::vector<Input> inputs(static_cast<size_t>(numkeys));
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (!OpenInput(c, a[2 + k], &inputs[k], r)) return;
+    }
+    std::vector<std::unordered_set<std::string_view>> sets(inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      for (const auto& p : inputs[k].Members()) sets[k].insert(p.first);
+    }
+    int64_t n = 0;
+    for (std::string_view m : sets[0]) {
+      bool all = true;
+      for (size_t k = 1; k < sets.size() && all; ++k) all = sets[k].count(m);
+      n += all;
+      if (limit > 0 && n >= limit) break;
+    }
+    r->Int(n);
+  });
+}
+
+namespace {
+
+// name, id (never changed), arity, flags, first/last key and step, handler
+const CommandRow kZSetRows[] = {
+    {"zadd", 117, -4, kWrite | kDenyOom | kFast, 1, 1, 1, ZAdd},
+    {"zincrby", 118, 4, kWrite | kDenyOom | kFast, 1, 1, 1, ZIncrBy},
+    {"zrem", 119, -3, kWrite | kFast, 1, 1, 1, ZRem},
+    {"zcard", 120, 2, kReadOnly | kFast, 1, 1, 1, ZCard},
+    {"zscore", 121, 3, kReadOnly | kFast, 1, 1, 1, ZScore},
+    {"zmscore", 122, -3, kReadOnly | kFast, 1, 1, 1, ZMScore},
+    {"zrank", 123, 3, kReadOnly | kFast, 1, 1, 1, ZRank},
+    {"zrevrank", 124, 3, kReadOnly | kFast, 1, 1, 1, ZRevRank},
+    {"zcount", 125, 4, kReadOnly | kFast, 1, 1, 1, ZCount},
+    {"zlexcount", 126, 4, kReadOnly | kFast, 1, 1, 1, ZLexCount},
+    {"zrange", 127, -4, kReadOnly, 1, 1, 1, ZRange},
+    {"zrangestore", 128, -5, kWrite | kDenyOom, 1, 2, 1, ZRangeStore},
+    {"zrevrange", 129, -4, kReadOnly, 1, 1, 1, ZRevRange},
+    {"zrangebyscore", 130, -4, kReadOnly, 1, 1, 1, ZRangeByScore},
+    {"zrevrangebyscore", 131, -4, kReadOnly, 1, 1, 1, ZRevRangeByScore},
+    {"zrangebylex", 132, -4, kReadOnly, 1, 1, 1, ZRangeByLex},
+    {"zrevrangebylex", 133, -4, kReadOnly, 1, 1, 1, ZRevRangeByLex},
+    {"zremrangebyrank", 134, 4, kWrite, 1, 1, 1, ZRemRangeByRank},
+    {"zremrangebyscore", 135, 4, kWrite, 1, 1, 1, ZRemRangeByScore},
+    {"zremrangebylex", 136, 4, kWrite, 1, 1, 1, ZRemRangeByLex},
+    {"zpopmin", 137, -2, kWrite | kFast, 1, 1, 1, ZPopMin},
+    {"zpopmax", 138, -2, kWrite | kFast, 1, 1, 1, ZPopMax},
+    {"zmpop", 139, -4, kWrite, 0, 0, 0, ZMPop},
+    {"zrandmember", 140, -2, kReadOnly, 1, 1, 1, ZRandMember},
+    {"zscan", 141, -3, kReadOnly, 1, 1, 1, ZScan},
+    {"zunion", 142, -3, kReadOnly, 0, 0, 0, ZUnion},
+    {"zinter", 143, -3, kReadOnly, 0, 0, 0, ZInter},
+    {"zdiff", 144, -3, kReadOnly, 0, 0, 0, ZDiff},
+    {"zunionstore", 145, -4, kWrite | kDenyOom, 1, 1, 1, ZUnionStore},
+    {"zinterstore", 146, -4, kWrite | kDenyOom, 1, 1, 1, ZInterStore},
+    {"zdiffstore", 147, -4, kWrite | kDenyOom, 1, 1, 1, ZDiffStore},
+    {"zintercard", 148, -3, kReadOnly, 0, 0, 0, ZInterCard},
+};
+
+}  // namespace
+
+void RegisterZSetFamily(Registry* r) {
+  r->Add(kZSetRows, "zset");
+}
+
+}  // namespace cmd
+}  // namespace shmkv
