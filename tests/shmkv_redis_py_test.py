@@ -264,6 +264,48 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(r.lmpop(2, "none", "m", direction="RIGHT",
                                  count=2), ["m", ["3", "2"]])
 
+    def test_sets_and_sorted_sets(self):
+        # Tags in sets; a leaderboard and a schedule in sorted sets, the
+        # shapes rate limiters and job schedulers use.
+        s = self.start("sets")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        self.assertEqual(r.sadd("tags:1", "a", "b", "c"), 3)
+        self.assertEqual(r.sadd("tags:2", "b", "c", "d"), 3)
+        self.assertEqual(r.sinter("tags:1", "tags:2"), {"b", "c"})
+        self.assertEqual(r.sunion("tags:1", "tags:2"), {"a", "b", "c", "d"})
+        self.assertEqual(r.sdiff("tags:1", "tags:2"), {"a"})
+        self.assertTrue(r.sismember("tags:1", "a"))
+        self.assertEqual(r.smismember("tags:1", ["a", "z"]), [1, 0])
+        self.assertEqual(r.sintercard(2, ["tags:1", "tags:2"]), 2)
+        self.assertEqual(set(r.sscan_iter("tags:1")), {"a", "b", "c"})
+        self.assertIn(r.spop("tags:1"), {"a", "b", "c"})
+        self.assertEqual(r.scard("tags:1"), 2)
+        p = r.pipeline()
+        for i in range(1000):
+            p.zadd("board", {"player:%d" % i: i % 97})
+        p.execute()
+        self.assertEqual(r.zcard("board"), 1000)
+        top = r.zrevrange("board", 0, 2, withscores=True)
+        self.assertEqual([score for _, score in top], [96.0, 96.0, 96.0])
+        self.assertEqual(r.zincrby("board", 5, "player:0"), 5.0)
+        self.assertEqual(r.zscore("board", "player:0"), 5.0)
+        self.assertEqual(r.zcount("board", 90, "+inf"), 70)
+        self.assertEqual(len(r.zrangebyscore("board", "(95", "+inf")), 10)
+        # A schedule: due jobs are popped by score.
+        now = 1000
+        r.zadd("schedule", {"job:a": now - 5, "job:b": now + 5,
+                            "job:c": now - 1})
+        due = r.zrangebyscore("schedule", "-inf", now)
+        self.assertEqual(due, ["job:a", "job:c"])
+        self.assertEqual(r.zrem("schedule", *due), 2)
+        self.assertEqual(r.zpopmin("schedule"), [("job:b", 1005.0)])
+        self.assertEqual(r.exists("schedule"), 0)
+        p = r.pipeline()  # MULTI ... EXEC
+        p.zadd("z", {"a": 1, "b": 2}).zunionstore("u", ["z", "board"])
+        p.zrank("z", "b").zrange("z", 0, -1, withscores=True)
+        self.assertEqual(p.execute(), [2, 1002, 1,
+                                       [("a", 1.0), ("b", 2.0)]])
+
     def test_scan_iter_round_trips(self):
         keys = 100000
         counts = {}
