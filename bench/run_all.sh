@@ -89,5 +89,7 @@ if [ "$shmkv" = 1 ]; then
     ${floor[@]+"${floor[@]}"} --out "$out/pinned" |
     tee "$out/shmkv_bench_pinned.txt"
   bench/shmkv_worker_cpu.sh --runs "$runs" | tee "$out/shmkv_worker_cpu.txt"
+  bench/shmkv_collections_bench.sh --out "$out" |
+    tee "$out/shmkv_collections_bench.txt"
 fi
 echo "results in $out"

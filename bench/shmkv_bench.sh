@@ -79,7 +79,7 @@ if [ "$floor" = 1 ] && [ ! -x "$reply_floor" ]; then
 fi
 
 shmc_tool=build/release/tools/shmc
-. bench/ports.sh  # port_in_use, free_port
+. bench/ports.sh  # port_in_use, free_port, ticks
 # take_port VAR: a free port no earlier take_port handed out, into VAR.
 taken=" "
 take_port() {
@@ -134,15 +134,6 @@ for p in $ports; do
   for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
 done
 
-# CPU ticks (user + sys) used so far by the given pids.
-ticks() {
-  local t=0 p
-  for p in "$@"; do
-    [ -r /proc/$p/stat ] || continue
-    t=$((t + $(awk '{print $14 + $15}' /proc/$p/stat)))
-  done
-  echo $t
-}
 hz=$(getconf CLK_TCK)
 
 mkdir -p "$out"

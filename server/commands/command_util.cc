@@ -182,5 +182,76 @@ bool ParseScanCursor(std::string_view arg, uint64_t* cursor) {
            errno == ERANGE || *end != '\0');
 }
 
+bool ParseScan(const Args& a, size_t at, bool with_type, ScanArgs* s,
+               Reply* r) {
+  if (!ParseScanCursor(a[at], &s->cursor)) {
+    r->Error("ERR invalid cursor");
+    return false;
+  }
+  for (size_t i = at + 1; i < a.size(); ++i) {
+    bool more = i + 1 < a.size();
+    if (Eq(a[i], "match") && more) {
+      s->match = a[++i];
+    } else if (Eq(a[i], "count") && more) {
+      if (!ToInt(a[++i], &s->count)) {
+        NotInt(r);
+        return false;
+      }
+      if (s->count < 1) {
+        r->Error("ERR syntax error");
+        return false;
+      }
+    } else if (with_type && Eq(a[i], "type") && more) {
+      s->type = a[++i];
+    } else {
+      r->Error("ERR syntax error");
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r) {
+  *limit = 0;
+  for (size_t i = from; i < a.size(); i += 2) {
+    if (!Eq(a[i], "limit") || i + 1 >= a.size()) {
+      r->Error("ERR syntax error");
+      return false;
+    }
+    if (!ToInt(a[i + 1], limit)) {
+      NotInt(r);
+      return false;
+    }
+    if (*limit < 0) {
+      r->Error("ERR LIMIT can't be negative");
+      return false;
+    }
+  }
+  return true;
+}
+
+void Damaged(Reply* r) {
+  r->Error("ERR the value of this key is damaged (shmc check)");
+}
+
+bool Opened(Load l, Reply* r) {
+  switch (l) {
+    case Load::kOk: return true;
+    case Load::kWrongType: WrongType(r); return false;
+    case Load::kDamaged: Damaged(r); return false;
+  }
+  return false;
+}
+
+bool Saved(Store::Status st, bool whole, Reply* r) {
+  if (!whole) {
+    Damaged(r);
+    return false;
+  }
+  if (st == Store::Status::kOk) return true;
+  StoreError(st, r);
+  return false;
+}
+
 }  // namespace cmd
 }  // namespace shmkv

@@ -75,6 +75,32 @@ std::string LongDoubleText(long double v);
 // A SCAN-family cursor argument, read as Redis reads it; false: Redis's
 // "invalid cursor".
 bool ParseScanCursor(std::string_view arg, uint64_t* cursor);
+// SCAN and its kin (HSCAN, SSCAN, ZSCAN): the cursor and the options.
+struct ScanArgs {
+  uint64_t cursor = 0;
+  std::string_view match;  // empty: every name
+  int64_t count = 10;
+  std::string_view type;   // SCAN's TYPE (any case); empty: every type
+};
+// Parses a[at] as the cursor and the options after it (`with_type`:
+// SCAN's TYPE too), with Redis's errors; false after replying one.
+bool ParseScan(const Args& a, size_t at, bool with_type, ScanArgs* s,
+               Reply* r);
+// SINTERCARD's and ZINTERCARD's [LIMIT limit] from a[from] on (0: none);
+// false after replying the error.
+bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r);
+
+// What opening a collection's value found: a value of the command's type
+// (or none), another type, or bytes that do not parse.
+enum class Load { kOk, kWrongType, kDamaged };
+// True for kOk; else replies -WRONGTYPE or the damaged-value error.
+bool Opened(Load l, Reply* r);
+// The reply to bytes that do not parse (another process's damage).
+void Damaged(Reply* r);
+// After a collection's Save: true when `st` is kOk and the value read
+// whole; else replies the damaged-value or the store's error.
+bool Saved(Store::Status st, bool whole, Reply* r);
+
 // Whether the server has a password (requirepass).
 bool PasswordSet(const CommandContext* c);
 

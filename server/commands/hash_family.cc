@@ -25,33 +25,18 @@ namespace {
 using Status = Store::Status;
 using Pairs = std::vector<std::pair<std::string_view, std::string_view>>;
 
-void Damaged(Reply* r) {
-  r->Error("ERR the value of this key is damaged (shmc check)");
-}
-
 // Opens the hash at `key` into *h; false after replying WRONGTYPE or the
 // damaged-value error.
 bool OpenHash(CommandContext* c, std::string_view key, HashValue* h,
               Reply* r) {
-  switch (h->Open(c, key)) {
-    case HashValue::Load::kOk: return true;
-    case HashValue::Load::kWrongType: WrongType(r); return false;
-    case HashValue::Load::kDamaged: Damaged(r); return false;
-  }
-  return false;
+  return Opened(h->Open(c, key), r);
 }
 
 // Writes the hash back; false after replying an error.
 bool SaveHash(CommandContext* c, std::string_view key, HashValue* h,
               Reply* r) {
   Status st = h->ok() ? h->Save(c, key) : Status::kOk;
-  if (!h->ok()) {
-    Damaged(r);
-    return false;
-  }
-  if (st == Status::kOk) return true;
-  StoreError(st, r);
-  return false;
+  return Saved(st, h->ok(), r);
 }
 
 void WrongArgs(const Args& a, Reply* r) {
@@ -352,20 +337,11 @@ void HRandField(const Args& a, CommandContext* c, Reply* r) {
 
 // HSCAN key cursor [MATCH pattern] [COUNT count]
 void HScan(const Args& a, CommandContext* c, Reply* r) {
-  uint64_t cursor = 0;
-  if (!ParseScanCursor(a[2], &cursor)) return r->Error("ERR invalid cursor");
-  std::string_view match;
-  int64_t count = 10;
-  for (size_t i = 3; i < a.size(); ++i) {
-    if (Eq(a[i], "match") && i + 1 < a.size()) {
-      match = a[++i];
-    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
-      if (!ToInt(a[++i], &count)) return NotInt(r);
-      if (count < 1) return r->Error("ERR syntax error");
-    } else {
-      return r->Error("ERR syntax error");
-    }
-  }
+  ScanArgs scan;
+  if (!ParseScan(a, 2, false, &scan, r)) return;
+  std::string_view match = scan.match;
+  uint64_t cursor = scan.cursor;
+  int64_t count = scan.count;
   ReadConsistently(c, r, [&] {
     HashValue h;
     if (!OpenHash(c, a[1], &h, r)) return;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/command_util.h"
 #include "server/store/blob.h"
 
 namespace shmkv {
@@ -68,7 +69,7 @@ class HashValue {
   static constexpr uint64_t kBucketFields = 32;
   static constexpr size_t kBucketBytes = 8192;
 
-  enum class Load { kOk, kWrongType, kDamaged };
+  using Load = cmd::Load;
   // Reads the hash at `key` (none: an empty hash that does not exist).
   Load Open(CommandContext* c, std::string_view key);
   bool exists() const { return exists_; }

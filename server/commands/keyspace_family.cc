@@ -307,23 +307,11 @@ void Scan(const Args& a, CommandContext* c, Reply* r) {
   // Redis reads the cursor with strtoul: "-1" is a (huge) cursor, not an
   // error; leading space, trailing bytes or overflow are. Read as a C
   // string, as Redis does: an empty cursor is 0, a zero byte ends it.
-  uint64_t cur = 0;
-  if (!ParseScanCursor(a[1], &cur)) return r->Error("ERR invalid cursor");
-  std::string_view match;
-  int64_t count = 10;
-  std::string_view type;  // TYPE: only keys of this type (any case)
-  for (size_t i = 2; i < a.size(); ++i) {
-    if (Eq(a[i], "match") && i + 1 < a.size()) {
-      match = a[++i];
-    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
-      if (!ToInt(a[++i], &count)) return NotInt(r);
-      if (count < 1) return r->Error("ERR syntax error");
-    } else if (Eq(a[i], "type") && i + 1 < a.size()) {
-      type = a[++i];
-    } else {
-      return r->Error("ERR syntax error");
-    }
-  }
+  ScanArgs scan;
+  if (!ParseScan(a, 1, true, &scan, r)) return;
+  std::string_view match = scan.match, type = scan.type;
+  int64_t count = scan.count;
+  uint64_t cur = scan.cursor;
   TxnView v = ViewOf(c);
   auto wanted = [&](std::string_view k, ValueType t) {
     return (type.empty() || EqualFold(type, TypeName(t))) &&

@@ -21,30 +21,15 @@ namespace {
 using Status = Store::Status;
 using Elements = std::vector<std::string_view>;
 
-void Damaged(Reply* r) {
-  r->Error("ERR the value of this key is damaged (shmc check)");
-}
-
 bool OpenList(CommandContext* c, std::string_view key, ListValue* l,
               Reply* r) {
-  switch (l->Open(c, key)) {
-    case ListValue::Load::kOk: return true;
-    case ListValue::Load::kWrongType: WrongType(r); return false;
-    case ListValue::Load::kDamaged: Damaged(r); return false;
-  }
-  return false;
+  return Opened(l->Open(c, key), r);
 }
 
 bool SaveList(CommandContext* c, std::string_view key, ListValue* l,
               Reply* r) {
   Status st = l->ok() ? l->Save(c, key) : Status::kOk;
-  if (!l->ok()) {
-    Damaged(r);
-    return false;
-  }
-  if (st == Status::kOk) return true;
-  StoreError(st, r);
-  return false;
+  return Saved(st, l->ok(), r);
 }
 
 // Redis's index rule: negative counts from the end; false when outside.

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/command_util.h"
 #include "server/store/blob.h"
 
 namespace shmkv {
@@ -44,7 +45,7 @@ class ListValue {
   static constexpr size_t kChunkBytes = 4096;
   static constexpr uint64_t kNone = ~0ULL;
 
-  enum class Load { kOk, kWrongType, kDamaged };
+  using Load = cmd::Load;
   Load Open(CommandContext* c, std::string_view key);
   bool exists() const { return exists_; }
   uint64_t size() const { return count_; }

@@ -28,10 +28,6 @@ using Status = Store::Status;
 using Pairs = std::vector<std::pair<std::string_view, std::string_view>>;
 using Members = std::vector<std::string_view>;
 
-void Damaged(Reply* r) {
-  r->Error("ERR the value of this key is damaged (shmc check)");
-}
-
 // A set: the table of kSetShape.
 class SetValue : public HashValue {
  public:
@@ -40,24 +36,13 @@ class SetValue : public HashValue {
 
 bool OpenSet(CommandContext* c, std::string_view key, SetValue* s,
              Reply* r) {
-  switch (s->Open(c, key)) {
-    case HashValue::Load::kOk: return true;
-    case HashValue::Load::kWrongType: WrongType(r); return false;
-    case HashValue::Load::kDamaged: Damaged(r); return false;
-  }
-  return false;
+  return Opened(s->Open(c, key), r);
 }
 
 bool SaveSet(CommandContext* c, std::string_view key, SetValue* s,
              Reply* r) {
   Status st = s->ok() ? s->Save(c, key) : Status::kOk;
-  if (!s->ok()) {
-    Damaged(r);
-    return false;
-  }
-  if (st == Status::kOk) return true;
-  StoreError(st, r);
-  return false;
+  return Saved(st, s->ok(), r);
 }
 
 bool MembersOf(SetValue* s, Members* out) {
@@ -420,13 +405,7 @@ void SInterCard(const Args& a, CommandContext* c, Reply* r) {
   }
   size_t end = 2 + static_cast<size_t>(numkeys);
   int64_t limit = 0;
-  for (size_t i = end; i < a.size(); i += 2) {
-    if (!Eq(a[i], "limit") || i + 1 >= a.size()) {
-      return r->Error("ERR syntax error");
-    }
-    if (!ToInt(a[i + 1], &limit)) return NotInt(r);
-    if (limit < 0) return r->Error("ERR LIMIT can't be negative");
-  }
+  if (!ParseCardLimit(a, end, &limit, r)) return;
   ReadConsistently(c, r, [&] {
     std::vector<SetValue> sets;
     if (!OpenSets(a, 2, end, c, &sets, r)) return;
@@ -440,20 +419,11 @@ void SInterCard(const Args& a, CommandContext* c, Reply* r) {
 
 // SSCAN key cursor [MATCH pattern] [COUNT count]
 void SScan(const Args& a, CommandContext* c, Reply* r) {
-  uint64_t cursor = 0;
-  if (!ParseScanCursor(a[2], &cursor)) return r->Error("ERR invalid cursor");
-  std::string_view match;
-  int64_t count = 10;
-  for (size_t i = 3; i < a.size(); ++i) {
-    if (Eq(a[i], "match") && i + 1 < a.size()) {
-      match = a[++i];
-    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
-      if (!ToInt(a[++i], &count)) return NotInt(r);
-      if (count < 1) return r->Error("ERR syntax error");
-    } else {
-      return r->Error("ERR syntax error");
-    }
-  }
+  ScanArgs scan;
+  if (!ParseScan(a, 2, false, &scan, r)) return;
+  std::string_view match = scan.match;
+  uint64_t cursor = scan.cursor;
+  int64_t count = scan.count;
   ReadConsistently(c, r, [&] {
     SetValue s;
     if (!OpenSet(c, a[1], &s, r)) return;

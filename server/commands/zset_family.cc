@@ -29,26 +29,14 @@ namespace {
 using Status = Store::Status;
 using Entries = std::vector<ZEntry>;
 
-void Damaged(Reply* r) {
-  r->Error("ERR the value of this key is damaged (shmc check)");
-}
-
 bool OpenZSet(CommandContext* c, std::string_view key, ZSetValue* z,
               Reply* r) {
-  switch (z->Open(c, key)) {
-    case ZSetValue::Load::kOk: return true;
-    case ZSetValue::Load::kWrongType: WrongType(r); return false;
-    case ZSetValue::Load::kDamaged: Damaged(r); return false;
-  }
-  return false;
+  return Opened(z->Open(c, key), r);
 }
 
 bool SaveZSet(CommandContext* c, std::string_view key, ZSetValue* z,
               Reply* r) {
-  Status st = z->Save(c, key);
-  if (st == Status::kOk) return true;
-  StoreError(st, r);
-  return false;
+  return Saved(z->Save(c, key), true, r);
 }
 
 // A score argument (ZADD, ZINCRBY, WEIGHTS): the whole argument a double,
@@ -701,20 +689,9 @@ void ZRandMember(const Args& a, CommandContext* c, Reply* r) {
 
 // ZSCAN key cursor [MATCH pattern] [COUNT count]
 void ZScan(const Args& a, CommandContext* c, Reply* r) {
-  uint64_t cursor = 0;
-  if (!ParseScanCursor(a[2], &cursor)) return r->Error("ERR invalid cursor");
-  std::string_view match;
-  for (size_t i = 3; i < a.size(); ++i) {
-    int64_t count = 0;
-    if (Eq(a[i], "match") && i + 1 < a.size()) {
-      match = a[++i];
-    } else if (Eq(a[i], "count") && i + 1 < a.size()) {
-      if (!ToInt(a[++i], &count)) return NotInt(r);
-      if (count < 1) return r->Error("ERR syntax error");
-    } else {
-      return r->Error("ERR syntax error");
-    }
-  }
+  ScanArgs scan;
+  if (!ParseScan(a, 2, false, &scan, r)) return;
+  std::string_view match = scan.match;
   ZSetValue z;
   if (!OpenZSet(c, a[1], &z, r)) return;
   // One blob: every cursor returns all of it and ends the scan.
@@ -926,13 +903,7 @@ void ZInterCard(const Args& a, CommandContext* c, Reply* r) {
   }
   size_t end = 2 + static_cast<size_t>(numkeys);
   int64_t limit = 0;
-  for (size_t i = end; i < a.size(); i += 2) {
-    if (!Eq(a[i], "limit") || i + 1 >= a.size()) {
-      return r->Error("ERR syntax error");
-    }
-    if (!ToInt(a[i + 1], &limit)) return NotInt(r);
-    if (limit < 0) return r->Error("ERR LIMIT can't be negative");
-  }
+  if (!ParseCardLimit(a, end, &limit, r)) return;
   ReadConsistently(c, r, [&] {
     std::vector<Input> inputs(static_cast<size_t>(numkeys));
     for (size_t k = 0; k < inputs.size(); ++k) {

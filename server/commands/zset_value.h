@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/command_util.h"
 #include "server/store/blob.h"
 
 namespace shmkv {
@@ -42,7 +43,7 @@ class ZSetValue {
   static constexpr size_t kListpackEntries = 128;
   static constexpr size_t kListpackValue = 64;
 
-  enum class Load { kOk, kWrongType, kDamaged };
+  using Load = cmd::Load;
   Load Open(CommandContext* c, std::string_view key);
   bool exists() const { return exists_; }
   size_t size() const { return entries_.size(); }

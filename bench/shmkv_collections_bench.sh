@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# shmkv_collections_bench.sh: what one operation on a collection costs as
+# the collection grows, shmkv beside redis-server (Debian's, persistence
+# off) in the same run, with the same client (redis-benchmark, custom
+# commands, 10 connections, pipeline 16).
+#
+# For each size (10, 10^3, 10^6 elements) both servers get the same
+# collections (a list, a hash, a set; a sorted set up to 10^3), then each
+# operation runs N times on them and the server's own CPU time (user + sys,
+# from /proc, every process of it) is divided by N: microseconds per
+# operation. Fields and members are redis-benchmark's __rand_int__ over
+# the collection's size, so HSET/SADD/ZADD overwrite what is there and the
+# size holds (LPUSH grows the list by N, RPOP takes it back).
+#
+#   bench/shmkv_collections_bench.sh [--requests N] [--sizes "10 1000"]
+#                                    [--out DIR]
+#
+# Needs redis-server and redis-tools, and a release build
+# (build/release/server/shmkv). Writes DIR/collections.csv (size, op,
+# server, us per op) and prints, per operation, each server's cost at each
+# size and its ratio to the cost at the smallest size.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+requests=200000
+sizes="10 1000 1000000"
+out=build/shmkv_collections_bench
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --requests) requests=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) echo "usage: $0 [--requests N] [--sizes LIST] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+for t in redis-server redis-benchmark redis-cli python3; do
+  command -v $t >/dev/null || { echo "$0: needs $t" >&2; exit 1; }
+done
+shmkv=build/release/server/shmkv
+[ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
+. bench/ports.sh  # free_port, ticks
+redis_port=$(free_port)
+kv_port=$(free_port)
+while [ "$kv_port" = "$redis_port" ]; do kv_port=$(free_port); done
+kv_http=$(free_port)
+seg=/shmkv_collections_bench_$$
+remove_segments() {
+  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
+    build/release/tools/shmc rm "posix:$s" >/dev/null 2>&1 || true
+  done
+}
+cleanup() {
+  kill $redis_pid $kv_pid 2>/dev/null || true
+  wait 2>/dev/null || true
+  remove_segments
+}
+trap cleanup EXIT
+remove_segments
+redis-server --port $redis_port --save '' --appendonly no --daemonize no \
+  --logfile /dev/null &
+redis_pid=$!
+"$shmkv" --port $kv_port --http-port $kv_http --name $seg --workers 1 \
+  --capacity 4000000 --memory 2G --journal-size 256M 2>/dev/null &
+kv_pid=$!
+for p in $redis_port $kv_port; do
+  for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+
+hz=$(getconf CLK_TCK)
+
+# RESP for the fill: one command per element, the names redis-benchmark's
+# __rand_int__ makes (12 digits).
+fill() {  # fill PORT SIZE WITH_ZSET
+  python3 - "$2" "$3" <<'EOF' | redis-cli -p "$1" --pipe >/dev/null
+import sys
+n, zset = int(sys.argv[1]), sys.argv[2] == "1"
+out = sys.stdout.buffer
+def cmd(*args):
+    out.write(b"*%d\r\n" % len(args))
+    for a in args:
+        a = a.encode() if isinstance(a, str) else a
+        out.write(b"$%d\r\n%s\r\n" % (len(a), a))
+cmd("DEL", "l", "h", "s", "z")
+for i in range(n):
+    name = "%012d" % i
+    cmd("RPUSH", "l", "v" + name)
+    cmd("HSET", "h", "f:" + name, "v")
+    cmd("SADD", "s", "m:" + name)
+    if zset:
+        cmd("ZADD", "z", str(i), "m:" + name)
+EOF
+}
+
+mkdir -p "$out"
+csv=$out/collections.csv
+echo "size,op,server,us_per_op" > "$csv"
+for size in $sizes; do
+  with_zset=0
+  [ "$size" -le 1000 ] && with_zset=1
+  ops=("LPUSH l x" "RPOP l" "HSET h f:__rand_int__ v" "HGET h f:__rand_int__"
+       "SADD s m:__rand_int__" "SISMEMBER s m:__rand_int__"
+       "LINDEX l $((size / 2))")
+  if [ $with_zset = 1 ]; then
+    ops+=("ZADD z __rand_int__ m:__rand_int__" "ZSCORE z m:__rand_int__"
+          "ZRANK z m:__rand_int__" "ZRANGE z 0 9")
+  fi
+  for server in redis shmkv; do
+    case $server in
+      redis) port=$redis_port pids=$redis_pid ;;
+      shmkv) port=$kv_port pids="$kv_pid $(pgrep -P $kv_pid | tr '\n' ' ')" ;;
+    esac
+    fill $port "$size" $with_zset
+    for op in "${ops[@]}"; do
+      n=$requests
+      # LINDEX of the middle is linear in both: fewer of them at 10^6.
+      [[ "$op" == LINDEX* ]] && [ "$size" -gt 1000 ] && n=$((requests / 100))
+      before=$(ticks $pids)
+      # shellcheck disable=SC2086
+      redis-benchmark -p $port -n $n -c 10 -P 16 -r "$size" $op >/dev/null 2>&1
+      after=$(ticks $pids)
+      echo "$size,${op%% *},$server,$(python3 -c "print(round(($after - $before) * 1e6 / $hz / $n, 3))")" >> "$csv"
+    done
+  done
+done
+
+python3 - "$csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+cost = {(r["op"], r["server"], int(r["size"])): float(r["us_per_op"]) for r in rows}
+sizes = sorted({int(r["size"]) for r in rows})
+ops = []
+for r in rows:
+    if r["op"] not in ops:
+        ops.append(r["op"])
+print("us of server CPU per operation (ratio to the smallest size)")
+print("%-10s %-6s " % ("op", "server") + " ".join("%18s" % s for s in sizes))
+for op in ops:
+    for server in ("redis", "shmkv"):
+        base = cost.get((op, server, sizes[0]))
+        cells = []
+        for s in sizes:
+            v = cost.get((op, server, s))
+            if v is None:
+                cells.append("%18s" % "-")
+            else:
+                ratio = v / base if base else float("nan")
+                cells.append("%10.3f (%4.2fx)" % (v, ratio))
+        print("%-10s %-6s " % (op, server) + " ".join(cells))
+EOF
