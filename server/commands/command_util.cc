@@ -230,6 +230,36 @@ bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r) {
   return true;
 }
 
+bool ParseMPop(const Args& a, const char* first, const char* second,
+               MPopArgs* m, Reply* r) {
+  int64_t numkeys = 0;
+  if (!ToInt(a[1], &numkeys) || numkeys <= 0) {
+    r->Error("ERR numkeys should be greater than 0");
+    return false;
+  }
+  m->end = 2 + static_cast<size_t>(numkeys);
+  if (numkeys > static_cast<int64_t>(a.size()) || m->end >= a.size()) {
+    r->Error("ERR syntax error");
+    return false;
+  }
+  m->first_end = Eq(a[m->end], first);
+  if (!m->first_end && !Eq(a[m->end], second)) {
+    r->Error("ERR syntax error");
+    return false;
+  }
+  if (m->end + 1 < a.size()) {
+    if (m->end + 3 != a.size() || !Eq(a[m->end + 1], "count")) {
+      r->Error("ERR syntax error");
+      return false;
+    }
+    if (!ToInt(a[m->end + 2], &m->count) || m->count <= 0) {
+      r->Error("ERR count should be greater than 0");
+      return false;
+    }
+  }
+  return true;
+}
+
 void Damaged(Reply* r) {
   r->Error("ERR the value of this key is damaged (shmc check)");
 }

@@ -90,6 +90,18 @@ bool ParseScan(const Args& a, size_t at, bool with_type, ScanArgs* s,
 // false after replying the error.
 bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r);
 
+// LMPOP's and ZMPOP's arguments from a[1]: numkeys, the keys (a[2] up to
+// `end`), which end (`first` names the first end, `second` the other;
+// *first_end tells which was given) and [COUNT count]; false after
+// replying Redis's error.
+struct MPopArgs {
+  size_t end = 0;
+  bool first_end = true;
+  int64_t count = 1;
+};
+bool ParseMPop(const Args& a, const char* first, const char* second,
+               MPopArgs* m, Reply* r);
+
 // What opening a collection's value found: a value of the command's type
 // (or none), another type, or bytes that do not parse.
 enum class Load { kOk, kWrongType, kDamaged };

@@ -337,34 +337,7 @@ void HRandField(const Args& a, CommandContext* c, Reply* r) {
 
 // HSCAN key cursor [MATCH pattern] [COUNT count]
 void HScan(const Args& a, CommandContext* c, Reply* r) {
-  ScanArgs scan;
-  if (!ParseScan(a, 2, false, &scan, r)) return;
-  std::string_view match = scan.match;
-  uint64_t cursor = scan.cursor;
-  int64_t count = scan.count;
-  ReadConsistently(c, r, [&] {
-    HashValue h;
-    if (!OpenHash(c, a[1], &h, r)) return;
-    // A packed hash is one page, whatever the cursor (as Redis answers
-    // for a listpack); a hash in buckets pages bucket by bucket, the
-    // cursor being the next bucket. A field there all along is returned
-    // at least once: a split only moves fields to a later bucket.
-    uint64_t next = cursor;
-    Pairs page;
-    if (!h.Page(&next, static_cast<size_t>(count), &page)) return Damaged(r);
-    size_t hits = 0;
-    for (const auto& p : page) {
-      hits += match.empty() || GlobMatch(match, p.first);
-    }
-    r->Array(2);
-    r->Bulk(std::to_string(next));
-    r->Array(hits * 2);
-    for (const auto& [f, v] : page) {
-      if (!match.empty() && !GlobMatch(match, f)) continue;
-      r->Bulk(f);
-      r->Bulk(v);
-    }
-  });
+  ReplyTableScan(a, c, r, kHashShape, true);
 }
 
 namespace {

@@ -307,5 +307,37 @@ Store::Status HashValue::SplitOne() {
   return Store::Status::kOk;
 }
 
+void ReplyTableScan(const Args& a, CommandContext* c, Reply* r,
+                    const TableShape& shape, bool pairs) {
+  ScanArgs scan;
+  if (!ParseScan(a, 2, false, &scan, r)) return;
+  ReadConsistently(c, r, [&] {
+    HashValue h(shape);
+    if (!Opened(h.Open(c, a[1]), r)) return;
+    // A packed table is one page, whatever the cursor (as Redis answers
+    // for a listpack or an intset); one in buckets pages bucket by
+    // bucket, the cursor being the next bucket. A field there all along
+    // is returned at least once: a split only moves fields to a later
+    // bucket.
+    uint64_t next = scan.cursor;
+    std::vector<std::pair<std::string_view, std::string_view>> page;
+    if (!h.Page(&next, static_cast<size_t>(scan.count), &page)) {
+      return Damaged(r);
+    }
+    size_t hits = 0;
+    for (const auto& p : page) {
+      hits += scan.match.empty() || GlobMatch(scan.match, p.first);
+    }
+    r->Array(2);
+    r->Bulk(std::to_string(next));
+    r->Array(hits * (pairs ? 2 : 1));
+    for (const auto& [f, v] : page) {
+      if (!scan.match.empty() && !GlobMatch(scan.match, f)) continue;
+      r->Bulk(f);
+      if (pairs) r->Bulk(v);
+    }
+  });
+}
+
 }  // namespace cmd
 }  // namespace shmkv

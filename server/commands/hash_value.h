@@ -135,5 +135,10 @@ class HashValue {
   std::map<uint64_t, Bucket> loaded_;  // in buckets: those read so far
 };
 
+// HSCAN and SSCAN: a page of the table at a[1] (`pairs`: fields with
+// their values; else members alone), over one consistent view.
+void ReplyTableScan(const Args& a, CommandContext* c, Reply* r,
+                    const TableShape& shape, bool pairs);
+
 }  // namespace cmd
 }  // namespace shmkv

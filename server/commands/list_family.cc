@@ -334,25 +334,11 @@ void RPopLPush(const Args& a, CommandContext* c, Reply* r) {
 
 // LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
 void LMPop(const Args& a, CommandContext* c, Reply* r) {
-  int64_t numkeys = 0;
-  if (!ToInt(a[1], &numkeys) || numkeys <= 0) {
-    return r->Error("ERR numkeys should be greater than 0");
-  }
-  size_t where = 2 + static_cast<size_t>(numkeys);
-  if (numkeys > static_cast<int64_t>(a.size()) || where >= a.size()) {
-    return r->Error("ERR syntax error");
-  }
-  bool front = false;
-  if (!Side(a[where], &front)) return r->Error("ERR syntax error");
-  int64_t count = 1;
-  if (where + 1 < a.size()) {
-    if (where + 3 != a.size() || !Eq(a[where + 1], "count")) {
-      return r->Error("ERR syntax error");
-    }
-    if (!ToInt(a[where + 2], &count) || count <= 0) {
-      return r->Error("ERR count should be greater than 0");
-    }
-  }
+  MPopArgs m;
+  if (!ParseMPop(a, "left", "right", &m, r)) return;
+  bool front = m.first_end;
+  int64_t count = m.count;
+  size_t where = m.end;
   for (size_t k = 2; k < where; ++k) {
     ListValue l;
     if (!OpenList(c, a[k], &l, r)) return;

@@ -419,25 +419,7 @@ void SInterCard(const Args& a, CommandContext* c, Reply* r) {
 
 // SSCAN key cursor [MATCH pattern] [COUNT count]
 void SScan(const Args& a, CommandContext* c, Reply* r) {
-  ScanArgs scan;
-  if (!ParseScan(a, 2, false, &scan, r)) return;
-  std::string_view match = scan.match;
-  uint64_t cursor = scan.cursor;
-  int64_t count = scan.count;
-  ReadConsistently(c, r, [&] {
-    SetValue s;
-    if (!OpenSet(c, a[1], &s, r)) return;
-    uint64_t next = cursor;
-    Pairs page;
-    if (!s.Page(&next, static_cast<size_t>(count), &page)) return Damaged(r);
-    Members hits;
-    for (const auto& p : page) {
-      if (match.empty() || GlobMatch(match, p.first)) hits.push_back(p.first);
-    }
-    r->Array(2);
-    r->Bulk(std::to_string(next));
-    ReplyMembers(hits, r);
-  });
+  ReplyTableScan(a, c, r, kSetShape, false);
 }
 
 namespace {

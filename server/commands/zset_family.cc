@@ -601,25 +601,11 @@ void ZPopMax(const Args& a, CommandContext* c, Reply* r) {
 
 // ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 void ZMPop(const Args& a, CommandContext* c, Reply* r) {
-  int64_t numkeys = 0;
-  if (!ToInt(a[1], &numkeys) || numkeys <= 0) {
-    return r->Error("ERR numkeys should be greater than 0");
-  }
-  size_t where = 2 + static_cast<size_t>(numkeys);
-  if (numkeys > static_cast<int64_t>(a.size()) || where >= a.size()) {
-    return r->Error("ERR syntax error");
-  }
-  bool max = Eq(a[where], "max");
-  if (!max && !Eq(a[where], "min")) return r->Error("ERR syntax error");
-  int64_t count = 1;
-  if (where + 1 < a.size()) {
-    if (where + 3 != a.size() || !Eq(a[where + 1], "count")) {
-      return r->Error("ERR syntax error");
-    }
-    if (!ToInt(a[where + 2], &count) || count <= 0) {
-      return r->Error("ERR count should be greater than 0");
-    }
-  }
+  MPopArgs m;
+  if (!ParseMPop(a, "min", "max", &m, r)) return;
+  bool max = !m.first_end;
+  int64_t count = m.count;
+  size_t where = m.end;
   for (size_t k = 2; k < where; ++k) {
     ZSetValue z;
     if (!OpenZSet(c, a[k], &z, r)) return;
