@@ -13,7 +13,9 @@
 # size holds (LPUSH grows the list by N, RPOP takes it back).
 #
 #   bench/shmkv_collections_bench.sh [--requests N] [--sizes "10 1000"]
-#                                    [--out DIR]
+#                                    [--ops "HSET HGET"] [--out DIR]
+#
+# --ops runs only the named operations (all by default).
 #
 # Needs redis-server and redis-tools, and a release build
 # (build/release/server/shmkv). Writes DIR/collections.csv (size, op,
@@ -24,13 +26,15 @@ cd "$(dirname "$0")/.."
 
 requests=200000
 sizes="10 1000 1000000"
+only=""
 out=build/shmkv_collections_bench
 while [ $# -gt 0 ]; do
   case "$1" in
     --requests) requests=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
+    --ops) only=" $2 "; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--requests N] [--sizes LIST] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--requests N] [--sizes LIST] [--ops LIST] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 for t in redis-server redis-benchmark redis-cli python3; do
@@ -111,6 +115,7 @@ for size in $sizes; do
     esac
     fill $port "$size" $with_zset
     for op in "${ops[@]}"; do
+      [ -z "$only" ] || [[ "$only" == *" ${op%% *} "* ]] || continue
       n=$requests
       # LINDEX of the middle is linear in both: fewer of them at 10^6.
       [[ "$op" == LINDEX* ]] && [ "$size" -gt 1000 ] && n=$((requests / 100))

@@ -66,7 +66,7 @@ class HashValue {
   static constexpr size_t kListpackValue = 64;
   // A bucket splits the next bucket in turn past this many fields on
   // average, or when it is written past this many bytes.
-  static constexpr uint64_t kBucketFields = 32;
+  static constexpr uint64_t kBucketFields = 8;
   static constexpr size_t kBucketBytes = 8192;
 
   using Load = cmd::Load;
