@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <atomic>
 #include <chrono>
 #include <new>
@@ -313,6 +314,14 @@ TEST(HashFamily, LargeHashesLiveInBuckets) {
   EXPECT_GE(parts, uint64_t{kFields} / shmkv::cmd::HashValue::kBucketFields);
   EXPECT_LE(parts, 2 * uint64_t{kFields} / shmkv::cmd::HashValue::kBucketFields);
   EXPECT_EQ(h.store()->Keys(), 1u);
+  // INFO counts the buckets, and the index they fill with the key.
+  std::string info = h.Run({"INFO", "memory"});
+  EXPECT_NE(info.find("collection_parts:" + std::to_string(parts) + "\r\n"),
+            std::string::npos) << info;
+  char fill[64];
+  std::snprintf(fill, sizeof(fill), "key_fill_pct:%.2f\r\n",
+                100.0 * (parts + 1) / 200000);
+  EXPECT_NE(info.find(fill), std::string::npos) << info;
   std::mt19937_64 rng(3);
   for (int k = 0; k < 2000; ++k) {
     int i = static_cast<int>(rng() % kFields);

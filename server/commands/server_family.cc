@@ -414,8 +414,12 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"memory", "keys_capacity", "keys_capacity", n(c->store->Capacity())},
       {"memory", "memory_fill_pct", nullptr,
        Fmt("%.2f", total ? 100.0 * used / total : 0)},
+      // The index holds keys and the parts of large collections alike.
       {"memory", "key_fill_pct", nullptr,
-       Fmt("%.2f", 100.0 * c->store->Keys() / c->store->Capacity())},
+       Fmt("%.2f", 100.0 * (c->store->Keys() + c->store->Parts()) /
+                       c->store->Capacity())},
+      {"memory", "collection_parts", "collection_parts",
+       n(c->store->Parts())},
       {"stats", "total_connections_received", "connections_total",
        n(t.connections_total)},
       {"stats", "total_commands_processed", "commands", n(t.commands)},
