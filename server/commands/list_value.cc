@@ -187,7 +187,8 @@ void ListValue::Push(bool front, std::string_view v) {
   end->dirty = true;
 }
 
-bool ListValue::Pop(bool front, uint64_t n, std::vector<std::string_view>* out) {
+bool ListValue::Pop(bool front, uint64_t n,
+                    std::vector<std::string_view>* out) {
   while (n > 0 && count_ > 0) {
     Chunk* end = chunked_ ? Get(front ? head_ : tail_) : &packed_;
     if (end == nullptr) return false;

@@ -19,6 +19,7 @@
 #include "server/commands/command_util.h"
 #include "server/commands/hash_value.h"
 #include "server/commands/reply.h"
+#include "server/commands/zset_range.h"
 #include "server/commands/zset_value.h"
 
 namespace shmkv {
@@ -39,138 +40,9 @@ bool SaveZSet(CommandContext* c, std::string_view key, ZSetValue* z,
   return Saved(z->Save(c, key), true, r);
 }
 
-// A score argument (ZADD, ZINCRBY, WEIGHTS): the whole argument a double,
-// no leading space, no overflow, no NaN.
-bool ToScore(std::string_view s, double* out) {
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) {
-    return false;
-  }
-  std::string tmp(s);
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(tmp.c_str(), &end);
-  if (end != tmp.c_str() + tmp.size() || std::isnan(v) ||
-      (errno == ERANGE &&
-       (v == HUGE_VAL || v == -HUGE_VAL || std::fpclassify(v) == FP_ZERO))) {
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 void NotFloat(Reply* r) { r->Error("ERR value is not a valid float"); }
 
 void ReplyScore(double v, Reply* r) { r->Bulk(ScoreText(v)); }
-
-// A range of scores: "(" before a bound excludes it; read as a C string
-// with strtod, as Redis reads it ("" is 0; NaN is refused).
-struct ScoreRange {
-  double min = 0, max = 0;
-  bool minex = false, maxex = false;
-  bool Holds(double v) const {
-    return (minex ? v > min : v >= min) && (maxex ? v < max : v <= max);
-  }
-};
-
-bool ScoreBound(std::string_view arg, double* v, bool* ex) {
-  std::string s(arg);
-  const char* p = s.c_str();
-  *ex = p[0] == '(';
-  if (*ex) ++p;
-  char* end = nullptr;
-  *v = std::strtod(p, &end);
-  return *end == '\0' && !std::isnan(*v);
-}
-
-bool ParseScoreRange(std::string_view min, std::string_view max,
-                     ScoreRange* r) {
-  return ScoreBound(min, &r->min, &r->minex) &&
-         ScoreBound(max, &r->max, &r->maxex);
-}
-
-// A range of members: "[x" includes x, "(x" excludes it, "-" and "+" are
-// the ends.
-struct LexRange {
-  std::string min, max;
-  bool minex = false, maxex = false;
-  bool min_low = false, max_high = false;  // "-" / "+"
-  bool min_high = false, max_low = false;  // "+" as min, "-" as max
-  bool Holds(std::string_view m) const {
-    if (min_high || max_low) return false;
-    bool above = min_low || (minex ? m > min : m >= min);
-    bool below = max_high || (maxex ? m < max : m <= max);
-    return above && below;
-  }
-};
-
-bool LexBound(std::string_view arg, std::string* v, bool* ex, bool* low,
-              bool* high) {
-  if (arg == "-") {
-    *low = true;
-    return true;
-  }
-  if (arg == "+") {
-    *high = true;
-    return true;
-  }
-  if (arg.empty() || (arg[0] != '(' && arg[0] != '[')) return false;
-  *ex = arg[0] == '(';
-  v->assign(arg.substr(1));
-  return true;
-}
-
-bool ParseLexRange(std::string_view min, std::string_view max, LexRange* r) {
-  bool unused = false;
-  return LexBound(min, &r->min, &r->minex, &r->min_low, &r->min_high) &&
-         LexBound(max, &r->max, &r->maxex, &r->max_low, &r->max_high) &&
-         !unused;
-}
-
-// What ZRANGE and its older forms select.
-enum class RangeBy { kRank, kScore, kLex };
-struct RangeSpec {
-  RangeBy by = RangeBy::kRank;
-  bool rev = false;
-  bool with_scores = false;
-  bool limit = false;
-  int64_t offset = 0, count = -1;
-  int64_t start = 0, stop = 0;
-  ScoreRange scores;
-  LexRange lex;
-};
-
-// The entries a range selects, in reply order.
-Entries Select(const Entries& all, const RangeSpec& s) {
-  Entries out;
-  int64_t n = static_cast<int64_t>(all.size());
-  if (s.by == RangeBy::kRank) {
-    int64_t start = s.start, stop = s.stop;
-    if (start < 0) start += n;
-    if (stop < 0) stop += n;
-    if (start < 0) start = 0;
-    if (start > stop || start >= n) return out;
-    if (stop >= n) stop = n - 1;
-    for (int64_t i = start; i <= stop; ++i) {
-      out.push_back(all[static_cast<size_t>(s.rev ? n - 1 - i : i)]);
-    }
-    return out;
-  }
-  if (s.offset < 0) return out;
-  int64_t skip = s.offset;
-  for (int64_t k = 0; k < n; ++k) {
-    const ZEntry& e = all[static_cast<size_t>(s.rev ? n - 1 - k : k)];
-    bool in = s.by == RangeBy::kScore ? s.scores.Holds(e.score)
-                                      : s.lex.Holds(e.member);
-    if (!in) continue;
-    if (skip > 0) {
-      --skip;
-      continue;
-    }
-    if (s.count >= 0 && static_cast<int64_t>(out.size()) >= s.count) break;
-    out.push_back(e);
-  }
-  return out;
-}
 
 void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
   r->Array(es.size() * (with_scores ? 2 : 1));
@@ -178,67 +50,6 @@ void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
     r->Bulk(e.member);
     if (with_scores) ReplyScore(e.score, r);
   }
-}
-
-// Parses a range command's options from a[from] on and its two bounds;
-// `by_ok`: BYSCORE/BYLEX/REV allowed (ZRANGE, ZRANGESTORE). False after
-// replying the error.
-bool ParseRange(const Args& a, size_t bounds, size_t from, bool by_ok,
-                bool scores_ok, RangeSpec* s, Reply* r) {
-  for (size_t j = from; j < a.size(); ++j) {
-    if (scores_ok && Eq(a[j], "withscores")) {
-      s->with_scores = true;
-    } else if (Eq(a[j], "limit") && j + 2 < a.size()) {
-      if (!ToInt(a[j + 1], &s->offset) || !ToInt(a[j + 2], &s->count)) {
-        NotInt(r);
-        return false;
-      }
-      s->limit = true;
-      j += 2;
-    } else if (by_ok && Eq(a[j], "byscore")) {
-      s->by = RangeBy::kScore;
-    } else if (by_ok && Eq(a[j], "bylex")) {
-      s->by = RangeBy::kLex;
-    } else if (by_ok && Eq(a[j], "rev")) {
-      s->rev = true;
-    } else {
-      r->Error("ERR syntax error");
-      return false;
-    }
-  }
-  if (s->limit && s->by == RangeBy::kRank) {
-    r->Error("ERR syntax error, LIMIT is only supported in combination "
-             "with either BYSCORE or BYLEX");
-    return false;
-  }
-  if (s->with_scores && s->by == RangeBy::kLex) {
-    r->Error("ERR syntax error, WITHSCORES not supported in combination "
-             "with BYLEX");
-    return false;
-  }
-  std::string_view lo = a[bounds], hi = a[bounds + 1];
-  if (s->rev && s->by != RangeBy::kRank) std::swap(lo, hi);
-  switch (s->by) {
-    case RangeBy::kRank:
-      if (!ToInt(lo, &s->start) || !ToInt(hi, &s->stop)) {
-        NotInt(r);
-        return false;
-      }
-      return true;
-    case RangeBy::kScore:
-      if (!ParseScoreRange(lo, hi, &s->scores)) {
-        r->Error("ERR min or max is not a float");
-        return false;
-      }
-      return true;
-    case RangeBy::kLex:
-      if (!ParseLexRange(lo, hi, &s->lex)) {
-        r->Error("ERR min or max not valid string range item");
-        return false;
-      }
-      return true;
-  }
-  return false;
 }
 
 // Reads the range `s` of `key` and replies it.
