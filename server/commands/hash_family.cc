@@ -91,14 +91,12 @@ void HSetNx(const Args& a, CommandContext* c, Reply* r) {
 
 // HGET key field
 void HGet(const Args& a, CommandContext* c, Reply* r) {
-  ReadConsistently(c, r, [&] {
-    HashValue h;
-    if (!OpenHash(c, a[1], &h, r)) return;
-    std::string_view v;
-    bool found = h.Find(a[2], &v);
-    if (!h.ok()) return Damaged(r);
-    if (!found) return r->Null();
-    r->Bulk(v);
+  ReplyFieldLookup(a, c, r, kHashShape, [&](bool found, std::string_view v) {
+    if (found) {
+      r->Bulk(v);
+    } else {
+      r->Null();
+    }
   });
 }
 
@@ -126,13 +124,7 @@ void HMGet(const Args& a, CommandContext* c, Reply* r) {
 
 // HDEL key field [field ...]
 void HDel(const Args& a, CommandContext* c, Reply* r) {
-  HashValue h;
-  if (!OpenHash(c, a[1], &h, r)) return;
-  int64_t removed = 0;
-  for (size_t i = 2; i < a.size(); ++i) removed += h.Remove(a[i]);
-  if (!h.ok()) return Damaged(r);
-  if (removed > 0 && !SaveHash(c, a[1], &h, r)) return;
-  r->Int(removed);
+  RemoveFields(a, c, r, kHashShape);
 }
 
 // HLEN key
@@ -143,24 +135,14 @@ void HLen(const Args& a, CommandContext* c, Reply* r) {
 
 // HSTRLEN key field
 void HStrLen(const Args& a, CommandContext* c, Reply* r) {
-  ReadConsistently(c, r, [&] {
-    HashValue h;
-    if (!OpenHash(c, a[1], &h, r)) return;
-    std::string_view v;
-    bool found = h.Find(a[2], &v);
-    if (!h.ok()) return Damaged(r);
+  ReplyFieldLookup(a, c, r, kHashShape, [&](bool found, std::string_view v) {
     r->Int(found ? static_cast<int64_t>(v.size()) : 0);
   });
 }
 
 // HEXISTS key field
 void HExists(const Args& a, CommandContext* c, Reply* r) {
-  ReadConsistently(c, r, [&] {
-    HashValue h;
-    if (!OpenHash(c, a[1], &h, r)) return;
-    std::string_view v;
-    bool found = h.Find(a[2], &v);
-    if (!h.ok()) return Damaged(r);
+  ReplyFieldLookup(a, c, r, kHashShape, [&](bool found, std::string_view) {
     r->Int(found ? 1 : 0);
   });
 }

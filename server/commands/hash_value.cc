@@ -307,6 +307,20 @@ Store::Status HashValue::SplitOne() {
   return Store::Status::kOk;
 }
 
+void RemoveFields(const Args& a, CommandContext* c, Reply* r,
+                  const TableShape& shape) {
+  HashValue h(shape);
+  if (!Opened(h.Open(c, a[1]), r)) return;
+  int64_t removed = 0;
+  for (size_t i = 2; i < a.size(); ++i) removed += h.Remove(a[i]);
+  if (!h.ok()) return Damaged(r);
+  if (removed > 0) {
+    Store::Status st = h.Save(c, a[1]);
+    if (!Saved(st, h.ok(), r)) return;
+  }
+  r->Int(removed);
+}
+
 void ReplyTableScan(const Args& a, CommandContext* c, Reply* r,
                     const TableShape& shape, bool pairs) {
   ScanArgs scan;

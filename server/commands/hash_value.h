@@ -135,6 +135,27 @@ class HashValue {
   std::map<uint64_t, Bucket> loaded_;  // in buckets: those read so far
 };
 
+// HGET, HSTRLEN, HEXISTS and SISMEMBER: looks a[2] up in the table at
+// a[1] over one consistent view and replies reply(found, value) (or
+// WRONGTYPE, or the damaged-value error).
+template <class F>
+void ReplyFieldLookup(const Args& a, CommandContext* c, Reply* r,
+                      const TableShape& shape, F reply) {
+  ReadConsistently(c, r, [&] {
+    HashValue h(shape);
+    if (!Opened(h.Open(c, a[1]), r)) return;
+    std::string_view v;
+    bool found = h.Find(a[2], &v);
+    if (!h.ok()) return Damaged(r);
+    reply(found, v);
+  });
+}
+
+// HDEL and SREM: removes a[2..] from the table at a[1] (an emptied table
+// takes its key with it) and replies how many were there.
+void RemoveFields(const Args& a, CommandContext* c, Reply* r,
+                  const TableShape& shape);
+
 // HSCAN and SSCAN: a page of the table at a[1] (`pairs`: fields with
 // their values; else members alone), over one consistent view.
 void ReplyTableScan(const Args& a, CommandContext* c, Reply* r,

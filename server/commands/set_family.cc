@@ -92,13 +92,7 @@ void SAdd(const Args& a, CommandContext* c, Reply* r) {
 
 // SREM key member [member ...]
 void SRem(const Args& a, CommandContext* c, Reply* r) {
-  SetValue s;
-  if (!OpenSet(c, a[1], &s, r)) return;
-  int64_t removed = 0;
-  for (size_t i = 2; i < a.size(); ++i) removed += s.Remove(a[i]);
-  if (!s.ok()) return Damaged(r);
-  if (removed > 0 && !SaveSet(c, a[1], &s, r)) return;
-  r->Int(removed);
+  RemoveFields(a, c, r, kSetShape);
 }
 
 // SMEMBERS key
@@ -114,12 +108,7 @@ void SMembers(const Args& a, CommandContext* c, Reply* r) {
 
 // SISMEMBER key member
 void SIsMember(const Args& a, CommandContext* c, Reply* r) {
-  ReadConsistently(c, r, [&] {
-    SetValue s;
-    if (!OpenSet(c, a[1], &s, r)) return;
-    std::string_view v;
-    bool found = s.Find(a[2], &v);
-    if (!s.ok()) return Damaged(r);
+  ReplyFieldLookup(a, c, r, kSetShape, [&](bool found, std::string_view) {
     r->Int(found ? 1 : 0);
   });
 }
