@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "server/store/blob.h"
+#include "server/store/graves.h"
 #include "server/store/journal.h"
 #include "server/store/key_hash.h"
 #include "server/store/txn_entries.h"
@@ -70,9 +71,6 @@ std::string JournalKey(const StoreConfig& cfg) {
 namespace {
 
 constexpr size_t kNodeBytes = 64;  // value node payload
-// Parts of a dead collection removed at once after the commit that
-// buried it; the rest go with the sweep, as many per visit.
-constexpr uint64_t kReapBudget = 4096;
 // What one node costs in the value segment: its payload and the link
 // table's bookkeeping (docs/layout/link_table.md). --memory is spent in
 // these units, and INFO's memory figures count them.
@@ -86,6 +84,7 @@ class StoreT : public Store {
 
   bool Init(const StoreConfig& cfg, bool master, std::string* err) {
     cfg_ = cfg;
+    graves_ = Graves<Map>(&map_, &journal_, cfg.capacity);
     // Every process writes: the program serializes writers (the lock).
     int flags = shmc::kSharedWriters |
                 (master ? shmc::kCreateIfNotExist : shmc::kNoCreate);
@@ -137,7 +136,7 @@ class StoreT : public Store {
         return false;
       }
       journal_.Recover(Applier());
-      CountPartsLocked();
+      graves_.Count();
     }
     return true;
   }
@@ -308,12 +307,9 @@ class StoreT : public Store {
                 [&](const KeyHash&, const std::string& blob) {
                   Blob b;
                   if (!b.Parse(blob.data(), blob.size())) return;
-                  PartKey pk;
+                  uint64_t id = 0;
                   if (b.part()) {
-                    if (b.key.size() == sizeof(pk)) {
-                      std::memcpy(&pk, b.key.data(), sizeof(pk));
-                      if (pk.index == kGraveIndex) graves.push_back(pk.id);
-                    }
+                    if (Graves<Map>::IdOf(b, &id)) graves.push_back(id);
                   } else if (b.Expired(now)) {
                     expired.emplace_back(b.key);
                   }
@@ -323,7 +319,7 @@ class StoreT : public Store {
     // A grave is a collection whose removal a killed process left.
     for (uint64_t id : graves) {
       Locked lock(this);
-      ReapLocked(id, kReapBudget);
+      graves_.Reap(id, kReapBudget);
     }
     return n;
   }
@@ -564,8 +560,8 @@ class StoreT : public Store {
       for (const Entry* e : dirty) {
         if (e->part) parts += (e->present ? 1 : 0) - (e->had_old ? 1 : 0);
       }
-      if (parts != 0) s_->CountParts(parts);
-      for (uint64_t id : graves) s_->ReapLocked(id, kReapBudget);
+      if (parts != 0) s_->graves_.Adjust(parts);
+      for (uint64_t id : graves) s_->graves_.Reap(id, kReapBudget);
       return Status::kOk;
     }
 
@@ -797,66 +793,15 @@ class StoreT : public Store {
       ctl_->lock_recoveries.fetch_add(1, std::memory_order_relaxed);
       pthread_mutex_consistent(&ctl_->write_lock);
       // It may have died between a commit and its count of parts.
-      CountPartsLocked();
+      graves_.Count();
     } else if (rc != 0) {
       std::fprintf(stderr, "shmkv: write lock failed: %s\n",
                    std::strerror(rc));
       std::abort();
     }
-    if (journal_.Counter(Journal::kPartsCounted) == 0) CountPartsLocked();
+    if (!graves_.Counted()) graves_.Count();
   }
   void Unlock() { pthread_mutex_unlock(&ctl_->write_lock); }
-
-  // Counts the parts in the map (after a writer died, or in a journal an
-  // older build made, which never counted them). Under the lock.
-  void CountPartsLocked() {
-    uint64_t parts = 0;
-    map_.Travel([&](const KeyHash&, const std::string& blob) {
-      Blob b;
-      if (b.Parse(blob.data(), blob.size()) && b.part()) ++parts;
-    });
-    journal_.SetWord(Journal::kParts, parts);
-    journal_.SetWord(Journal::kPartsCounted, 1);
-  }
-
-  void CountParts(int64_t delta) {
-    journal_.SetWord(Journal::kParts, journal_.Counter(Journal::kParts) +
-                                          static_cast<uint64_t>(delta));
-  }
-
-  // Removes up to `budget` parts of the collection whose grave is
-  // (id, kGraveIndex), from its highest index down, lowering the grave's
-  // count after them; the grave goes with the last one. Each step is one
-  // map write, so a process killed anywhere leaves a grave that claims
-  // no fewer parts than remain. Under the lock.
-  void ReapLocked(uint64_t id, uint64_t budget) {
-    KeyHash gh = HashPart(id, kGraveIndex);
-    char kb[16];
-    std::string_view gkey = PartKeyBytes(PartKey{id, kGraveIndex}, kb);
-    Blob b;
-    PartsRoot grave;
-    if (!ReadBlob(gh) || !b.Parse(scratch_.data(), scratch_len_) ||
-        !b.part() || b.key != gkey || b.value.size() != sizeof(grave)) {
-      return;
-    }
-    std::memcpy(&grave, b.value.data(), sizeof(grave));
-    // A damaged count past what the map can hold is cut to that.
-    uint64_t n = std::min<uint64_t>(grave.parts, cfg_.capacity);
-    for (uint64_t done = 0; n > 0 && done < budget; ++done) {
-      if (map_.Erase(HashPart(id, n - 1))) CountParts(-1);
-      --n;
-      if (n % 256 == 0 || n == 0 || done + 1 == budget) {
-        if (n == 0) break;
-        grave.parts = n;
-        MakeBlob(&blob_, gkey, static_cast<ValueType>(kPartType), 0,
-                 std::string_view(reinterpret_cast<const char*>(&grave),
-                                  sizeof(grave)),
-                 0);
-        map_.Replace(gh, blob_);
-      }
-    }
-    if (n == 0 && map_.Erase(gh)) CountParts(-1);
-  }
 
   // The live blob of `key` (in scratch_); an expired one is removed.
   bool Lookup(std::string_view key, Blob* b) {
@@ -948,36 +893,10 @@ class StoreT : public Store {
   // Removes an expired key; a collection's parts go with it, through a
   // grave (reaped now, up to a budget; the sweep finishes it).
   void EraseExpired(const KeyHash& h, PartsRoot root) {
-    if (root.id != 0) Bury(root);
+    if (root.id != 0) graves_.Bury(root);
     map_.Erase(h);
     ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
-    if (root.id != 0) ReapLocked(root.id, kReapBudget);
-  }
-
-  // Writes the grave of a collection whose root is leaving the map (an
-  // expired root is dead to every reader already: no commit is needed).
-  // With no room for a grave, the parts go at once, highest first.
-  void Bury(const PartsRoot& root) {
-    char kb[16];
-    std::string_view key = PartKeyBytes(PartKey{root.id, kGraveIndex}, kb);
-    KeyHash gh = HashPart(root.id, kGraveIndex);
-    Blob b;
-    if (ReadBlob(gh) && b.Parse(scratch_.data(), scratch_len_) && b.part() &&
-        b.key == key) {
-      return;  // buried before (a process died before erasing the root)
-    }
-    MakeBlob(&blob_, key, static_cast<ValueType>(kPartType), 0,
-             std::string_view(reinterpret_cast<const char*>(&root),
-                              sizeof(root)),
-             0);
-    if (map_.Replace(gh, blob_)) {
-      CountParts(1);
-      return;
-    }
-    for (uint64_t i = std::min<uint64_t>(root.parts, cfg_.capacity); i > 0;
-         --i) {
-      if (map_.Erase(HashPart(root.id, i - 1))) CountParts(-1);
-    }
+    if (root.id != 0) graves_.Reap(root.id, kReapBudget);
   }
 
   // Removes `key` if it is (still) expired.
@@ -1005,6 +924,7 @@ class StoreT : public Store {
   TxnEntries<Entry> txn_entries_;  // the transaction holding the lock's
   std::string blob_;
   PartsRoot last_root_{0, 0};  // ReadLocked's: the collection it found
+  Graves<Map> graves_{&map_, &journal_, 0};  // capacity set by Init
   typename Map::TravelPos sweep_pos_;
   std::mt19937_64 rng_{std::random_device{}()};
 };
