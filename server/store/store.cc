@@ -18,6 +18,7 @@
 #include "server/store/graves.h"
 #include "server/store/journal.h"
 #include "server/store/key_hash.h"
+#include "server/store/owners.h"
 #include "server/store/txn_entries.h"
 #include "shmc/remove_segment.h"
 #include "shmc/hash.h"
@@ -386,16 +387,6 @@ class StoreT : public Store {
     ident->append(key.data(), key.size());
   }
 
-  // The collection a present entry holds, if any.
-  static bool RootOf(const Entry& e, PartsRoot* r) {
-    if (e.part || !e.present || (e.encoding & kEncodingParts) == 0 ||
-        e.value.size() < sizeof(PartsRoot)) {
-      return false;
-    }
-    std::memcpy(r, e.value.data(), sizeof(PartsRoot));
-    return r->id != 0;
-  }
-
   // The transaction: an overlay of the keys it touched.
   class TxnImpl : public Txn {
    public:
@@ -533,7 +524,8 @@ class StoreT : public Store {
     Status Commit() override {
       if (failed_) return Status::kTxnTooLarge;
       std::vector<uint64_t> graves;
-      Status settled = SettleCollections(&graves);
+      Status settled = SettleCollections(entries_, this, fresh_,
+                                         s_->cfg_.capacity, &graves);
       if (settled != Status::kOk) return settled;
       if (failed_) return Status::kTxnTooLarge;
       std::vector<Entry*>& dirty = entries_->dirty();
@@ -570,111 +562,6 @@ class StoreT : public Store {
     // 1) reads as gone, as the map's expired keys do (ReadLocked).
     static bool Live(const Entry& e) {
       return e.present && (e.expire == 0 || e.expire > NowMs());
-    }
-
-    // The one-owner rule for collections, applied before a commit. A key
-    // that holds a collection it did not hold in the map keeps its id
-    // only when the id is new (NewCollection in this transaction) or was
-    // let go in this transaction by the key that held it (RENAME); else
-    // (COPY, or an id taken from elsewhere) it gets a copy of the parts
-    // under a new id. A collection the map held that no present key
-    // holds any more loses its parts (DEL, an overwrite, RENAME over it):
-    // removed in this commit when few, else through a grave (its id in
-    // *graves) reaped after it.
-    Status SettleCollections(std::vector<uint64_t>* graves) {
-      std::vector<Entry*> roots;  // present keys that hold a collection
-      std::vector<Entry*> was;    // keys that held one in the map
-      for (size_t i = 0; i < entries_->size(); ++i) {
-        Entry* e = &(*entries_)[i];
-        PartsRoot r;
-        if (RootOf(*e, &r)) roots.push_back(e);
-        if (!e->part && e->old_root.id != 0) was.push_back(e);
-      }
-      if (roots.empty() && was.empty()) return Status::kOk;
-      auto holds = [](const Entry* e, uint64_t id) {
-        PartsRoot r;
-        return RootOf(*e, &r) && r.id == id;
-      };
-      auto holders = [&](uint64_t id, const Entry* besides) {
-        size_t n = 0;
-        for (const Entry* e : roots) n += e != besides && holds(e, id);
-        return n;
-      };
-      auto let_go = [&](uint64_t id) {
-        for (const Entry* e : was) {
-          if (e->old_root.id == id && !holds(e, id)) return true;
-        }
-        return false;
-      };
-      for (Entry* e : roots) {
-        PartsRoot r;
-        RootOf(*e, &r);
-        if (e->old_root.id == r.id) continue;
-        bool fresh = false;
-        for (uint64_t id : fresh_) fresh = fresh || id == r.id;
-        if (holders(r.id, e) == 0 && (fresh || let_go(r.id))) continue;
-        Status st = CopyParts(e, r);
-        if (st != Status::kOk) return st;
-      }
-      for (const Entry* e : was) {
-        const PartsRoot old = e->old_root;
-        if (holders(old.id, nullptr) != 0) continue;
-        bool seen = false;
-        for (uint64_t id : *graves) seen = seen || id == old.id;
-        if (seen) continue;
-        Status st = FreeParts(old, graves);
-        if (st != Status::kOk) return st;
-      }
-      return Status::kOk;
-    }
-
-    // Gives `e` its own copy of the parts of collection r.id.
-    Status CopyParts(Entry* e, const PartsRoot& r) {
-      // More parts than the map has room for: a damaged root.
-      if (r.parts > s_->cfg_.capacity) return Status::kTooLarge;
-      uint64_t id = NewCollection();
-      std::string bytes;
-      for (uint64_t i = 0; i < r.parts; ++i) {
-        Status st = ReadPart(r.id, i, &bytes);
-        if (st == Status::kNotFound) bytes.clear();  // damage: kept empty
-        else if (st != Status::kOk) return st;
-        st = WritePart(id, i, bytes);
-        if (st != Status::kOk) return st;
-      }
-      std::memcpy(&e->value[0], &id, sizeof(id));
-      return Status::kOk;
-    }
-
-    // Removes the parts of a collection the map held and no key holds
-    // now: in this commit when there are few; else through a grave.
-    Status FreeParts(const PartsRoot& old, std::vector<uint64_t>* graves) {
-      constexpr uint64_t kInline = 64;
-      // Parts this transaction made beyond the map's are simply dropped.
-      for (size_t i = 0; i < entries_->size(); ++i) {
-        Entry* p = &(*entries_)[i];
-        PartKey pk;
-        if (!p->part || p->key.size() != sizeof(pk)) continue;
-        std::memcpy(&pk, p->key.data(), sizeof(pk));
-        if (pk.id != old.id || pk.index == kGraveIndex) continue;
-        if (p->present) {
-          p->present = false;
-          p->value.clear();
-          Status st = Touch(p);
-          if (st != Status::kOk) return st;
-        }
-      }
-      if (old.parts <= kInline) {
-        for (uint64_t i = 0; i < old.parts; ++i) {
-          Status st = DeletePart(old.id, i);
-          if (st != Status::kOk && st != Status::kNotFound) return st;
-        }
-        return Status::kOk;
-      }
-      std::string grave(sizeof(PartsRoot), '\0');
-      std::memcpy(&grave[0], &old, sizeof(old));
-      Status st = WritePart(old.id, kGraveIndex, grave);
-      if (st == Status::kOk) graves->push_back(old.id);
-      return st;
     }
 
     // The key's entry, made from the map on its first use. Without
