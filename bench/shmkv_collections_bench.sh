@@ -40,35 +40,9 @@ done
 for t in redis-server redis-benchmark redis-cli python3; do
   command -v $t >/dev/null || { echo "$0: needs $t" >&2; exit 1; }
 done
-shmkv=build/release/server/shmkv
-[ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
-. bench/ports.sh  # free_port, ticks
-redis_port=$(free_port)
-kv_port=$(free_port)
-while [ "$kv_port" = "$redis_port" ]; do kv_port=$(free_port); done
-kv_http=$(free_port)
-seg=/shmkv_collections_bench_$$
-remove_segments() {
-  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
-    build/release/tools/shmc rm "posix:$s" >/dev/null 2>&1 || true
-  done
-}
-cleanup() {
-  kill $redis_pid $kv_pid 2>/dev/null || true
-  wait 2>/dev/null || true
-  remove_segments
-}
-trap cleanup EXIT
-remove_segments
-redis-server --port $redis_port --save '' --appendonly no --daemonize no \
-  --logfile /dev/null &
-redis_pid=$!
-"$shmkv" --port $kv_port --http-port $kv_http --name $seg --workers 1 \
-  --capacity 4000000 --memory 2G --journal-size 256M 2>/dev/null &
-kv_pid=$!
-for p in $redis_port $kv_port; do
-  for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+. bench/server_pair.sh  # start_server_pair, ticks
+start_server_pair shmkv_collections_bench --capacity 4000000 --memory 2G \
+  --journal-size 256M
 
 hz=$(getconf CLK_TCK)
 

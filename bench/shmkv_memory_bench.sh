@@ -30,37 +30,10 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--elements N] [--out DIR]" >&2; exit 2 ;;
   esac
 done
-shmkv=build/release/server/shmkv
-[ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
-. bench/ports.sh  # free_port
-redis_port=$(free_port)
-kv_port=$(free_port)
-while [ "$kv_port" = "$redis_port" ]; do kv_port=$(free_port); done
-kv_http=$(free_port)
-seg=/shmkv_memory_bench_$$
 capacity=$((elements * 3))
-remove_segments() {
-  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
-    build/release/tools/shmc rm "posix:$s" >/dev/null 2>&1 || true
-  done
-}
-cleanup() {
-  kill $redis_pid $kv_pid 2>/dev/null || true
-  wait 2>/dev/null || true
-  remove_segments
-}
-trap cleanup EXIT
-remove_segments
-redis-server --port $redis_port --save '' --appendonly no --daemonize no \
-  --logfile /dev/null &
-redis_pid=$!
-"$shmkv" --port $kv_port --http-port $kv_http --name $seg --workers 1 \
-  --capacity $capacity --memory 1536M --max-value 256M --journal-size 512M \
-  2>/dev/null &
-kv_pid=$!
-for p in $redis_port $kv_port; do
-  for _ in $(seq 600); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
-done
+. bench/server_pair.sh  # start_server_pair
+start_server_pair shmkv_memory_bench --capacity $capacity --memory 1536M \
+  --max-value 256M --journal-size 512M
 slot_bytes=$(python3 -c "import os; print(os.path.getsize('/dev/shm$seg' + '0') / $capacity)")
 
 mkdir -p "$out"
