@@ -327,6 +327,52 @@ TEST(ListFamily, KilledWorkersNeverLoseOrDoubleAnElement) {
   }
 }
 
+// Lock-free reads of a list in chunks see one commit's state: while
+// another process rotates a long list (RPOPLPUSH l l: every commit a
+// rotation of 0 .. n-1), every LRANGE of it in this process reads a whole
+// rotation, each element once and in order, never a mix of two commits.
+TEST(ListFamily, ReadersNeverSeeHalfACommitOfChunks) {
+  CommandHarness h("listread", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  constexpr int kElems = 2000;
+  Cmd push = {"RPUSH", "l"};
+  for (int i = 0; i < kElems; ++i) push.push_back(std::to_string(i));
+  ASSERT_EQ(h.Run(push), ":" + std::to_string(kElems) + "\r\n");
+  pid_t pid = fork();
+  if (pid == 0) {
+    shmkv_test::CommandWorker w(h.config());
+    if (!w.ok()) _exit(90);
+    for (;;) {
+      w.Run({"RPOPLPUSH", "l", "l"});
+      w.Run({"LMOVE", "l", "l", "LEFT", "RIGHT"});
+    }
+  }
+  ASSERT_GT(pid, 0);
+  int reads = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string all = h.Run({"LRANGE", "l", "0", "-1"});
+    ASSERT_EQ(all.substr(0, all.find("\r\n")), "*" + std::to_string(kElems))
+        << all.substr(0, 100);
+    std::vector<int> got;
+    for (size_t at = all.find("\r\n") + 2; at < all.size();) {
+      size_t e = all.find("\r\n", at);
+      size_t n = std::stoul(all.substr(at + 1, e - at - 1));
+      got.push_back(std::stoi(all.substr(e + 2, n)));
+      at = e + 2 + n + 2;
+    }
+    ASSERT_EQ(got.size(), static_cast<size_t>(kElems));
+    for (int k = 1; k < kElems; ++k) {
+      ASSERT_EQ(got[k], (got[k - 1] + 1) % kElems)
+          << "read " << reads << " at " << k << ": not one rotation";
+    }
+    ++reads;
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_GT(reads, 10);
+}
+
 // Damaged list bytes answer the damaged-value error: a packed list that
 // does not unpack, a chunk that does not parse, links that loop.
 TEST(ListFamily, DamagedListsAreAnError) {
