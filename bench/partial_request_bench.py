@@ -152,7 +152,8 @@ def main():
             proc.terminate()
             proc.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-        for suffix in ("0", "1", ".ctl", ".ctl.stats", ".ctl.journal"):
+        for suffix in ("0", "1", ".ctl", ".ctl.stats", ".ctl.journal",
+                       ".ctl.waits"):
             try:
                 os.unlink(f"/dev/shm/partial_bench_{os.getpid()}{suffix}")
             except OSError:

@@ -7,9 +7,8 @@
 . bench/ports.sh  # free_port, ticks
 
 remove_segments() {
-  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
-    build/release/tools/shmc rm "posix:$s" >/dev/null 2>&1 || true
-  done
+  build/release/server/shmkv --name "posix:$seg" --remove >/dev/null 2>&1 ||
+    true
 }
 
 # A server busy in a long command may not stop on SIGTERM at once: after

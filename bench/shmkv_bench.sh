@@ -95,12 +95,10 @@ take_port kv_http
 take_port epoll_port
 take_port uring_port
 seg=/shmkv_bench_$$
-# The server's segments (map, control block, journal, statistics), removed
-# with shmc rm, which removes only what proves to be shmc's.
+# The server's segments, removed with shmkv --remove, which removes only
+# what proves to be shmc's.
 remove_segments() {
-  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
-    "$shmc_tool" rm "posix:$s" >/dev/null 2>&1 || true
-  done
+  "$shmkv" --name "posix:$seg" --remove >/dev/null 2>&1 || true
 }
 cleanup() {
   [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null || true

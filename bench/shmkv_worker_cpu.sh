@@ -48,9 +48,7 @@ seg=""  # a fresh segment name per server: an exiting one never meets the next
 servers=0
 remove_segments() {
   [ -n "$seg" ] || return 0
-  for s in "$seg" "$seg.ctl" "$seg.ctl.journal" "$seg.ctl.stats"; do
-    "$shmc_tool" rm "posix:$s" >/dev/null 2>&1 || true
-  done
+  "$binary" --name "posix:$seg" --remove >/dev/null 2>&1 || true
 }
 kv_pid=""
 cleanup() {

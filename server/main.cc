@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   std::string err;
   if (!MakeStoreConfig(o, &sc, &err)) return Usage(err.c_str());
   if (o.reload) return SendReload(sc);
+  if (o.remove) return RemoveSegments(sc);
   if (!ResolveClientMemory(sc, &o, &err)) return Usage(err.c_str());
   RaiseFdLimit();
   if (o.worker_slot >= 0) {

@@ -31,6 +31,7 @@
 #include "server/store/pages.h"
 #include "server/net/sockets.h"
 #include "server/store/stats.h"
+#include "server/store/waits.h"
 #include "server/store/store.h"
 #include "server/net/worker.h"
 
@@ -92,6 +93,12 @@ class Master {
       return 1;
     }
     if (!stats_.Open(ControlKey(sc_) + ".stats", true, &err)) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return 1;
+    }
+    // The workers' wait board for blocking commands (made here, where
+    // segments may be created; workers map it).
+    if (!waits_.Open(WaitsKey(sc_), &err)) {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
       return 1;
     }
@@ -359,6 +366,7 @@ class Master {
   std::string self_;
   std::unique_ptr<Store> store_;
   SharedStats stats_;
+  Waits waits_;
   std::vector<Slot> slots_;
   std::vector<std::string> bound_;  // addresses listened on
   std::map<pid_t, int> draining_;  // replaced workers -> their ctl fd
@@ -383,6 +391,29 @@ int SendReload(const StoreConfig& sc) {
     return 1;
   }
   std::printf("shmkv: reload signalled to master pid %" PRIu64 "\n", pid);
+  return 0;
+}
+
+int RemoveSegments(const StoreConfig& sc) {
+  {
+    shmc::ShmArray<ControlBlock, shmc::POSIX> ctl;
+    if (ctl.InitForRead(ControlKey(sc))) {
+      uint64_t pid =
+          const_cast<const ControlBlock&>(ctl[0]).master.Holder();
+      if (pid != 0) {
+        std::fprintf(stderr, "shmkv --remove: a server is running on %s "
+                     "(master pid %" PRIu64 "): stop it first\n",
+                     SegName(sc).c_str(), pid);
+        return 1;
+      }
+    }
+  }
+  std::string err;
+  if (!RemoveStore(sc, &err)) {
+    std::fprintf(stderr, "shmkv --remove: %s\n", err.c_str());
+    return 1;
+  }
+  std::printf("shmkv: removed the segments of %s\n", SegName(sc).c_str());
   return 0;
 }
 

@@ -14,5 +14,8 @@ namespace shmkv {
 int RunMaster(const Options& o, const StoreConfig& sc);
 // `shmkv --reload`: signals the running master of `sc`'s store.
 int SendReload(const StoreConfig& sc);
+// `shmkv --remove`: removes every segment of `sc`'s store (RemoveStore),
+// unless a live master holds them.
+int RemoveSegments(const StoreConfig& sc);
 
 }  // namespace shmkv

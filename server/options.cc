@@ -52,6 +52,8 @@ const char kUsage[] =
     "                    --requirepass PASS works but shows in ps)\n"
     "  --shm-mode MODE   permission bits of new segments       [0600]\n"
     "  --reload          tell the running master to replace its workers\n"
+    "  --remove          remove the store's segments (its data) and exit;\n"
+    "                    refused while a server runs on them\n"
     "  --help\n"
     "The data lives in shared memory: restarting shmkv keeps it (with\n"
     "--backend file:PATH it also survives a reboot). docs/server.md\n";
@@ -97,6 +99,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return 0;
     } else if (a == "--reload") {
       o->reload = true;
+    } else if (a == "--remove") {
+      o->remove = true;
     } else if (a == "--hugepages") {
       o->hugepages = true;
     } else if (a == "--bind") {

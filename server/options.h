@@ -26,6 +26,7 @@ struct Options {
   uint64_t timeout_s = 0;      // Redis's timeout: 0, never
   uint64_t client_memory = 0;  // 0: the default (ClientMemory())
   bool reload = false;
+  bool remove = false;  // --remove: drop the store's segments, exit
   bool hugepages = false;  // the map on SysV hugetlb segments
   // Redis 7's defaults: loopback only, protected mode on.
   std::vector<std::string> bind = {"127.0.0.1", "::1"};

@@ -77,10 +77,8 @@ class Shmkv:
             preexec_fn=die_with_test)
 
     def remove_segments(self):
-        for suffix in ("", ".ctl", ".ctl.journal", ".ctl.stats"):
-            subprocess.run([SHMC, "rm", "posix:" + self.name + suffix],
-                           stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+        subprocess.run([SHMKV, "--name", self.name, "--remove"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def stop(self):
         if self.proc.poll() is None:

@@ -181,11 +181,8 @@ def main():
                 master.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 master.kill()
-        for s in (seg, seg + ".ctl", seg + ".ctl.journal",
-                  seg + ".ctl.stats"):
-            subprocess.run([SHMC, "rm", "posix:" + s],
-                           stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+        subprocess.run([SHMKV, "--name", "posix:" + seg, "--remove"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         shutil.rmtree(work, ignore_errors=True)
     print("1 passed, 0 failed")
 

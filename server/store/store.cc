@@ -69,6 +69,10 @@ std::string JournalKey(const StoreConfig& cfg) {
   return ControlKey(cfg) + ".journal";
 }
 
+std::string WaitsKey(const StoreConfig& cfg) {
+  return ControlKey(cfg) + ".waits";
+}
+
 namespace {
 
 constexpr size_t kNodeBytes = 64;  // value node payload
@@ -548,6 +552,12 @@ class StoreT : public Store {
       }
       if (st != Status::kOk) return st;
       for (uint64_t h : touched_) s_->journal_.Bump(h);
+      if (s_->observer_ != nullptr) {
+        for (const Entry* e : dirty) {
+          if (!e->part) s_->Observe(e->h.a);
+        }
+        for (uint64_t h : touched_) s_->Observe(h);
+      }
       int64_t parts = 0;
       for (const Entry* e : dirty) {
         if (e->part) parts += (e->present ? 1 : 0) - (e->had_old ? 1 : 0);
@@ -848,7 +858,8 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<Alloc>(keys.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
-         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err);
+         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err) &&
+         UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err);
 }
 
 }  // namespace

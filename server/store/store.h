@@ -137,8 +137,11 @@ std::string ControlKey(const StoreConfig& cfg);
 // The POSIX segment of the commit journal and the WATCH versions.
 std::string JournalKey(const StoreConfig& cfg);
 
+// The POSIX segment of the wait board (server/store/waits.h).
+std::string WaitsKey(const StoreConfig& cfg);
+
 // Removes every segment of the store `cfg` names (the map's two, the
-// control block, the journal, the statistics); segments that do not exist are skipped.
+// control block, the journal, the statistics, the wait board); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
@@ -295,8 +298,24 @@ class Store {
   virtual JournalStats journal_stats() = 0;
   const StoreConfig& config() const { return cfg_; }
 
+  // Told, after each commit a transaction (Txn::Commit) makes and still
+  // under the write lock, of every Redis key the commit changed (its
+  // HashKey(key).a), parts of collections as their key: how a worker
+  // learns which blocked clients to wake (server/store/waits.h).
+  using CommitObserver = void (*)(void* arg, uint64_t key_hash);
+  void set_commit_observer(CommitObserver f, void* arg) {
+    observer_ = f;
+    observer_arg_ = arg;
+  }
+
  protected:
+  void Observe(uint64_t key_hash) {
+    if (observer_ != nullptr) observer_(observer_arg_, key_hash);
+  }
+
   StoreConfig cfg_;
+  CommitObserver observer_ = nullptr;
+  void* observer_arg_ = nullptr;
 };
 
 const char* StatusText(Store::Status s);
