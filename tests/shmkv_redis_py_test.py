@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -261,6 +262,55 @@ class RedisPyTest(unittest.TestCase):
         r.rpush("m", 1, 2, 3)
         self.assertEqual(r.lmpop(2, "none", "m", direction="RIGHT",
                                  count=2), ["m", ["3", "2"]])
+
+    def test_blocking_queue_workers(self):
+        # The job-queue shape RQ, Celery and Sidekiq use: worker
+        # connections wait in BRPOP / BLMOVE while producers push; every
+        # job reaches exactly one worker, and idle workers time out.
+        s = self.start("block")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        got, lock = [], threading.Lock()
+
+        def worker(n):
+            c = redis.Redis(port=s.port, decode_responses=True)
+            while True:
+                job = c.brpop(["jobs:high", "jobs:low"], timeout=1)
+                if job is None:
+                    return
+                with lock:
+                    got.append(job)
+                if job[1] == "stop":
+                    return
+
+        ts = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+        for t in ts:
+            t.start()
+        for i in range(300):
+            r.lpush("jobs:low" if i % 3 else "jobs:high", "job:%d" % i)
+        for t in ts:
+            t.join(30)
+        self.assertEqual(sorted(j for _, j in got),
+                         sorted("job:%d" % i for i in range(300)))
+        self.assertEqual(r.exists("jobs:high", "jobs:low"), 0)
+        # The reliable-queue move, and a sorted-set wait.
+        c = redis.Redis(port=s.port, decode_responses=True)
+        out = []
+        t = threading.Thread(target=lambda: out.append(
+            c.blmove("q", "processing", 5, "RIGHT", "LEFT")))
+        t.start()
+        time.sleep(0.2)
+        r.lpush("q", "payload")
+        t.join(10)
+        self.assertEqual(out, ["payload"])
+        self.assertEqual(r.lrange("processing", 0, -1), ["payload"])
+        self.assertEqual(r.blpop(["empty"], timeout=0.05), None)
+        t = threading.Thread(target=lambda: out.append(c.bzpopmin("z", 5)))
+        t.start()
+        time.sleep(0.2)
+        r.zadd("z", {"b": 2, "a": 1})
+        t.join(10)
+        self.assertEqual(out[-1], ("z", "a", 1.0))
+        self.assertEqual(int(r.info("clients")["blocked_clients"]), 0)
 
     def test_sets_and_sorted_sets(self):
         # Tags in sets; a leaderboard and a schedule in sorted sets, the

@@ -11,6 +11,7 @@
 #include "server/commands/reply.h"
 #include "server/store/stats.h"
 #include "server/store/store.h"
+#include "server/store/waits.h"
 
 namespace shmkv {
 
@@ -59,6 +60,22 @@ struct CommandContext {
   Store::Txn* txn = nullptr;  // the transaction a command runs in, if any
   const std::string* password = nullptr;  // requirepass; null or empty: none
   uint64_t http_requests = 0;
+  // Blocking commands (BLPOP and the others: docs/server.md, "Blocking
+  // commands"). With no board, or may_block false (inside EXEC, or a
+  // caller that cannot hold a client), they answer at once as their
+  // non-blocking forms would on empty keys.
+  Waits* waits = nullptr;
+  bool may_block = false;
+  // In: nonzero when the command is a blocked one tried again, its place
+  // in line. Out: `blocked.ticket` nonzero when the command blocked (no
+  // reply written): the caller holds the client until a key it waits on
+  // is written (blocked.keys) or blocked.deadline_ns passes (0: never).
+  uint64_t ticket = 0;
+  struct Blocked {
+    uint64_t ticket = 0;
+    uint64_t deadline_ns = 0;  // CLOCK_MONOTONIC
+    std::vector<uint64_t> keys;
+  } blocked;
 };
 
 // Runs one command (args[0] is its name, any case) and writes its reply

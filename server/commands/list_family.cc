@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/commands/blocking.h"
 #include "server/commands/command_util.h"
 #include "server/commands/list_value.h"
 #include "server/commands/reply.h"
@@ -283,24 +284,25 @@ void LPos(const Args& a, CommandContext* c, Reply* r) {
   });
 }
 
-namespace {
-
-// The LEFT or RIGHT of LMOVE and LMPOP; false when it is neither.
-bool Side(std::string_view s, bool* front) {
-  if (Eq(s, "left")) {
-    *front = true;
-  } else if (Eq(s, "right")) {
-    *front = false;
-  } else {
+bool PopList(CommandContext* c, std::string_view key, bool front,
+             uint64_t count, std::vector<std::string>* out, Reply* r) {
+  ListValue l;
+  out->clear();
+  if (!OpenList(c, key, &l, r)) return false;
+  if (!l.exists()) return true;
+  Elements popped;
+  if (!l.Pop(front, count, &popped)) {
+    Damaged(r);
     return false;
   }
-  return true;
+  out->assign(popped.begin(), popped.end());
+  return SaveList(c, key, &l, r);
 }
 
 // Pops from one end of `from`, pushes to one end of `to` (the same key
 // may be both): the element moved, or nil.
-void MoveCommon(CommandContext* c, Reply* r, std::string_view from,
-                std::string_view to, bool from_front, bool to_front) {
+void MoveElement(CommandContext* c, Reply* r, std::string_view from,
+                 std::string_view to, bool from_front, bool to_front) {
   ListValue src;
   if (!OpenList(c, from, &src, r)) return;
   if (!src.exists()) return r->Null();
@@ -316,6 +318,20 @@ void MoveCommon(CommandContext* c, Reply* r, std::string_view from,
   r->Bulk(moved[0]);
 }
 
+namespace {
+
+// The LEFT or RIGHT of LMOVE and LMPOP; false when it is neither.
+bool Side(std::string_view s, bool* front) {
+  if (Eq(s, "left")) {
+    *front = true;
+  } else if (Eq(s, "right")) {
+    *front = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // LMOVE source destination LEFT|RIGHT LEFT|RIGHT
@@ -324,12 +340,12 @@ void LMove(const Args& a, CommandContext* c, Reply* r) {
   if (!Side(a[3], &from_front) || !Side(a[4], &to_front)) {
     return r->Error("ERR syntax error");
   }
-  MoveCommon(c, r, a[1], a[2], from_front, to_front);
+  MoveElement(c, r, a[1], a[2], from_front, to_front);
 }
 
 // RPOPLPUSH source destination
 void RPopLPush(const Args& a, CommandContext* c, Reply* r) {
-  MoveCommon(c, r, a[1], a[2], false, true);
+  MoveElement(c, r, a[1], a[2], false, true);
 }
 
 // LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
@@ -340,16 +356,12 @@ void LMPop(const Args& a, CommandContext* c, Reply* r) {
   int64_t count = m.count;
   size_t where = m.end;
   for (size_t k = 2; k < where; ++k) {
-    ListValue l;
-    if (!OpenList(c, a[k], &l, r)) return;
-    if (!l.exists()) continue;
-    Elements out;
-    if (!l.Pop(front, static_cast<uint64_t>(count), &out)) return Damaged(r);
-    if (!SaveList(c, a[k], &l, r)) return;
-    r->Array(2);
-    r->Bulk(a[k]);
-    r->Array(out.size());
-    for (std::string_view v : out) r->Bulk(v);
+    std::vector<std::string> out;
+    if (!PopList(c, a[k], front, static_cast<uint64_t>(count), &out, r)) {
+      return;
+    }
+    if (out.empty()) continue;
+    ReplyKeyAndAll(a[k], out, r);
     return;
   }
   r->NullArray();

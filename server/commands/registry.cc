@@ -74,6 +74,7 @@ const Registry& Commands() {
     RegisterListFamily(r);
     RegisterSetFamily(r);
     RegisterZSetFamily(r);
+    RegisterBlockingFamily(r);
     return r;
   }();
   return *table;

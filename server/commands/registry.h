@@ -51,6 +51,7 @@ enum CommandFlag : uint32_t {
   // transaction dispatch opens (FLUSHALL outside MULTI, which the journal
   // could not hold); inside EXEC it runs in EXEC's transaction.
   kOwnCommit = 1u << 12,
+  kBlocking = 1u << 13,  // may hold the client until a key is written
 };
 
 struct CommandRow {
@@ -104,6 +105,7 @@ void RegisterHashFamily(Registry* r);
 void RegisterListFamily(Registry* r);
 void RegisterSetFamily(Registry* r);
 void RegisterZSetFamily(Registry* r);
+void RegisterBlockingFamily(Registry* r);
 
 }  // namespace cmd
 }  // namespace shmkv

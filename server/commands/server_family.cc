@@ -409,6 +409,8 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"clients", "workers_alive", "workers_alive", n(t.workers_alive)},
       {"clients", "maxmemory_clients", nullptr, n(c->info->client_memory)},
       {"clients", "client_buffers", nullptr, n(t.client_buffers)},
+      {"clients", "blocked_clients", "blocked_clients",
+       n(c->waits != nullptr ? c->waits->Clients() : 0)},
       {"memory", "used_memory", "memory_used", n(used)},
       {"memory", "maxmemory", "memory_total", n(total)},
       {"memory", "keys_capacity", "keys_capacity", n(c->store->Capacity())},

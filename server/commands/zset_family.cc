@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/blocking.h"
 #include "server/commands/hash_value.h"
 #include "server/commands/reply.h"
 #include "server/commands/zset_range.h"
@@ -41,8 +42,6 @@ bool SaveZSet(CommandContext* c, std::string_view key, ZSetValue* z,
 }
 
 void NotFloat(Reply* r) { r->Error("ERR value is not a valid float"); }
-
-void ReplyScore(double v, Reply* r) { r->Bulk(ScoreText(v)); }
 
 void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
   r->Array(es.size() * (with_scores ? 2 : 1));
@@ -358,37 +357,15 @@ void ZRemRangeByLex(const Args& a, CommandContext* c, Reply* r) {
 
 namespace {
 
-// Pops up to `count` entries from the low (or high) end of `key`.
-bool PopEntries(CommandContext* c, std::string_view key, bool max,
-                uint64_t count, ZSetValue* z, std::vector<std::string>* ms,
-                std::vector<double>* scores, Reply* r) {
-  const Entries& all = z->entries();
-  uint64_t n = std::min<uint64_t>(count, all.size());
-  for (uint64_t i = 0; i < n; ++i) {
-    const ZEntry& e = all[max ? all.size() - 1 - i : i];
-    ms->emplace_back(e.member);
-    scores->push_back(e.score);
-  }
-  if (max) {
-    z->RemoveRanks(all.size() - n, all.size());
-  } else {
-    z->RemoveRanks(0, n);
-  }
-  return SaveZSet(c, key, z, r);
-}
-
 void PopCommon(const Args& a, CommandContext* c, Reply* r, bool max) {
   int64_t count = 1;
   if (a.size() > 3) return r->Error("ERR syntax error");
   if (a.size() == 3 && (!ToInt(a[2], &count) || count < 0)) {
     return r->Error("ERR value is out of range, must be positive");
   }
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
   std::vector<std::string> ms;
   std::vector<double> scores;
-  if (!PopEntries(c, a[1], max, static_cast<uint64_t>(count), &z, &ms,
-                  &scores, r)) {
+  if (!PopZSet(c, a[1], max, static_cast<uint64_t>(count), &ms, &scores, r)) {
     return;
   }
   r->Array(ms.size() * 2);
@@ -418,26 +395,42 @@ void ZMPop(const Args& a, CommandContext* c, Reply* r) {
   int64_t count = m.count;
   size_t where = m.end;
   for (size_t k = 2; k < where; ++k) {
-    ZSetValue z;
-    if (!OpenZSet(c, a[k], &z, r)) return;
-    if (!z.exists()) continue;
     std::vector<std::string> ms;
     std::vector<double> scores;
-    if (!PopEntries(c, a[k], max, static_cast<uint64_t>(count), &z, &ms,
-                    &scores, r)) {
+    if (!PopZSet(c, a[k], max, static_cast<uint64_t>(count), &ms, &scores,
+                 r)) {
       return;
     }
-    r->Array(2);
-    r->Bulk(a[k]);
-    r->Array(ms.size());
-    for (size_t i = 0; i < ms.size(); ++i) {
-      r->Array(2);
-      r->Bulk(ms[i]);
-      ReplyScore(scores[i], r);
-    }
+    if (ms.empty()) continue;
+    ReplyKeyAndPairs(a[k], ms, scores, r);
     return;
   }
   r->NullArray();
+}
+
+void ReplyScore(double v, Reply* r) { r->Bulk(ScoreText(v)); }
+
+bool PopZSet(CommandContext* c, std::string_view key, bool max,
+             uint64_t count, std::vector<std::string>* members,
+             std::vector<double>* scores, Reply* r) {
+  members->clear();
+  scores->clear();
+  ZSetValue z;
+  if (!OpenZSet(c, key, &z, r)) return false;
+  if (!z.exists()) return true;
+  const Entries& all = z.entries();
+  uint64_t n = std::min<uint64_t>(count, all.size());
+  for (uint64_t i = 0; i < n; ++i) {
+    const ZEntry& e = all[max ? all.size() - 1 - i : i];
+    members->emplace_back(e.member);
+    scores->push_back(e.score);
+  }
+  if (max) {
+    z.RemoveRanks(all.size() - n, all.size());
+  } else {
+    z.RemoveRanks(0, n);
+  }
+  return SaveZSet(c, key, &z, r);
 }
 
 // ZRANDMEMBER key [count [WITHSCORES]]

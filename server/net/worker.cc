@@ -20,15 +20,19 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
+#include "server/net/blocked.h"
 #include "server/net/fdpass.h"
 #include "server/net/http.h"
 #include "server/commands/reply.h"
 #include "server/net/resp.h"
 #include "server/store/stats.h"
 #include "server/net/udp.h"
+#include "server/net/waker.h"
+#include "shmc/detail/process.h"
 
 namespace shmkv {
 
@@ -79,9 +83,16 @@ struct Conn {
   bool writing = false;   // EPOLLOUT registered
   double last_active = 0;  // last byte read or written (--timeout)
   size_t held = 0;         // buffer bytes counted in the worker's total
+  // Set while the client waits in a blocking command (BLPOP ...): its
+  // input waits too, as in Redis.
+  std::unique_ptr<BlockedCommand> blocked;
   size_t pending_out() const { return out.size() - out_off; }
   size_t buffers() const { return in.capacity() + out.capacity(); }
   bool idle() const { return in_off == in.size() && pending_out() == 0; }
+  // Between requests, with nothing to send: a hot restart may move it.
+  bool movable() const {
+    return !closing && pending_out() == 0 && !client.in_transaction();
+  }
 };
 
 bool IsListener(const std::vector<int>& fds, int fd) {
@@ -139,6 +150,7 @@ class Worker {
     if (adopt_fd_ >= 0) {
       fcntl(adopt_fd_, F_SETFL, fcntl(adopt_fd_, F_GETFL) | O_NONBLOCK);
     }
+    OpenBlocking();
     ctx_.store = store_.get();
     ctx_.stats = &stats_;
     ctx_.info = &cfg_.info;
@@ -170,6 +182,7 @@ class Worker {
       Add(fd, EPOLLIN);
     }
     if (cfg_.ctl_fd >= 0) Add(cfg_.ctl_fd, EPOLLIN);
+    if (waker_.fd() >= 0) Add(waker_.fd(), EPOLLIN);
     if (cfg_.adopt_fd >= 0) Add(cfg_.adopt_fd, EPOLLIN);
     udp_client_.id = NewClientId();
     udp_client_.addr = "udp";
@@ -228,7 +241,7 @@ class Worker {
     double last_publish = MonoUs();
     for (;;) {
       int n = epoll_wait(ep_, events.data(), static_cast<int>(events.size()),
-                         100);
+                         blocked_.WaitMs(shmc::detail::MonotonicNs(), 100));
       if (n < 0 && errno != EINTR) {
         std::perror("shmkv: epoll_wait");
         return 1;
@@ -246,6 +259,9 @@ class Worker {
           OnControl();
         } else if (fd == adopt_fd_) {
           Adopt();
+        } else if (fd == waker_.fd()) {
+          waker_.Drain(&woken_);
+          ServeWoken();
         } else if (UdpServer* u = FindUdp(fd)) {
           u->OnReadable(
               [this](const std::vector<std::string_view>& args,
@@ -259,9 +275,12 @@ class Worker {
           if (conns_.count(fd) && (ev & EPOLLOUT)) Flush(c);
         }
       }
+      ExpireBlocked();
+      Resume();
       double now = MonoUs();
       if (now - last_publish >= 100000) {
         Publish();
+        CheckBlocked(now);
         last_publish = now;
       }
       if (cfg_.timeout_s > 0 && now - last_timeout_scan_ >= 1e6) {
@@ -327,16 +346,183 @@ class Worker {
     return nullptr;
   }
 
-  // Runs one command for a client and records it.
-  void Run(ClientState* client, const std::vector<std::string_view>& args,
-           std::string* out) {
+  // Runs one command for a client and records it. True when it blocked
+  // (ctx_.blocked says on what); it is counted once it is answered.
+  // `ticket`: a blocked command tried again.
+  template <class ArgList>
+  bool Run(ClientState* client, const ArgList& args, std::string* out,
+           bool may_block = false, uint64_t ticket = 0) {
     double t0 = MonoUs();
     ctx_.client = client;
+    ctx_.may_block = may_block && ctx_.waits != nullptr;
+    ctx_.ticket = ticket;
+    ctx_.blocked.ticket = 0;
     Reply reply(out);
-    size_t id = Execute(args, &ctx_, &reply);
+    size_t id = 0;
+    if constexpr (std::is_same_v<ArgList, std::vector<std::string_view>>) {
+      id = Execute(args, &ctx_, &reply);
+    } else {
+      retry_args_.assign(args.begin(), args.end());
+      id = Execute(retry_args_, &ctx_, &reply);
+    }
+    ctx_.may_block = false;
+    ctx_.ticket = 0;
+    SendWakes();
+    if (ctx_.blocked.ticket != 0) return true;
     local_.Record(id, MonoUs() - t0);
     ++local_.commands;
     local_.errors += reply.error();
+    return false;
+  }
+
+  // ---- Blocking commands (docs/server.md, "Blocking commands") ----
+
+  void OpenBlocking() {
+    std::string err;
+    if (!waits_.Open(WaitsKey(cfg_.store), &err) ||
+        !waker_.Open(ControlKey(cfg_.store), &err)) {
+      // Without the board or a way to be woken a client could wait
+      // forever: blocking commands answer at once instead.
+      std::fprintf(stderr, "shmkv worker %zu: blocking commands will not "
+                   "block: %s\n", cfg_.slot, err.c_str());
+      return;
+    }
+    ctx_.waits = &waits_;
+    store_->set_commit_observer(
+        [](void* w, uint64_t key) {
+          auto* self = static_cast<Worker*>(w);
+          if (self->waits_.any()) self->written_.push_back(key);
+        },
+        this);
+  }
+
+  // After a commit: tells the workers holding clients blocked on the keys
+  // it wrote (this one through woken_).
+  void SendWakes() {
+    if (written_.empty()) return;
+    const uint64_t self = static_cast<uint64_t>(getpid());
+    for (uint64_t key : written_) {
+      waits_.Holders(key, &holders_);
+      for (uint64_t pid : holders_) {
+        if (pid == self) {
+          woken_.push_back(key);
+        } else if (!waker_.Send(pid, key)) {
+          waits_.BumpResync();
+        }
+      }
+    }
+    written_.clear();
+  }
+
+  // The command c just ran blocked: hold c until it is served.
+  void Block(Conn* c) {
+    auto b = std::make_unique<BlockedCommand>();
+    b->args.assign(args_.begin(), args_.end());
+    b->ticket = ctx_.blocked.ticket;
+    b->deadline_ns = ctx_.blocked.deadline_ns;
+    b->keys = std::move(ctx_.blocked.keys);
+    ctx_.blocked = CommandContext::Blocked();
+    blocked_.Add(c->fd, *b);
+    c->blocked = std::move(b);
+  }
+
+  // c's wait is over (answered, timed out, or gone): frees its rows when
+  // `board`, and wakes the others waiting on its keys, which may now be
+  // first in line.
+  void Unblock(Conn* c, bool board) {
+    std::unique_ptr<BlockedCommand> b = std::move(c->blocked);
+    blocked_.Remove(b->ticket);
+    if (board) {
+      auto lock = store_->Begin();  // the board changes under the lock
+      waits_.Remove(b->ticket);
+    }
+    written_ = b->keys;
+    SendWakes();
+    resumed_.push_back(c->fd);
+  }
+
+  // Tries again the clients blocked on keys written since (woken_), first
+  // blocked first. The ones served go on with their input in Resume.
+  void ServeWoken() {
+    if (serving_ || (woken_.empty() && !retry_all_)) return;
+    serving_ = true;
+    while (!woken_.empty() || retry_all_) {
+      std::vector<uint64_t> tickets =
+          retry_all_ ? blocked_.All() : blocked_.Waiting(woken_);
+      woken_.clear();
+      retry_all_ = false;
+      for (uint64_t t : tickets) {
+        auto it = conns_.find(blocked_.Fd(t));
+        if (it == conns_.end() || !it->second->blocked) continue;
+        Conn* c = it->second.get();
+        if (Run(&c->client, c->blocked->args, &c->out, true, t)) {
+          ctx_.blocked = CommandContext::Blocked();  // still waiting
+          continue;
+        }
+        // Answered; the command freed its rows under its lock.
+        Unblock(c, false);
+      }
+    }
+    serving_ = false;
+  }
+
+  // Sends what the clients let go have, and goes on with their input.
+  void Resume() {
+    while (!resumed_.empty()) {
+      std::vector<int> fds;
+      fds.swap(resumed_);
+      for (int fd : fds) {
+        auto it = conns_.find(fd);
+        if (it == conns_.end()) continue;
+        Conn* c = it->second.get();
+        Process(c);
+        Flush(c);
+      }
+      ServeWoken();
+    }
+  }
+
+  // Answers the clients whose timeout passed: Redis's null reply.
+  void ExpireBlocked() {
+    if (blocked_.empty()) return;
+    for (uint64_t t : blocked_.Expired(shmc::detail::MonotonicNs())) {
+      auto it = conns_.find(blocked_.Fd(t));
+      if (it == conns_.end() || !it->second->blocked) {
+        blocked_.Remove(t);
+        continue;
+      }
+      Conn* c = it->second.get();
+      Reply(&c->out).NullArray();
+      ++local_.commands;
+      Unblock(c, true);
+    }
+  }
+
+  // Every 100 ms: a wake some worker could not deliver (its socket was
+  // full) makes every worker try all its clients again; once a second,
+  // all are tried anyway, and rows of this worker's that no client owns
+  // any more are freed.
+  void CheckBlocked(double now) {
+    uint64_t resync = waits_.resync();
+    if (resync != resync_seen_ || now - last_check_ >= 1e6) {
+      resync_seen_ = resync;
+      retry_all_ = !blocked_.empty();
+    }
+    if (now - last_check_ >= 1e6 && !draining_ && waits_.open()) {
+      last_check_ = now;
+      std::vector<uint64_t> mine;
+      waits_.Mine(&mine);
+      std::vector<uint64_t> stray;
+      for (uint64_t t : mine) {
+        if (!blocked_.Has(t)) stray.push_back(t);
+      }
+      if (!stray.empty()) {
+        auto lock = store_->Begin();
+        for (uint64_t t : stray) waits_.Remove(t);
+      }
+    }
+    ServeWoken();
+    Resume();
   }
 
   // The master names our replacement: a socket to hand connections to.
@@ -368,31 +554,37 @@ class Worker {
       Conn* c = kv.second.get();
       // Inside MULTI the queued commands stay here until EXEC or DISCARD
       // (or the drain deadline closes the connection: nothing ran).
-      if (c->closing || c->pending_out() > 0 ||
-          c->client.in_transaction()) {
-        continue;
-      }
+      if (!c->movable()) continue;
       size_t partial = c->in.size() - c->in_off;
       if (partial > kMaxHandoffBytes) continue;
       // 'S', the kind, a digit ('0' + 1 if AUTH passed + 2 if the client
       // WATCHes keys: their versions do not travel, so its next EXEC
-      // fails and it retries), the client id, its name, then the partial
-      // request ('H'/'R' + request from older workers).
+      // fails and it retries + 4 if it is blocked), the client id, its
+      // name, a blocked client's command (BlockedCommand::Encode), then
+      // the partial request ('H'/'R' + request from older workers).
       std::string msg = "S";
       msg += c->http ? 'H' : 'R';
       msg += static_cast<char>('0' + (c->client.authed ? 1 : 0) +
-                               (c->client.watched.empty() && !c->client.watch_lost ? 0 : 2));
+                               (c->client.watched.empty() && !c->client.watch_lost ? 0 : 2) +
+                               (c->blocked ? 4 : 0));
       uint64_t id = c->client.id;
       msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
       uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
       msg.append(reinterpret_cast<const char*>(&name_len), sizeof(name_len));
       msg += c->client.name;
+      if (c->blocked) c->blocked->Encode(&msg);
       msg.append(c->in, c->in_off, partial);
       if (!SendFd(handoff_fd_, c->fd, msg)) {
         // The replacement is gone: finish the drain by closing instead.
         close(handoff_fd_);
         handoff_fd_ = -1;
         break;
+      }
+      // A blocked client's rows on the board go with it: the replacement
+      // holds them from now on, in the same place in line.
+      if (c->blocked) {
+        blocked_.Remove(c->blocked->ticket);
+        c->blocked.reset();
       }
       moved.push_back(kv.first);
     }
@@ -435,7 +627,19 @@ class Worker {
         c->client.watch_lost = (flags & 2) != 0;
         std::memcpy(&c->client.id, msg.data() + 3, sizeof(uint64_t));
         c->client.name.assign(msg, kStateHead, name_len);
-        c->in.assign(msg, kStateHead + name_len, std::string::npos);
+        std::string_view rest(msg);
+        rest.remove_prefix(kStateHead + name_len);
+        if ((flags & 4) != 0) {
+          c->blocked = std::make_unique<BlockedCommand>();
+          if (!c->blocked->Decode(&rest)) {
+            std::fprintf(stderr, "shmkv worker %zu: a blocked client "
+                         "handed over with a damaged command: closed\n",
+                         cfg_.slot);
+            close(fd);
+            continue;
+          }
+        }
+        c->in.assign(rest.data(), rest.size());
       } else {  // from a worker of an earlier version
         c->http = !msg.empty() && msg[0] == 'H';
         c->client.id = NewClientId();
@@ -447,11 +651,37 @@ class Worker {
       conns_[fd] = std::move(c);
       ++local_.adopted;
       Account(raw);
+      if (raw->blocked) {
+        AdoptBlocked(raw);
+        continue;
+      }
       if (!raw->in.empty()) {
         Process(raw);
         Flush(raw);
       }
     }
+  }
+
+  // A client that was blocked on the worker this one replaces: its rows
+  // on the board become this worker's, in the same place in line, and it
+  // is tried again at once (a write may have come while it moved).
+  void AdoptBlocked(Conn* c) {
+    bool kept = false;
+    if (ctx_.waits != nullptr) {
+      auto lock = store_->Begin();
+      kept = waits_.Adopt(c->blocked->ticket, c->blocked->keys);
+    }
+    if (!kept) {  // no board here, or no room: the timeout answer
+      c->blocked.reset();
+      Reply(&c->out).NullArray();
+      resumed_.push_back(c->fd);
+      return Resume();
+    }
+    blocked_.Add(c->fd, *c->blocked);
+    woken_.insert(woken_.end(), c->blocked->keys.begin(),
+                  c->blocked->keys.end());
+    ServeWoken();
+    Resume();
   }
 
   // Redis's timeout: a client that sent or received nothing for longer
@@ -615,6 +845,7 @@ class Worker {
     close(fd);
     auto it = conns_.find(fd);
     if (it == conns_.end()) return;
+    if (it->second->blocked) Unblock(it->second.get(), true);
     total_held_ -= it->second->held;
     conns_.erase(it);
   }
@@ -654,7 +885,7 @@ class Worker {
   }
 
   void Process(Conn* c) {
-    while (!c->closing && c->in_off < c->in.size() &&
+    while (!c->closing && !c->blocked && c->in_off < c->in.size() &&
            c->pending_out() < kMaxPendingOut) {
       const char* p = c->in.data() + c->in_off;
       size_t avail = c->in.size() - c->in_off;
@@ -663,6 +894,8 @@ class Worker {
         ctx_.client = &c->client;
         HttpResult r = HandleHttp(p, avail, cfg_.store.max_value, &ctx_,
                                   &c->out, &used);
+        SendWakes();
+        ServeWoken();
         if (r == HttpResult::kIncomplete) break;
         if (r == HttpResult::kClose) {
           c->closing = true;
@@ -683,11 +916,17 @@ class Worker {
       }
       c->in_off += used;
       if (args_.empty()) continue;  // an empty inline line
-      Run(&c->client, args_, &c->out);
+      if (Run(&c->client, args_, &c->out, true)) {
+        Block(c);
+        break;
+      }
       if (ctx_.quit) {
         ctx_.quit = false;
         c->closing = true;
       }
+      // As Redis: clients blocked on what this command wrote are served
+      // before the next command runs.
+      ServeWoken();
     }
     if (c->in_off == c->in.size()) {
       if (c->in.capacity() > kKeepBuffer) {
@@ -766,6 +1005,18 @@ class Worker {
   int handoff_fd_ = -1;
   int adopt_fd_ = -1;
   uint64_t next_id_ = 0;
+  // Blocking commands: the shared board, this worker's wake socket, its
+  // blocked clients, keys written by its commits with clients waiting
+  // (written_), keys to serve (woken_), clients let go (resumed_).
+  Waits waits_;
+  Waker waker_;
+  BlockedClients blocked_;
+  std::vector<uint64_t> written_, woken_, holders_;
+  std::vector<int> resumed_;
+  std::vector<std::string_view> retry_args_;
+  bool serving_ = false, retry_all_ = false;
+  uint64_t resync_seen_ = 0;
+  double last_check_ = 0;
   double rate_start_ = MonoUs();
   uint64_t rate_ops_ = 0;
 };

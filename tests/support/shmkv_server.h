@@ -93,6 +93,15 @@ class Client {
     if (!SendRaw(Encode(args))) return "";
     return Reply();
   }
+  // True if a reply (or EOF) starts to arrive within `ms` milliseconds:
+  // false says the server is still holding the request (a blocked
+  // command).
+  bool Answered(int ms) {
+    if (pos_ < buf_.size()) return true;
+    struct pollfd p = {fd_, POLLIN, 0};
+    return poll(&p, 1, ms) > 0;
+  }
+  int fd() const { return fd_; }
   // True if the server closed the connection (EOF) within the timeout.
   bool Closed() {
     char c;

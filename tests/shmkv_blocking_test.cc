@@ -1,0 +1,263 @@
+// Blocking commands end to end (docs/server.md, "Blocking commands"): a
+// client blocked on one worker is served by a write on another, in the
+// order the clients blocked across all workers; timeouts, disconnects,
+// hot restarts and killed workers.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/shmkv_server.h"
+
+namespace {
+
+using namespace shmkv_test;  // NOLINT: the server tests' helpers
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+bool WaitFor(const std::function<bool()>& done,
+             std::chrono::milliseconds limit = 10000ms) {
+  auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (done()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return done();
+}
+
+std::string BlockedClients(int port) {
+  Client c(port);
+  return InfoField(&c, "blocked_clients");
+}
+
+bool BlockedAre(int port, int n) {
+  return WaitFor([&] { return BlockedClients(port) == std::to_string(n); });
+}
+
+// Connections until `per` of them sit on each of `workers` worker
+// processes: one group per worker (INFO's process_id tells them apart).
+std::vector<std::vector<std::unique_ptr<Client>>> OnEachWorker(
+    int port, size_t workers, size_t per) {
+  std::map<std::string, std::vector<std::unique_ptr<Client>>> by_pid;
+  for (int tries = 0; tries < 400; ++tries) {
+    auto c = std::make_unique<Client>(port);
+    std::string pid = InfoField(c.get(), "process_id");
+    auto& group = by_pid[pid];
+    if (group.size() < per) group.push_back(std::move(c));
+    size_t full = 0;
+    for (const auto& kv : by_pid) full += kv.second.size() == per;
+    if (full == workers) break;
+  }
+  std::vector<std::vector<std::unique_ptr<Client>>> out;
+  for (auto& kv : by_pid) {
+    if (kv.second.size() == per) out.push_back(std::move(kv.second));
+  }
+  return out;
+}
+
+std::string Pair(const std::string& k, const std::string& v) {
+  return "*2\r\n" + Bulk(k) + Bulk(v);
+}
+
+// Blocks `c` in `cmd` and waits until the server counts `n` blocked.
+void BlockIn(Client* c, const std::vector<std::string>& cmd, int port, int n) {
+  ASSERT_TRUE(c->SendRaw(Client::Encode(cmd)));
+  ASSERT_TRUE(BlockedAre(port, n)) << BlockedClients(port);
+}
+
+TEST(ShmkvBlocking, FirstBlockedIsFirstServedAcrossWorkers) {
+  Server s("bfifo");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 3);
+  ASSERT_EQ(groups.size(), 2u);
+  std::vector<Client*> order;  // alternating between the two workers
+  for (size_t i = 0; i < 3; ++i) {
+    for (size_t w = 0; w < 2; ++w) order.push_back(groups[w][i].get());
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    BlockIn(order[i], {"BLPOP", "q", "0"}, s.port(), static_cast<int>(i + 1));
+  }
+  for (Client* c : order) EXPECT_FALSE(c->Answered(50));
+  Client pusher(s.port());
+  EXPECT_EQ(pusher.Call({"RPUSH", "q", "e0", "e1", "e2", "e3", "e4", "e5",
+                         "e6"}),
+            ":7\r\n");
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(order[i]->Reply(), Pair("q", "e" + std::to_string(i))) << i;
+  }
+  EXPECT_EQ(pusher.Call({"LRANGE", "q", "0", "-1"}), "*1\r\n" + Bulk("e6"));
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
+TEST(ShmkvBlocking, EachTypeIsWokenFromTheOtherWorker) {
+  Server s("btypes");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* waiter = groups[0][0].get();
+  Client* writer = groups[1][0].get();
+  struct Case {
+    std::vector<std::string> wait, write;
+    std::string reply;
+  };
+  const Case cases[] = {
+      {{"BRPOP", "l1", "l2", "0"}, {"LPUSH", "l2", "x"}, Pair("l2", "x")},
+      {{"BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"}, {"RPUSH", "src", "m"},
+       Bulk("m")},
+      {{"BRPOPLPUSH", "src2", "dst", "0"}, {"RPUSH", "src2", "n"}, Bulk("n")},
+      {{"BLMPOP", "0", "2", "a1", "a2", "LEFT", "COUNT", "5"},
+       {"RPUSH", "a2", "p", "q"},
+       "*2\r\n" + Bulk("a2") + "*2\r\n" + Bulk("p") + Bulk("q")},
+      {{"BZPOPMIN", "z1", "0"}, {"ZADD", "z1", "2", "b", "1", "a"},
+       "*3\r\n" + Bulk("z1") + Bulk("a") + Bulk("1")},
+      {{"BZPOPMAX", "z2", "0"}, {"ZADD", "z2", "2", "b", "1", "a"},
+       "*3\r\n" + Bulk("z2") + Bulk("b") + Bulk("2")},
+      {{"BZMPOP", "0", "1", "z3", "MIN", "COUNT", "2"},
+       {"ZADD", "z3", "3", "c", "1.5", "a"},
+       "*2\r\n" + Bulk("z3") + "*2\r\n*2\r\n" + Bulk("a") + Bulk("1.5") +
+           "*2\r\n" + Bulk("c") + Bulk("3")},
+  };
+  for (const Case& k : cases) {
+    BlockIn(waiter, k.wait, s.port(), 1);
+    EXPECT_FALSE(waiter->Answered(30)) << k.wait[0];
+    writer->Call(k.write);
+    EXPECT_EQ(waiter->Reply(), k.reply) << k.wait[0];
+    EXPECT_TRUE(BlockedAre(s.port(), 0));
+  }
+  EXPECT_EQ(writer->Call({"LRANGE", "dst", "0", "-1"}),
+            "*2\r\n" + Bulk("n") + Bulk("m"));
+  // A write inside MULTI/EXEC wakes too, once the whole EXEC is applied.
+  BlockIn(waiter, {"BLPOP", "t", "0"}, s.port(), 1);
+  writer->Call({"MULTI"});
+  writer->Call({"RPUSH", "t", "1"});
+  writer->Call({"RPUSH", "t", "2"});
+  EXPECT_FALSE(waiter->Answered(30));
+  EXPECT_EQ(writer->Call({"EXEC"}), "*2\r\n:1\r\n:2\r\n");
+  EXPECT_EQ(waiter->Reply(), Pair("t", "1"));
+}
+
+TEST(ShmkvBlocking, TimeoutsAnswerNullNoSooner) {
+  Server s("btime");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  for (const char* cmd : {"BLPOP", "BZPOPMAX"}) {
+    auto t0 = Clock::now();
+    EXPECT_EQ(c.Call({cmd, "none", "0.25"}), "*-1\r\n");
+    EXPECT_GE(Clock::now() - t0, 250ms) << cmd;
+  }
+  auto t0 = Clock::now();
+  EXPECT_EQ(c.Call({"BLMOVE", "none", "d", "LEFT", "LEFT", "0.1"}), "*-1\r\n");
+  EXPECT_GE(Clock::now() - t0, 100ms);
+  EXPECT_EQ(c.Call({"EXISTS", "d"}), ":0\r\n");
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+  // Inside MULTI a blocking command answers at once.
+  c.Call({"MULTI"});
+  c.Call({"BLPOP", "none", "0"});
+  EXPECT_EQ(c.Call({"EXEC"}), "*1\r\n*-1\r\n");
+}
+
+TEST(ShmkvBlocking, CommandsPipelinedBehindABlockedOneWait) {
+  Server s("bpipe");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client c(s.port());
+  ASSERT_TRUE(c.SendRaw(Client::Encode({"BLPOP", "k", "0"}) +
+                        Client::Encode({"SET", "after", "1"}) +
+                        Client::Encode({"PING"})));
+  ASSERT_TRUE(BlockedAre(s.port(), 1));
+  Client other(s.port());
+  EXPECT_EQ(other.Call({"EXISTS", "after"}), ":0\r\n") << "SET waits";
+  EXPECT_EQ(other.Call({"RPUSH", "k", "v"}), ":1\r\n");
+  EXPECT_EQ(c.Reply(), Pair("k", "v"));
+  EXPECT_EQ(c.Reply(), "+OK\r\n");
+  EXPECT_EQ(c.Reply(), "+PONG\r\n");
+}
+
+TEST(ShmkvBlocking, ClientsThatLeaveLeaveTheLine) {
+  Server s("bleave");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  BlockIn(groups[0][0].get(), {"BLPOP", "k", "0"}, s.port(), 1);
+  BlockIn(groups[1][0].get(), {"BLPOP", "k", "0"}, s.port(), 2);
+  BlockIn(groups[0][1].get(), {"BLPOP", "k", "0"}, s.port(), 3);
+  groups[0][0].reset();  // the first in line hangs up
+  ASSERT_TRUE(BlockedAre(s.port(), 2));
+  Client pusher(s.port());
+  pusher.Call({"RPUSH", "k", "a"});
+  EXPECT_EQ(groups[1][0]->Reply(), Pair("k", "a"));
+  EXPECT_FALSE(groups[0][1]->Answered(50));
+  pusher.Call({"RPUSH", "k", "b"});
+  EXPECT_EQ(groups[0][1]->Reply(), Pair("k", "b"));
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
+// SIGHUP replaces both workers while clients wait: each connection moves
+// still blocked, keeps its place in line and its deadline.
+TEST(ShmkvBlocking, BlockedClientsSurviveAHotRestart) {
+  Server s("bhot");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  std::string before = InfoField(groups[0][0].get(), "process_id");
+  std::vector<Client*> order = {groups[1][0].get(), groups[0][0].get(),
+                                groups[1][1].get()};
+  for (size_t i = 0; i < order.size(); ++i) {
+    BlockIn(order[i], {"BRPOP", "jobs", "0"}, s.port(),
+            static_cast<int>(i + 1));
+  }
+  Client* timed = groups[0][1].get();
+  auto t0 = Clock::now();
+  BlockIn(timed, {"BLPOP", "never", "2"}, s.port(), 4);
+  s.Signal(SIGHUP);
+  Client probe(s.port());
+  ASSERT_TRUE(WaitFor([&] { return InfoField(&probe, "reloads") == "1"; }));
+  ASSERT_TRUE(WaitFor([&] {
+    Client fresh(s.port());
+    std::string pid = InfoField(&fresh, "process_id");
+    return !pid.empty() && pid != before;
+  }));
+  std::this_thread::sleep_for(300ms);  // the old workers hand over
+  EXPECT_EQ(BlockedClients(s.port()), "4");
+  for (Client* c : order) EXPECT_FALSE(c->Answered(10));
+  probe.Call({"LPUSH", "jobs", "j0", "j1", "j2"});
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(order[i]->Reply(), Pair("jobs", "j" + std::to_string(i))) << i;
+  }
+  EXPECT_EQ(timed->Reply(), "*-1\r\n");
+  EXPECT_GE(Clock::now() - t0, 2s);
+  EXPECT_LT(Clock::now() - t0, 9s) << "the deadline moved with the client";
+  EXPECT_EQ(order[0]->Call({"PING"}), "+PONG\r\n");
+  EXPECT_NE(InfoField(order[0], "process_id"), before);
+}
+
+// A worker killed while its clients wait takes no element with it, and
+// its place in line does not hold up the clients of other workers.
+TEST(ShmkvBlocking, AKilledWorkerLosesNoElement) {
+  Server s("bkill");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  pid_t dead = std::stoi(InfoField(groups[0][0].get(), "process_id"));
+  BlockIn(groups[0][0].get(), {"BLPOP", "q", "0"}, s.port(), 1);
+  BlockIn(groups[0][1].get(), {"BLMOVE", "q", "d", "LEFT", "LEFT", "0"},
+          s.port(), 2);
+  BlockIn(groups[1][0].get(), {"BLPOP", "q", "0"}, s.port(), 3);
+  ASSERT_EQ(kill(dead, SIGKILL), 0);
+  EXPECT_TRUE(groups[0][0]->Closed());
+  EXPECT_TRUE(groups[0][1]->Closed());
+  Client pusher(s.port());
+  EXPECT_EQ(pusher.Call({"RPUSH", "q", "a", "b", "c"}), ":3\r\n");
+  EXPECT_EQ(groups[1][0]->Reply(), Pair("q", "a"));
+  EXPECT_EQ(pusher.Call({"LRANGE", "q", "0", "-1"}),
+            "*2\r\n" + Bulk("b") + Bulk("c"));
+  EXPECT_EQ(pusher.Call({"EXISTS", "d"}), ":0\r\n");
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
+}  // namespace
