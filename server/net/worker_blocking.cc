@@ -1,0 +1,154 @@
+// Clients blocked in BLPOP and the others, the worker's side
+// (docs/server.md, "Blocking commands"): who to wake after a commit, the
+// blocked clients tried again in the order they blocked, timeouts, and
+// the safety nets.
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/net/worker_impl.h"
+#include "shmc/detail/process.h"
+
+namespace shmkv {
+namespace worker_impl {
+
+void Worker::OpenBlocking() {
+  std::string err;
+  if (!waits_.Open(WaitsKey(cfg_.store), &err) ||
+      !waker_.Open(ControlKey(cfg_.store), &err)) {
+    // Without the board or a way to be woken a client could wait
+    // forever: blocking commands answer at once instead.
+    std::fprintf(stderr, "shmkv worker %zu: blocking commands will not "
+                 "block: %s\n", cfg_.slot, err.c_str());
+    return;
+  }
+  ctx_.waits = &waits_;
+  store_->set_commit_observer(
+      [](void* w, uint64_t key) {
+        auto* self = static_cast<Worker*>(w);
+        if (self->waits_.any()) self->written_.push_back(key);
+      },
+      this);
+}
+
+void Worker::SendWakes() {
+  if (written_.empty()) return;
+  const uint64_t self = static_cast<uint64_t>(getpid());
+  for (uint64_t key : written_) {
+    waits_.Holders(key, &holders_);
+    for (uint64_t pid : holders_) {
+      if (pid == self) {
+        woken_.push_back(key);
+      } else if (!waker_.Send(pid, key)) {
+        waits_.BumpResync();
+      }
+    }
+  }
+  written_.clear();
+}
+
+void Worker::Block(Conn* c) {
+  auto b = std::make_unique<BlockedCommand>();
+  b->args.assign(args_.begin(), args_.end());
+  b->ticket = ctx_.blocked.ticket;
+  b->deadline_ns = ctx_.blocked.deadline_ns;
+  b->keys = std::move(ctx_.blocked.keys);
+  ctx_.blocked = CommandContext::Blocked();
+  blocked_.Add(c->fd, *b);
+  c->blocked = std::move(b);
+}
+
+void Worker::Unblock(Conn* c, bool board) {
+  std::unique_ptr<BlockedCommand> b = std::move(c->blocked);
+  blocked_.Remove(b->ticket);
+  if (board) {
+    auto lock = store_->Begin();  // the board changes under the lock
+    waits_.Remove(b->ticket);
+  }
+  written_ = b->keys;
+  SendWakes();
+  resumed_.push_back(c->fd);
+}
+
+void Worker::ServeWoken() {
+  if (serving_ || (woken_.empty() && !retry_all_)) return;
+  serving_ = true;
+  while (!woken_.empty() || retry_all_) {
+    std::vector<uint64_t> tickets =
+        retry_all_ ? blocked_.All() : blocked_.Waiting(woken_);
+    woken_.clear();
+    retry_all_ = false;
+    for (uint64_t t : tickets) {
+      auto it = conns_.find(blocked_.Fd(t));
+      if (it == conns_.end() || !it->second->blocked) continue;
+      Conn* c = it->second.get();
+      if (Run(&c->client, c->blocked->args, &c->out, true, t)) {
+        ctx_.blocked = CommandContext::Blocked();  // still waiting
+        continue;
+      }
+      // Answered; the command freed its rows under its lock.
+      Unblock(c, false);
+    }
+  }
+  serving_ = false;
+}
+
+void Worker::Resume() {
+  while (!resumed_.empty()) {
+    std::vector<int> fds;
+    fds.swap(resumed_);
+    for (int fd : fds) {
+      auto it = conns_.find(fd);
+      if (it == conns_.end()) continue;
+      Conn* c = it->second.get();
+      Process(c);
+      Flush(c);
+    }
+    ServeWoken();
+  }
+}
+
+void Worker::ExpireBlocked() {
+  if (blocked_.empty()) return;
+  for (uint64_t t : blocked_.Expired(shmc::detail::MonotonicNs())) {
+    auto it = conns_.find(blocked_.Fd(t));
+    if (it == conns_.end() || !it->second->blocked) {
+      blocked_.Remove(t);
+      continue;
+    }
+    Conn* c = it->second.get();
+    Reply(&c->out).NullArray();
+    ++local_.commands;
+    Unblock(c, true);
+  }
+}
+
+void Worker::CheckBlocked(double now) {
+  uint64_t resync = waits_.resync();
+  if (resync != resync_seen_ || now - last_check_ >= 1e6) {
+    resync_seen_ = resync;
+    retry_all_ = !blocked_.empty();
+  }
+  if (now - last_check_ >= 1e6 && !draining_ && waits_.open()) {
+    last_check_ = now;
+    std::vector<uint64_t> mine;
+    waits_.Mine(&mine);
+    std::vector<uint64_t> stray;
+    for (uint64_t t : mine) {
+      if (!blocked_.Has(t)) stray.push_back(t);
+    }
+    if (!stray.empty()) {
+      auto lock = store_->Begin();
+      for (uint64_t t : stray) waits_.Remove(t);
+    }
+  }
+  ServeWoken();
+  Resume();
+}
+
+}  // namespace worker_impl
+}  // namespace shmkv
