@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "shmc/detail/process.h"
+#include "shmc/global_options.h"
 
 namespace shmkv {
 
@@ -16,7 +17,13 @@ constexpr uint64_t kSeenForNs = 50 * 1000 * 1000;  // liveness kept 50 ms
 
 bool Waits::Open(const std::string& key, std::string* err) {
   b_ = nullptr;
-  if (!arr_.InitForWrite(key, 1)) {
+  // Every worker writes the board (under the store's lock), whatever the
+  // process's default flags say.
+  const int flags = shmc::DefaultCreateFlags();
+  shmc::SetDefaultCreateFlags(flags | shmc::kSharedWriters);
+  bool ok = arr_.InitForWrite(key, 1);
+  shmc::SetDefaultCreateFlags(flags);
+  if (!ok) {
     *err = arr_.last_error().message;
     return false;
   }
