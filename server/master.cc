@@ -160,6 +160,7 @@ class Master {
     size_t stats_slot = 0;
     int quick_deaths = 0;
     int64_t started_ms = 0;
+    bool given_up = false;  // kept dying at start: not restarted
   };
 
   // Forks and execs a worker for slot i; waits until it serves. A
@@ -287,6 +288,7 @@ class Master {
           if (si.ssi_signo == SIGCHLD) Reap();
         }
       }
+      if (give_up_all_) return Shutdown(1);
       // Active expiry: a full pass over the index about every 2 s.
       store_->Sweep(std::max<uint64_t>(2000, sc_.capacity / 16));
     }
@@ -312,11 +314,34 @@ class Master {
                      i, pid, WIFSIGNALED(status) ? "killed by signal" : "exited",
                      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
         if (slots_[i].quick_deaths > 5) {
-          std::fprintf(stderr, "shmkv: worker %zu keeps dying; giving up\n", i);
+          GiveUp(i);
           continue;
         }
         Spawn(i, true);
       }
+    }
+  }
+
+  // A worker that keeps dying at start is not restarted again. Its
+  // listening sockets are closed, so the kernel stops queueing new
+  // connections where no worker would accept them (those queued already
+  // are reset, not left hanging); with no worker left, the master exits.
+  void GiveUp(size_t i) {
+    Slot& s = slots_[i];
+    for (std::vector<int>* fds : {&s.resp_fds, &s.http_fds, &s.udp_fds}) {
+      for (int& fd : *fds) {
+        if (fd >= 0) close(fd);
+        fd = -1;
+      }
+    }
+    s.given_up = true;
+    size_t left = 0;
+    for (const Slot& o : slots_) left += o.given_up ? 0 : 1;
+    std::fprintf(stderr, "shmkv: worker %zu keeps dying; giving up on it "
+                 "(%zu workers left)\n", i, left);
+    if (left == 0) {
+      std::fprintf(stderr, "shmkv: no worker left: stopping\n");
+      give_up_all_ = true;
     }
   }
 
@@ -326,6 +351,7 @@ class Master {
     std::fprintf(stderr, "shmkv: reloading %zu workers from %s\n",
                  slots_.size(), self_.c_str());
     for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].given_up) continue;
       int old_ctl = slots_[i].ctl_fd;
       pid_t old = slots_[i].pid;
       int h[2];
@@ -373,6 +399,7 @@ class Master {
   size_t next_stats_slot_ = 0;
   int sig_fd_ = -1;
   int64_t start_ms_ = 0;
+  bool give_up_all_ = false;  // every worker kept dying: stop
 };
 
 }  // namespace

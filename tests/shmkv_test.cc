@@ -477,6 +477,30 @@ TEST(Shmkv, HotRestartUnderLoadFailsNothing) {
   EXPECT_EQ(sum, done) << "every acknowledged INCR counted once";
 }
 
+// A worker that keeps dying at start is given up on: its listening
+// sockets close with it, so no new connection waits in a queue nobody
+// accepts from (with every worker given up, the master stops).
+TEST(Shmkv, GivingUpOnAWorkerLeavesNoClientHanging) {
+  Server s("giveup");
+  ASSERT_TRUE(s.Start()) << s.log();
+  for (int i = 0; i < 40; ++i) {
+    Client c(s.port());
+    if (!c.ok()) break;
+    std::string pid = InfoField(&c, "process_id");
+    if (!pid.empty()) kill(std::stoi(pid), SIGKILL);
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_NE(s.log().find("giving up"), std::string::npos) << s.log();
+  for (int i = 0; i < 20; ++i) {
+    Client c(s.port());
+    if (!c.ok()) continue;  // refused: nobody listens any more
+    ASSERT_TRUE(c.SendRaw(Client::Encode({"PING"})));
+    ASSERT_TRUE(c.Answered(5000)) << "connection " << i << " left hanging";
+    std::string r = c.Reply();
+    EXPECT_TRUE(r.empty() || r == "+PONG\r\n") << r;
+  }
+}
+
 TEST(Shmkv, ClearStartupErrors) {
   Server a("errs");
   ASSERT_TRUE(a.Start()) << a.log();
