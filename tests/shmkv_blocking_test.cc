@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <functional>
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -257,6 +259,71 @@ TEST(ShmkvBlocking, AKilledWorkerLosesNoElement) {
   EXPECT_EQ(pusher.Call({"LRANGE", "q", "0", "-1"}),
             "*2\r\n" + Bulk("b") + Bulk("c"));
   EXPECT_EQ(pusher.Call({"EXISTS", "d"}), ":0\r\n");
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
+// Clients move elements back and forth between two lists with BLMOVE
+// while workers are killed at random: every element is always in exactly
+// one of the two lists (a move is one commit, and an element leaves a
+// list only in the command that answers).
+TEST(ShmkvBlocking, KilledWorkersNeverLoseOrDuplicateAMovedElement) {
+  Server s("bring");
+  ASSERT_TRUE(s.Start()) << s.log();
+  std::vector<std::string> all;
+  std::vector<std::string> push = {"RPUSH", "a"};
+  for (int i = 0; i < 200; ++i) {
+    all.push_back("e" + std::to_string(i));
+    push.push_back(all.back());
+  }
+  {
+    Client c(s.port());
+    ASSERT_EQ(c.Call(push), ":200\r\n");
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> moves{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&, t] {
+      while (!stop) {
+        Client c(s.port());
+        if (!c.ok()) continue;
+        for (int i = 0; !stop; ++i) {
+          bool ab = (i + t) % 2 == 0;
+          std::string r = c.Call({"BLMOVE", ab ? "a" : "b", ab ? "b" : "a",
+                                  "RIGHT", "LEFT", "0.05"});
+          if (r.empty()) break;  // its worker was killed: reconnect
+          if (r[0] == '$') ++moves;
+        }
+      }
+    });
+  }
+  // A kill a little over a second apart: the master restarts a worker
+  // killed sooner after its start only so many times.
+  for (int k = 0; k < 5; ++k) {
+    std::this_thread::sleep_for(1100ms);
+    Client c(s.port());
+    std::string pid = InfoField(&c, "process_id");
+    if (!pid.empty()) kill(std::stoi(pid), SIGKILL);
+  }
+  std::this_thread::sleep_for(200ms);
+  stop = true;
+  for (auto& t : ts) t.join();
+  EXPECT_GT(moves, 100);
+  Client c(s.port());
+  std::vector<std::string> seen;
+  for (const char* key : {"a", "b"}) {
+    std::string r = c.Call({"LRANGE", key, "0", "-1"});
+    size_t p = r.find("\r\n") + 2;
+    while (p < r.size()) {
+      size_t e = r.find("\r\n", p);
+      size_t len = std::stoul(r.substr(p + 1, e - p - 1));
+      seen.push_back(r.substr(e + 2, len));
+      p = e + 2 + len + 2;
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(seen, all) << "every element once, in a or in b";
   EXPECT_TRUE(BlockedAre(s.port(), 0));
 }
 
