@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/shmkv_server.h"
+#include "tests/support/resp_reply.h"
 
 namespace {
 
@@ -312,13 +313,8 @@ TEST(ShmkvBlocking, KilledWorkersNeverLoseOrDuplicateAMovedElement) {
   Client c(s.port());
   std::vector<std::string> seen;
   for (const char* key : {"a", "b"}) {
-    std::string r = c.Call({"LRANGE", key, "0", "-1"});
-    size_t p = r.find("\r\n") + 2;
-    while (p < r.size()) {
-      size_t e = r.find("\r\n", p);
-      size_t len = std::stoul(r.substr(p + 1, e - p - 1));
-      seen.push_back(r.substr(e + 2, len));
-      p = e + 2 + len + 2;
+    for (std::string& e : BulkElements(c.Call({"LRANGE", key, "0", "-1"}))) {
+      seen.push_back(std::move(e));
     }
   }
   std::sort(seen.begin(), seen.end());

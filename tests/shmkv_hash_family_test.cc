@@ -24,6 +24,7 @@
 #include "server/commands/packed.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
+#include "tests/support/resp_reply.h"
 
 namespace {
 
@@ -269,17 +270,7 @@ TEST(HashFamily, RandomFieldsAreTheHashs) {
     std::string f = "f" + std::to_string(i);
     ASSERT_EQ(h.Run({"HSET", "h", f, "v" + std::to_string(i)}), ":1\r\n");
   }
-  auto bulks = [](const std::string& reply) {
-    std::vector<std::string> out;
-    size_t at = reply.find("\r\n") + 2;
-    while (at < reply.size()) {
-      size_t e = reply.find("\r\n", at);
-      size_t len = std::stoul(reply.substr(at + 1, e - at - 1));
-      out.push_back(reply.substr(e + 2, len));
-      at = e + 2 + len + 2;
-    }
-    return out;
-  };
+  auto bulks = shmkv_test::BulkElements;
   for (int round = 0; round < 50; ++round) {
     std::vector<std::string> three = bulks(h.Run({"HRANDFIELD", "h", "3"}));
     ASSERT_EQ(three.size(), 3u);

@@ -19,6 +19,7 @@
 #include "server/commands/packed.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
+#include "tests/support/resp_reply.h"
 
 namespace {
 
@@ -313,14 +314,11 @@ TEST(ListFamily, KilledWorkersNeverLoseOrDoubleAnElement) {
       ASSERT_EQ(all[0], '*') << all.substr(0, 80);
       std::string len = h.Run({"LLEN", key});
       ASSERT_EQ(":" + all.substr(1, all.find("\r\n") - 1) + "\r\n", len);
-      for (size_t at = all.find("\r\n") + 2; at < all.size();) {
-        size_t e = all.find("\r\n", at);
-        size_t n = std::stoul(all.substr(at + 1, e - at - 1));
-        int v = std::stoi(all.substr(e + 2, n));
+      for (const std::string& e : shmkv_test::BulkElements(all)) {
+        int v = std::stoi(e);
         ASSERT_FALSE(seen[v]) << v << " is there twice";
         seen[v] = true;
         ++total;
-        at = e + 2 + n + 2;
       }
     }
     ASSERT_EQ(total, static_cast<uint64_t>(kElems)) << "round " << round;
@@ -355,11 +353,8 @@ TEST(ListFamily, ReadersNeverSeeHalfACommitOfChunks) {
     ASSERT_EQ(all.substr(0, all.find("\r\n")), "*" + std::to_string(kElems))
         << all.substr(0, 100);
     std::vector<int> got;
-    for (size_t at = all.find("\r\n") + 2; at < all.size();) {
-      size_t e = all.find("\r\n", at);
-      size_t n = std::stoul(all.substr(at + 1, e - at - 1));
-      got.push_back(std::stoi(all.substr(e + 2, n)));
-      at = e + 2 + n + 2;
+    for (const std::string& e : shmkv_test::BulkElements(all)) {
+      got.push_back(std::stoi(e));
     }
     ASSERT_EQ(got.size(), static_cast<size_t>(kElems));
     for (int k = 1; k < kElems; ++k) {
