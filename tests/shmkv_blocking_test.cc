@@ -165,6 +165,19 @@ TEST(ShmkvBlocking, TimeoutsAnswerNullNoSooner) {
   EXPECT_EQ(c.Call({"EXEC"}), "*1\r\n*-1\r\n");
 }
 
+// --timeout closes idle clients, not blocked ones (as Redis): a client
+// waiting in BLPOP 0 past the idle timeout is still served.
+TEST(ShmkvBlocking, AnIdleTimeoutDoesNotEndAWait) {
+  Server s("bidle");
+  ASSERT_TRUE(s.Start({"--timeout", "1"})) << s.log();
+  Client waiter(s.port());
+  BlockIn(&waiter, {"BLPOP", "k", "0"}, s.port(), 1);
+  EXPECT_FALSE(waiter.Answered(2500)) << "neither answered nor closed";
+  Client pusher(s.port());
+  EXPECT_EQ(pusher.Call({"RPUSH", "k", "v"}), ":1\r\n");
+  EXPECT_EQ(waiter.Reply(), Pair("k", "v"));
+}
+
 TEST(ShmkvBlocking, CommandsPipelinedBehindABlockedOneWait) {
   Server s("bpipe");
   ASSERT_TRUE(s.Start()) << s.log();

@@ -294,6 +294,9 @@ void Worker::CloseTimedOut(double now) {
   std::vector<int> late;
   double limit = static_cast<double>(cfg_.timeout_s) * 1e6;
   for (auto& kv : conns_) {
+    // A client waiting in a blocking command is not idle (Redis exempts
+    // it too): its own timeout ends the wait.
+    if (kv.second->blocked) continue;
     if (now - kv.second->last_active > limit) late.push_back(kv.first);
   }
   for (int fd : late) Close(fd);

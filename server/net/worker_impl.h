@@ -189,7 +189,8 @@ class Worker {
   void AdoptBlocked(Conn* c);
 
   // Redis's timeout: a client that sent or received nothing for longer
-  // than timeout_s seconds is closed (one in MULTI too, as Redis does).
+  // than timeout_s seconds is closed (one in MULTI too, as Redis does; not
+  // one blocked in BLPOP and the others).
   void CloseTimedOut(double now);
 
   // Counts c's buffers in the worker's total.
