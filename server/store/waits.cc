@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "shmc/detail/process.h"
 #include "shmc/global_options.h"
@@ -180,15 +181,24 @@ void Waits::Mine(std::vector<uint64_t>* tickets) const {
 uint64_t Waits::Clients() const {
   if (b_ == nullptr) return 0;
   std::vector<uint64_t> t;
+  std::vector<std::pair<uint64_t, bool>> alive;  // one probe per worker
   size_t used = Used();
   for (size_t i = 0; i < used; ++i) {
     const WaitRow& w = b_->rows[i];
     uint64_t ticket = w.ticket.load(std::memory_order_acquire);
     if (ticket == 0) continue;
-    if (!shmc::detail::ProcessAlive(w.pid.load(std::memory_order_relaxed))) {
-      continue;
+    uint64_t pid = w.pid.load(std::memory_order_relaxed);
+    auto it = std::find_if(alive.begin(), alive.end(),
+                           [&](const auto& a) { return a.first == pid; });
+    bool live = false;
+    if (it != alive.end()) {
+      live = it->second;
+    } else {
+      live = shmc::detail::ProcessAlive(pid);
+      // Workers are few; a board with many pids is damaged: no cache.
+      if (alive.size() < 64) alive.emplace_back(pid, live);
     }
-    t.push_back(ticket);
+    if (live) t.push_back(ticket);
   }
   std::sort(t.begin(), t.end());
   return static_cast<uint64_t>(std::unique(t.begin(), t.end()) - t.begin());
