@@ -284,6 +284,7 @@ TEST(ZSetFamily, DamagedBytesAreAnError) {
   std::vector<std::vector<std::string>> bad = {
       {"b", score(2), "a", score(1)},
       {"a", score(1), "a", score(2)},
+      {"a", score(1), "b", score(2), "c", score(3), "a", score(4)},
       {"a", score(std::nan(""))},
       {"a", "1234"},
       {"a"},

@@ -62,6 +62,7 @@ class ZSetValue {
   Store::Status Save(CommandContext* c, std::string_view key);
 
  private:
+  static bool UniqueMembers(const std::vector<ZEntry>& es);
   bool exists_ = false;
   bool changed_ = false;
   Value value_;
