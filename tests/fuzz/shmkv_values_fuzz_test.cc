@@ -6,7 +6,7 @@
 // (the damaged-value error or a reply it could make of the bytes), never
 // crash or read out of bounds (the asan preset runs this file too), and
 // DEL must remove what is left. SHMKV_FUZZ_INPUTS sets the inputs per
-// shape (default 24; the stress label's long run: 200).
+// shape (default 24; the stress label's long run: 120).
 #include <gtest/gtest.h>
 
 #include <cstdio>
