@@ -84,6 +84,12 @@ int BlockedClients::Fd(uint64_t ticket) const {
   return it == by_ticket_.end() ? -1 : it->second.fd;
 }
 
+const std::vector<uint64_t>& BlockedClients::Keys(uint64_t ticket) const {
+  static const std::vector<uint64_t> kNone;
+  auto it = by_ticket_.find(ticket);
+  return it == by_ticket_.end() ? kNone : it->second.keys;
+}
+
 std::vector<uint64_t> BlockedClients::Waiting(
     const std::vector<uint64_t>& keys) const {
   std::vector<uint64_t> out;

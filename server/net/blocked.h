@@ -34,6 +34,8 @@ class BlockedClients {
   // The connection of `ticket`, -1 when it is not here.
   int Fd(uint64_t ticket) const;
   bool Has(uint64_t ticket) const { return by_ticket_.count(ticket) != 0; }
+  // The keys `ticket` waits on (empty when it is not here).
+  const std::vector<uint64_t>& Keys(uint64_t ticket) const;
   // Tickets of the clients waiting on any of `keys`, first blocked first.
   std::vector<uint64_t> Waiting(const std::vector<uint64_t>& keys) const;
   std::vector<uint64_t> All() const;

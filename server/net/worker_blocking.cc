@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -82,12 +83,25 @@ void Worker::ServeWoken() {
         retry_all_ ? blocked_.All() : blocked_.Waiting(woken_);
     woken_.clear();
     retry_all_ = false;
+    // Keys a client tried in this pass found nothing it could take: each
+    // was empty, or an older client waits on it, older than every later
+    // ticket too. A later client waiting only on such keys is not tried:
+    // one write wakes one try per worker, not one per blocked client.
+    std::vector<uint64_t> stuck;
+    auto is_stuck = [&](uint64_t k) {
+      return std::find(stuck.begin(), stuck.end(), k) != stuck.end();
+    };
     for (uint64_t t : tickets) {
+      const std::vector<uint64_t>& keys = blocked_.Keys(t);
+      if (std::all_of(keys.begin(), keys.end(), is_stuck)) continue;
       auto it = conns_.find(blocked_.Fd(t));
       if (it == conns_.end() || !it->second->blocked) continue;
       Conn* c = it->second.get();
       if (Run(&c->client, c->blocked->args, &c->out, true, t)) {
         ctx_.blocked = CommandContext::Blocked();  // still waiting
+        for (uint64_t k : keys) {
+          if (!is_stuck(k)) stuck.push_back(k);
+        }
         continue;
       }
       // Answered; the command freed its rows under its lock.
