@@ -159,6 +159,13 @@ TEST(ShmkvBlocking, TimeoutsAnswerNullNoSooner) {
   EXPECT_GE(Clock::now() - t0, 100ms);
   EXPECT_EQ(c.Call({"EXISTS", "d"}), ":0\r\n");
   EXPECT_TRUE(BlockedAre(s.port(), 0));
+  // Each timed-out call counts once in commandstats (published within
+  // 100 ms).
+  for (const char* cmd : {"blpop", "bzpopmax", "blmove"}) {
+    EXPECT_TRUE(WaitFor([&] {
+      return InfoField(&c, std::string("cmdstat_") + cmd).rfind("calls=1,", 0) == 0;
+    })) << cmd << ": " << InfoField(&c, std::string("cmdstat_") + cmd);
+  }
   // Inside MULTI a blocking command answers at once.
   c.Call({"MULTI"});
   c.Call({"BLPOP", "none", "0"});

@@ -86,6 +86,8 @@ size_t Execute(const std::vector<std::string_view>& args,
 
 // The command of statistics id `id` ("" if unused).
 const char* CommandName(size_t id);
+// The statistics id of the command `name` (any case); 0 when unknown.
+size_t CommandId(std::string_view name);
 
 // The INFO text of the named sections (none: all of them).
 std::string InfoText(CommandContext* ctx,

@@ -15,6 +15,11 @@ using namespace cmd;  // NOLINT: the command layer's own helpers
 
 const char* CommandName(size_t id) { return Commands().NameOfId(id); }
 
+size_t CommandId(std::string_view name) {
+  const CommandRow* row = Commands().Find(name);
+  return row == nullptr ? 0 : row->id;
+}
+
 size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
   const CommandRow* row = Commands().Find(args[0]);

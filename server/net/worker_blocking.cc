@@ -136,6 +136,9 @@ void Worker::ExpireBlocked() {
     }
     Conn* c = it->second.get();
     Reply(&c->out).NullArray();
+    // Counted once, as answered (Redis counts a blocked call when it
+    // ends too); the wait is not its service time.
+    local_.Record(CommandId(c->blocked->args.at(0)), 0);
     ++local_.commands;
     Unblock(c, true);
   }
