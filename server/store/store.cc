@@ -7,12 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cinttypes>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <unordered_map>
 
 #include "server/store/blob.h"
 #include "server/store/graves.h"
@@ -20,8 +17,6 @@
 #include "server/store/key_hash.h"
 #include "server/store/owners.h"
 #include "server/store/txn_entries.h"
-#include "shmc/remove_segment.h"
-#include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
@@ -29,49 +24,6 @@
 #include "shmc/svipc_shm_alloc.h"
 
 namespace shmkv {
-
-int64_t NowMs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-const char* StatusText(Store::Status s) {
-  switch (s) {
-    case Store::Status::kOk: return "ok";
-    case Store::Status::kNotFound: return "not found";
-    case Store::Status::kExists: return "exists";
-    case Store::Status::kNotInteger:
-      return "value is not an integer or out of range";
-    case Store::Status::kOverflow:
-      return "increment or decrement would overflow";
-    case Store::Status::kTooLarge: return "key or value too large";
-    case Store::Status::kFull: return "out of memory: the store is full";
-    case Store::Status::kCollision:
-      return "key hash collision with another key";
-    case Store::Status::kTxnTooLarge:
-      return "the commit is larger than the journal (--journal-size)";
-    case Store::Status::kWrongType:
-      return "the key holds a value of another type";
-  }
-  return "?";
-}
-
-std::string ControlKey(const StoreConfig& cfg) {
-  if (cfg.backend == Backend::kPosix) return cfg.name + ".ctl";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "/shmkv-%016" PRIx64 ".ctl",
-                shmc::HashBytes(cfg.name.data(), cfg.name.size()));
-  return buf;
-}
-
-std::string JournalKey(const StoreConfig& cfg) {
-  return ControlKey(cfg) + ".journal";
-}
-
-std::string WaitsKey(const StoreConfig& cfg) {
-  return ControlKey(cfg) + ".waits";
-}
 
 namespace {
 
@@ -384,8 +336,7 @@ class StoreT : public Store {
     bool dirty = false;
   };
 
-  // An entry's ident: a kind byte (0: a Redis key; 0xff: a part), then
-  // the key's bytes.
+  // An entry's ident: a kind byte (0: Redis key, 0xff: part), the key.
   static void MakeIdent(std::string* ident, bool part, std::string_view key) {
     ident->assign(1, part ? '\xff' : '\0');
     ident->append(key.data(), key.size());
@@ -551,16 +502,14 @@ class StoreT : public Store {
         st = s_->CommitJournaled(dirty);
       }
       if (st != Status::kOk) return st;
-      for (uint64_t h : touched_) s_->journal_.Bump(h);
-      if (s_->observer_ != nullptr) {
-        for (const Entry* e : dirty) {
-          if (!e->part) s_->Observe(e->h.a);
-        }
-        for (uint64_t h : touched_) s_->Observe(h);
+      for (uint64_t h : touched_) {
+        s_->journal_.Bump(h);
+        s_->Observe(h);
       }
       int64_t parts = 0;
       for (const Entry* e : dirty) {
         if (e->part) parts += (e->present ? 1 : 0) - (e->had_old ? 1 : 0);
+        if (!e->part) s_->Observe(e->h.a);
       }
       if (parts != 0) s_->graves_.Adjust(parts);
       for (uint64_t id : graves) s_->graves_.Reap(id, kReapBudget);
@@ -834,44 +783,7 @@ std::unique_ptr<Store> OpenT(const StoreConfig& cfg, bool master,
   return s;
 }
 
-template <class Alloc>
-bool UnlinkIfPresent(const std::string& key, std::string* err) {
-  std::string why;
-  switch (shmc::RemoveSegment<Alloc>(key, &why)) {
-    case shmc::RemoveStatus::kRemoved:
-    case shmc::RemoveStatus::kAbsent:
-      return true;
-    case shmc::RemoveStatus::kForeign:
-      *err = key + " is not a shmc segment; it was left alone";
-      return false;
-    case shmc::RemoveStatus::kFailed:
-      break;
-  }
-  *err = "cannot remove segment " + key + ": " + why;
-  return false;
-}
-
-template <class Alloc>
-bool RemoveT(const StoreConfig& cfg, std::string* err) {
-  auto keys = StoreT<Alloc>::Map::SegmentKeys(cfg.name);
-  return UnlinkIfPresent<Alloc>(keys.first, err) &&
-         UnlinkIfPresent<Alloc>(keys.second, err) &&
-         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
-         UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
-         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err) &&
-         UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err);
-}
-
 }  // namespace
-
-bool RemoveStore(const StoreConfig& cfg, std::string* err) {
-  switch (cfg.backend) {
-    case Backend::kPosix: return RemoveT<shmc::POSIX>(cfg, err);
-    case Backend::kSysv: return RemoveT<shmc::SVIPC>(cfg, err);
-    case Backend::kFile: return RemoveT<shmc::MAPFILE>(cfg, err);
-  }
-  return false;
-}
 
 std::unique_ptr<Store> Store::Open(const StoreConfig& cfg, bool master,
                                    std::string* err) {

@@ -1,6 +1,8 @@
 // The one-command writes of Store (store.h), each built on a Txn: what
 // SET, INCRBY, EXPIRE and their kin do inside a transaction, and the same
-// run in a transaction of their own.
+// run in a transaction of their own; and the clock and status texts.
+#include <time.h>
+
 #include <cinttypes>
 #include <climits>
 #include <cstdint>
@@ -14,6 +16,33 @@
 #include "server/store/store.h"
 
 namespace shmkv {
+
+int64_t NowMs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char* StatusText(Store::Status s) {
+  switch (s) {
+    case Store::Status::kOk: return "ok";
+    case Store::Status::kNotFound: return "not found";
+    case Store::Status::kExists: return "exists";
+    case Store::Status::kNotInteger:
+      return "value is not an integer or out of range";
+    case Store::Status::kOverflow:
+      return "increment or decrement would overflow";
+    case Store::Status::kTooLarge: return "key or value too large";
+    case Store::Status::kFull: return "out of memory: the store is full";
+    case Store::Status::kCollision:
+      return "key hash collision with another key";
+    case Store::Status::kTxnTooLarge:
+      return "the commit is larger than the journal (--journal-size)";
+    case Store::Status::kWrongType:
+      return "the key holds a value of another type";
+  }
+  return "?";
+}
 
 Store::Status Store::Txn::ReadString(std::string_view key, std::string* value,
                                      int64_t* expire_ms) {
