@@ -5,6 +5,7 @@
 // tests/shmkv_blocking_test.cc's.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,9 @@
 
 namespace {
 
+using shmkv_test::Client;
 using shmkv_test::CommandHarness;
+using shmkv_test::CommandLine;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 
@@ -95,8 +98,79 @@ TEST(BlockingFamilyVsRedis, EveryReplyWithoutWaitingIsRedis) {
       {"BZMPOP", "0", "1", "l3", "MIN"},
       // In MULTI a blocking command does not wait.
       {"MULTI"}, {"BLPOP", "none", "0"}, {"BZPOPMIN", "none", "0"},
-      {"BLMOVE", "l3", "d", "LEFT", "LEFT", "0"}, {"EXEC"},
+      {"BLMOVE", "l3", "d", "LEFT", "LEFT", "0"},
+      {"BLMOVE", "none", "d", "LEFT", "LEFT", "0"},
+      {"BRPOPLPUSH", "none", "d", "0"}, {"BLMPOP", "0", "1", "none", "LEFT"},
+      {"BZMPOP", "0", "1", "none", "MAX"}, {"EXEC"},
   });
+}
+
+// Random lists and sorted sets (some keys of other types) popped by the
+// blocking commands, each inside MULTI ... EXEC so Redis answers at once
+// too: every reply byte for byte, over many seeds.
+TEST(BlockingFamilyVsRedis, RandomSequencesReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("blockingrand");
+  ASSERT_TRUE(h.ok()) << h.error();
+  using Cmd = std::vector<std::string>;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    Client b(redis.port());
+    ASSERT_TRUE(b.ok());
+    h.Run({"FLUSHALL"});
+    b.Call({"FLUSHALL"});
+    std::mt19937_64 rng(seed);
+    auto pick = [&](std::initializer_list<const char*> xs) {
+      return std::string(*(xs.begin() + rng() % xs.size()));
+    };
+    auto key = [&] { return pick({"l1", "l2", "z1", "z2", "s"}); };
+    auto num = [&] { return std::to_string(static_cast<int>(rng() % 7) - 1); };
+    auto timeout = [&] { return pick({"0", "0.5", "1", "x", "-1"}); };
+    for (int i = 0; i < 1500; ++i) {
+      Cmd cmd;
+      switch (rng() % 12) {
+        case 0: case 1:
+          cmd = {pick({"LPUSH", "RPUSH"}), key(), "a" + num(), "b" + num()};
+          break;
+        case 2: case 3:
+          cmd = {"ZADD", key(), num(), "m" + num(), num(), "n" + num()};
+          break;
+        case 4: cmd = {"SET", "s", "v"}; break;
+        case 5:
+          cmd = {pick({"BLPOP", "BRPOP"}), key(), key(), timeout()};
+          break;
+        case 6:
+          cmd = {"BLMOVE", key(), key(), pick({"LEFT", "RIGHT", "UP"}),
+                 pick({"LEFT", "RIGHT"}), timeout()};
+          break;
+        case 7: cmd = {"BRPOPLPUSH", key(), key(), timeout()}; break;
+        case 8:
+          cmd = {"BLMPOP", timeout(), pick({"1", "2", "0"}), key(), key(),
+                 pick({"LEFT", "RIGHT"}), "COUNT", num()};
+          break;
+        case 9:
+          cmd = {pick({"BZPOPMIN", "BZPOPMAX"}), key(), key(), timeout()};
+          break;
+        case 10:
+          cmd = {"BZMPOP", timeout(), pick({"1", "2"}), key(), key(),
+                 pick({"MIN", "MAX"}), "COUNT", num()};
+          break;
+        default:
+          cmd = {pick({"LRANGE", "ZRANGE"}), key(), "0", "-1"};
+      }
+      bool blocking = cmd[0][0] == 'B';
+      if (blocking) {
+        ASSERT_EQ(h.Run({"MULTI"}), b.Call({"MULTI"}));
+        std::string queued = h.Run(cmd);
+        ASSERT_EQ(queued, b.Call(cmd)) << "seed " << seed << " step " << i
+                                       << ": " << CommandLine(cmd);
+        cmd = {"EXEC"};
+      }
+      std::string mine = h.Run(cmd), theirs = b.Call(cmd);
+      ASSERT_EQ(mine, theirs) << "seed " << seed << " step " << i << ": "
+                              << CommandLine(cmd);
+    }
+  }
 }
 
 }  // namespace

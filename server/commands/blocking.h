@@ -22,12 +22,14 @@ bool ParseBlockTimeout(std::string_view s, int64_t* ms, Reply* r);
 
 // Serves a blocking command from the first of `keys` that holds a `type`
 // value and where no client that blocked earlier waits: take(key) pops
-// and replies. With none, the command blocks (CommandContext::blocked),
-// or answers a null array when it may not. Under the command's
-// transaction, so the look and the wait are one step.
+// and replies. With none, the command blocks (CommandContext::blocked);
+// where it may not, it answers as its timeout does (a null array), or
+// inside EXEC as its non-blocking form does (a null bulk for the moves,
+// `null_bulk`). Under the command's transaction, so the look and the
+// wait are one step.
 void ServeOrBlock(CommandContext* c, Reply* r,
                   const std::vector<std::string_view>& keys, ValueType type,
-                  int64_t timeout_ms,
+                  int64_t timeout_ms, bool null_bulk,
                   const std::function<void(std::string_view)>& take);
 
 // [key, [element, ...]]: LMPOP's and BLMPOP's reply.

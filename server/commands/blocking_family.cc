@@ -61,7 +61,7 @@ void ReplyKeyAndPairs(std::string_view key,
 
 void ServeOrBlock(CommandContext* c, Reply* r,
                   const std::vector<std::string_view>& keys, ValueType type,
-                  int64_t timeout_ms,
+                  int64_t timeout_ms, bool null_bulk,
                   const std::function<void(std::string_view)>& take) {
   Store::Txn* t = c->txn;  // the command's (the blocking ones write)
   const bool retry = c->ticket != 0;
@@ -85,7 +85,9 @@ void ServeOrBlock(CommandContext* c, Reply* r,
     take(key);
     return;
   }
-  if (!c->may_block || c->waits == nullptr || !c->waits->open()) {
+  if (c->deny_blocking && null_bulk) return r->Null();
+  if (c->deny_blocking || !c->may_block || c->waits == nullptr ||
+      !c->waits->open()) {
     return r->NullArray();
   }
   if (retry) {  // still waiting, in the same place
@@ -119,7 +121,8 @@ void BlockingPop(const Args& a, CommandContext* c, Reply* r, bool front) {
   int64_t ms = 0;
   if (!ParseBlockTimeout(a.back(), &ms, r)) return;
   Keys keys(a.begin() + 1, a.end() - 1);
-  ServeOrBlock(c, r, keys, ValueType::kList, ms, [&](std::string_view key) {
+  ServeOrBlock(c, r, keys, ValueType::kList, ms, false,
+               [&](std::string_view key) {
     std::vector<std::string> out;
     if (!PopList(c, key, front, 1, &out, r)) return;
     r->Array(2);
@@ -139,7 +142,7 @@ void BlockingMove(CommandContext* c, Reply* r, std::string_view from,
                   std::string_view timeout) {
   int64_t ms = 0;
   if (!ParseBlockTimeout(timeout, &ms, r)) return;
-  ServeOrBlock(c, r, Keys{from}, ValueType::kList, ms,
+  ServeOrBlock(c, r, Keys{from}, ValueType::kList, ms, true,
                [&](std::string_view key) {
                  MoveElement(c, r, key, to, from_front, to_front);
                });
@@ -150,7 +153,8 @@ void BlockingZPop(const Args& a, CommandContext* c, Reply* r, bool max) {
   int64_t ms = 0;
   if (!ParseBlockTimeout(a.back(), &ms, r)) return;
   Keys keys(a.begin() + 1, a.end() - 1);
-  ServeOrBlock(c, r, keys, ValueType::kZSet, ms, [&](std::string_view key) {
+  ServeOrBlock(c, r, keys, ValueType::kZSet, ms, false,
+               [&](std::string_view key) {
     std::vector<std::string> ms_out;
     std::vector<double> scores;
     if (!PopZSet(c, key, max, 1, &ms_out, &scores, r)) return;
@@ -176,7 +180,7 @@ void BlockingMPop(const Args& a, CommandContext* c, Reply* r, bool list) {
   const uint64_t count = static_cast<uint64_t>(m.count);
   const bool first = m.first_end;
   ServeOrBlock(c, r, keys, list ? ValueType::kList : ValueType::kZSet, ms,
-               [&](std::string_view key) {
+               false, [&](std::string_view key) {
                  std::vector<std::string> out;
                  if (list) {
                    if (!PopList(c, key, first, count, &out, r)) return;

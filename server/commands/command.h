@@ -61,11 +61,13 @@ struct CommandContext {
   const std::string* password = nullptr;  // requirepass; null or empty: none
   uint64_t http_requests = 0;
   // Blocking commands (BLPOP and the others: docs/server.md, "Blocking
-  // commands"). With no board, or may_block false (inside EXEC, or a
-  // caller that cannot hold a client), they answer at once as their
-  // non-blocking forms would on empty keys.
+  // commands"). With no board, or may_block false (a caller that cannot
+  // hold a client), they answer at once as their timeout would; with
+  // deny_blocking (inside EXEC, as Redis's CLIENT_DENY_BLOCKING), as
+  // their non-blocking forms would on empty keys.
   Waits* waits = nullptr;
   bool may_block = false;
+  bool deny_blocking = false;
   // In: nonzero when the command is a blocked one tried again, its place
   // in line. Out: `blocked.ticket` nonzero when the command blocked (no
   // reply written): the caller holds the client until a key it waits on

@@ -79,15 +79,14 @@ void Exec(const Args&, CommandContext* c, Reply* r) {
   size_t mark = r->Mark();
   r->Array(queued.size());
   c->txn = txn.get();
-  bool may_block = c->may_block;
-  c->may_block = false;  // a blocking command in EXEC answers at once
+  c->deny_blocking = true;  // a blocking command in EXEC answers at once
   Args args;
   for (const auto& cmd : queued) {
     args.assign(cmd.begin(), cmd.end());
     Reply inner(r);  // one command's error does not fail EXEC
     Execute(args, c, &inner);
   }
-  c->may_block = may_block;
+  c->deny_blocking = false;
   c->txn = nullptr;
   Store::Status st = txn->Commit();
   if (st != Store::Status::kOk) {
