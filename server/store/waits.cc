@@ -82,12 +82,17 @@ uint64_t Waits::Register(const std::vector<uint64_t>& keys) {
   if (b_ == nullptr) return 0;
   uint64_t ticket = b_->next_ticket.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (ticket == 0) ticket = b_->next_ticket.fetch_add(1) + 1;  // 2^64 wraps
-  return Adopt(ticket, keys) ? ticket : 0;
+  return TakeRows(ticket, keys) ? ticket : 0;
 }
 
 bool Waits::Adopt(uint64_t ticket, const std::vector<uint64_t>& keys) {
   if (b_ == nullptr || ticket == 0) return false;
   Remove(ticket);
+  return TakeRows(ticket, keys);
+}
+
+// Rows for `ticket`, one per key: all taken, or none (false: no room).
+bool Waits::TakeRows(uint64_t ticket, const std::vector<uint64_t>& keys) {
   size_t row = 0;
   std::vector<size_t> taken;
   for (uint64_t k : keys) {

@@ -102,6 +102,7 @@ class Waits {
   size_t Used() const;
   bool Alive(uint64_t pid, uint64_t start);
   void Take(size_t i, uint64_t ticket, uint64_t key);
+  bool TakeRows(uint64_t ticket, const std::vector<uint64_t>& keys);
   size_t FreeRow(size_t from);
   void Trim();
 
