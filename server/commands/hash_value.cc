@@ -88,9 +88,9 @@ HashValue::Bucket* HashValue::Get(uint64_t index) {
   }
   Bucket& b = loaded_[index];
   bool found = c_->txn != nullptr
-                   ? c_->txn->ReadPart(id_, index, &b.bytes) ==
+                   ? c_->txn->ReadPart(id_, PartOf(index), &b.bytes) ==
                          Store::Status::kOk
-                   : c_->store->GetPart(id_, index, &b.bytes);
+                   : c_->store->GetPart(id_, PartOf(index), &b.bytes);
   if (!found || !Unpack(b.bytes, &b.items) || b.items.size() % 2 != 0) {
     loaded_.erase(index);
     ok_ = false;
@@ -229,6 +229,41 @@ Store::Status HashValue::Save(CommandContext* c, std::string_view key) {
     Status st = ToBuckets(c);
     if (st != Status::kOk) return st;
   }
+  Status st = SaveBuckets(c);
+  if (st != Status::kOk) return st;
+  if (!root_dirty_) {
+    c->txn->Touched(key);  // WATCH sees a change to its buckets
+    return Status::kOk;
+  }
+  PartsRoot root{id_, buckets_};
+  std::string head(sizeof(root) + 8, '\0');
+  std::memcpy(&head[0], &root, sizeof(root));
+  std::memcpy(&head[sizeof(root)], &count_, 8);
+  return c->txn->Write(key, shape_.type, shape_.buckets, head,
+                       value_.expire_ms);
+}
+
+void HashValue::Attach(CommandContext* c, uint64_t id, uint64_t buckets,
+                       uint64_t stride) {
+  c_ = c;
+  exists_ = true;
+  buckets_mode_ = true;
+  id_ = id;
+  buckets_ = buckets;
+  stride_ = stride;
+}
+
+void HashValue::Fill(CommandContext* c, uint64_t id, uint64_t stride,
+                     const std::vector<std::string_view>& pairs) {
+  c_ = c;
+  id_ = id;
+  stride_ = stride;
+  count_ = pairs.size() / 2;
+  Distribute(pairs);
+}
+
+Store::Status HashValue::SaveBuckets(CommandContext* c) {
+  using Status = Store::Status;
   // One split per write keeps the buckets at about kBucketFields fields;
   // a bucket written past kBucketBytes asks for one too, while there are
   // fewer buckets than fields (one huge value cannot be split).
@@ -246,19 +281,11 @@ Store::Status HashValue::Save(CommandContext* c, std::string_view key) {
     if (!b.dirty) continue;
     bytes.clear();
     Pack(b.items, &bytes);
-    Status st = c->txn->WritePart(id_, index, bytes);
+    Status st = c->txn->WritePart(id_, PartOf(index), bytes);
     if (st != Status::kOk) return st;
+    b.dirty = false;
   }
-  if (!root_dirty_) {
-    c->txn->Touched(key);  // WATCH sees a change to its buckets
-    return Status::kOk;
-  }
-  PartsRoot root{id_, buckets_};
-  std::string head(sizeof(root) + 8, '\0');
-  std::memcpy(&head[0], &root, sizeof(root));
-  std::memcpy(&head[sizeof(root)], &count_, 8);
-  return c->txn->Write(key, shape_.type, shape_.buckets, head,
-                       value_.expire_ms);
+  return Status::kOk;
 }
 
 Store::Status HashValue::SavePacked(CommandContext* c, std::string_view key) {
@@ -272,17 +299,21 @@ Store::Status HashValue::SavePacked(CommandContext* c, std::string_view key) {
 // half of kBucketFields fields each, every pair in its bucket.
 Store::Status HashValue::ToBuckets(CommandContext* c) {
   id_ = c->txn->NewCollection();
+  Distribute(packed_.items);
+  return Store::Status::kOk;
+}
+
+void HashValue::Distribute(const std::vector<std::string_view>& pairs) {
   buckets_ = 1;
-  while (buckets_ * (kBucketFields / 2) < count_) buckets_ *= 2;
+  while (buckets_ * (kBucketFields / 2) < pairs.size() / 2) buckets_ *= 2;
   for (uint64_t i = 0; i < buckets_; ++i) loaded_[i].dirty = true;
-  for (size_t i = 0; i < packed_.items.size(); i += 2) {
-    Bucket& b = loaded_[BucketOf(FieldHash(packed_.items[i]), buckets_)];
-    b.items.push_back(packed_.items[i]);
-    b.items.push_back(packed_.items[i + 1]);
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+    Bucket& b = loaded_[BucketOf(FieldHash(pairs[i]), buckets_)];
+    b.items.push_back(pairs[i]);
+    b.items.push_back(pairs[i + 1]);
   }
   buckets_mode_ = true;
   root_dirty_ = true;
-  return Store::Status::kOk;
 }
 
 // Splits the next bucket in turn (linear hashing): its pairs stay or

@@ -107,6 +107,21 @@ class HashValue {
   // Linear hashing: the bucket of a field hash among `buckets`.
   static uint64_t BucketOf(uint64_t hash, uint64_t buckets);
 
+  // Buckets inside another collection (a sorted set's member table,
+  // server/commands/zset_tree.h): bucket b is part b * stride of
+  // collection `id`, and the owner keeps the root. Attach opens
+  // `buckets` buckets that exist; Fill makes them from packed pairs
+  // (field, value, ...: views that must outlive SaveBuckets).
+  void Attach(CommandContext* c, uint64_t id, uint64_t buckets,
+              uint64_t stride);
+  void Fill(CommandContext* c, uint64_t id, uint64_t stride,
+            const std::vector<std::string_view>& pairs);
+  // The owner's count of fields (the split rule weighs it).
+  void set_size(uint64_t n) { count_ = n; }
+  uint64_t buckets() const { return buckets_; }
+  // Splits as the count asks and writes the buckets that changed.
+  Store::Status SaveBuckets(CommandContext* c);
+
  private:
   struct Bucket {
     std::string bytes;  // as read
@@ -118,7 +133,9 @@ class HashValue {
   bool ReadRoot(std::string_view bytes);
   Store::Status SavePacked(CommandContext* c, std::string_view key);
   Store::Status ToBuckets(CommandContext* c);
+  void Distribute(const std::vector<std::string_view>& pairs);
   Store::Status SplitOne();
+  uint64_t PartOf(uint64_t bucket) const { return bucket * stride_; }
 
   TableShape shape_;
   CommandContext* c_ = nullptr;
@@ -130,6 +147,7 @@ class HashValue {
   uint8_t encoding_ = 0;
   uint64_t count_ = 0;
   uint64_t id_ = 0, buckets_ = 0;  // in buckets
+  uint64_t stride_ = 1;            // bucket b is part b * stride_
   bool root_dirty_ = false;
   Bucket packed_;  // packed: the pairs (kept: buckets made from it view it)
   std::map<uint64_t, Bucket> loaded_;  // in buckets: those read so far

@@ -31,8 +31,9 @@ constexpr uint8_t kValueTypes = 5;  // types this build knows: 0 .. 4
 constexpr uint8_t kPartType = 0x80;
 
 // An encoding with this bit set is a collection held in parts: its value
-// bytes begin with a PartsRoot, and it owns the parts (id, 0 .. parts-1),
-// every one of them present. The store keeps the rule that one live key
+// bytes begin with a PartsRoot, and it owns the parts (id, 0 .. parts-1):
+// a hash's and a list's every one of them present, a sorted set's the
+// indexes its two halves use (server/commands/zset_tree.h). The store keeps the rule that one live key
 // owns an id: a value that leaves the map (DEL, an overwrite, expiry)
 // takes its parts with it, and a copy of one (COPY) gets parts of its own.
 constexpr uint8_t kEncodingParts = 0x80;

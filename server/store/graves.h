@@ -35,7 +35,8 @@ constexpr uint64_t kReapBudget = 4096;
 template <class Map>
 class Graves {
  public:
-  // `capacity` (the map's keys) bounds a damaged count of parts.
+  // `capacity` (the map's keys) bounds a damaged count of parts: twice
+  // it, as a sorted set's part indexes are sparse.
   Graves(Map* map, Journal* journal, uint64_t capacity)
       : map_(map), journal_(journal), capacity_(capacity) {}
 
@@ -77,7 +78,7 @@ class Graves {
       Adjust(1);
       return;
     }
-    for (uint64_t i = std::min(root.parts, capacity_); i > 0; --i) {
+    for (uint64_t i = std::min(root.parts, 2 * capacity_); i > 0; --i) {
       if (map_->Erase(HashPart(root.id, i - 1))) Adjust(-1);
     }
   }
@@ -87,7 +88,7 @@ class Graves {
     PartsRoot grave;
     if (!ReadGrave(id, &grave)) return;
     // A damaged count past what the map can hold is cut to that.
-    uint64_t n = std::min(grave.parts, capacity_);
+    uint64_t n = std::min(grave.parts, 2 * capacity_);
     for (uint64_t done = 0; n > 0 && done < budget; ++done) {
       if (map_->Erase(HashPart(id, n - 1))) Adjust(-1);
       --n;

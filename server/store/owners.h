@@ -42,14 +42,17 @@ template <class Entry>
 Store::Status CopyParts(Entry* e, const PartsRoot& r, Store::Txn* t,
                         uint64_t capacity) {
   using Status = Store::Status;
-  // More parts than the map has room for: a damaged root.
-  if (r.parts > capacity) return Status::kTooLarge;
+  // More parts than the map has room for (a sorted set's indexes are
+  // sparse: up to twice its parts): a damaged root.
+  if (r.parts > 2 * capacity) return Status::kTooLarge;
   uint64_t id = t->NewCollection();
   std::string bytes;
   for (uint64_t i = 0; i < r.parts; ++i) {
     Status st = t->ReadPart(r.id, i, &bytes);
-    if (st == Status::kNotFound) bytes.clear();  // damage: kept empty
-    else if (st != Status::kOk) return st;
+    // An index the collection does not use (or lost: the copy reads as
+    // damaged as the original) stays absent.
+    if (st == Status::kNotFound) continue;
+    if (st != Status::kOk) return st;
     st = t->WritePart(id, i, bytes);
     if (st != Status::kOk) return st;
   }
