@@ -1,7 +1,8 @@
 // shmkv's sorted-set commands, with Redis 7's replies and error texts
 // (docs/server.md, "Sorted sets"), over ZSetValue (server/commands/
 // zset_value.h). Write commands run in the transaction dispatch opened
-// for them; reads outside one are lock-free copies of one blob.
+// for them; reads outside one run over one consistent view of the set's
+// blobs (ReadConsistently).
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -38,7 +39,7 @@ bool OpenZSet(CommandContext* c, std::string_view key, ZSetValue* z,
 
 bool SaveZSet(CommandContext* c, std::string_view key, ZSetValue* z,
               Reply* r) {
-  return Saved(z->Save(c, key), true, r);
+  return Saved(z->Save(c, key), z->ok(), r);
 }
 
 void NotFloat(Reply* r) { r->Error("ERR value is not a valid float"); }
@@ -54,14 +55,71 @@ void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
 // Reads the range `s` of `key` and replies it.
 void RangeReply(CommandContext* c, std::string_view key, const RangeSpec& s,
                 Reply* r) {
-  ZSetValue z;
-  if (!OpenZSet(c, key, &z, r)) return;
-  ReplyEntries(Select(z.entries(), s), s.with_scores, r);
+  ReadConsistently(c, r, [&] {
+    ZSetValue z;
+    if (!OpenZSet(c, key, &z, r)) return;
+    Entries es;
+    if (!Select(&z, s, &es)) return Damaged(r);
+    ReplyEntries(es, s.with_scores, r);
+  });
+}
+
+// Runs `body` over the sorted set at `key`, opened over one consistent
+// view; a set found damaged on the way answers so, whatever body replied.
+template <class F>
+void ReadZSet(CommandContext* c, std::string_view key, Reply* r, F body) {
+  ReadConsistently(c, r, [&] {
+    ZSetValue z;
+    if (!OpenZSet(c, key, &z, r)) return;
+    size_t mark = r->Mark();
+    body(&z);
+    if (!z.ok()) {
+      r->Retry(mark);
+      Damaged(r);
+    }
+  });
 }
 
 uint64_t NextRandom() {
   static std::mt19937_64 rng{std::random_device{}()};
   return rng();
+}
+
+// ZRANDMEMBER's picks: `count` distinct entries (all when there are no
+// more), or -count entries each drawn anew.
+bool RandomEntries(ZSetValue* z, int64_t count, Entries* picks) {
+  uint64_t n = z->size();
+  if (n == 0 || count == 0) return z->ok();
+  auto pick = [&](uint64_t rank) {
+    ZEntry e;
+    if (!z->At(rank, &e)) return false;
+    picks->push_back(e);
+    return true;
+  };
+  if (count < 0) {
+    for (int64_t i = 0; i < -count; ++i) {
+      if (!pick(NextRandom() % n)) return false;
+    }
+    return true;
+  }
+  uint64_t want = static_cast<uint64_t>(count);
+  if (want >= n) return z->All(picks);
+  if (want * 3 < n) {
+    // Few of many: distinct ranks drawn at random, each one walk.
+    std::unordered_set<uint64_t> ranks;
+    while (ranks.size() < want) {
+      uint64_t rank = NextRandom() % n;
+      if (ranks.insert(rank).second && !pick(rank)) return false;
+    }
+    return true;
+  }
+  Entries all;
+  if (!z->All(&all)) return false;
+  for (uint64_t i = 0; i < want; ++i) {
+    std::swap(all[i], all[i + NextRandom() % (all.size() - i)]);
+  }
+  picks->assign(all.begin(), all.begin() + static_cast<ptrdiff_t>(want));
+  return true;
 }
 
 }  // namespace
@@ -107,9 +165,8 @@ void ZAdd(const Args& a, CommandContext* c, Reply* r) {
   double result = 0;
   for (size_t k = j, i = 0; k < a.size(); k += 2, ++i) {
     std::string_view member = a[k + 1];
-    ptrdiff_t at = z.Rank(member);
-    if (at >= 0) {
-      double cur = z.entries()[static_cast<size_t>(at)].score;
+    double cur = 0;
+    if (z.Score(member, &cur)) {
       if (nx) continue;
       double next = incr ? cur + scores[i] : scores[i];
       if (std::isnan(next)) {
@@ -141,8 +198,8 @@ void ZIncrBy(const Args& a, CommandContext* c, Reply* r) {
   if (!ToScore(a[2], &by)) return NotFloat(r);
   ZSetValue z;
   if (!OpenZSet(c, a[1], &z, r)) return;
-  ptrdiff_t at = z.Rank(a[3]);
-  double next = at < 0 ? by : z.entries()[static_cast<size_t>(at)].score + by;
+  double cur = 0;
+  double next = z.Score(a[3], &cur) ? cur + by : by;
   if (std::isnan(next)) {
     return r->Error("ERR resulting score is not a number (NaN)");
   }
@@ -161,42 +218,51 @@ void ZRem(const Args& a, CommandContext* c, Reply* r) {
 
 // ZCARD key
 void ZCard(const Args& a, CommandContext* c, Reply* r) {
-  ZSetValue z;
-  if (OpenZSet(c, a[1], &z, r)) r->Int(static_cast<int64_t>(z.size()));
+  ReadZSet(c, a[1], r,
+           [&](ZSetValue* z) { r->Int(static_cast<int64_t>(z->size())); });
 }
 
 // ZSCORE key member
 void ZScore(const Args& a, CommandContext* c, Reply* r) {
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  ptrdiff_t at = z.Rank(a[2]);
-  if (at < 0) return r->Null();
-  ReplyScore(z.entries()[static_cast<size_t>(at)].score, r);
+  ReadZSet(c, a[1], r, [&](ZSetValue* z) {
+    double score = 0;
+    if (!z->Score(a[2], &score)) return r->Null();
+    ReplyScore(score, r);
+  });
 }
 
 // ZMSCORE key member [member ...]
 void ZMScore(const Args& a, CommandContext* c, Reply* r) {
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  r->Array(a.size() - 2);
-  for (size_t i = 2; i < a.size(); ++i) {
-    ptrdiff_t at = z.Rank(a[i]);
-    if (at < 0) {
-      r->Null();
-    } else {
-      ReplyScore(z.entries()[static_cast<size_t>(at)].score, r);
+  ReadZSet(c, a[1], r, [&](ZSetValue* z) {
+    r->Array(a.size() - 2);
+    for (size_t i = 2; i < a.size(); ++i) {
+      double score = 0;
+      if (z->Score(a[i], &score)) {
+        ReplyScore(score, r);
+      } else {
+        r->Null();
+      }
     }
-  }
+  });
 }
 
 namespace {
 
+// ZCOUNT and ZLEXCOUNT: how many entries the range `s` covers.
+void ReplyRangeCount(CommandContext* c, std::string_view key,
+                     const RangeSpec& s, Reply* r) {
+  ReadZSet(c, key, r, [&](ZSetValue* z) {
+    uint64_t from = 0, to = 0;
+    r->Int(RanksOf(z, s, &from, &to) ? static_cast<int64_t>(to - from) : 0);
+  });
+}
+
 void RankCommon(const Args& a, CommandContext* c, Reply* r, bool rev) {
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  ptrdiff_t at = z.Rank(a[2]);
-  if (at < 0) return r->Null();
-  r->Int(rev ? static_cast<int64_t>(z.size()) - 1 - at : at);
+  ReadZSet(c, a[1], r, [&](ZSetValue* z) {
+    int64_t at = z->Rank(a[2]);
+    if (at < 0) return r->Null();
+    r->Int(rev ? static_cast<int64_t>(z->size()) - 1 - at : at);
+  });
 }
 
 }  // namespace
@@ -217,11 +283,10 @@ void ZCount(const Args& a, CommandContext* c, Reply* r) {
   if (!ParseScoreRange(a[2], a[3], &range)) {
     return r->Error("ERR min or max is not a float");
   }
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  int64_t n = 0;
-  for (const ZEntry& e : z.entries()) n += range.Holds(e.score);
-  r->Int(n);
+  RangeSpec s;
+  s.by = RangeBy::kScore;
+  s.scores = range;
+  ReplyRangeCount(c, a[1], s, r);
 }
 
 // ZLEXCOUNT key min max
@@ -230,11 +295,10 @@ void ZLexCount(const Args& a, CommandContext* c, Reply* r) {
   if (!ParseLexRange(a[2], a[3], &range)) {
     return r->Error("ERR min or max not valid string range item");
   }
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  int64_t n = 0;
-  for (const ZEntry& e : z.entries()) n += range.Holds(e.member);
-  r->Int(n);
+  RangeSpec s;
+  s.by = RangeBy::kLex;
+  s.lex = range;
+  ReplyRangeCount(c, a[1], s, r);
 }
 
 // ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count]
@@ -310,7 +374,9 @@ void ZRangeStore(const Args& a, CommandContext* c, Reply* r) {
   if (!ParseRange(a, 3, 5, true, false, &s, r)) return;
   ZSetValue z;
   if (!OpenZSet(c, a[2], &z, r)) return;
-  StoreEntries(c, a[1], Select(z.entries(), s), r);
+  Entries es;
+  if (!Select(&z, s, &es)) return Damaged(r);
+  StoreEntries(c, a[1], es, r);
 }
 
 namespace {
@@ -331,7 +397,8 @@ void RemRangeCommon(const Args& a, CommandContext* c, Reply* r,
   }
   ZSetValue z;
   if (!OpenZSet(c, a[1], &z, r)) return;
-  Entries gone = Select(z.entries(), s);
+  Entries gone;
+  if (!Select(&z, s, &gone)) return Damaged(r);
   std::vector<std::string> members;
   for (const ZEntry& e : gone) members.emplace_back(e.member);
   for (const std::string& m : members) z.Remove(m);
@@ -418,17 +485,19 @@ bool PopZSet(CommandContext* c, std::string_view key, bool max,
   ZSetValue z;
   if (!OpenZSet(c, key, &z, r)) return false;
   if (!z.exists()) return true;
-  const Entries& all = z.entries();
-  uint64_t n = std::min<uint64_t>(count, all.size());
-  for (uint64_t i = 0; i < n; ++i) {
-    const ZEntry& e = all[max ? all.size() - 1 - i : i];
-    members->emplace_back(e.member);
-    scores->push_back(e.score);
+  uint64_t size = z.size();
+  uint64_t n = std::min<uint64_t>(count, size);
+  if (n > 0) {
+    z.Walk(max ? size - 1 : 0, !max, [&](const ZEntry& e) {
+      members->emplace_back(e.member);
+      scores->push_back(e.score);
+      return members->size() < n;
+    });
   }
-  if (max) {
-    z.RemoveRanks(all.size() - n, all.size());
-  } else {
-    z.RemoveRanks(0, n);
+  for (const std::string& m : *members) z.Remove(m);
+  if (!z.ok()) {
+    members->clear();
+    scores->clear();
   }
   return SaveZSet(c, key, &z, r);
 }
@@ -451,30 +520,15 @@ void ZRandMember(const Args& a, CommandContext* c, Reply* r) {
       return r->Error("ERR value is out of range");
     }
   }
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  const Entries& all = z.entries();
-  if (a.size() == 2) {
-    if (all.empty()) return r->Null();
-    return r->Bulk(all[NextRandom() % all.size()].member);
-  }
-  if (all.empty() || count == 0) return r->Array(0);
-  Entries picks;
-  if (count < 0) {
-    for (int64_t i = 0; i < -count; ++i) {
-      picks.push_back(all[NextRandom() % all.size()]);
+  ReadZSet(c, a[1], r, [&](ZSetValue* z) {
+    Entries picks;
+    if (!RandomEntries(z, a.size() == 2 ? 1 : count, &picks)) return;
+    if (a.size() == 2) {
+      if (picks.empty()) return r->Null();
+      return r->Bulk(picks[0].member);
     }
-  } else if (static_cast<uint64_t>(count) >= all.size()) {
-    picks = all;
-  } else {
-    Entries shuffled = all;
-    for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
-      std::swap(shuffled[i],
-                shuffled[i + NextRandom() % (shuffled.size() - i)]);
-    }
-    picks.assign(shuffled.begin(), shuffled.begin() + count);
-  }
-  ReplyEntries(picks, with_scores, r);
+    ReplyEntries(picks, with_scores, r);
+  });
 }
 
 // ZSCAN key cursor [MATCH pattern] [COUNT count]
@@ -482,16 +536,21 @@ void ZScan(const Args& a, CommandContext* c, Reply* r) {
   ScanArgs scan;
   if (!ParseScan(a, 2, false, &scan, r)) return;
   std::string_view match = scan.match;
-  ZSetValue z;
-  if (!OpenZSet(c, a[1], &z, r)) return;
-  // One blob: every cursor returns all of it and ends the scan.
-  Entries hits;
-  for (const ZEntry& e : z.entries()) {
-    if (match.empty() || GlobMatch(match, e.member)) hits.push_back(e);
-  }
-  r->Array(2);
-  r->Bulk("0");
-  ReplyEntries(hits, true, r);
+  ReadZSet(c, a[1], r, [&](ZSetValue* z) {
+    // A packed set is one page, whatever the cursor (as Redis answers for
+    // a listpack); one in parts pages its member table bucket by bucket,
+    // the cursor being the next bucket.
+    uint64_t next = scan.cursor;
+    Entries page;
+    if (!z->Page(&next, static_cast<size_t>(scan.count), &page)) return;
+    Entries hits;
+    for (const ZEntry& e : page) {
+      if (match.empty() || GlobMatch(match, e.member)) hits.push_back(e);
+    }
+    r->Array(2);
+    r->Bulk(std::to_string(next));
+    ReplyEntries(hits, true, r);
+  });
 }
 
 namespace {
@@ -504,11 +563,13 @@ struct Input {
   ZSetValue z;
   std::vector<std::pair<std::string, double>> set_members;
   bool exists = false;
-  std::vector<std::pair<std::string_view, double>> Members() const {
-    std::vector<std::pair<std::string_view, double>> out;
-    for (const ZEntry& e : z.entries()) out.emplace_back(e.member, e.score);
-    for (const auto& m : set_members) out.emplace_back(m.first, m.second);
-    return out;
+  // False when the sorted set is damaged.
+  bool Members(std::vector<std::pair<std::string_view, double>>* out) {
+    Entries es;
+    if (!z.All(&es)) return false;
+    for (const ZEntry& e : es) out->emplace_back(e.member, e.score);
+    for (const auto& m : set_members) out->emplace_back(m.first, m.second);
+    return true;
   }
 };
 
@@ -595,7 +656,9 @@ void CombineCommon(const Args& a, CommandContext* c, Reply* r, Combine op,
   std::vector<std::string_view> order;
   for (size_t k = 0; k < inputs.size(); ++k) {
     std::unordered_map<std::string_view, double> mine;
-    for (const auto& [m, s] : inputs[k].Members()) {
+    std::vector<std::pair<std::string_view, double>> members;
+    if (!inputs[k].Members(&members)) return Damaged(r);
+    for (const auto& [m, s] : members) {
       mine[m] = Weighted(s, op == Combine::kDiff ? 1.0 : weights[k]);
     }
     if (k == 0) {
@@ -700,8 +763,11 @@ void ZInterCard(const Args& a, CommandContext* c, Reply* r) {
       if (!OpenInput(c, a[2 + k], &inputs[k], r)) return;
     }
     std::vector<std::unordered_set<std::string_view>> sets(inputs.size());
+    std::vector<std::vector<std::pair<std::string_view, double>>> members(
+        inputs.size());
     for (size_t k = 0; k < inputs.size(); ++k) {
-      for (const auto& p : inputs[k].Members()) sets[k].insert(p.first);
+      if (!inputs[k].Members(&members[k])) return Damaged(r);
+      for (const auto& p : members[k]) sets[k].insert(p.first);
     }
     int64_t n = 0;
     for (std::string_view m : sets[0]) {

@@ -1,6 +1,7 @@
 // The ranges of the sorted-set commands (server/commands/zset_range.h).
 #include "server/commands/zset_range.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -76,37 +77,78 @@ bool ParseLexRange(std::string_view min, std::string_view max, LexRange* r) {
          !unused;
 }
 
-std::vector<ZEntry> Select(const std::vector<ZEntry>& all,
-                           const RangeSpec& s) {
-  std::vector<ZEntry> out;
-  int64_t n = static_cast<int64_t>(all.size());
+uint64_t Below(ZSetValue* z, const RangeSpec& s, bool upper) {
+  if (s.by == RangeBy::kScore) {
+    const ScoreRange& r = s.scores;
+    // Entries under the range's low end, or not past its high end.
+    return z->Count([&](const ZEntry& e) {
+      return upper ? (r.maxex ? e.score < r.max : e.score <= r.max)
+                   : (r.minex ? e.score <= r.min : e.score < r.min);
+    });
+  }
+  const LexRange& r = s.lex;
+  if (upper) {
+    if (r.max_high) return z->size();
+    if (r.max_low) return 0;
+    return z->Count([&](const ZEntry& e) {
+      return r.maxex ? e.member < r.max : e.member <= r.max;
+    });
+  }
+  if (r.min_low) return 0;
+  if (r.min_high) return z->size();
+  return z->Count([&](const ZEntry& e) {
+    return r.minex ? e.member <= r.min : e.member < r.min;
+  });
+}
+
+bool RanksOf(ZSetValue* z, const RangeSpec& s, uint64_t* from,
+             uint64_t* to) {
+  uint64_t n = z->size();
   if (s.by == RangeBy::kRank) {
+    int64_t size = static_cast<int64_t>(n);
     int64_t start = s.start, stop = s.stop;
-    if (start < 0) start += n;
-    if (stop < 0) stop += n;
+    if (start < 0) start += size;
+    if (stop < 0) stop += size;
     if (start < 0) start = 0;
-    if (start > stop || start >= n) return out;
-    if (stop >= n) stop = n - 1;
-    for (int64_t i = start; i <= stop; ++i) {
-      out.push_back(all[static_cast<size_t>(s.rev ? n - 1 - i : i)]);
-    }
-    return out;
+    if (start > stop || start >= size) return false;
+    if (stop >= size) stop = size - 1;
+    *from = static_cast<uint64_t>(start);
+    *to = static_cast<uint64_t>(stop) + 1;
+    return true;
   }
-  if (s.offset < 0) return out;
-  int64_t skip = s.offset;
-  for (int64_t k = 0; k < n; ++k) {
-    const ZEntry& e = all[static_cast<size_t>(s.rev ? n - 1 - k : k)];
-    bool in = s.by == RangeBy::kScore ? s.scores.Holds(e.score)
-                                      : s.lex.Holds(e.member);
-    if (!in) continue;
-    if (skip > 0) {
-      --skip;
-      continue;
-    }
-    if (s.count >= 0 && static_cast<int64_t>(out.size()) >= s.count) break;
-    out.push_back(e);
+  *from = Below(z, s, false);
+  *to = Below(z, s, true);
+  return *from < *to;
+}
+
+bool Select(ZSetValue* z, const RangeSpec& s, std::vector<ZEntry>* out) {
+  uint64_t from = 0, to = 0;
+  if (!RanksOf(z, s, &from, &to)) return z->ok();
+  uint64_t n = z->size();
+  if (s.by == RangeBy::kRank) {
+    // REV counts ranks from the top.
+    uint64_t want = to - from;
+    return z->Walk(s.rev ? n - 1 - from : from, !s.rev,
+                   [&](const ZEntry& e) {
+                     out->push_back(e);
+                     return out->size() < want;
+                   }) &&
+           z->ok();
   }
-  return out;
+  if (s.offset < 0) return z->ok();
+  uint64_t offset = static_cast<uint64_t>(s.offset);
+  if (offset >= to - from) return z->ok();
+  uint64_t want = to - from - offset;
+  if (s.count >= 0) want = std::min<uint64_t>(want, s.count);
+  if (want == 0) return z->ok();
+  // Forward from the range's first, back from its last.
+  uint64_t start = s.rev ? to - 1 - offset : from + offset;
+  return z->Walk(start, !s.rev,
+                 [&](const ZEntry& e) {
+                   out->push_back(e);
+                   return out->size() < want;
+                 }) &&
+         z->ok();
 }
 
 // Parses a range command's options from a[from] on and its two bounds;

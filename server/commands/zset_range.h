@@ -63,8 +63,13 @@ struct RangeSpec {
   LexRange lex;
 };
 
-// The entries a range selects, in reply order.
-std::vector<ZEntry> Select(const std::vector<ZEntry>& all, const RangeSpec& s);
+// The ranks [*from, *to) a range of scores, members or ranks covers
+// (REV and LIMIT aside); false when it is empty.
+bool RanksOf(ZSetValue* z, const RangeSpec& s, uint64_t* from,
+             uint64_t* to);
+// The entries a range selects, in reply order, into *out; false when
+// the set is damaged.
+bool Select(ZSetValue* z, const RangeSpec& s, std::vector<ZEntry>* out);
 
 // Parses a range command's two bounds at a[bounds] and its options from
 // a[from] on (`by_ok`: BYSCORE, BYLEX and REV allowed, as for ZRANGE and

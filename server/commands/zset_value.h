@@ -1,25 +1,38 @@
 // A sorted set as the sorted-set commands see it (docs/server.md,
 // "Sorted sets"): its members ordered by (score, member bytes), as
-// Redis orders them.
+// Redis orders them, in either of two forms:
 //
-// This build keeps every sorted set packed in one blob: members and
-// scores in order (server/commands/packed.h; a score is its 8 IEEE-754
-// bytes, little-endian). The encoding byte says what Redis would hold it
-// as: kZSetListpack while it has at most 128 members of at most 64 bytes
-// (zset-max-listpack-entries / -value), kZSetSkiplist once past either,
-// for good. A write rewrites the blob, so its cost grows with the set
-// (docs/server.md says so; a form in parts comes with issue 44's next
-// step).
+//  - packed (kZSetListpack): one blob, members and scores in order
+//    (server/commands/packed.h; a score is its 8 IEEE-754 bytes), while
+//    it has at most 128 members of at most 64 bytes, Redis's listpack
+//    limits (zset-max-listpack-entries / -value). kZSetSkiplist is the
+//    same bytes past those limits, as a build before wrote large sets:
+//    read as they are, made a tree at their next write;
+//  - in parts (kZSetTree), as Redis keeps a skiplist and a dict: a B+tree
+//    of the entries counting ranks (server/commands/zset_tree.h, the odd
+//    parts) and a member table of scores in buckets (server/commands/
+//    hash_value.h, the even parts). The root's bytes are
+//      PartsRoot {id, parts}  u64 buckets  u64 nodes  u64 top  u64 free
+//      u64 height
+//    with parts = 2 * max(buckets, nodes). A write costs a table bucket
+//    and one path of the tree, whatever the set's size.
+//
+// A set converts from packed to parts once it passes either limit, and
+// never back, as Redis converts.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "server/commands/command.h"
 #include "server/commands/command_util.h"
+#include "server/commands/hash_value.h"
+#include "server/commands/zset_tree.h"
 #include "server/store/blob.h"
 
 namespace shmkv {
@@ -27,16 +40,7 @@ namespace cmd {
 
 constexpr uint8_t kZSetListpack = 0;
 constexpr uint8_t kZSetSkiplist = 1;
-
-struct ZEntry {
-  std::string_view member;
-  double score;
-};
-
-// Redis's order: by score, then by member bytes.
-inline bool ZLess(const ZEntry& a, const ZEntry& b) {
-  return a.score < b.score || (a.score == b.score && a.member < b.member);
-}
+constexpr uint8_t kZSetTree = kEncodingParts | 1;
 
 class ZSetValue {
  public:
@@ -46,28 +50,51 @@ class ZSetValue {
   using Load = cmd::Load;
   Load Open(CommandContext* c, std::string_view key);
   bool exists() const { return exists_; }
-  size_t size() const { return entries_.size(); }
-  // In order; views valid while this lives (members set here must
-  // outlive Save).
-  const std::vector<ZEntry>& entries() const { return entries_; }
+  // False once a read met bytes that did not parse.
+  bool ok() const { return ok_ && tree_.ok() && dict_.ok(); }
+  uint64_t size();
 
+  // Views given stay valid while this lives; members passed in must
+  // outlive Save.
+  bool Score(std::string_view member, double* score);
   // The rank of `member` (-1: absent).
-  ptrdiff_t Rank(std::string_view member) const;
+  int64_t Rank(std::string_view member);
   // Sets a member's score (inserted when new): true when new.
   bool Set(std::string_view member, double score);
   bool Remove(std::string_view member);
-  // Removes ranks [from, to).
-  void RemoveRanks(size_t from, size_t to);
+  bool At(uint64_t rank, ZEntry* e);
+  // How many entries `less` holds for (true for a prefix of the order).
+  uint64_t Count(const std::function<bool(const ZEntry&)>& less);
+  // Entries from `rank` up (forward) or down while f returns true.
+  bool Walk(uint64_t rank, bool forward,
+            const std::function<bool(const ZEntry&)>& f);
+  // Every entry, in order.
+  bool All(std::vector<ZEntry>* out);
+  // ZSCAN's page from *cursor (0 when done): a packed set is one page;
+  // one in parts pages its member table bucket by bucket.
+  bool Page(uint64_t* cursor, size_t count, std::vector<ZEntry>* out);
 
   Store::Status Save(CommandContext* c, std::string_view key);
 
  private:
   static bool UniqueMembers(const std::vector<ZEntry>& es);
+  bool ReadRoot(std::string_view bytes);
+  ptrdiff_t Find(std::string_view member) const;  // packed
+  std::string_view ScoreBytes(double score);
+
+  CommandContext* c_ = nullptr;
   bool exists_ = false;
+  bool ok_ = true;
   bool changed_ = false;
+  bool in_parts_ = false;
   Value value_;
   uint8_t encoding_ = kZSetListpack;
-  std::vector<ZEntry> entries_;
+  std::vector<ZEntry> entries_;  // packed
+  uint64_t id_ = 0, buckets_ = 0;  // in parts, as read
+  ZTree::Shape shape_;             // as read
+  ZTree tree_;
+  HashValue dict_;
+  std::deque<std::string> scores_;  // scores written to the table
 };
 
 // Redis's text for a score (d2string): integers within 2^52 as integers,

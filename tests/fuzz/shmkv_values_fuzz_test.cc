@@ -109,7 +109,8 @@ std::vector<Shape> Shapes() {
       {"intset", {"SADD", "K", "__i__"}, 40, set},
       {"set in buckets", {"SADD", "K", "m__i__"}, 700, set},
       {"listpack zset", {"ZADD", "K", "__i__", "m__i__"}, 30, zset},
-      {"skiplist zset", {"ZADD", "K", "__i__", "m__i__"}, 300, zset},
+      {"zset in parts", {"ZADD", "K", "__i__", "m__i__"}, 300, zset},
+      {"zset of three levels", {"ZADD", "K", "__i__", "m__i__"}, 3500, zset},
   };
 }
 
@@ -179,7 +180,7 @@ TEST(SHMKV_FUZZ_NAME(ShmkvValuesFuzz, SHMKV_FUZZ_SUITE),
           shmkv::PartsRoot pr;
           std::memcpy(&pr, root.bytes.data(), sizeof(pr));
           std::string part;
-          uint64_t index = rng() % 4;
+          uint64_t index = rng() % 8;
           if (t->ReadPart(pr.id, index, &part) != shmkv::Store::Status::kOk) {
             index = 0;
             t->ReadPart(pr.id, index, &part);

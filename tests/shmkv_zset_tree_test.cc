@@ -1,0 +1,253 @@
+// Sorted sets in parts (server/commands/zset_tree.h): a tree of several
+// levels grown, changed and shrunk against redis-server reply for reply,
+// its parts accounted for, and damage to any of them answered.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "server/commands/zset_value.h"
+#include "tests/support/diff_harness.h"
+
+namespace {
+
+using shmkv::ValueType;
+using shmkv_test::Client;
+using shmkv_test::CommandHarness;
+using shmkv_test::CommandLine;
+using shmkv_test::RedisOracle;
+using Cmd = std::vector<std::string>;
+
+// The root of a sorted set in parts: {id, parts, buckets, nodes, top,
+// free, height} (server/commands/zset_value.h).
+struct Root {
+  uint64_t w[7] = {};
+  uint64_t id() const { return w[0]; }
+  uint64_t nodes() const { return w[3]; }
+  uint64_t height() const { return w[6]; }
+};
+
+bool ReadRoot(CommandHarness* h, const std::string& key, Root* r) {
+  shmkv::Value v;
+  if (!h->store()->Get(key, &v) || v.encoding != shmkv::cmd::kZSetTree ||
+      v.bytes.size() != sizeof(r->w)) {
+    return false;
+  }
+  std::memcpy(r->w, v.bytes.data(), sizeof(r->w));
+  return true;
+}
+
+// The members of a ZSCAN walked to its end, and the calls it took.
+std::set<std::string> ScanAll(CommandHarness* h, const std::string& key,
+                              int* calls) {
+  std::set<std::string> seen;
+  std::string cursor = "0";
+  *calls = 0;
+  do {
+    std::string r = h->Run({"ZSCAN", key, cursor, "COUNT", "50"});
+    ++*calls;
+    std::vector<std::string> parts;
+    for (size_t at = 0; (at = r.find('$', at)) != std::string::npos;) {
+      size_t end = r.find("\r\n", at);
+      size_t len = std::stoul(r.substr(at + 1, end - at - 1));
+      parts.push_back(r.substr(end + 2, len));
+      at = end + 2 + len;
+    }
+    cursor = parts.at(0);
+    for (size_t i = 1; i + 1 < parts.size(); i += 2) seen.insert(parts[i]);
+  } while (cursor != "0" && *calls < 100000);
+  return seen;
+}
+
+// A set of thousands grown, rewritten and cut down against Redis: every
+// reply byte for byte (ZRANDMEMBER and ZSCAN by what they return), with
+// the tree at three levels and back, its free nodes reused.
+TEST(ZSetTreeVsRedis, LargeSetsReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("zsettree", 200000, 256ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  Client c(redis.port());
+  c.Call({"FLUSHALL"});
+  std::mt19937_64 rng(44);
+  const int spread = 9000;
+  auto member = [&] { return "member:" + std::to_string(rng() % spread); };
+  auto score = [&]() -> std::string {
+    switch (rng() % 8) {
+      case 0: return rng() % 2 ? "-inf" : "+inf";
+      case 1: return std::to_string(static_cast<int>(rng() % 5));
+      default: return std::to_string(static_cast<int>(rng() % 20000) - 10000);
+    }
+  };
+  auto bound = [&] { return (rng() % 3 == 0 ? "(" : "") + score(); };
+  auto same = [&](const Cmd& cmd, int step) {
+    ASSERT_EQ(h.Run(cmd), c.Call(cmd))
+        << "step " << step << ": " << CommandLine(cmd);
+  };
+  for (int i = 0; i < 60; ++i) {
+    Cmd add = {"ZADD", "big"};
+    for (int n = 0; n < 100; ++n) {
+      add.push_back(score());
+      add.push_back(member());
+    }
+    same(add, -1);
+  }
+  Root root;
+  ASSERT_TRUE(ReadRoot(&h, "big", &root));
+  EXPECT_GE(root.height(), 3u) << "the test reaches a tree of three levels";
+  same({"OBJECT", "ENCODING", "big"}, -1);
+  uint64_t most_nodes = root.nodes();
+  for (int step = 0; step < 12000; ++step) {
+    Cmd cmd;
+    std::string at = std::to_string(static_cast<int>(rng() % 9000) - 4500);
+    switch (rng() % 16) {
+      case 0: case 1: case 2:
+        cmd = {"ZADD", "big"};
+        if (rng() % 5 == 0) cmd.push_back(rng() % 2 ? "GT" : "NX");
+        if (rng() % 4 == 0) cmd.push_back("CH");
+        for (int n = 1 + rng() % 12; n > 0; --n) {
+          cmd.push_back(score());
+          cmd.push_back(member());
+        }
+        break;
+      case 3: cmd = {"ZINCRBY", "big", score(), member()}; break;
+      case 4: cmd = {"ZREM", "big", member(), member(), member()}; break;
+      case 5: cmd = {rng() % 2 ? "ZRANK" : "ZREVRANK", "big", member()}; break;
+      case 6: cmd = {"ZSCORE", "big", member()}; break;
+      case 7:
+        cmd = {rng() % 2 ? "ZRANGE" : "ZREVRANGE", "big", at,
+               std::to_string(std::stoi(at) + static_cast<int>(rng() % 12)),
+               "WITHSCORES"};
+        break;
+      case 8:
+        cmd = {"ZRANGEBYSCORE", "big", bound(), bound(), "WITHSCORES",
+               "LIMIT", std::to_string(rng() % 40),
+               std::to_string(static_cast<int>(rng() % 15) - 1)};
+        break;
+      case 9:
+        cmd = {"ZREVRANGEBYSCORE", "big", bound(), bound(), "LIMIT",
+               std::to_string(rng() % 40), "7"};
+        break;
+      case 10: cmd = {"ZCOUNT", "big", bound(), bound()}; break;
+      case 11:
+        cmd = {"ZREMRANGEBYRANK", "big", at,
+               std::to_string(std::stoi(at) + static_cast<int>(rng() % 6))};
+        break;
+      case 12: {
+        int lo = static_cast<int>(rng() % 20000) - 10000;
+        cmd = {"ZREMRANGEBYSCORE", "big", std::to_string(lo),
+               std::to_string(lo + static_cast<int>(rng() % 30))};
+        break;
+      }
+      case 13:
+        cmd = {rng() % 2 ? "ZPOPMIN" : "ZPOPMAX", "big",
+               std::to_string(rng() % 6)};
+        break;
+      case 14: cmd = {"ZCARD", "big"}; break;
+      default:
+        cmd = {"ZRANGE", "big", bound(), bound(), "BYSCORE", "REV", "LIMIT",
+               std::to_string(rng() % 10), "5"};
+        std::swap(cmd[2], cmd[3]);
+    }
+    same(cmd, step);
+    if (step % 2000 == 0) {
+      ASSERT_TRUE(ReadRoot(&h, "big", &root)) << step;
+      EXPECT_GE(root.height(), step < 6000 ? 3u : 1u) << step;
+    }
+    if (step == 6000) {
+      // Cut to a few hundred: nodes merge and the tree loses levels.
+      same({"ZREMRANGEBYRANK", "big", "150", "-150"}, step);
+      ASSERT_TRUE(ReadRoot(&h, "big", &root));
+      EXPECT_LT(root.height(), 3u);
+      most_nodes = std::max(most_nodes, root.nodes());
+    }
+  }
+  same({"ZRANGE", "big", "0", "-1", "WITHSCORES"}, -1);
+  same({"ZCARD", "big"}, -1);
+  ASSERT_TRUE(ReadRoot(&h, "big", &root));
+  EXPECT_LE(root.nodes(), most_nodes + 8) << "freed nodes are reused";
+  // ZRANDMEMBER picks members of the set, distinct for a positive count.
+  std::string card = c.Call({"ZCARD", "big"});
+  std::string picks = h.Run({"ZRANDMEMBER", "big", "20"});
+  EXPECT_EQ(picks.substr(0, 4), "*20\r");
+  picks = h.Run({"ZRANDMEMBER", "big", "-30", "WITHSCORES"});
+  EXPECT_EQ(picks.substr(0, 4), "*60\r");
+  // ZSCAN returns every member, in pages.
+  int calls = 0;
+  std::set<std::string> scanned = ScanAll(&h, "big", &calls);
+  EXPECT_EQ(":" + std::to_string(scanned.size()) + "\r\n", card);
+  EXPECT_GT(calls, 1);
+  for (const std::string& m : scanned) {
+    ASSERT_NE(h.Run({"ZSCORE", "big", m}), "$-1\r\n") << m;
+  }
+  // Every part leaves with the key.
+  same({"ZUNIONSTORE", "copy", "1", "big"}, -1);
+  same({"COPY", "big", "copy2"}, -1);
+  same({"ZRANGE", "copy2", "0", "-1", "WITHSCORES"}, -1);
+  same({"DEL", "big", "copy", "copy2"}, -1);
+  for (int i = 0; i < 100; ++i) h.store()->Sweep(1 << 20);
+  EXPECT_EQ(h.store()->Parts(), 0u);
+}
+
+// Members of one score, ordered by their bytes: the lex commands over a
+// tree of several levels, against Redis.
+TEST(ZSetTreeVsRedis, LexRangesOverATree) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("zsettreelex", 100000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  Client c(redis.port());
+  c.Call({"FLUSHALL"});
+  std::mt19937_64 rng(45);
+  auto word = [&] {
+    std::string w;
+    for (int n = 1 + rng() % 4; n > 0; --n) w += static_cast<char>('a' + rng() % 6);
+    return w;
+  };
+  auto bound = [&]() -> std::string {
+    switch (rng() % 8) {
+      case 0: return "-";
+      case 1: return "+";
+      default: return (rng() % 2 ? "[" : "(") + word();
+    }
+  };
+  for (int i = 0; i < 40; ++i) {
+    Cmd add = {"ZADD", "lex"};
+    for (int n = 0; n < 100; ++n) {
+      add.push_back("0");
+      add.push_back(word() + std::to_string(rng() % 100));
+    }
+    ASSERT_EQ(h.Run(add), c.Call(add));
+  }
+  Root root;
+  ASSERT_TRUE(ReadRoot(&h, "lex", &root));
+  EXPECT_GE(root.height(), 2u);
+  for (int step = 0; step < 3000; ++step) {
+    Cmd cmd;
+    switch (rng() % 5) {
+      case 0:
+        cmd = {"ZRANGEBYLEX", "lex", bound(), bound(), "LIMIT",
+               std::to_string(rng() % 20), std::to_string(rng() % 9)};
+        break;
+      case 1: cmd = {"ZREVRANGEBYLEX", "lex", bound(), bound()}; break;
+      case 2: cmd = {"ZLEXCOUNT", "lex", bound(), bound()}; break;
+      case 3:
+        cmd = {"ZADD", "lex", "0", word() + std::to_string(rng() % 100)};
+        break;
+      default: cmd = {"ZREMRANGEBYLEX", "lex", bound(), bound()};
+    }
+    // A wide removal would empty the set: keep those narrow.
+    if (cmd[0] == "ZREMRANGEBYLEX" && (cmd[2] == "-" || cmd[3] == "+")) {
+      continue;
+    }
+    ASSERT_EQ(h.Run(cmd), c.Call(cmd)) << step << ": " << CommandLine(cmd);
+  }
+  Cmd all = {"ZRANGE", "lex", "0", "-1"};
+  EXPECT_EQ(h.Run(all), c.Call(all));
+}
+
+}  // namespace
