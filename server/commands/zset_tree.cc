@@ -28,6 +28,19 @@ bool ReadScore(std::string_view b, double* v) {
 size_t EntryBytes(const ZEntry& e) { return e.member.size() + 10; }
 constexpr size_t kChildBytes = 16 + 10;
 
+// The shortest separator above `low` and at most `high` (low < high):
+// high's score with no member when the scores differ, else high's
+// member cut one byte past where it leaves low's.
+ZEntry Between(const ZEntry& low, const ZEntry& high) {
+  if (low.score < high.score) return ZEntry{high.member.substr(0, 0), high.score};
+  size_t k = 0;
+  while (k < low.member.size() && k < high.member.size() &&
+         low.member[k] == high.member[k]) {
+    ++k;
+  }
+  return ZEntry{high.member.substr(0, k + 1), high.score};
+}
+
 }  // namespace
 
 bool ZTree::Attach(CommandContext* c, uint64_t id, const Shape& s,
@@ -68,7 +81,10 @@ void ZTree::Build(CommandContext* c, uint64_t id,
     Node* inner = nullptr;
     for (size_t i = 0; i < row.size(); ++i) {
       Node* n = row[i];
-      ZEntry sep = n->level == 0 ? n->entries.front() : n->kids.front().sep;
+      ZEntry sep = n->level > 0 ? n->kids.front().sep
+                   : i == 0     ? ZEntry{{}, 0}
+                                : Between(row[i - 1]->entries.back(),
+                                          n->entries.front());
       // Two children at least, whatever their size, so each row is
       // smaller than the one below.
       if (inner == nullptr ||
@@ -296,7 +312,7 @@ void ZTree::SplitChild(Node* parent, size_t pos) {
     right->entries.assign(child->entries.begin() + static_cast<ptrdiff_t>(mid),
                           child->entries.end());
     child->entries.resize(mid);
-    sep = right->entries.front();
+    sep = Between(child->entries.back(), right->entries.front());
   } else {
     size_t mid = child->kids.size() / 2;
     right->kids.assign(child->kids.begin() + static_cast<ptrdiff_t>(mid),

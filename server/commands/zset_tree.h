@@ -14,8 +14,9 @@
 //   a free node (tag kFreeTag): u64 next free node (kNone: the last)
 // with a score as its 8 IEEE-754 bytes. Child i > 0 of an inner node
 // holds entries no less than its separator, child i - 1 entries below
-// it (a separator is not moved when the entry it copied goes, so it may
-// be below child i's first entry); child 0's separator is not read.
+// it; child 0's separator is not read. A separator is the shortest
+// (score, member prefix) between the two entries a split parts, and is
+// not moved when they go: it need not be an entry of the set.
 //
 // A write loads and rewrites the nodes on one path from the top (a leaf
 // of at most kLeafEntries entries, inner nodes of at most kInnerChildren
@@ -57,10 +58,10 @@ inline bool ZLess(const ZEntry& a, const ZEntry& b) {
 
 class ZTree {
  public:
-  static constexpr size_t kLeafEntries = 64;
-  static constexpr size_t kLeafBytes = 2048;
-  static constexpr size_t kInnerChildren = 64;
-  static constexpr size_t kInnerBytes = 4096;
+  static constexpr size_t kLeafEntries = 16;
+  static constexpr size_t kLeafBytes = 512;
+  static constexpr size_t kInnerChildren = 32;
+  static constexpr size_t kInnerBytes = 1024;
   static constexpr uint64_t kNone = ~0ULL;
   static constexpr uint8_t kFreeTag = 0xff;
   static constexpr uint64_t kMaxHeight = 32;
