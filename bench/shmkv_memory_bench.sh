@@ -9,12 +9,12 @@
 #   shmkv: INFO memory used_memory (the value nodes in use, 80 bytes each
 #          with their bookkeeping) plus the index slots the keys and parts
 #          fill (the index segment's size over --capacity, per slot).
-# Shapes: a hash, a list, a set of N elements with small (14-byte) and
-# large (100-byte) members, a sorted set of min(N, 10^4) small members
-# (one blob in this build: an insert is linear in its size), and N/10
-# small hashes of 10 fields (a session store's shape).
+# Shapes: a hash, a list, a set and a sorted set of N elements with small
+# (14-byte) and large (100-byte) members, and N/10 small hashes of 10
+# fields (a session store's shape).
 #
-#   bench/shmkv_memory_bench.sh [--elements N] [--out DIR]
+#   bench/shmkv_memory_bench.sh [--elements N] [--shapes "zset small,..."]
+#                               [--out DIR]
 #
 # Needs redis-server, redis-tools and python3, and a release build.
 # Writes DIR/memory.csv and prints bytes per element and the ratio.
@@ -22,12 +22,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 elements=1000000
+only=""
 out=build/shmkv_memory_bench
 while [ $# -gt 0 ]; do
   case "$1" in
     --elements) elements=$2; shift 2 ;;
+    --shapes) only=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--elements N] [--out DIR]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--elements N] [--shapes LIST] [--out DIR]" >&2; exit 2 ;;
   esac
 done
 capacity=$((elements * 3))
@@ -37,10 +39,11 @@ start_server_pair shmkv_memory_bench --capacity $capacity --memory 1536M \
 slot_bytes=$(python3 -c "import os; print(os.path.getsize('/dev/shm$seg' + '0') / $capacity)")
 
 mkdir -p "$out"
-python3 - "$redis_port" "$kv_port" "$elements" "$slot_bytes" "$out/memory.csv" <<'EOF'
+python3 - "$redis_port" "$kv_port" "$elements" "$slot_bytes" "$out/memory.csv" "$only" <<'EOF'
 import subprocess, sys
 redis_port, kv_port, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 slot, csv_path = float(sys.argv[4]), sys.argv[5]
+only = [x.strip() for x in sys.argv[6].split(",") if x.strip()]
 
 def info(port):
     text = subprocess.run(["redis-cli", "-p", str(port), "INFO", "memory"],
@@ -80,12 +83,10 @@ def shape_commands(shape):
     if shape == "set large":
         return (resp("SADD", "s", "m:%012d%s" % (i, big)) for i in range(n)), n
     if shape == "zset small":
-        # One ZADD: a sorted set is one blob in this build.
-        m = min(n, 10000)
-        args = ["ZADD", "z"]
-        for i in range(m):
-            args += [str(i), "m:%012d" % i]
-        return iter([resp(*args)]), m
+        return (resp("ZADD", "z", str(i), "m:%012d" % i) for i in range(n)), n
+    if shape == "zset large":
+        return (resp("ZADD", "z", str(i), "m:%012d%s" % (i, big))
+                for i in range(n)), n
     if shape == "hashes of 10":
         keys = n // 10
         return (resp("HSET", "session:%d" % k,
@@ -94,7 +95,10 @@ def shape_commands(shape):
     raise ValueError(shape)
 
 shapes = ["hash small", "hash large", "list small", "list large",
-          "set small", "set large", "zset small", "hashes of 10"]
+          "set small", "set large", "zset small", "zset large",
+          "hashes of 10"]
+if only:
+    shapes = [x for x in shapes if x in only]
 rows = []
 for shape in shapes:
     per = {}

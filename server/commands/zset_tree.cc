@@ -284,22 +284,33 @@ void ZTree::Insert(const ZEntry& e) {
   std::vector<Step> path;
   if (!Descend(e, &path)) return;
   Node* leaf = path.back().node;
-  leaf->entries.insert(
-      std::upper_bound(leaf->entries.begin(), leaf->entries.end(), e, ZLess),
-      e);
+  auto at =
+      std::upper_bound(leaf->entries.begin(), leaf->entries.end(), e, ZLess);
+  // An entry past the last (or before the first) of the whole set: the
+  // set grows at that end, and a split there leaves the full side full
+  // (else entries added in order would leave every node half empty).
+  Edge edge = Edge::kNone;
+  bool last = at == leaf->entries.end(), first = at == leaf->entries.begin();
+  for (size_t k = 0; k + 1 < path.size() && (last || first); ++k) {
+    last = last && path[k].pos + 1 == path[k].node->kids.size();
+    first = first && path[k].pos == 0;
+  }
+  if (last) edge = Edge::kRight;
+  else if (first) edge = Edge::kLeft;
+  leaf->entries.insert(at, e);
   leaf->dirty = true;
   for (size_t k = path.size() - 1; k-- > 0;) {
     Node* parent = path[k].node;
     ++parent->kids[path[k].pos].count;
     parent->dirty = true;
-    if (Over(path[k + 1].node)) SplitChild(parent, path[k].pos);
+    if (Over(path[k + 1].node)) SplitChild(parent, path[k].pos, edge);
   }
-  if (Over(path[0].node)) GrowTop();
+  if (Over(path[0].node)) GrowTop(edge);
 }
 
 // Moves the upper half of child `pos` of `parent` to a new node, its
 // right neighbour.
-void ZTree::SplitChild(Node* parent, size_t pos) {
+void ZTree::SplitChild(Node* parent, size_t pos, Edge edge) {
   Node* child = Get(parent->kids[pos].node,
                     static_cast<uint8_t>(parent->level - 1),
                     parent->kids[pos].count);
@@ -307,14 +318,17 @@ void ZTree::SplitChild(Node* parent, size_t pos) {
   Node* right = Alloc(child->level);
   if (right == nullptr) return;
   ZEntry sep;
+  auto middle = [edge](size_t n) {
+    return edge == Edge::kRight ? n - 1 : edge == Edge::kLeft ? 1 : n / 2;
+  };
   if (child->level == 0) {
-    size_t mid = child->entries.size() / 2;
+    size_t mid = middle(child->entries.size());
     right->entries.assign(child->entries.begin() + static_cast<ptrdiff_t>(mid),
                           child->entries.end());
     child->entries.resize(mid);
     sep = Between(child->entries.back(), right->entries.front());
   } else {
-    size_t mid = child->kids.size() / 2;
+    size_t mid = middle(child->kids.size());
     right->kids.assign(child->kids.begin() + static_cast<ptrdiff_t>(mid),
                        child->kids.end());
     child->kids.resize(mid);
@@ -329,7 +343,7 @@ void ZTree::SplitChild(Node* parent, size_t pos) {
 }
 
 // A new top over the old one, which then splits.
-void ZTree::GrowTop() {
+void ZTree::GrowTop(Edge edge) {
   Node* old = Top();
   if (old == nullptr) return;
   if (shape_.height >= kMaxHeight) {
@@ -341,7 +355,7 @@ void ZTree::GrowTop() {
   top->kids.push_back(Child{old->index, Total(old), ZEntry{{}, 0}});
   shape_.top = top->index;
   ++shape_.height;
-  SplitChild(top, 0);
+  SplitChild(top, 0, edge);
 }
 
 bool ZTree::Erase(const ZEntry& e) {

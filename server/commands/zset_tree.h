@@ -59,7 +59,7 @@ inline bool ZLess(const ZEntry& a, const ZEntry& b) {
 class ZTree {
  public:
   static constexpr size_t kLeafEntries = 16;
-  static constexpr size_t kLeafBytes = 512;
+  static constexpr size_t kLeafBytes = 2048;
   static constexpr size_t kInnerChildren = 32;
   static constexpr size_t kInnerBytes = 1024;
   static constexpr uint64_t kNone = ~0ULL;
@@ -132,8 +132,10 @@ class ZTree {
   Node* Alloc(uint8_t level);
   void Free(Node* n);
   bool Descend(const ZEntry& e, std::vector<Step>* path);
-  void SplitChild(Node* parent, size_t pos);
-  void GrowTop();
+  // Where an insert lands: at the set's last or first place, or inside.
+  enum class Edge { kNone, kRight, kLeft };
+  void SplitChild(Node* parent, size_t pos, Edge edge);
+  void GrowTop(Edge edge);
   void Rebalance(Node* parent, size_t pos);
   bool WalkIn(Node* n, uint64_t skip, bool forward,
               const std::function<bool(const ZEntry&)>& f, bool* stop);
