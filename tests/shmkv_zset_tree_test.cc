@@ -337,6 +337,36 @@ TEST(ZSetTree, KilledWorkersNeverShowHalfAChange) {
   EXPECT_EQ(h.store()->Parts(), 0u);
 }
 
+// A change to a set in parts that leaves its root as it was (a score
+// moved within one leaf) is a change to the key for WATCH; so is an
+// expiry, and the expired set's parts go with it.
+TEST(ZSetTree, WatchSeesAChangeBelowTheRoot) {
+  CommandHarness h("zsettreewatch", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  for (int i = 0; i < 600; ++i) {
+    ASSERT_EQ(h.Run({"ZADD", "w", std::to_string(i * 10), "m" + std::to_string(i)}),
+              ":1\r\n");
+  }
+  Root before, after;
+  ASSERT_TRUE(ReadRoot(&h, "w", &before));
+  CommandHarness::Client other = h.NewClient();
+  EXPECT_EQ(h.Run({"WATCH", "w"}), "+OK\r\n");
+  EXPECT_EQ(h.RunAs(&other, {"ZADD", "w", "3001", "m300"}), ":0\r\n");
+  ASSERT_TRUE(ReadRoot(&h, "w", &after));
+  EXPECT_EQ(std::memcmp(before.w, after.w, sizeof(before.w)), 0)
+      << "the root did not change";
+  EXPECT_EQ(h.Run({"MULTI"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"ZADD", "w", "1", "mine"}), "+QUEUED\r\n");
+  EXPECT_EQ(h.Run({"EXEC"}), "*-1\r\n");
+  EXPECT_EQ(h.Run({"ZSCORE", "w", "mine"}), "$-1\r\n");
+  EXPECT_EQ(h.Run({"ZSCORE", "w", "m300"}), "$4\r\n3001\r\n");
+  EXPECT_EQ(h.Run({"PEXPIRE", "w", "1"}), ":1\r\n");
+  usleep(5000);
+  EXPECT_EQ(h.Run({"ZCARD", "w"}), ":0\r\n");
+  for (int i = 0; i < 100; ++i) h.store()->Sweep(1 << 20);
+  EXPECT_EQ(h.store()->Parts(), 0u);
+}
+
 // Members of one score, ordered by their bytes: the lex commands over a
 // tree of several levels, against Redis.
 TEST(ZSetTreeVsRedis, LexRangesOverATree) {
