@@ -259,6 +259,39 @@ TEST(ShmkvBlocking, BlockedClientsSurviveAHotRestart) {
   EXPECT_NE(InfoField(order[0], "process_id"), before);
 }
 
+// A client blocked in database 2 is woken by a push to its key in
+// database 2 from the other worker, not by one to the same name in
+// database 0; after a hot restart every connection is still in the
+// database it SELECTed, blocked or not.
+TEST(ShmkvBlocking, WaitsAndConnectionsKeepTheirDatabase) {
+  Server s("bdbs");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* waiter = groups[0][0].get();
+  Client* pusher = groups[1][0].get();
+  Client* idle = groups[1][1].get();
+  EXPECT_EQ(waiter->Call({"SELECT", "2"}), "+OK\r\n");
+  EXPECT_EQ(idle->Call({"SELECT", "5"}), "+OK\r\n");
+  EXPECT_EQ(idle->Call({"SET", "where", "five"}), "+OK\r\n");
+  BlockIn(waiter, {"BLPOP", "q", "0"}, s.port(), 1);
+  EXPECT_EQ(pusher->Call({"LPUSH", "q", "in-db0"}), ":1\r\n");
+  EXPECT_FALSE(waiter->Answered(100)) << "woken from another database";
+  s.Signal(SIGHUP);
+  Client probe(s.port());
+  ASSERT_TRUE(WaitFor([&] { return InfoField(&probe, "reloads") == "1"; }));
+  std::this_thread::sleep_for(500ms);  // the old workers hand over
+  EXPECT_EQ(BlockedClients(s.port()), "1");
+  EXPECT_EQ(pusher->Call({"SELECT", "2"}), "+OK\r\n");
+  EXPECT_EQ(pusher->Call({"LPUSH", "q", "in-db2"}), ":1\r\n");
+  EXPECT_EQ(waiter->Reply(), Pair("q", "in-db2"));
+  EXPECT_EQ(idle->Call({"GET", "where"}), Bulk("five"));
+  EXPECT_EQ(idle->Call({"CLIENT", "INFO"}).find(" db=5 ") != std::string::npos,
+            true);
+  EXPECT_EQ(waiter->Call({"LLEN", "q"}), ":0\r\n");
+  EXPECT_EQ(probe.Call({"LLEN", "q"}), ":1\r\n");
+}
+
 // A worker killed while its clients wait takes no element with it, and
 // its place in line does not hold up the clients of other workers.
 TEST(ShmkvBlocking, AKilledWorkerLosesNoElement) {

@@ -20,7 +20,7 @@ TEST(ServerFamily, IdsArePinned) {
   shmkv_test::ExpectPinnedIds("server", {
       {"ping", 1}, {"echo", 2}, {"time", 57}, {"info", 58}, {"command", 59},
       {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
-      {"auth", 64}, {"hello", 65},
+      {"auth", 64}, {"hello", 65}, {"swapdb", 157},
   });
 }
 

@@ -78,7 +78,8 @@ void ServeOrBlock(CommandContext* c, Reply* r,
       if (retry) continue;
       return WrongType(r);
     }
-    if (c->waits != nullptr && c->waits->Older(HashKey(key).a, mine)) {
+    if (c->waits != nullptr &&
+        c->waits->Older(HashKeyIn(c->store->db(), key).a, mine)) {
       continue;  // a client that blocked first is served first
     }
     if (retry) c->waits->Remove(c->ticket);
@@ -96,7 +97,9 @@ void ServeOrBlock(CommandContext* c, Reply* r,
   }
   std::vector<uint64_t> hashes;
   hashes.reserve(keys.size());
-  for (std::string_view key : keys) hashes.push_back(HashKey(key).a);
+  for (std::string_view key : keys) {
+    hashes.push_back(HashKeyIn(c->store->db(), key).a);
+  }
   uint64_t ticket = c->waits->Register(hashes);
   if (ticket == 0) {
     return r->Error("ERR too many clients are blocked at once (the wait "

@@ -37,6 +37,7 @@ struct ClientState {
   std::string name;     // CLIENT SETNAME
   std::string addr;     // peer "ip:port"
   bool authed = false;  // AUTH passed (or no password is set)
+  uint32_t db = 0;      // SELECT: the logical database (0 .. 15)
   // MULTI ... EXEC: the queued commands, and whether one was refused
   // (EXEC then answers EXECABORT).
   bool in_multi = false;

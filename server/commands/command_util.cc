@@ -273,6 +273,25 @@ bool Opened(Load l, Reply* r) {
   return false;
 }
 
+bool ParseDb(std::string_view arg, uint32_t* db, Reply* r) {
+  int64_t v = 0;
+  if (!ToInt(arg, &v)) {
+    NotInt(r);
+    return false;
+  }
+  if (v < INT32_MIN || v > INT32_MAX) {
+    r->Error("ERR value is out of range, value must between -2147483648 "
+             "and 2147483647");
+    return false;
+  }
+  if (v < 0 || v >= static_cast<int64_t>(kDatabases)) {
+    r->Error("ERR DB index is out of range");
+    return false;
+  }
+  *db = static_cast<uint32_t>(v);
+  return true;
+}
+
 bool Saved(Store::Status st, bool whole, Reply* r) {
   if (!whole) {
     Damaged(r);

@@ -113,6 +113,26 @@ void Damaged(Reply* r);
 // whole; else replies the damaged-value or the store's error.
 bool Saved(Store::Status st, bool whole, Reply* r);
 
+// A database number (SELECT, MOVE, COPY ... DB): Redis's errors for one
+// that is no integer, past an int, or not 0 .. 15; false after replying.
+bool ParseDb(std::string_view arg, uint32_t* db, Reply* r);
+
+// For its scope, a write command's key calls go to logical database
+// `logical` (MOVE, COPY ... DB), then back to the client's.
+class InDb {
+ public:
+  InDb(CommandContext* c, uint32_t logical) : c_(c), was_(c->txn->db()) {
+    c->txn->UseDb(c->txn->Physical(logical));
+  }
+  ~InDb() { c_->txn->UseDb(was_); }
+  InDb(const InDb&) = delete;
+  InDb& operator=(const InDb&) = delete;
+
+ private:
+  CommandContext* c_;
+  uint32_t was_;
+};
+
 // Whether the server has a password (requirepass).
 bool PasswordSet(const CommandContext* c);
 

@@ -67,6 +67,12 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
     r->Simple("QUEUED");
     return row->id;
   }
+  // The client's database, as SWAPDB left it (in EXEC, with the
+  // transaction's own SWAPDBs).
+  uint32_t db = ctx->txn != nullptr ? ctx->txn->Physical(cl->db)
+                                    : ctx->store->Physical(cl->db);
+  ctx->store->UseDb(db);
+  if (ctx->txn != nullptr) ctx->txn->UseDb(db);
   if ((row->flags & kWrite) == 0 || (row->flags & kOwnCommit) != 0 ||
       ctx->txn != nullptr) {
     row->run(args, ctx, r);

@@ -91,24 +91,44 @@ void RenameNx(const Args& a, CommandContext* c, Reply* r) {
 // COPY source destination [DB db] [REPLACE]
 void Copy(const Args& a, CommandContext* c, Reply* r) {
   bool replace = false;
+  uint32_t db = c->client->db;
   for (size_t i = 3; i < a.size(); ++i) {
     if (Eq(a[i], "replace")) {
       replace = true;
     } else if (Eq(a[i], "db") && i + 1 < a.size()) {
-      int64_t db = 0;
-      if (!ToInt(a[++i], &db)) return NotInt(r);
-      if (db != 0) return r->Error("ERR DB index is out of range");
+      if (!ParseDb(a[++i], &db, r)) return;
     } else {
       return r->Error("ERR syntax error");
     }
   }
-  if (a[1] == a[2]) {
+  if (db == c->client->db && a[1] == a[2]) {
     return r->Error("ERR source and destination objects are the same");
   }
   Value v, dummy;
   if (!ReadValue(c, a[1], &v)) return r->Int(0);
+  InDb other(c, db);
   if (!replace && ReadValue(c, a[2], &dummy)) return r->Int(0);
   Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
+  if (st != Status::kOk) return StoreError(st, r);
+  r->Int(1);
+}
+
+// MOVE key db
+void Move(const Args& a, CommandContext* c, Reply* r) {
+  uint32_t db = 0;
+  if (!ParseDb(a[2], &db, r)) return;
+  if (db == c->client->db) {
+    return r->Error("ERR source and destination objects are the same");
+  }
+  Value v, there;
+  if (!ReadValue(c, a[1], &v)) return r->Int(0);
+  {
+    InDb other(c, db);
+    if (ReadValue(c, a[1], &there)) return r->Int(0);
+    Status st = c->txn->Write(a[1], v.type, v.encoding, v.bytes, v.expire_ms);
+    if (st != Status::kOk) return StoreError(st, r);
+  }
+  Status st = c->txn->Delete(a[1]);
   if (st != Status::kOk) return StoreError(st, r);
   r->Int(1);
 }
@@ -264,25 +284,36 @@ void Persist(const Args& a, CommandContext* c, Reply* r) {
 // DBSIZE
 void DbSize(const Args&, CommandContext* c, Reply* r) {
   TxnView v = ViewOf(c);
-  int64_t n = static_cast<int64_t>(c->store->Keys()) + v.created_count -
-              static_cast<int64_t>(v.deleted.size());
+  int64_t n = static_cast<int64_t>(c->store->KeysIn(c->store->db())) +
+              v.created_count - static_cast<int64_t>(v.deleted.size());
   r->Int(n < 0 ? 0 : n);
 }
 
-// FLUSHALL [ASYNC | SYNC] (and FLUSHDB)
-void FlushAll(const Args& a, CommandContext* c, Reply* r) {
+// FLUSHALL [ASYNC | SYNC] and FLUSHDB [ASYNC | SYNC]
+void FlushCommon(const Args& a, CommandContext* c, Reply* r, bool all) {
   if (a.size() > 2 || (a.size() == 2 && !Eq(a[1], "sync") &&
                        !Eq(a[1], "async"))) {
     return r->Error("ERR syntax error");
   }
+  uint64_t n = 0;
+  Status st = Status::kOk;
   if (c->txn != nullptr) {
-    uint64_t n = 0;
-    Status st = c->txn->FlushAll(&n);
-    if (st != Status::kOk) return StoreError(st, r);
-  } else {
+    st = all ? c->txn->FlushAll(&n) : c->txn->FlushDb(c->txn->db(), &n);
+  } else if (all) {
     c->store->FlushAll();
+  } else {
+    c->store->FlushDb(c->store->db());
   }
+  if (st != Status::kOk) return StoreError(st, r);
   r->Simple("OK");
+}
+
+void FlushAll(const Args& a, CommandContext* c, Reply* r) {
+  FlushCommon(a, c, r, true);
+}
+
+void FlushDb(const Args& a, CommandContext* c, Reply* r) {
+  FlushCommon(a, c, r, false);
 }
 
 // KEYS pattern
@@ -406,7 +437,8 @@ const CommandRow kKeyspaceRows[] = {
     {"persist", 46, 2, kWrite | kFast, 1, 1, 1, Persist},
     {"dbsize", 47, 1, kReadOnly | kFast, 0, 0, 0, DbSize},
     {"flushall", 48, -1, kWrite | kOwnCommit, 0, 0, 0, FlushAll},
-    {"flushdb", 49, -1, kWrite | kOwnCommit, 0, 0, 0, FlushAll},
+    {"flushdb", 49, -1, kWrite | kOwnCommit, 0, 0, 0, FlushDb},
+    {"move", 158, 3, kWrite | kFast, 1, 1, 1, Move},
     {"keys", 50, 2, kReadOnly, 0, 0, 0, Keys},
     {"scan", 51, -2, kReadOnly, 0, 0, 0, Scan},
     {"object", 66, -2, kReadOnly, 2, 2, 1, Object},

@@ -125,7 +125,7 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"timeout", std::to_string(i.timeout_s)},
       {"maxmemory-clients", std::to_string(i.client_memory)},
       {"client-query-buffer-limit", std::to_string(i.max_request)},
-      {"databases", "1"},
+      {"databases", "16"},
       {"save", ""},
       {"appendonly", "no"},
       {"maxmemory", std::to_string(i.memory)},
@@ -192,8 +192,27 @@ void Quit(const Args&, CommandContext* c, Reply* r) {
 }
 
 // SELECT index
-void Select(const Args& a, CommandContext*, Reply* r) {
-  if (a[1] != "0") return r->Error("ERR DB index is out of range");
+void Select(const Args& a, CommandContext* c, Reply* r) {
+  uint32_t db = 0;
+  if (!ParseDb(a[1], &db, r)) return;
+  c->client->db = db;
+  r->Simple("OK");
+}
+
+// SWAPDB index1 index2
+void SwapDb(const Args& a, CommandContext* c, Reply* r) {
+  int64_t x = 0, y = 0;
+  if (!ToInt(a[1], &x) || x < INT32_MIN || x > INT32_MAX) {
+    return r->Error("ERR invalid first DB index");
+  }
+  if (!ToInt(a[2], &y) || y < INT32_MIN || y > INT32_MAX) {
+    return r->Error("ERR invalid second DB index");
+  }
+  int64_t n = static_cast<int64_t>(kDatabases);
+  if (x < 0 || x >= n || y < 0 || y >= n) {
+    return r->Error("ERR DB index is out of range");
+  }
+  c->txn->SwapDb(static_cast<uint32_t>(x), static_cast<uint32_t>(y));
   r->Simple("OK");
 }
 
@@ -330,7 +349,9 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
   } else if (sub == "info" || sub == "list") {
     std::string line = "id=" + std::to_string(c->client->id) +
                        " addr=" + c->client->addr + " name=" +
-                       c->client->name + " db=0 cmd=client|" + sub + "\n";
+                       c->client->name + " db=" +
+                       std::to_string(c->client->db) + " cmd=client|" + sub +
+                       "\n";
     r->Bulk(line);  // LIST: this connection only (docs/server.md)
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
@@ -357,6 +378,7 @@ const CommandRow kServerRows[] = {
     {"config", 60, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Config},
     {"quit", 61, -1, kNoScript | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, Quit},
     {"select", 62, 2, kLoading | kStale | kFast, 0, 0, 0, Select},
+    {"swapdb", 157, 3, kWrite | kFast, 0, 0, 0, SwapDb},
     {"client", 63, -2, kNoScript | kLoading | kStale, 0, 0, 0, Client},
     {"auth", 64, -2, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Auth},
     {"hello", 65, -1, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Hello},
@@ -527,7 +549,16 @@ std::string InfoText(CommandContext* c,
   }
   if (want("keyspace")) {
     s += "# Keyspace\r\n";
-    line("db0", "keys=" + std::to_string(c->store->Keys()) + ",expires=0,avg_ttl=0");
+    // Each database that holds keys, by the number clients SELECT.
+    for (uint32_t db = 0; db < kDatabases; ++db) {
+      uint64_t expires = 0;
+      uint64_t keys = c->store->KeysIn(c->store->Physical(db), &expires);
+      if (keys == 0) continue;
+      line("db" + std::to_string(db), "keys=" + std::to_string(keys) +
+                                          ",expires=" +
+                                          std::to_string(expires) +
+                                          ",avg_ttl=0");
+    }
   }
   return s;
 }

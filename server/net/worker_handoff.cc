@@ -48,19 +48,23 @@ void Worker::HandOff() {
     if (partial > kMaxHandoffBytes) continue;
     // 'S', the kind, a digit ('0' + 1 if AUTH passed + 2 if the client
     // WATCHes keys: their versions do not travel, so its next EXEC
-    // fails and it retries + 4 if it is blocked), the client id, its
-    // name, a blocked client's command (BlockedCommand::Encode), then
-    // the partial request ('H'/'R' + request from older workers).
+    // fails and it retries + 4 if it is blocked + 8 if it SELECTed a
+    // database other than 0), the client id, its name, its database (a
+    // byte, with 8), a blocked client's command (BlockedCommand::
+    // Encode), then the partial request ('H'/'R' + request from older
+    // workers).
     std::string msg = "S";
     msg += c->http ? 'H' : 'R';
     msg += static_cast<char>('0' + (c->client.authed ? 1 : 0) +
                              (c->client.watched.empty() && !c->client.watch_lost ? 0 : 2) +
-                             (c->blocked ? 4 : 0));
+                             (c->blocked ? 4 : 0) +
+                             (c->client.db != 0 ? 8 : 0));
     uint64_t id = c->client.id;
     msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
     uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
     msg.append(reinterpret_cast<const char*>(&name_len), sizeof(name_len));
     msg += c->client.name;
+    if (c->client.db != 0) msg += static_cast<char>(c->client.db);
     if (c->blocked) c->blocked->Encode(&msg);
     msg.append(c->in, c->in_off, partial);
     if (!SendFd(handoff_fd_, c->fd, msg)) {
@@ -117,6 +121,10 @@ void Worker::Adopt() {
       c->client.name.assign(msg, kStateHead, name_len);
       std::string_view rest(msg);
       rest.remove_prefix(kStateHead + name_len);
+      if ((flags & 8) != 0 && !rest.empty()) {
+        c->client.db = static_cast<uint8_t>(rest[0]) % kDatabases;
+        rest.remove_prefix(1);
+      }
       if ((flags & 4) != 0) {
         c->blocked = std::make_unique<BlockedCommand>();
         if (!c->blocked->Decode(&rest)) {

@@ -80,7 +80,8 @@ constexpr uint8_t kHashTable = 1;
 // A value blob in the map: this head, the key, the value.
 //
 // Head layout 2 (kBlobHeadVersion): layout 1 had `u32 reserved` (always
-// 0) where `type`, `encoding` and `reserved` are.
+// 0) where `type`, `encoding` and `db` are. `db` was `reserved` (always
+// 0) before databases: every such blob is a key of database 0.
 struct BlobHead {
   uint64_t expire_at_ms;  // CLOCK_REALTIME ms; 0: no TTL
   uint32_t key_len;
@@ -88,13 +89,14 @@ struct BlobHead {
                      // WRONGTYPE to every typed command (never misread)
   uint8_t encoding;  // how the type's value bytes are laid out (the
                      // type's own numbering; 0: its first, compact form)
-  uint16_t reserved;  // 0
+  uint16_t db;  // the key's database (physical: server/store/dbs.h), 0
+                // for a part
 };
 constexpr uint32_t kBlobHeadVersion = 2;
 static_assert(sizeof(BlobHead) == 16 && offsetof(BlobHead, key_len) == 8 &&
                   offsetof(BlobHead, type) == 12 &&
                   offsetof(BlobHead, encoding) == 13 &&
-                  offsetof(BlobHead, reserved) == 14,
+                  offsetof(BlobHead, db) == 14,
               "blobs already in a map keep this head: a change is a new "
               "kBlobHeadVersion that reads the old one (docs/server.md)");
 constexpr size_t kBlobHeader = sizeof(BlobHead);
@@ -104,6 +106,7 @@ struct Blob {
   int64_t expire_ms = 0;
   ValueType type = ValueType::kString;
   uint8_t encoding = 0;
+  uint16_t db = 0;
   std::string_view key, value;
   bool Parse(const char* p, size_t n) {
     if (n < kBlobHeader) return false;
@@ -114,6 +117,7 @@ struct Blob {
     expire_ms = static_cast<int64_t>(h.expire_at_ms);
     type = static_cast<ValueType>(h.type);
     encoding = h.encoding;
+    db = h.db;
     key = std::string_view(p + kBlobHeader, klen);
     value = std::string_view(p + kBlobHeader + klen, n - kBlobHeader - klen);
     return true;
@@ -134,12 +138,12 @@ struct Blob {
 
 inline void MakeBlob(std::string* out, std::string_view key, ValueType type,
                      uint8_t encoding, std::string_view value,
-                     int64_t expire_ms) {
+                     int64_t expire_ms, uint16_t db = 0) {
   out->resize(kBlobHeader + key.size() + value.size());
   char* p = &(*out)[0];
   BlobHead h{static_cast<uint64_t>(expire_ms),
              static_cast<uint32_t>(key.size()), static_cast<uint8_t>(type),
-             encoding, 0};
+             encoding, db};
   std::memcpy(p, &h, sizeof(h));
   std::memcpy(p + kBlobHeader, key.data(), key.size());
   if (!value.empty()) {

@@ -35,6 +35,17 @@ inline KeyHash HashKey(std::string_view k) {
   return KeyHash{shmc::HashBytes(k.data(), k.size()), Hash2(k.data(), k.size())};
 }
 
+// A key of database `db` (physical, 0..15): database 0's keys hash as
+// they did before databases; another's hash is mixed with its number, so
+// one name in two databases is two map keys (the blob's head carries
+// the database too, checked on every read).
+inline KeyHash HashKeyIn(uint32_t db, std::string_view k) {
+  KeyHash h = HashKey(k);
+  if (db == 0) return h;
+  return KeyHash{shmc::Mix64(h.a ^ (db * 0xa0761d6478bd642fULL)),
+                 shmc::Mix64(h.b + db * 0xe7037ed1a0b428dbULL)};
+}
+
 // A part of a collection (server/store/blob.h) is keyed by its id and
 // index, mixed with constants no byte-string hash uses, so parts and Redis
 // keys never share a hash except by a 128-bit accident (and a read checks

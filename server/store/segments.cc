@@ -31,6 +31,10 @@ std::string WaitsKey(const StoreConfig& cfg) {
   return ControlKey(cfg) + ".waits";
 }
 
+std::string DbsKey(const StoreConfig& cfg) {
+  return ControlKey(cfg) + ".dbs";
+}
+
 namespace {
 
 template <class Alloc>
@@ -58,7 +62,8 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err) &&
-         UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err);
+         UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err);
 }
 
 }  // namespace

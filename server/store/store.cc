@@ -17,6 +17,7 @@
 #include "server/store/key_hash.h"
 #include "server/store/owners.h"
 #include "server/store/txn_entries.h"
+#include "server/store/walks.h"
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
@@ -56,7 +57,8 @@ class StoreT : public Store {
       *err = ctl_arr_.last_error().message;
       return false;
     }
-    if (!journal_.Open(JournalKey(cfg), cfg.journal, master, err)) {
+    if (!journal_.Open(JournalKey(cfg), cfg.journal, master, err) ||
+        !dbs_.Open(DbsKey(cfg), master, err)) {
       return false;
     }
     ctl_ = const_cast<ControlBlock*>(&ctl_arr_[0]);
@@ -94,6 +96,7 @@ class StoreT : public Store {
       }
       journal_.Recover(Applier());
       graves_.Count();
+      dbs_.Count(&map_);
     }
     return true;
   }
@@ -154,45 +157,21 @@ class StoreT : public Store {
   }
   bool ReadValid(uint64_t token) override { return journal_.SeqValid(token); }
 
-  // A key near a random slot: the table is walked from there (wrapping at
-  // its end) to the first live key, so a non-empty store always answers.
   bool RandomKey(std::string* key) override {
-    if (map_.size() == 0) return false;
-    const auto& table = map_.hash_table();
-    typename Map::TravelPos pos;
-    uint64_t slots = std::max<size_t>(1, table.ideal_capacity());
-    uint64_t slot = rng_() % slots;
-    while (pos.row + 1 < table.row_count() &&
-           slot >= table.row_slots(pos.row)) {
-      slot -= table.row_slots(pos.row++);
-    }
-    pos.col = static_cast<uint32_t>(
-        std::min<uint64_t>(slot, table.row_slots(pos.row) - 1));
-    int64_t now = NowMs();
-    bool found = false;
-    constexpr size_t kStep = 4096;
-    for (uint64_t walked = 0; !found && walked <= slots + kStep;
-         walked += kStep) {
-      map_.Travel(&pos, kStep, [&](const KeyHash&, const std::string& blob) {
-        Blob b;
-        if (!found && b.Parse(blob.data(), blob.size()) && !b.part() &&
-            !b.Expired(now)) {
-          key->assign(b.key.data(), b.key.size());
-          found = true;
-        }
-      });
-    }
-    return found;
+    return RandomLiveKey(&map_, rng_(), db_, key);
   }
 
   WatchStamp Watch(std::string_view key) override {
     Locked lock(this);
-    KeyHash h = HashKey(key);
+    KeyHash h = HashKeyIn(db_, key);
     WatchStamp w;
     w.version = journal_.Version(h.a);
     w.epoch = journal_.Epoch();
+    w.db = db_;
     Blob b;
-    if (ReadLocked(h, key, false, &b) == Status::kOk) w.expire_ms = b.expire_ms;
+    if (ReadLocked(h, key, false, &b, true, db_) == Status::kOk) {
+      w.expire_ms = b.expire_ms;
+    }
     return w;
   }
 
@@ -202,62 +181,30 @@ class StoreT : public Store {
 
   uint64_t FlushAll() override {
     Locked lock(this);
-    std::vector<KeyHash> all;
-    map_.Travel([&](const KeyHash& h, const std::string&) { all.push_back(h); });
-    journal_.BeginUnjournaled();  // readers wait: no half-flushed MGET
-    uint64_t n = 0;
-    // Each erased key's version moves, so a WATCH of it fails at EXEC; a
-    // WATCH of a key that was not there holds (as in Redis, whose FLUSHALL
-    // touches only the watched keys it deletes).
-    for (const KeyHash& h : all) {
-      if (map_.Erase(h)) {
-        ++n;
-        journal_.Bump(h.a);
-      }
-    }
-    journal_.EndUnjournaled();
-    uint64_t parts = journal_.Counter(Journal::kParts);
-    journal_.SetWord(Journal::kParts, 0);
-    return n >= parts ? n - parts : 0;  // keys, not parts
+    return FlushUnjournaled(&map_, &journal_, &graves_, &dbs_, kEveryDb);
   }
 
-  // COUNT is in keys, as in Redis: slots are walked until `count` keys
-  // were seen or 100 x count (at least 4096) slots were, whichever comes
-  // first, so a sparse table still answers quickly. A cursor that is not a
-  // position of the table ends the scan (cursor 0; Redis would mask it into
-  // its table instead: docs/server.md).
+  uint64_t FlushDb(uint32_t physical) override {
+    Locked lock(this);
+    return FlushUnjournaled(&map_, &journal_, &graves_, &dbs_,
+                            static_cast<int>(physical));
+  }
+
+  uint32_t Physical(uint32_t db) override { return dbs_.Physical(db); }
+  uint64_t KeysIn(uint32_t physical, uint64_t* expires) override {
+    if (!dbs_.Counted()) Locked lock(this);  // counts them first
+    if (expires != nullptr) *expires = dbs_.Expires(physical);
+    return dbs_.Keys(physical);
+  }
+
   void Scan(uint64_t* cursor, size_t count,
             const std::function<void(std::string_view, ValueType)>& f)
       override {
-    typename Map::TravelPos pos;
-    pos.row = static_cast<uint32_t>(*cursor >> 32);
-    pos.col = static_cast<uint32_t>(*cursor);
-    int64_t now = NowMs();
-    size_t want = count == 0 ? 1 : count;
-    size_t budget = std::max<size_t>(want * 100, 4096);
-    size_t seen = 0, slots = 0;
-    do {
-      size_t step = std::min<size_t>(want, budget - slots);
-      if (!map_.Travel(&pos, step,
-                       [&](const KeyHash&, const std::string& blob) {
-                         Blob b;
-                         if (!b.Parse(blob.data(), blob.size()) || b.part()) {
-                           return;  // not a key: not counted either
-                         }
-                         if (!b.Expired(now)) f(b.key, b.type);
-                         ++seen;
-                       })) {
-        pos.row = 0;  // not a position of this table
-        pos.col = 0;
-        break;
-      }
-      slots += step;
-    } while (seen < want && slots < budget && (pos.row != 0 || pos.col != 0));
-    *cursor = static_cast<uint64_t>(pos.row) << 32 | pos.col;
+    ScanLiveKeys(&map_, cursor, count, db_, f);
   }
 
   uint64_t Sweep(size_t count) override {
-    std::vector<std::string> expired;
+    std::vector<std::pair<uint32_t, std::string>> expired;
     std::vector<uint64_t> graves;
     int64_t now = NowMs();
     map_.Travel(&sweep_pos_, count,
@@ -268,11 +215,11 @@ class StoreT : public Store {
                   if (b.part()) {
                     if (Graves<Map>::IdOf(b, &id)) graves.push_back(id);
                   } else if (b.Expired(now)) {
-                    expired.emplace_back(b.key);
+                    expired.emplace_back(b.db, b.key);
                   }
                 });
     uint64_t n = 0;
-    for (const std::string& k : expired) n += ExpireNow(k);
+    for (const auto& [db, k] : expired) n += ExpireNow(db, k);
     // A grave is a collection whose removal a killed process left.
     for (uint64_t id : graves) {
       Locked lock(this);
@@ -321,9 +268,10 @@ class StoreT : public Store {
   };
 
   struct Entry {
-    std::string ident;  // kind and key: what TxnEntries finds it by
+    std::string ident;  // kind, database and key: what TxnEntries finds
     KeyHash h{0, 0};
     std::string key;
+    uint16_t db = 0;       // physical; 0 for a part
     bool part = false;     // a part of a collection, not a Redis key
     bool present = false;  // the key's state in this transaction
     ValueType type = ValueType::kString;
@@ -331,14 +279,18 @@ class StoreT : public Store {
     std::string value;
     int64_t expire = 0;
     bool had_old = false;  // the key's state in the map
+    bool old_ttl = false;  // it had a TTL there
     size_t old_len = 0;    // its blob's bytes (the journal's undo half)
     PartsRoot old_root{0, 0};  // the collection it held in the map, if any
     bool dirty = false;
   };
 
-  // An entry's ident: a kind byte (0: Redis key, 0xff: part), the key.
-  static void MakeIdent(std::string* ident, bool part, std::string_view key) {
+  // An entry's ident: a kind byte (0: Redis key, 0xff: part), the
+  // database (a part's is 0), the key.
+  static void MakeIdent(std::string* ident, bool part, uint32_t db,
+                        std::string_view key) {
     ident->assign(1, part ? '\xff' : '\0');
+    ident->push_back(static_cast<char>(db));
     ident->append(key.data(), key.size());
   }
 
@@ -346,7 +298,8 @@ class StoreT : public Store {
   class TxnImpl : public Txn {
    public:
     explicit TxnImpl(StoreT* s)
-        : s_(s), lock_(s), entries_(&s->txn_entries_) {}
+        : s_(s), lock_(s), entries_(&s->txn_entries_), db_(s->db_),
+          map_(s->dbs_.Mapping()) {}
     ~TxnImpl() override { entries_->Reset(); }  // still under the lock
 
     Status Read(std::string_view key, Value* v) override {
@@ -433,29 +386,50 @@ class StoreT : public Store {
     }
 
     void Touched(std::string_view key) override {
-      touched_.push_back(HashKey(key).a);
+      touched_.push_back(HashKeyIn(db_, key).a);
     }
 
-    Status FlushAll(uint64_t* n) override {
-      std::vector<std::string> keys;
+    void UseDb(uint32_t physical) override { db_ = physical % kDatabases; }
+    uint32_t db() const override { return db_; }
+    uint32_t Physical(uint32_t logical) override {
+      return PhysicalDb(map_, logical);
+    }
+    void SwapDb(uint32_t a, uint32_t b) override {
+      map_ = SwappedMap(map_, a, b);
+    }
+
+    Status FlushDb(uint32_t physical, uint64_t* n) override {
+      return FlushWhere(static_cast<int>(physical), n);
+    }
+
+    Status FlushAll(uint64_t* n) override { return FlushWhere(kEveryDb, n); }
+
+    // Deletes the keys of physical database `db` (-1: of every one).
+    Status FlushWhere(int db, uint64_t* n) {
+      std::vector<std::pair<uint32_t, std::string>> keys;
       int64_t now = NowMs();
-      s_->map_.Travel([&](const KeyHash&, const std::string& blob) {
-        Blob b;
-        if (b.Parse(blob.data(), blob.size()) && !b.part() &&
-            !b.Expired(now)) {
-          keys.emplace_back(b.key);
-        }
+      EachKey(&s_->map_, db, [&](const KeyHash&, const Blob& b) {
+        if (!b.Expired(now)) keys.emplace_back(b.db, b.key);
       });
       // Keys this transaction created are not in the map yet.
-      Changed([&](std::string_view k, bool now, bool) {
-        if (now) keys.emplace_back(k);
-      });
+      for (size_t i = 0; i < entries_->size(); ++i) {
+        const Entry& e = (*entries_)[i];
+        if (!e.part && e.present && !e.had_old && (db < 0 || e.db == db)) {
+          keys.emplace_back(e.db, e.key);
+        }
+      }
       *n = 0;
-      for (const std::string& k : keys) {
+      uint32_t was = db_;
+      for (const auto& [d, k] : keys) {
+        db_ = d;
         Status st = Delete(k);
         if (st == Status::kOk) ++*n;
-        if (st == Status::kTxnTooLarge) return st;
+        if (st == Status::kTxnTooLarge) {
+          db_ = was;
+          return st;
+        }
       }
+      db_ = was;
       return Status::kOk;
     }
 
@@ -463,12 +437,14 @@ class StoreT : public Store {
         override {
       for (size_t i = 0; i < entries_->size(); ++i) {
         const Entry& e = (*entries_)[i];
-        if (!e.part && e.present != e.had_old) f(e.key, e.present, Live(e));
+        if (!e.part && e.db == db_ && e.present != e.had_old) {
+          f(e.key, e.present, Live(e));
+        }
       }
     }
 
     bool Unchanged(std::string_view key, const WatchStamp& w) override {
-      KeyHash h = HashKey(key);
+      KeyHash h = HashKeyIn(w.db, key);
       if (s_->journal_.Version(h.a) != w.version ||
           s_->journal_.Epoch() != w.epoch) {
         return false;
@@ -492,7 +468,8 @@ class StoreT : public Store {
         // One key: one map write, crash-safe on its own.
         Entry& e = *dirty[0];
         if (e.present) {
-          MakeBlob(&s_->blob_, e.key, e.type, e.encoding, e.value, e.expire);
+          MakeBlob(&s_->blob_, e.key, e.type, e.encoding, e.value, e.expire,
+                   e.db);
           if (!s_->map_.Replace(e.h, s_->blob_)) return Status::kFull;
         } else {
           s_->map_.Erase(e.h);
@@ -508,10 +485,22 @@ class StoreT : public Store {
       }
       int64_t parts = 0;
       for (const Entry* e : dirty) {
-        if (e->part) parts += (e->present ? 1 : 0) - (e->had_old ? 1 : 0);
-        if (!e->part) s_->Observe(e->h.a);
+        int64_t delta = (e->present ? 1 : 0) - (e->had_old ? 1 : 0);
+        if (e->part) parts += delta;
+        if (!e->part) {
+          int64_t ttl = (e->present && e->expire != 0 ? 1 : 0) -
+                        (e->had_old && e->old_ttl ? 1 : 0);
+          if (delta != 0 || ttl != 0) s_->dbs_.Adjust(e->db, delta, ttl);
+          s_->Observe(e->h.a);
+        }
       }
       if (parts != 0) s_->graves_.Adjust(parts);
+      if (map_ != s_->dbs_.Mapping()) {
+        // SWAPDB: one word; every WATCH fails (the keys under a watched
+        // name changed databases).
+        s_->dbs_.SetMapping(map_);
+        s_->journal_.SetWord(Journal::kEpoch, s_->journal_.Epoch() + 1);
+      }
       for (uint64_t id : graves) s_->graves_.Reap(id, kReapBudget);
       return Status::kOk;
     }
@@ -529,24 +518,27 @@ class StoreT : public Store {
     // the entry's value is never read unloaded.
     Status LoadEntry(std::string_view key, bool part, Entry** out,
                      bool with_value = true) {
-      MakeIdent(&ident_, part, key);
+      uint32_t db = part ? 0 : db_;
+      MakeIdent(&ident_, part, db, key);
       if (Entry* known = entries_->Find(ident_)) {
         *out = known;
         return Status::kOk;
       }
-      KeyHash h = part ? PartHash(key) : HashKey(key);
+      KeyHash h = part ? PartHash(key) : HashKeyIn(db, key);
       Blob b;
-      Status st = s_->ReadLocked(h, key, part, &b, with_value);
+      Status st = s_->ReadLocked(h, key, part, &b, with_value, db);
       if (st == Status::kCollision) return st;
       Entry* e = entries_->Add(ident_, key);
       e->h = h;
       e->part = part;
+      e->db = static_cast<uint16_t>(db);
       if (st == Status::kOk) {
         e->present = e->had_old = true;
         e->type = b.type;
         e->encoding = b.encoding;
         e->value.assign(b.value.data(), b.value.size());
         e->expire = b.expire_ms;
+        e->old_ttl = b.expire_ms != 0;
         e->old_len = s_->scratch_len_;
         e->old_root = s_->last_root_;
       }
@@ -583,6 +575,8 @@ class StoreT : public Store {
     std::vector<uint64_t> fresh_;    // collection ids made in this one
     size_t bytes_ = 0;  // journal bytes needed (an upper bound)
     bool failed_ = false;
+    uint32_t db_;   // the physical database key calls use
+    uint64_t map_;  // the databases' map, with this one's SWAPDBs
   };
 
   // The map side of a journal record.
@@ -606,7 +600,8 @@ class StoreT : public Store {
     for (const Entry* e : dirty) {
       std::string_view next_view, old_view;
       if (e->present) {
-        MakeBlob(&blob, e->key, e->type, e->encoding, e->value, e->expire);
+        MakeBlob(&blob, e->key, e->type, e->encoding, e->value, e->expire,
+                 e->db);
         next_view = blob;
       }
       if (e->had_old) {
@@ -638,14 +633,16 @@ class StoreT : public Store {
       journal_.Recover(Applier());
       ctl_->lock_recoveries.fetch_add(1, std::memory_order_relaxed);
       pthread_mutex_consistent(&ctl_->write_lock);
-      // It may have died between a commit and its count of parts.
+      // It may have died between a commit and its counts.
       graves_.Count();
+      dbs_.Count(&map_);
     } else if (rc != 0) {
       std::fprintf(stderr, "shmkv: write lock failed: %s\n",
                    std::strerror(rc));
       std::abort();
     }
     if (!graves_.Counted()) graves_.Count();
+    if (!dbs_.Counted()) dbs_.Count(&map_);
   }
   void Unlock() { pthread_mutex_unlock(&ctl_->write_lock); }
 
@@ -659,7 +656,7 @@ class StoreT : public Store {
     }
     if (!found) return false;
     if (b->Expired(NowMs())) {
-      ExpireNow(key);
+      ExpireNow(db_, key);
       return false;
     }
     return true;
@@ -667,10 +664,10 @@ class StoreT : public Store {
 
   // Copies the blob of `key` into scratch_; false if absent or not this key.
   bool Read(std::string_view key, Blob* b) {
-    KeyHash h = HashKey(key);
+    KeyHash h = HashKeyIn(db_, key);
     if (!ReadBlob(h)) return false;
     return b->Parse(scratch_.data(), scratch_len_) && !b->part() &&
-           b->key == key;
+           b->db == db_ && b->key == key;
   }
 
   bool ReadBlob(const KeyHash& h) {
@@ -693,13 +690,15 @@ class StoreT : public Store {
   // key and root are copied (b->value is empty; scratch_len_ is still the
   // blob's full length): what a write that replaces the value needs.
   Status ReadLocked(const KeyHash& h, std::string_view key, bool part,
-                    Blob* b, bool whole = true) {
+                    Blob* b, bool whole = true, uint32_t db = 0) {
     last_root_ = PartsRoot{0, 0};
     if (whole) {
       if (!ReadBlob(h) || !b->Parse(scratch_.data(), scratch_len_)) {
         return Status::kNotFound;
       }
-      if (b->key != key || b->part() != part) return Status::kCollision;
+      if (b->key != key || b->part() != part || (!part && b->db != db)) {
+        return Status::kCollision;
+      }
       if (!b->Root(&last_root_)) last_root_ = PartsRoot{0, 0};
     } else {
       size_t want = kBlobHeader + key.size() + sizeof(PartsRoot);
@@ -714,7 +713,7 @@ class StoreT : public Store {
       if (head.key_len != key.size() ||
           std::memcmp(scratch_.data() + kBlobHeader, key.data(),
                       key.size()) != 0 ||
-          (head.type == kPartType) != part) {
+          (head.type == kPartType) != part || (!part && head.db != db)) {
         return Status::kCollision;
       }
       b->expire_ms = static_cast<int64_t>(head.expire_at_ms);
@@ -729,7 +728,7 @@ class StoreT : public Store {
       scratch_len_ = len;
     }
     if (b->Expired(NowMs())) {
-      EraseExpired(h, last_root_);
+      EraseExpired(h, last_root_, db);
       last_root_ = PartsRoot{0, 0};
       return Status::kNotFound;
     }
@@ -738,26 +737,26 @@ class StoreT : public Store {
 
   // Removes an expired key; a collection's parts go with it, through a
   // grave (reaped now, up to a budget; the sweep finishes it).
-  void EraseExpired(const KeyHash& h, PartsRoot root) {
+  void EraseExpired(const KeyHash& h, PartsRoot root, uint32_t db) {
     if (root.id != 0) graves_.Bury(root);
-    map_.Erase(h);
+    if (map_.Erase(h)) dbs_.Adjust(db, -1, -1);  // it had a TTL
     ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
     if (root.id != 0) graves_.Reap(root.id, kReapBudget);
   }
 
-  // Removes `key` if it is (still) expired.
-  bool ExpireNow(std::string_view key) {
+  // Removes `key` of physical database `db` if it is (still) expired.
+  bool ExpireNow(uint32_t db, std::string_view key) {
     Locked lock(this);
-    KeyHash h = HashKey(key);
+    KeyHash h = HashKeyIn(db, key);
     if (!ReadBlob(h)) return false;
     Blob b;
     if (!b.Parse(scratch_.data(), scratch_len_) || b.part() || b.key != key ||
-        !b.Expired(NowMs())) {
+        b.db != db || !b.Expired(NowMs())) {
       return false;
     }
     PartsRoot root{0, 0};
     if (!b.Root(&root)) root = PartsRoot{0, 0};
-    EraseExpired(h, root);
+    EraseExpired(h, root, db);
     return true;
   }
 
@@ -771,6 +770,7 @@ class StoreT : public Store {
   std::string blob_;
   PartsRoot last_root_{0, 0};  // ReadLocked's: the collection it found
   Graves<Map> graves_{&map_, &journal_, 0};  // capacity set by Init
+  DbWords<Map> dbs_;
   typename Map::TravelPos sweep_pos_;
   std::mt19937_64 rng_{std::random_device{}()};
 };

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "server/store/blob.h"
+#include "server/store/dbs.h"
 #include "shmc/process_lease.h"
 #include "shmc/segment_name.h"
 
@@ -84,6 +85,7 @@ struct WatchStamp {
   uint64_t version = 0;
   uint64_t epoch = 0;
   int64_t expire_ms = 0;
+  uint32_t db = 0;  // the physical database the key was watched in
 };
 
 // A value as the store holds it: its type, its encoding and its bytes,
@@ -139,9 +141,12 @@ std::string JournalKey(const StoreConfig& cfg);
 
 // The POSIX segment of the wait board (server/store/waits.h).
 std::string WaitsKey(const StoreConfig& cfg);
+// The POSIX segment of the databases' words (server/store/dbs.h).
+std::string DbsKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
-// control block, the journal, the statistics, the wait board); segments that do not exist are skipped.
+// control block, the journal, the statistics, the wait board, the
+// databases); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
@@ -212,7 +217,19 @@ class Store {
     virtual void Touched(std::string_view key) = 0;
     // Deletes every key (inside MULTI: bounded by the journal); *n keys.
     virtual Status FlushAll(uint64_t* n) = 0;
-    // False when `key` changed (or expired) since Watch() gave `stamp`.
+    // Databases (server/store/dbs.h). The physical database this
+    // transaction's key calls use from now on (at first, the store's).
+    virtual void UseDb(uint32_t physical) = 0;
+    virtual uint32_t db() const = 0;
+    // Logical database `logical`'s physical one, SWAPDBs of this
+    // transaction included.
+    virtual uint32_t Physical(uint32_t logical) = 0;
+    // SWAPDB: logical databases a and b trade places when this commits.
+    virtual void SwapDb(uint32_t a, uint32_t b) = 0;
+    // Deletes every key of physical database `physical`, as FlushAll.
+    virtual Status FlushDb(uint32_t physical, uint64_t* n) = 0;
+    // False when `key` changed (or expired) since Watch() gave `stamp`
+    // (in the stamp's database), or a SWAPDB moved databases since.
     virtual bool Unchanged(std::string_view key, const WatchStamp& stamp) = 0;
     // The keys this transaction created or deleted so far: f(key, true,
     // live) for one it created (live: false when it was written with a
@@ -228,6 +245,20 @@ class Store {
   };
   virtual std::unique_ptr<Txn> Begin() = 0;
   virtual WatchStamp Watch(std::string_view key) = 0;
+
+  // Databases (server/store/dbs.h). The physical database the key reads,
+  // Watch, Scan, RandomKey and the transactions begun from here use
+  // (0 until told).
+  void UseDb(uint32_t physical) { db_ = physical % kDatabases; }
+  uint32_t db() const { return db_; }
+  // Logical database `logical`'s physical one, as SWAPDB left them.
+  virtual uint32_t Physical(uint32_t logical) = 0;
+  // Redis keys in physical database `physical` (DBSIZE, INFO keyspace)
+  // and, in *expires, how many of them have a TTL.
+  virtual uint64_t KeysIn(uint32_t physical,
+                          uint64_t* expires = nullptr) = 0;
+  // FLUSHDB outside a transaction: as FlushAll, for one database.
+  virtual uint64_t FlushDb(uint32_t physical) = 0;
 
   // Reads: lock-free. A reader of several keys that must not see half of
   // a multi-key commit brackets them: t = ReadBegin(); reads;
@@ -314,6 +345,7 @@ class Store {
   }
 
   StoreConfig cfg_;
+  uint32_t db_ = 0;
   CommitObserver observer_ = nullptr;
   void* observer_arg_ = nullptr;
 };

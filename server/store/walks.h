@@ -1,0 +1,154 @@
+// Walks over the store's whole map for the commands that look at a
+// database's keyspace (RANDOMKEY, SCAN and KEYS, FLUSHDB and FLUSHALL):
+// the map holds every database's keys and the parts of collections, and
+// each walk keeps to the live keys of one physical database.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include <vector>
+
+#include "server/store/blob.h"
+#include "server/store/dbs.h"
+#include "server/store/graves.h"
+#include "server/store/journal.h"
+#include "server/store/store.h"
+
+namespace shmkv {
+
+// Database -1: every database.
+constexpr int kEveryDb = -1;
+
+// Every Redis key of physical database `db` (expired ones too): f(hash,
+// blob) with the blob parsed.
+template <class Map, class F>
+void EachKey(Map* map, int db, F f) {
+  map->Travel([&](const auto& h, const std::string& blob) {
+    Blob b;
+    if (b.Parse(blob.data(), blob.size()) && !b.part() &&
+        (db == kEveryDb || b.db == static_cast<uint32_t>(db))) {
+      f(h, b);
+    }
+  });
+}
+
+// A live key of `db` near a random slot (seed): the table is walked from
+// there, wrapping at its end, to the first such key, so a database with
+// a key always answers.
+template <class Map>
+bool RandomLiveKey(Map* map, uint64_t seed, uint32_t db, std::string* key) {
+  if (map->size() == 0) return false;
+  const auto& table = map->hash_table();
+  typename Map::TravelPos pos;
+  uint64_t slots = std::max<size_t>(1, table.ideal_capacity());
+  uint64_t slot = seed % slots;
+  while (pos.row + 1 < table.row_count() &&
+         slot >= table.row_slots(pos.row)) {
+    slot -= table.row_slots(pos.row++);
+  }
+  pos.col = static_cast<uint32_t>(
+      std::min<uint64_t>(slot, table.row_slots(pos.row) - 1));
+  int64_t now = NowMs();
+  bool found = false;
+  constexpr size_t kStep = 4096;
+  for (uint64_t walked = 0; !found && walked <= slots + kStep;
+       walked += kStep) {
+    map->Travel(&pos, kStep, [&](const auto&, const std::string& blob) {
+      Blob b;
+      if (!found && b.Parse(blob.data(), blob.size()) && !b.part() &&
+          b.db == db && !b.Expired(now)) {
+        key->assign(b.key.data(), b.key.size());
+        found = true;
+      }
+    });
+  }
+  return found;
+}
+
+// SCAN over `db`. COUNT is in keys, as in Redis: slots are walked until
+// `count` keys of the database were seen or 100 x count (at least 4096)
+// slots were, whichever comes first, so a sparse table still answers
+// quickly. A cursor that is not a position of the table ends the scan
+// (cursor 0; Redis would mask it into its table instead: docs/server.md).
+template <class Map>
+void ScanLiveKeys(Map* map, uint64_t* cursor, size_t count, uint32_t db,
+                  const std::function<void(std::string_view, ValueType)>& f) {
+  typename Map::TravelPos pos;
+  pos.row = static_cast<uint32_t>(*cursor >> 32);
+  pos.col = static_cast<uint32_t>(*cursor);
+  int64_t now = NowMs();
+  size_t want = count == 0 ? 1 : count;
+  size_t budget = std::max<size_t>(want * 100, 4096);
+  size_t seen = 0, slots = 0;
+  do {
+    size_t step = std::min<size_t>(want, budget - slots);
+    if (!map->Travel(&pos, step, [&](const auto&, const std::string& blob) {
+          Blob b;
+          if (!b.Parse(blob.data(), blob.size()) || b.part() || b.db != db) {
+            return;  // not a key here: not counted either
+          }
+          if (!b.Expired(now)) f(b.key, b.type);
+          ++seen;
+        })) {
+      pos.row = 0;  // not a position of this table
+      pos.col = 0;
+      break;
+    }
+    slots += step;
+  } while (seen < want && slots < budget && (pos.row != 0 || pos.col != 0));
+  *cursor = static_cast<uint64_t>(pos.row) << 32 | pos.col;
+}
+
+// FLUSHALL (db kEveryDb) and FLUSHDB outside a transaction, under the
+// write lock and not journaled (docs/server.md): the keys' removal is
+// bracketed so readers wait, and each removed key's WATCH version moves
+// (a WATCH of a key that was not there holds, as in Redis). FLUSHALL
+// takes every blob, parts included; FLUSHDB sends a collection's parts
+// through its grave, as an expired key's. Returns the keys removed.
+template <class Map>
+uint64_t FlushUnjournaled(Map* map, Journal* journal, Graves<Map>* graves,
+                          DbWords<Map>* dbs, int db) {
+  struct Gone {
+    KeyHash h;
+    PartsRoot root;
+  };
+  std::vector<Gone> gone;
+  if (db == kEveryDb) {
+    map->Travel([&](const KeyHash& h, const std::string&) {
+      gone.push_back(Gone{h, PartsRoot{0, 0}});
+    });
+  } else {
+    EachKey(map, db, [&](const KeyHash& h, const Blob& b) {
+      PartsRoot root{0, 0};
+      if (!b.Root(&root)) root = PartsRoot{0, 0};
+      gone.push_back(Gone{h, root});
+    });
+  }
+  journal->BeginUnjournaled();  // readers wait: no half-flushed MGET
+  uint64_t n = 0;
+  for (const Gone& g : gone) {
+    if (g.root.id != 0) graves->Bury(g.root);
+    if (map->Erase(g.h)) {
+      ++n;
+      journal->Bump(g.h.a);
+    }
+  }
+  journal->EndUnjournaled();
+  if (db != kEveryDb) {
+    dbs->Zero(static_cast<uint32_t>(db));
+    for (const Gone& g : gone) {
+      if (g.root.id != 0) graves->Reap(g.root.id, kReapBudget);
+    }
+    return n;
+  }
+  uint64_t parts = journal->Counter(Journal::kParts);
+  journal->SetWord(Journal::kParts, 0);
+  for (uint32_t d = 0; d < kDatabases; ++d) dbs->Zero(d);
+  return n >= parts ? n - parts : 0;  // keys, not parts
+}
+
+}  // namespace shmkv
