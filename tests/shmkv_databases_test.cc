@@ -16,6 +16,7 @@
 
 #include "tests/support/command_harness.h"
 #include "tests/support/diff_harness.h"
+#include "tests/support/kill_worker.h"
 
 namespace {
 
@@ -234,30 +235,19 @@ TEST(Databases, CountsSurviveKilledWriters) {
   ASSERT_TRUE(h.ok()) << h.error();
   std::mt19937_64 rng(9);
   for (int round = 0; round < 10; ++round) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      shmkv_test::CommandWorker w(h.config());
-      if (!w.ok()) _exit(90);
-      std::mt19937_64 r(round + 1);
-      for (;;) {
-        std::string k = "k" + std::to_string(r() % 500);
-        std::string d = std::to_string(r() % 4);
-        w.Run({"SELECT", d});
-        switch (r() % 4) {
-          case 0: w.Run({"SET", k, "v"}); break;
-          case 1: w.Run({"DEL", k}); break;
-          case 2: w.Run({"MOVE", k, std::to_string(r() % 4)}); break;
-          default: w.Run({"MSET", k, "1", k + "b", "2"});
-        }
-      }
-    }
-    ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 80));
-    kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFSIGNALED(st));
-    h.Run({"DEL", "recovery-probe"});
+    ASSERT_TRUE(shmkv_test::KillAWorker(
+        &h, round + 1, 20 + rng() % 80,
+        [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
+          std::string k = "k" + std::to_string(r() % 500);
+          std::string d = std::to_string(r() % 4);
+          w.Run({"SELECT", d});
+          switch (r() % 4) {
+            case 0: w.Run({"SET", k, "v"}); break;
+            case 1: w.Run({"DEL", k}); break;
+            case 2: w.Run({"MOVE", k, std::to_string(r() % 4)}); break;
+            default: w.Run({"MSET", k, "1", k + "b", "2"});
+          }
+        }));
     for (int d = 0; d < 4; ++d) {
       ASSERT_EQ(h.Run({"SELECT", std::to_string(d)}), "+OK\r\n");
       std::string keys = h.Run({"KEYS", "*"});

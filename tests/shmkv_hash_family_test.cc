@@ -23,6 +23,7 @@
 #include "server/commands/hash_value.h"
 #include "server/commands/packed.h"
 #include "tests/support/diff_harness.h"
+#include "tests/support/kill_worker.h"
 #include "tests/support/pinned_ids.h"
 #include "tests/support/resp_reply.h"
 
@@ -382,48 +383,34 @@ TEST(HashFamily, KilledWorkersLoseNoAcknowledgedWrite) {
   Shared* sh = new (mem) Shared();
   std::mt19937_64 rng(5);
   for (int round = 0; round < 15; ++round) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      shmkv_test::CommandWorker w(h.config());
-      if (!w.ok()) _exit(90);
-      std::mt19937_64 r(round * 7919 + 1);
-      for (;;) {
-        int k = static_cast<int>(r() % kCounters);
-        switch (r() % 6) {
-          case 0: case 1: case 2: {
-            sh->inflight[k] = 1;
-            std::string reply =
-                w.Run({"HINCRBY", "h", "ctr:" + std::to_string(k), "1"});
-            if (reply[0] != ':') _exit(91);
-            sh->acked[k]++;
-            sh->inflight[k] = 0;
-            break;
-          }
-          case 3:
-            w.Run({"HSET", "h", "tmp:" + std::to_string(r() % 5000),
-                   std::string(r() % 100, 'y')});
-            break;
-          case 4: w.Run({"HDEL", "h", "tmp:" + std::to_string(r() % 5000)});
-            break;
-          default:
-            if (r() % 2) {
-              w.Run({"COPY", "h", "h2"});
-            } else {
-              w.Run({"DEL", "h2"});
+    ASSERT_TRUE(shmkv_test::KillAWorker(
+        &h, round * 7919 + 1, 30 + rng() % 150,
+        [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
+          int k = static_cast<int>(r() % kCounters);
+          switch (r() % 6) {
+            case 0: case 1: case 2: {
+              sh->inflight[k] = 1;
+              std::string reply =
+                  w.Run({"HINCRBY", "h", "ctr:" + std::to_string(k), "1"});
+              if (reply[0] != ':') _exit(91);
+              sh->acked[k]++;
+              sh->inflight[k] = 0;
+              break;
             }
-        }
-      }
-    }
-    ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30 + rng() % 150));
-    kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFSIGNALED(st)) << "the worker exited " << WEXITSTATUS(st);
-    // A kill inside a commit leaves it in the journal for the next writer
-    // to finish (until then readers see the state before it): write
-    // first, so the counters read below are final.
-    h.Run({"DEL", "recovery-probe"});
+            case 3:
+              w.Run({"HSET", "h", "tmp:" + std::to_string(r() % 5000),
+                     std::string(r() % 100, 'y')});
+              break;
+            case 4: w.Run({"HDEL", "h", "tmp:" + std::to_string(r() % 5000)});
+              break;
+            default:
+              if (r() % 2) {
+                w.Run({"COPY", "h", "h2"});
+              } else {
+                w.Run({"DEL", "h2"});
+              }
+          }
+        }));
     for (int k = 0; k < kCounters; ++k) {
       std::string reply = h.Run({"HGET", "h", "ctr:" + std::to_string(k)});
       int64_t got = reply == "$-1\r\n"

@@ -18,6 +18,7 @@
 #include "server/commands/list_value.h"
 #include "server/commands/packed.h"
 #include "tests/support/diff_harness.h"
+#include "tests/support/kill_worker.h"
 #include "tests/support/pinned_ids.h"
 #include "tests/support/resp_reply.h"
 
@@ -278,35 +279,25 @@ TEST(ListFamily, KilledWorkersNeverLoseOrDoubleAnElement) {
   }
   std::mt19937_64 rng(9);
   for (int round = 0; round < 15; ++round) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      shmkv_test::CommandWorker w(h.config());
-      if (!w.ok()) _exit(90);
-      std::mt19937_64 r(round * 31 + 7);
-      for (;;) {
-        const char* from = r() % 2 ? "a" : "b";
-        const char* to = r() % 3 ? (from[0] == 'a' ? "b" : "a") : from;
-        switch (r() % 3) {
-          case 0:
-            w.Run({"LMOVE", from, to, r() % 2 ? "LEFT" : "RIGHT",
-                   r() % 2 ? "LEFT" : "RIGHT"});
-            break;
-          case 1: w.Run({"RPOPLPUSH", from, to}); break;
-          default: {
-            // Ten at once, through a transaction.
-            w.Run({"MULTI"});
-            for (int k = 0; k < 10; ++k) w.Run({"RPOPLPUSH", from, to});
-            w.Run({"EXEC"});
+    ASSERT_TRUE(shmkv_test::KillAWorker(
+        &h, round * 31 + 7, 30 + rng() % 150,
+        [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
+          const char* from = r() % 2 ? "a" : "b";
+          const char* to = r() % 3 ? (from[0] == 'a' ? "b" : "a") : from;
+          switch (r() % 3) {
+            case 0:
+              w.Run({"LMOVE", from, to, r() % 2 ? "LEFT" : "RIGHT",
+                     r() % 2 ? "LEFT" : "RIGHT"});
+              break;
+            case 1: w.Run({"RPOPLPUSH", from, to}); break;
+            default: {
+              // Ten at once, through a transaction.
+              w.Run({"MULTI"});
+              for (int k = 0; k < 10; ++k) w.Run({"RPOPLPUSH", from, to});
+              w.Run({"EXEC"});
+            }
           }
-        }
-      }
-    }
-    ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30 + rng() % 150));
-    kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFSIGNALED(st)) << "the worker exited " << WEXITSTATUS(st);
+        }));
     std::vector<bool> seen(kElems, false);
     uint64_t total = 0;
     for (const char* key : {"a", "b"}) {

@@ -20,6 +20,7 @@
 #include "server/commands/zset_value.h"
 #include "tests/support/command_harness.h"
 #include "tests/support/diff_harness.h"
+#include "tests/support/kill_worker.h"
 
 namespace {
 
@@ -269,46 +270,35 @@ TEST(ZSetTree, KilledWorkersNeverShowHalfAChange) {
   std::mt19937_64 rng(7);
   bool moved_any = false;
   for (int round = 0; round < 12; ++round) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      shmkv_test::CommandWorker w(h.config());
-      if (!w.ok()) _exit(90);
-      std::mt19937_64 r(round * 7919 + 3);
-      for (;;) {
-        std::string m = "mv" + std::to_string(r() % kMoving);
-        std::string score = std::to_string(r() % 5000);
-        bool to_b = r() % 2;
-        const char* from = to_b ? "a" : "b";
-        const char* to = to_b ? "b" : "a";
-        switch (r() % 4) {
-          case 0: case 1:
-            // Moved only from where it is: the MULTI is all or nothing.
-            if (w.Run({"ZSCORE", from, m}) == "$-1\r\n") break;
-            w.Run({"MULTI"});
-            w.Run({"ZREM", from, m});
-            w.Run({"ZADD", to, score, m});
-            if (w.Run({"EXEC"}).rfind("*2\r\n", 0) != 0) _exit(91);
-            break;
-          case 2:
-            w.Run({"ZADD", "a", "XX", score, "fill" + std::to_string(
-                                                  kMoving + r() % 2600)});
-            break;
-          default: {
-            // Scores no moving member has.
-            std::string high = std::to_string(10000 + r() % 3000);
-            w.Run({"ZADD", "a", high, "extra" + std::to_string(r() % 3000)});
-            w.Run({"ZREMRANGEBYSCORE", "a", high, high});
+    ASSERT_TRUE(shmkv_test::KillAWorker(
+        &h, round * 7919 + 3, 30 + rng() % 150,
+        [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
+          std::string m = "mv" + std::to_string(r() % kMoving);
+          std::string score = std::to_string(r() % 5000);
+          bool to_b = r() % 2;
+          const char* from = to_b ? "a" : "b";
+          const char* to = to_b ? "b" : "a";
+          switch (r() % 4) {
+            case 0: case 1:
+              // Moved only from where it is: the MULTI is all or nothing.
+              if (w.Run({"ZSCORE", from, m}) == "$-1\r\n") break;
+              w.Run({"MULTI"});
+              w.Run({"ZREM", from, m});
+              w.Run({"ZADD", to, score, m});
+              if (w.Run({"EXEC"}).rfind("*2\r\n", 0) != 0) _exit(91);
+              break;
+            case 2:
+              w.Run({"ZADD", "a", "XX", score, "fill" + std::to_string(
+                                                    kMoving + r() % 2600)});
+              break;
+            default: {
+              // Scores no moving member has.
+              std::string high = std::to_string(10000 + r() % 3000);
+              w.Run({"ZADD", "a", high, "extra" + std::to_string(r() % 3000)});
+              w.Run({"ZREMRANGEBYSCORE", "a", high, high});
+            }
           }
-        }
-      }
-    }
-    ASSERT_GT(pid, 0);
-    std::this_thread::sleep_for(std::chrono::milliseconds(30 + rng() % 150));
-    kill(pid, SIGKILL);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    ASSERT_TRUE(WIFSIGNALED(st)) << "the worker exited " << WEXITSTATUS(st);
-    h.Run({"DEL", "recovery-probe"});  // finishes a commit the kill left
+        }));
     std::set<std::string> moving;
     for (const char* key : {"a", "b"}) {
       auto all = Listed(h.Run({"ZRANGE", key, "0", "-1", "WITHSCORES"}));
