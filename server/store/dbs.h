@@ -7,9 +7,13 @@
 // word, the map below, so the swap is atomic and moves no key.
 //
 // The words live in a small POSIX segment of their own (DbsKey), made by
-// the master: the map and each physical database's count of keys, which
-// commits keep under the write lock as they keep the count of parts; a
-// writer that died under the lock leaves them recounted from the map.
+// whichever process of the store opens it first (a worker of this build
+// started by the master of an older one, in a hot upgrade, finds none):
+// the map and each physical database's counts of keys, which commits
+// keep under the write lock as they keep the count of parts; a writer
+// that died under the lock leaves them recounted from the map. A new
+// segment is all zero: its map reads as the identity and its counts as
+// not counted yet, so it needs no setting up beyond its magic.
 #pragma once
 
 #include <atomic>
@@ -71,19 +75,21 @@ inline uint64_t SwappedMap(uint64_t map, uint32_t a, uint32_t b) {
 template <class Map>
 class DbWords {
  public:
-  // Maps the segment `key` (the master makes it when missing).
-  bool Open(const std::string& key, bool master, std::string* err) {
-    if (!arr_.InitForWrite(key, 1)) {
+  // Maps the segment `key`, made when missing.
+  bool Open(const std::string& key, std::string* err) {
+    int flags = shmc::DefaultCreateFlags();
+    shmc::SetDefaultCreateFlags(flags | shmc::kCreateIfNotExist);
+    bool ok = arr_.InitForWrite(key, 1);
+    shmc::SetDefaultCreateFlags(flags);
+    if (!ok) {
       *err = arr_.last_error().message;
       return false;
     }
     b_ = const_cast<DbBlock*>(&arr_[0]);
-    uint64_t magic = b_->magic.load(std::memory_order_acquire);
-    if (magic == 0 && master) {
-      b_->map.store(kIdentityMap, std::memory_order_relaxed);
-      b_->counted.store(0, std::memory_order_relaxed);
-      b_->magic.store(kDbMagic, std::memory_order_release);
-    } else if (magic != kDbMagic) {
+    uint64_t magic = 0;
+    b_->magic.compare_exchange_strong(magic, kDbMagic,
+                                      std::memory_order_acq_rel);
+    if (b_->magic.load(std::memory_order_acquire) != kDbMagic) {
       *err = "segment " + key + " holds no shmkv databases (made by "
              "another version?): stop that server, then remove its "
              "segments (docs/server.md)";

@@ -58,7 +58,7 @@ class StoreT : public Store {
       return false;
     }
     if (!journal_.Open(JournalKey(cfg), cfg.journal, master, err) ||
-        !dbs_.Open(DbsKey(cfg), master, err)) {
+        !dbs_.Open(DbsKey(cfg), err)) {
       return false;
     }
     ctl_ = const_cast<ControlBlock*>(&ctl_arr_[0]);
