@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "server/commands/packed.h"
 #include "server/commands/zset_value.h"
 #include "tests/support/command_harness.h"
 #include "tests/support/diff_harness.h"
@@ -355,6 +356,38 @@ TEST(ZSetTree, WatchSeesAChangeBelowTheRoot) {
   EXPECT_EQ(h.Run({"ZCARD", "w"}), ":0\r\n");
   for (int i = 0; i < 100; ++i) h.store()->Sweep(1 << 20);
   EXPECT_EQ(h.store()->Parts(), 0u);
+}
+
+// A large sorted set as the build before parts wrote it (one packed
+// blob, encoding skiplist) reads as it is, and its first write makes it a
+// tree: a hot upgrade keeps every member, its TTL included.
+TEST(ZSetTree, APackedSetFromAnEarlierBuildBecomesATree) {
+  CommandHarness h("zsettreeold", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  std::vector<std::string> words;
+  for (int i = 0; i < 300; ++i) {
+    double score = i / 2;  // ties, ordered by member
+    words.push_back("m" + std::to_string(1000 + i));
+    words.emplace_back(reinterpret_cast<const char*>(&score), sizeof(score));
+  }
+  std::vector<std::string_view> views(words.begin(), words.end());
+  std::string bytes;
+  shmkv::Pack(views, &bytes);
+  ASSERT_TRUE(h.WriteTyped("old", shmkv::ValueType::kZSet, bytes,
+                           shmkv::cmd::kZSetSkiplist,
+                           shmkv::NowMs() + 100000));
+  EXPECT_EQ(h.Run({"ZCARD", "old"}), ":300\r\n");
+  EXPECT_EQ(h.Run({"ZRANK", "old", "m1299"}), ":299\r\n");
+  EXPECT_EQ(h.Run({"OBJECT", "ENCODING", "old"}), "$8\r\nskiplist\r\n");
+  std::string before = h.Run({"ZRANGE", "old", "0", "-1", "WITHSCORES"});
+  EXPECT_EQ(h.Run({"ZADD", "old", "-1", "first"}), ":1\r\n");
+  Root root;
+  ASSERT_TRUE(ReadRoot(&h, "old", &root)) << "a tree now";
+  EXPECT_EQ(h.Run({"ZREM", "old", "first"}), ":1\r\n");
+  EXPECT_EQ(h.Run({"ZRANGE", "old", "0", "-1", "WITHSCORES"}), before);
+  EXPECT_EQ(h.Run({"ZSCORE", "old", "m1001"}), "$1\r\n0\r\n");
+  std::string ttl = h.Run({"TTL", "old"});
+  EXPECT_TRUE(ttl == ":100\r\n" || ttl == ":99\r\n") << ttl;
 }
 
 // Members of one score, ordered by their bytes: the lex commands over a
