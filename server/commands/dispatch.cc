@@ -82,6 +82,11 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   // unless the command refused its arguments.
   auto txn = ctx->store->Begin();
   ctx->txn = txn.get();
+  // Read again under the lock: a SWAPDB that committed since the read
+  // above moved the client's database.
+  db = txn->Physical(cl->db);
+  ctx->store->UseDb(db);
+  txn->UseDb(db);
   size_t mark = r->Mark();
   row->run(args, ctx, r);
   ctx->txn = nullptr;
