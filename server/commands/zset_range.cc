@@ -77,10 +77,13 @@ bool ParseLexRange(std::string_view min, std::string_view max, LexRange* r) {
          !unused;
 }
 
+namespace {
+
+// The entries below the range's low end (upper false), or not past its
+// high end (upper true).
 uint64_t Below(ZSetValue* z, const RangeSpec& s, bool upper) {
   if (s.by == RangeBy::kScore) {
     const ScoreRange& r = s.scores;
-    // Entries under the range's low end, or not past its high end.
     return z->Count([&](const ZEntry& e) {
       return upper ? (r.maxex ? e.score < r.max : e.score <= r.max)
                    : (r.minex ? e.score <= r.min : e.score < r.min);
@@ -100,6 +103,8 @@ uint64_t Below(ZSetValue* z, const RangeSpec& s, bool upper) {
     return r.minex ? e.member <= r.min : e.member < r.min;
   });
 }
+
+}  // namespace
 
 bool RanksOf(ZSetValue* z, const RangeSpec& s, uint64_t* from,
              uint64_t* to) {

@@ -109,7 +109,6 @@ class DbWords {
   bool Counted() const {
     return b_->counted.load(std::memory_order_relaxed) != 0;
   }
-  void Uncount() { b_->counted.store(0, std::memory_order_relaxed); }
   // Counts every database's keys (and those with a TTL) from the map.
   void Count(Map* map) {
     uint64_t n[kDatabases] = {}, e[kDatabases] = {};
