@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "shmc/common_utils.h"
+#include "shmc/detail/link_hints.h"
 #include "shmc/detail/link_layout.h"
 #include "shmc/detail/prefetch.h"
 #include "shmc/detail/segment.h"
@@ -499,6 +500,11 @@ class ShmLinkTable {
     uint32_t want = lb.tag() | detail::kLinkHeadFlag;
     uint64_t offset = 0;
     for (uint64_t k = 0; k < n; ++k) {
+      if (k % detail::kChainHintBlock == 0 && i != 0 && i <= nodes_) {
+        ReadAhead(static_cast<uint32_t>(i),
+                  static_cast<uint32_t>(std::min<uint64_t>(
+                      n - k, detail::kChainHintBlock)));
+      }
       if (k > 0) {
         if (i == 0 || i > nodes_ ||
             Head(i)->tag.load(std::memory_order_acquire) != lb.tag()) {
@@ -519,6 +525,37 @@ class ShmLinkTable {
     }
     *len_out = len;
     return true;
+  }
+
+  // Requests the cache lines of the m nodes of a chain block that starts at
+  // node `first`, learning them by links and hints together: about log2(m)
+  // rounds of parallel accesses where the links alone take m in a row.
+  // Reads nothing it trusts: the walk that follows checks every link and
+  // tag. Every index is checked against the pool before its address is
+  // formed.
+  void ReadAhead(uint32_t first, uint32_t m) const {
+    if (m < 3) return;  // no hints under three nodes
+    const uint8_t* to = detail::ChainHints().to[m];
+    uint32_t index[detail::kChainHintBlock];
+    uint8_t queue[detail::kChainHintBlock];
+    std::memset(index, 0, m * sizeof(index[0]));
+    uint32_t head = 0, tail = 0;
+    auto learn = [&](uint32_t p, uint32_t node) {
+      if (p < m && index[p] == 0 && node != 0 && node <= nodes_) {
+        index[p] = node;
+        const char* a = reinterpret_cast<const char*>(Head(node));
+        __builtin_prefetch(a);
+        __builtin_prefetch(a + stride_ - 1);
+        queue[tail++] = static_cast<uint8_t>(p);
+      }
+    };
+    learn(0, first);
+    while (head < tail) {
+      uint32_t p = queue[head++];
+      const detail::LinkNodeHead* h = Head(index[p]);
+      learn(p + 1, h->next.load(std::memory_order_relaxed));
+      if (to[p] != 0) learn(to[p], h->hint.load(std::memory_order_relaxed));
+    }
   }
 
   uint32_t NextTag() {
@@ -578,26 +615,39 @@ class ShmLinkTable {
   }
 
   // Writes the value into the first n free nodes (chain lb.head()...), then
-  // cuts them off the free list.
+  // cuts them off the free list. Nodes are written a block at a time: the
+  // block's node indexes are gathered first, so that each node can name its
+  // read-ahead hint (shmc/detail/link_hints.h) before it is published.
   void FillAndDetach(const void* buf, size_t size, uint32_t n, link_buf_t lb) {
     const char* src = static_cast<const char*>(buf);
+    const detail::ChainHintTable& hints = detail::ChainHints();
     uint64_t cap = words_ * 8;
     uint64_t i = lb.head(), tail = 0;
     size_t left = size;
-    for (uint32_t k = 0; k < n; ++k) {
-      size_t piece = left < cap ? left : cap;
-      if (piece > 0) detail::StoreWords(Data(i), src, piece);
-      src += piece;
-      left -= piece;
-      Head(i)->len.store(k == 0 ? static_cast<uint32_t>(size) : 0,
-                         std::memory_order_relaxed);
-      // SYNC POINT (release): publishes this node's data and length to a
-      // reader that acquires the tag (Walk).
-      Head(i)->tag.store(k == 0 ? lb.tag() | detail::kLinkHeadFlag : lb.tag(),
-                         std::memory_order_release);
-      SHMC_CRASH_POINT(2);
-      tail = i;
-      i = Head(i)->next.load(std::memory_order_relaxed);
+    uint32_t index[detail::kChainHintBlock];
+    for (uint32_t k = 0; k < n;) {
+      uint32_t m = std::min<uint32_t>(n - k, detail::kChainHintBlock);
+      for (uint32_t p = 0; p < m; ++p) {
+        index[p] = static_cast<uint32_t>(i);
+        i = Head(i)->next.load(std::memory_order_relaxed);
+      }
+      for (uint32_t p = 0; p < m; ++p, ++k) {
+        detail::LinkNodeHead* h = Head(index[p]);
+        size_t piece = left < cap ? left : cap;
+        if (piece > 0) detail::StoreWords(DataOf(h), src, piece);
+        src += piece;
+        left -= piece;
+        h->len.store(k == 0 ? static_cast<uint32_t>(size) : 0,
+                     std::memory_order_relaxed);
+        uint8_t to = hints.to[m][p];
+        h->hint.store(to == 0 ? 0 : index[to], std::memory_order_relaxed);
+        // SYNC POINT (release): publishes this node's data, length and
+        // hint to a reader that acquires the tag (Walk).
+        h->tag.store(k == 0 ? lb.tag() | detail::kLinkHeadFlag : lb.tag(),
+                     std::memory_order_release);
+        SHMC_CRASH_POINT(2);
+        tail = index[p];
+      }
     }
     detail::LinkIntent& in = hdr_->intent;
     in.cut_next.store(static_cast<uint32_t>(i), std::memory_order_relaxed);

@@ -12,13 +12,14 @@
 namespace shmc {
 namespace detail {
 
-// Header of every node: the chain link, the owner's tag, and (head node
-// only) the value's length. Node data follows as 64-bit words.
+// Header of every node: the chain link, the owner's tag, (head node only)
+// the value's length, and a read-ahead hint (shmc/detail/link_hints.h).
+// Node data follows as 64-bit words.
 struct LinkNodeHead {
   std::atomic<uint32_t> next;  // next node of the chain / free list, 0 = end
   std::atomic<uint32_t> tag;   // 0 free; tag | kLinkHeadFlag on a head node
   std::atomic<uint32_t> len;   // value length (head node)
-  uint32_t reserved;
+  std::atomic<uint32_t> hint;  // a later node of the chain, 0 = none; untrusted
 };
 static_assert(sizeof(LinkNodeHead) == 16, "node head is 16 bytes");
 
