@@ -292,6 +292,36 @@ TEST(ShmkvBlocking, WaitsAndConnectionsKeepTheirDatabase) {
   EXPECT_EQ(probe.Call({"LLEN", "q"}), ":1\r\n");
 }
 
+// SWAPDB brings a waiter's key a list from the other database: the waiter
+// is served at once, as Redis serves it, here from a SWAPDB on the other
+// worker (a wake to every worker with a blocked client), long before its
+// timeout. Before that wake it waited for the once-a-second retry.
+TEST(ShmkvBlocking, SwapdbServesWaitersAtOnce) {
+  Server s("bswap");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* waiter = groups[0][0].get();
+  Client* local = groups[0][1].get();
+  Client* swapper = groups[1][0].get();
+  EXPECT_EQ(waiter->Call({"SELECT", "1"}), "+OK\r\n");
+  EXPECT_EQ(local->Call({"SELECT", "3"}), "+OK\r\n");
+  EXPECT_EQ(swapper->Call({"SELECT", "2"}), "+OK\r\n");
+  for (int round = 0; round < 3; ++round) {
+    std::string v = "v" + std::to_string(round);
+    BlockIn(waiter, {"BLPOP", "q", "0.3"}, s.port(), 1);
+    EXPECT_EQ(swapper->Call({"RPUSH", "q", v}), ":1\r\n");
+    EXPECT_EQ(swapper->Call({"SWAPDB", "1", "2"}), "+OK\r\n");
+    EXPECT_EQ(waiter->Reply(), Pair("q", v)) << "round " << round;
+    // The same from a SWAPDB on the waiter's own worker.
+    BlockIn(waiter, {"BLPOP", "q", "0.3"}, s.port(), 1);
+    EXPECT_EQ(local->Call({"RPUSH", "q", v}), ":1\r\n");
+    EXPECT_EQ(local->Call({"SWAPDB", "3", "1"}), "+OK\r\n");
+    EXPECT_EQ(waiter->Reply(), Pair("q", v)) << "round " << round;
+  }
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
 // A worker killed while its clients wait takes no element with it, and
 // its place in line does not hold up the clients of other workers.
 TEST(ShmkvBlocking, AKilledWorkerLosesNoElement) {

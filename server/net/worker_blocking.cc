@@ -40,7 +40,13 @@ void Worker::SendWakes() {
   if (written_.empty()) return;
   const uint64_t self = static_cast<uint64_t>(getpid());
   for (uint64_t key : written_) {
-    waits_.Holders(key, &holders_);
+    // A SWAPDB changed every key of two databases: every worker with a
+    // blocked client tries them all (ServeWoken).
+    if (key == Store::kEveryKey) {
+      waits_.AllHolders(&holders_);
+    } else {
+      waits_.Holders(key, &holders_);
+    }
     for (uint64_t pid : holders_) {
       if (pid == self) {
         woken_.push_back(key);
@@ -79,6 +85,10 @@ void Worker::ServeWoken() {
   if (serving_ || (woken_.empty() && !retry_all_)) return;
   serving_ = true;
   while (!woken_.empty() || retry_all_) {
+    if (std::find(woken_.begin(), woken_.end(), Store::kEveryKey) !=
+        woken_.end()) {
+      retry_all_ = true;
+    }
     std::vector<uint64_t> tickets =
         retry_all_ ? blocked_.All() : blocked_.Waiting(woken_);
     woken_.clear();

@@ -500,6 +500,7 @@ class StoreT : public Store {
         // name changed databases).
         s_->dbs_.SetMapping(map_);
         s_->journal_.SetWord(Journal::kEpoch, s_->journal_.Epoch() + 1);
+        s_->Observe(kEveryKey);
       }
       for (uint64_t id : graves) s_->graves_.Reap(id, kReapBudget);
       return Status::kOk;

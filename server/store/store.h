@@ -332,7 +332,10 @@ class Store {
   // Told, after each commit a transaction (Txn::Commit) makes and still
   // under the write lock, of every Redis key the commit changed (its
   // HashKey(key).a), parts of collections as their key: how a worker
-  // learns which blocked clients to wake (server/store/waits.h).
+  // learns which blocked clients to wake (server/store/waits.h). A commit
+  // that moves databases (SWAPDB) changes every key of two of them: it
+  // reports kEveryKey.
+  static constexpr uint64_t kEveryKey = 0;
   using CommitObserver = void (*)(void* arg, uint64_t key_hash);
   void set_commit_observer(CommitObserver f, void* arg) {
     observer_ = f;

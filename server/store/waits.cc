@@ -153,13 +153,22 @@ bool Waits::Older(uint64_t key, uint64_t ticket) {
 }
 
 void Waits::Holders(uint64_t key, std::vector<uint64_t>* pids) const {
+  HoldersOf(key, false, pids);
+}
+
+void Waits::AllHolders(std::vector<uint64_t>* pids) const {
+  HoldersOf(0, true, pids);
+}
+
+void Waits::HoldersOf(uint64_t key, bool every,
+                      std::vector<uint64_t>* pids) const {
   pids->clear();
   if (b_ == nullptr) return;
   size_t used = Used();
   for (size_t i = 0; i < used; ++i) {
     const WaitRow& w = b_->rows[i];
     if (w.ticket.load(std::memory_order_acquire) == 0 ||
-        w.key.load(std::memory_order_relaxed) != key) {
+        (!every && w.key.load(std::memory_order_relaxed) != key)) {
       continue;
     }
     uint64_t pid = w.pid.load(std::memory_order_relaxed);

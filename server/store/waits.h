@@ -85,6 +85,8 @@ class Waits {
 
   // Any time: the pids holding clients that wait on `key`.
   void Holders(uint64_t key, std::vector<uint64_t>* pids) const;
+  // Any time: the pids holding clients that wait on any key.
+  void AllHolders(std::vector<uint64_t>* pids) const;
   // Any time: the tickets of live rows this process holds (for the
   // sweep that frees rows of clients it no longer has).
   void Mine(std::vector<uint64_t>* tickets) const;
@@ -100,6 +102,7 @@ class Waits {
 
  private:
   size_t Used() const;
+  void HoldersOf(uint64_t key, bool every, std::vector<uint64_t>* pids) const;
   bool Alive(uint64_t pid, uint64_t start);
   void Take(size_t i, uint64_t ticket, uint64_t key);
   bool TakeRows(uint64_t ticket, const std::vector<uint64_t>& keys);
