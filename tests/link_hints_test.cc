@@ -1,7 +1,8 @@
-// Read-ahead hints of ShmLinkTable chains (shmc/detail/link_hints.h): the
-// hint layout lets a reader learn a block of m nodes in about log2(m)
-// rounds, the writer names every node's hint by that layout, and a hint
-// is never trusted: damaged hints change no read and no health check.
+// How ShmLinkTable reads chains: read-ahead hints (shmc/detail/link_hints.h)
+// -- the hint layout lets a reader learn a block of m nodes in about
+// log2(m) rounds, the writer names every node's hint by that layout, and a
+// hint is never trusted: damaged hints change no read and no health
+// check -- and truncated reads, which visit only the nodes they copy.
 #include "shmc/detail/link_hints.h"
 
 #include <gtest/gtest.h>
@@ -162,6 +163,37 @@ TEST_F(LinkHints, DamagedHintsChangeNoReadAndNoHealthCheck) {
     EXPECT_EQ(hs.leaked_nodes, 0u);
     EXPECT_EQ(hs.total_link_bufs, values.size());
   }
+}
+
+TEST_F(LinkHints, ATruncatedReadVisitsOnlyTheNodesItCopies) {
+  const size_t len = 300 * kNodeSize + 7;  // three blocks of hints
+  std::string v = shmc_test::MakeValue(1, 2, len);
+  shmc::link_buf_t lb = t_.New(v.data(), v.size());
+  ASSERT_TRUE(lb);
+  shmc_test::RawSegment raw(key_);
+  ASSERT_TRUE(raw.ok());
+  std::vector<uint32_t> chain = Chain(raw, lb, len);
+  ASSERT_EQ(chain.size(), 301u);
+  // The value's node 200 is taken from it behind the table's back: a read
+  // that reaches it fails, one that stops before it does not.
+  Node(raw, chain[200])->tag.store(0);
+  std::string whole;
+  EXPECT_FALSE(t_.Read(lb, &whole));
+  for (size_t want : {size_t{1}, kNodeSize, kNodeSize + 1, 130 * kNodeSize,
+                      200 * kNodeSize}) {
+    std::string buf(want, '\0');
+    size_t n = want;
+    ASSERT_TRUE(t_.Read(lb, buf.data(), &n)) << want;
+    EXPECT_EQ(n, len) << want << ": the full length";
+    EXPECT_EQ(buf, v.substr(0, want)) << want;
+  }
+  std::string buf(200 * kNodeSize + 1, '\0');
+  size_t n = buf.size();
+  EXPECT_FALSE(t_.Read(lb, buf.data(), &n)) << "its last byte is in node 200";
+  // A length-only read (no buffer) visits the head alone.
+  n = 0;
+  EXPECT_TRUE(t_.Read(lb, nullptr, &n));
+  EXPECT_EQ(n, len);
 }
 
 }  // namespace

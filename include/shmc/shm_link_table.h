@@ -210,7 +210,9 @@ class ShmLinkTable {
 
   // Copies the value into buf (at most *size bytes; truncating) and sets
   // *size to its full length. False if the handle is stale or invalid (or a
-  // concurrent Free of it won).
+  // concurrent Free of it won). A truncated read visits only the nodes of
+  // the bytes it copies: reading a long value's first bytes costs them
+  // alone.
   bool Read(link_buf_t lb, void* buf, size_t* size) const {
     if (hdr_ == nullptr || size == nullptr) return false;
     size_t cap = buf == nullptr ? 0 : *size;
@@ -221,7 +223,7 @@ class ShmLinkTable {
       if (offset < cap) {
         detail::LoadWords(out + offset, words, std::min(n, cap - offset));
       }
-    });
+    }, cap);
     if (ok) *size = len;
     return ok;
   }
@@ -458,9 +460,12 @@ class ShmLinkTable {
   // Find 13-14% of its time, and a std::string Find 24-27% (three paired
   // runs, bench/RESULTS.md). Readers' sinks capture by value, so that the
   // inline path holds them in registers.
+  // With `limit`, a chain's nodes past its first `limit` bytes are not
+  // visited (the first node always is).
   template <class Sink>
-  __attribute__((always_inline)) bool Walk(link_buf_t lb, uint32_t* len_out,
-                                           const Sink& sink) const {
+  __attribute__((always_inline)) bool Walk(
+      link_buf_t lb, uint32_t* len_out, const Sink& sink,
+      uint64_t limit = ~uint64_t{0}) const {
     const uint32_t head = lb.head(), tag = lb.tag();
     if (head == 0 || head > nodes_ || tag == 0 ||
         (tag & detail::kLinkHeadFlag)) {
@@ -477,7 +482,7 @@ class ShmLinkTable {
     if (__builtin_expect(len > words_ * 8, 0)) {
       // A copy, so that this sink's address never escapes into the call:
       // the inline path then keeps it, and what it captured, in registers.
-      return WalkChain(lb, len, len_out, Sink(sink));
+      return WalkChain(lb, len, len_out, Sink(sink), limit);
     }
     sink(DataOf(h), 0, len, len);
     // Seqlock check, as WalkChain does for each node.
@@ -492,16 +497,24 @@ class ShmLinkTable {
   template <class Sink>
   __attribute__((noinline)) bool WalkChain(link_buf_t lb, uint32_t len,
                                            uint32_t* len_out,
-                                           const Sink& sink) const {
+                                           const Sink& sink,
+                                           uint64_t limit) const {
     const uint64_t cap = words_ * 8;
-    const uint64_t n = (len + cap - 1) / cap;
-    if (n > nodes_) return false;
+    const uint64_t all = (len + cap - 1) / cap;
+    if (all > nodes_) return false;
+    // The nodes that hold the first `limit` bytes (at least the head).
+    const uint64_t n =
+        std::max<uint64_t>(1, std::min(all, limit / cap + (limit % cap != 0)));
     uint64_t i = lb.head();
     uint32_t want = lb.tag() | detail::kLinkHeadFlag;
     uint64_t offset = 0;
     for (uint64_t k = 0; k < n; ++k) {
       if (k % detail::kChainHintBlock == 0 && i != 0 && i <= nodes_) {
+        // The block as the writer laid it out (its hints follow that), of
+        // which the first n - k nodes are wanted.
         ReadAhead(static_cast<uint32_t>(i),
+                  static_cast<uint32_t>(std::min<uint64_t>(
+                      all - k, detail::kChainHintBlock)),
                   static_cast<uint32_t>(std::min<uint64_t>(
                       n - k, detail::kChainHintBlock)));
       }
@@ -527,21 +540,21 @@ class ShmLinkTable {
     return true;
   }
 
-  // Requests the cache lines of the m nodes of a chain block that starts at
-  // node `first`, learning them by links and hints together: about log2(m)
-  // rounds of parallel accesses where the links alone take m in a row.
-  // Reads nothing it trusts: the walk that follows checks every link and
-  // tag. Every index is checked against the pool before its address is
-  // formed.
-  void ReadAhead(uint32_t first, uint32_t m) const {
-    if (m < 3) return;  // no hints under three nodes
+  // Requests the cache lines of the first `need` nodes of a chain block of
+  // m nodes that starts at node `first`, learning them by links and hints
+  // together: about log2(m) rounds of parallel accesses where the links
+  // alone take m in a row. Reads nothing it trusts: the walk that follows
+  // checks every link and tag. Every index is checked against the pool
+  // before its address is formed.
+  void ReadAhead(uint32_t first, uint32_t m, uint32_t need) const {
+    if (m < 3 || need < 3) return;  // no hints to follow
     const uint8_t* to = detail::ChainHints().to[m];
     uint32_t index[detail::kChainHintBlock];
     uint8_t queue[detail::kChainHintBlock];
     std::memset(index, 0, m * sizeof(index[0]));
     uint32_t head = 0, tail = 0;
     auto learn = [&](uint32_t p, uint32_t node) {
-      if (p < m && index[p] == 0 && node != 0 && node <= nodes_) {
+      if (p < need && index[p] == 0 && node != 0 && node <= nodes_) {
         index[p] = node;
         const char* a = reinterpret_cast<const char*>(Head(node));
         __builtin_prefetch(a);
