@@ -402,4 +402,67 @@ TEST(ListFamily, DamagedListsAreAnError) {
   EXPECT_EQ(h.Run({"DEL", "c"}), ":1\r\n");
 }
 
+// LINDEX, LRANGE and LSET skip the chunks before their first element by
+// the chunks' heads alone (links and count): a head whose count cannot be
+// a chunk's, or that disagrees with the elements of the chunk where the
+// walk lands, is damage, answered as such.
+TEST(ListFamily, SkippedChunksWithDamagedHeadsAreAnError) {
+  CommandHarness h("listheads", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string damaged =
+      "-ERR the value of this key is damaged (shmc check)\r\n";
+  Cmd push = {"RPUSH", "c"};
+  for (int i = 0; i < 1000; ++i) push.push_back("e" + std::to_string(i));
+  ASSERT_EQ(h.Run(push), ":1000\r\n");
+  shmkv::Value root;
+  ASSERT_TRUE(h.store()->Get("c", &root));
+  shmkv::PartsRoot pr;
+  std::memcpy(&pr, root.bytes.data(), sizeof(pr));
+  // The chunks from the head: their indexes and element counts.
+  std::vector<std::pair<uint64_t, size_t>> order;
+  uint64_t at = 0;
+  std::memcpy(&at, root.bytes.data() + 24, 8);
+  while (at != shmkv::cmd::ListValue::kNone && order.size() < pr.parts) {
+    std::string part;
+    ASSERT_TRUE(h.store()->GetPart(pr.id, at, &part));
+    std::vector<std::string_view> items;
+    ASSERT_TRUE(shmkv::Unpack(std::string_view(part).substr(16), &items));
+    order.push_back({at, items.size()});
+    std::memcpy(&at, part.data() + 8, 8);
+  }
+  ASSERT_GE(order.size(), 3u);
+  // The second chunk from the head is skipped by an index in the third.
+  const uint64_t second = order[1].first;
+  const size_t in_third = order[0].second + order[1].second + 1;
+  const std::string want = "e" + std::to_string(in_third);
+  ASSERT_EQ(h.Run({"LINDEX", "c", std::to_string(in_third)}),
+            "$" + std::to_string(want.size()) + "\r\n" + want + "\r\n");
+  std::string good;
+  ASSERT_TRUE(h.store()->GetPart(pr.id, second, &good));
+  auto with_count = [&](const std::string& varint) {
+    std::string bad = good.substr(0, 16) + varint;
+    // The elements after the count, as they were (a count of 128 or more
+    // is two varint bytes).
+    bad += good.substr(16 + (order[1].second >= 128 ? 2 : 1));
+    auto t = h.store()->Begin();
+    ASSERT_EQ(t->WritePart(pr.id, second, bad), shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  };
+  for (const std::string& count :
+       {std::string(1, '\0'),          // no elements: never a chunk's
+        std::string("\xac\x02"),       // 300: more than a chunk holds
+        std::string("\xff\xff\xff\xff\xff")}) {  // no varint at all
+    with_count(count);
+    EXPECT_EQ(h.Run({"LINDEX", "c", std::to_string(in_third)}), damaged);
+    EXPECT_EQ(h.Run({"LRANGE", "c", std::to_string(in_third), "-1"}), damaged);
+    EXPECT_EQ(h.Run({"LSET", "c", std::to_string(in_third), "x"}), damaged);
+  }
+  // Where the walk lands: a head that disagrees with its elements.
+  with_count(std::string(1, '\x01'));
+  const size_t in_second = order[0].second;
+  EXPECT_EQ(h.Run({"LINDEX", "c", std::to_string(in_second)}), damaged);
+  EXPECT_EQ(h.Run({"LLEN", "c"}), ":1000\r\n");
+  EXPECT_EQ(h.Run({"DEL", "c"}), ":1\r\n");
+}
+
 }  // namespace

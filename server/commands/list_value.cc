@@ -91,6 +91,81 @@ ListValue::Chunk* ListValue::Get(uint64_t index) {
   return &ch;
 }
 
+// The links and element count of chunk `index`. A reader that has not
+// loaded the chunk reads its head alone (links and count: the first bytes
+// of its part), so a walk that skips whole chunks copies none of their
+// elements; in a transaction the chunk is loaded (the transaction may
+// have changed it).
+bool ListValue::Peek(uint64_t index, uint64_t* prev, uint64_t* next,
+                     uint64_t* count) {
+  auto it = loaded_.find(index);
+  if (c_->txn != nullptr || it != loaded_.end()) {
+    Chunk* ch = Get(index);
+    if (ch == nullptr) return false;
+    *prev = ch->prev;
+    *next = ch->next;
+    *count = ch->items.size();
+    return true;
+  }
+  if (index >= chunks_) {
+    ok_ = false;
+    return false;
+  }
+  constexpr size_t kCountBytes = 5;  // the longest varint
+  std::string head;
+  uint32_t n = 0;
+  if (!c_->store->GetPartHead(id_, index, kChunkHead + kCountBytes, &head) ||
+      head.size() < kChunkHead + 1 ||
+      !PackedCount(std::string_view(head).substr(kChunkHead), &n)) {
+    ok_ = false;
+    return false;
+  }
+  std::memcpy(prev, head.data(), 8);
+  std::memcpy(next, head.data() + 8, 8);
+  // A chunk holds 1 .. 2 * kChunkElements elements (Normalize splits
+  // above that, and unlinks an empty one).
+  if ((*prev != kNone && *prev >= chunks_) ||
+      (*next != kNone && *next >= chunks_) || n == 0 ||
+      n > 2 * kChunkElements) {
+    ok_ = false;
+    return false;
+  }
+  *count = n;
+  return true;
+}
+
+// The chunk that holds element *skip counted from one end, *skip made the
+// element's place in it: the chunks before it are skipped by their heads
+// (Peek), their links checked both ways as Advance checks them.
+ListValue::Chunk* ListValue::Skip(bool front, uint64_t* skip) {
+  steps_ = 0;
+  if (!chunked_) return &packed_;
+  uint64_t at = front ? head_ : tail_, from = kNone, count = 0;
+  for (;;) {
+    uint64_t prev = kNone, next = kNone;
+    if (!Peek(at, &prev, &next, &count)) return nullptr;
+    if ((front ? prev : next) != from) {
+      ok_ = false;  // links that disagree, or an end with a chunk beyond
+      return nullptr;
+    }
+    if (*skip < count) break;
+    *skip -= count;
+    uint64_t to = front ? next : prev;
+    if (to == kNone || ++steps_ > chunks_) {
+      ok_ = false;  // fewer elements than the root counts, or a loop
+      return nullptr;
+    }
+    from = at;
+    at = to;
+  }
+  Chunk* ch = Get(at);
+  if (ch != nullptr && ch->items.size() != count) {
+    ok_ = false;  // its head and its elements disagree
+    return nullptr;
+  }
+  return ch;
+}
+
 ListValue::Chunk* ListValue::First(bool front) {
   steps_ = 0;
   if (!chunked_) return &packed_;
@@ -226,13 +301,9 @@ bool ListValue::Range(uint64_t start, uint64_t stop,
   uint64_t skip = front ? start : count_ - 1 - stop;
   uint64_t want = stop - start + 1;
   size_t first = out->size();
-  for (Chunk* ch = First(front); ch != nullptr && want > 0;
+  for (Chunk* ch = Skip(front, &skip); ch != nullptr && want > 0;
        ch = Advance(ch, front)) {
     size_t n = ch->items.size();
-    if (skip >= n) {
-      skip -= n;
-      continue;
-    }
     for (size_t k = skip; k < n && want > 0; ++k, --want) {
       out->push_back(front ? ch->items[k] : ch->items[n - 1 - k]);
     }
@@ -257,18 +328,15 @@ bool ListValue::Index(uint64_t i, std::string_view* v) {
 bool ListValue::SetAt(uint64_t i, std::string_view v) {
   bool front = i <= count_ - 1 - i;
   uint64_t skip = front ? i : count_ - 1 - i;
-  for (Chunk* ch = First(front); ch != nullptr; ch = Advance(ch, front)) {
-    size_t n = ch->items.size();
-    if (skip >= n) {
-      skip -= n;
-      continue;
-    }
-    ch->items[front ? skip : n - 1 - skip] = v;
-    ch->dirty = true;
-    return true;
+  Chunk* ch = Skip(front, &skip);
+  if (ch == nullptr || skip >= ch->items.size()) {
+    ok_ = false;
+    return false;
   }
-  ok_ = false;
-  return false;
+  size_t n = ch->items.size();
+  ch->items[front ? skip : n - 1 - skip] = v;
+  ch->dirty = true;
+  return true;
 }
 
 bool ListValue::InsertAt(std::string_view pivot, bool after,

@@ -82,7 +82,9 @@ class ListValue {
     bool removed = false;  // unlinked: its index is freed at Save
   };
   Chunk* Get(uint64_t index);
+  bool Peek(uint64_t index, uint64_t* prev, uint64_t* next, uint64_t* count);
   Chunk* First(bool front);
+  Chunk* Skip(bool front, uint64_t* skip);
   Chunk* Advance(const Chunk* ch, bool front);
   Chunk* NewChunk();
   void Unlink(Chunk* ch);

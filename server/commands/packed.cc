@@ -68,4 +68,9 @@ bool Unpack(std::string_view bytes, std::vector<std::string_view>* items) {
   return true;
 }
 
+bool PackedCount(std::string_view head, uint32_t* count) {
+  const char* p = head.data();
+  return GetVarint(&p, p + head.size(), count);
+}
+
 }  // namespace shmkv

@@ -28,4 +28,8 @@ void Pack(const std::vector<std::string_view>& items, std::string* out);
 // cleared, when the bytes are not a whole, well-formed packed list.
 bool Unpack(std::string_view bytes, std::vector<std::string_view>* items);
 
+// The count in front of packed bytes, from their first bytes alone (at
+// most 5): false when they do not begin with one.
+bool PackedCount(std::string_view head, uint32_t* count);
+
 }  // namespace shmkv

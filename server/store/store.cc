@@ -127,11 +127,28 @@ class StoreT : public Store {
   }
 
   bool GetPart(uint64_t id, uint64_t index, std::string* bytes) override {
+    return GetPartHead(id, index, ~size_t{0}, bytes);
+  }
+
+  // A truncated map read visits only the nodes of the bytes it copies.
+  bool GetPartHead(uint64_t id, uint64_t index, size_t max,
+                   std::string* bytes) override {
     char kb[16];
     std::string_view key = PartKeyBytes(PartKey{id, index}, kb);
-    if (!ReadBlob(HashPart(id, index))) return false;
+    KeyHash h = HashPart(id, index);
+    size_t len = 0;
+    if (max >= cfg_.max_value) {  // the whole part
+      if (!ReadBlob(h)) return false;
+      len = scratch_len_;
+    } else {
+      size_t want = kBlobHeader + key.size() + max;
+      if (scratch_.size() < want) scratch_.resize(want);
+      len = want;
+      if (!map_.Find(h, scratch_.data(), &len)) return false;
+      len = std::min(len, want);
+    }
     Blob b;
-    if (!b.Parse(scratch_.data(), scratch_len_) || !b.part() || b.key != key) {
+    if (!b.Parse(scratch_.data(), len) || !b.part() || b.key != key) {
       return false;
     }
     bytes->assign(b.value.data(), b.value.size());
@@ -206,18 +223,7 @@ class StoreT : public Store {
   uint64_t Sweep(size_t count) override {
     std::vector<std::pair<uint32_t, std::string>> expired;
     std::vector<uint64_t> graves;
-    int64_t now = NowMs();
-    map_.Travel(&sweep_pos_, count,
-                [&](const KeyHash&, const std::string& blob) {
-                  Blob b;
-                  if (!b.Parse(blob.data(), blob.size())) return;
-                  uint64_t id = 0;
-                  if (b.part()) {
-                    if (Graves<Map>::IdOf(b, &id)) graves.push_back(id);
-                  } else if (b.Expired(now)) {
-                    expired.emplace_back(b.db, b.key);
-                  }
-                });
+    SweepStep(&map_, &sweep_pos_, count, NowMs(), &expired, &graves);
     uint64_t n = 0;
     for (const auto& [db, k] : expired) n += ExpireNow(db, k);
     // A grave is a collection whose removal a killed process left.
@@ -284,15 +290,6 @@ class StoreT : public Store {
     PartsRoot old_root{0, 0};  // the collection it held in the map, if any
     bool dirty = false;
   };
-
-  // An entry's ident: a kind byte (0: Redis key, 0xff: part), the
-  // database (a part's is 0), the key.
-  static void MakeIdent(std::string* ident, bool part, uint32_t db,
-                        std::string_view key) {
-    ident->assign(1, part ? '\xff' : '\0');
-    ident->push_back(static_cast<char>(db));
-    ident->append(key.data(), key.size());
-  }
 
   // The transaction: an overlay of the keys it touched.
   class TxnImpl : public Txn {
@@ -520,7 +517,7 @@ class StoreT : public Store {
     Status LoadEntry(std::string_view key, bool part, Entry** out,
                      bool with_value = true) {
       uint32_t db = part ? 0 : db_;
-      MakeIdent(&ident_, part, db, key);
+      MakeTxnIdent(&ident_, part, db, key);
       if (Entry* known = entries_->Find(ident_)) {
         *out = known;
         return Status::kOk;

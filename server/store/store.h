@@ -274,6 +274,10 @@ class Store {
   // Part `index` of collection `id`: false when absent. A reader of a
   // collection brackets its root and parts with ReadBegin/ReadValid.
   virtual bool GetPart(uint64_t id, uint64_t index, std::string* bytes) = 0;
+  // As GetPart, the part's first `max` bytes at most (fewer when it is
+  // shorter): reading a large part's head costs its head alone.
+  virtual bool GetPartHead(uint64_t id, uint64_t index, size_t max,
+                           std::string* bytes) = 0;
   virtual uint64_t ReadBegin() = 0;
   virtual bool ReadValid(uint64_t token) = 0;
   // Some live key, chosen at random; false when the store is empty.

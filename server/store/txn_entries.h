@@ -7,6 +7,7 @@
 // then its bytes), so two kinds of key with the same bytes never meet.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -15,6 +16,15 @@
 #include <vector>
 
 namespace shmkv {
+
+// An entry's ident: a kind byte (0: Redis key, 0xff: part), the database
+// (a part's is 0), the key.
+inline void MakeTxnIdent(std::string* ident, bool part, uint32_t db,
+                         std::string_view key) {
+  ident->assign(1, part ? '\xff' : '\0');
+  ident->push_back(static_cast<char>(db));
+  ident->append(key.data(), key.size());
+}
 
 template <class Entry>
 class TxnEntries {

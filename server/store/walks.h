@@ -1,5 +1,6 @@
 // Walks over the store's whole map for the commands that look at a
-// database's keyspace (RANDOMKEY, SCAN and KEYS, FLUSHDB and FLUSHALL):
+// database's keyspace (RANDOMKEY, SCAN and KEYS, FLUSHDB and FLUSHALL) and
+// for the background sweep:
 // the map holds every database's keys and the parts of collections, and
 // each walk keeps to the live keys of one physical database.
 #pragma once
@@ -9,7 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
-
+#include <utility>
 #include <vector>
 
 #include "server/store/blob.h"
@@ -19,6 +20,26 @@
 #include "server/store/store.h"
 
 namespace shmkv {
+
+// One step of the background sweep: the next `count` slots from *pos, and
+// of what they hold the keys expired by `now` (database, key) and the
+// collections whose removal a killed process left (graves' ids).
+template <class Map>
+void SweepStep(Map* map, typename Map::TravelPos* pos, size_t count,
+               int64_t now,
+               std::vector<std::pair<uint32_t, std::string>>* expired,
+               std::vector<uint64_t>* graves) {
+  map->Travel(pos, count, [&](const auto&, const std::string& blob) {
+    Blob b;
+    if (!b.Parse(blob.data(), blob.size())) return;
+    uint64_t id = 0;
+    if (b.part()) {
+      if (Graves<Map>::IdOf(b, &id)) graves->push_back(id);
+    } else if (b.Expired(now)) {
+      expired->emplace_back(b.db, b.key);
+    }
+  });
+}
 
 // Database -1: every database.
 constexpr int kEveryDb = -1;
