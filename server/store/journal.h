@@ -107,8 +107,8 @@ class Journal {
     bool has_new = false, has_old = false;
     std::string_view next, old;
   };
-  bool Parse(std::vector<Record>* out) const;
-  bool Finish(const ApplyFn& apply);
+  bool Parse(std::vector<Record>* out, bool sum) const;
+  bool Finish(const ApplyFn& apply, bool sum);
   void Add(Word w);
 
   shmc::ShmArray<uint64_t, shmc::POSIX> arr_;
