@@ -3,11 +3,13 @@
 # redis-server (persistence off) and a release shmkv (one worker, its
 # segments named after NAME and this shell) on free ports, waits until
 # both answer, and stops both and removes shmkv's segments when the
-# script exits. Sets redis_port, kv_port, seg, redis_pid and kv_pid.
+# script exits. With kv_hugepages=1 shmkv's map is on hugepages
+# (--hugepages, a System V name). Sets redis_port, kv_port, seg, seg_name,
+# redis_pid and kv_pid.
 . bench/ports.sh  # free_port, ticks
 
 remove_segments() {
-  build/release/server/shmkv --name "posix:$seg" --remove >/dev/null 2>&1 ||
+  build/release/server/shmkv --name "$seg_name" --remove >/dev/null 2>&1 ||
     true
 }
 
@@ -36,16 +38,27 @@ start_server_pair() {
   local kv_http
   kv_http=$(free_port)
   seg=/${name}_$$
+  seg_name=posix:$seg
+  local pages=()
+  if [ "${kv_hugepages:-0}" = 1 ]; then
+    # --hugepages: the map on 2 MiB pages, which needs a System V name.
+    seg_name=sysv:$((53000 + $$ % 10000))  # the map appends a digit
+    pages=(--hugepages)
+  fi
   trap stop_server_pair EXIT
   remove_segments
   redis-server --port $redis_port --save '' --appendonly no --daemonize no \
     --logfile /dev/null &
   redis_pid=$!
-  "$shmkv" --port $kv_port --http-port $kv_http --name $seg --workers 1 \
-    "$@" 2>/dev/null &
+  "$shmkv" --port $kv_port --http-port $kv_http --name "$seg_name" \
+    --workers 1 "${pages[@]}" "$@" 2>/dev/null &
   kv_pid=$!
   local p
   for p in $redis_port $kv_port; do
     for _ in $(seq 600); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
+    redis-cli -p $p ping >/dev/null 2>&1 || {
+      echo "$0: the server on port $p did not start (run shmkv with the same options to see why)" >&2
+      exit 1
+    }
   done
 }

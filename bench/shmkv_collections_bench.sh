@@ -15,7 +15,10 @@
 #   bench/shmkv_collections_bench.sh [--requests N] [--sizes "10 1000"]
 #                                    [--ops "HSET HGET"] [--out DIR]
 #
-# --ops runs only the named operations (all by default).
+# --ops runs only the named operations (all by default). --hugepages puts
+# shmkv's map on 2 MiB pages (docs/server.md, "Hugepages"; reserve about
+# 1,200 of them first: echo 1200 > /proc/sys/vm/nr_hugepages); Redis runs
+# as Debian ships it either way.
 #
 # Needs redis-server and redis-tools, and a release build
 # (build/release/server/shmkv). Writes DIR/collections.csv (size, op,
@@ -25,6 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 requests=200000
+kv_hugepages=0
 sizes="10 1000 1000000"
 only=""
 out=build/shmkv_collections_bench
@@ -34,7 +38,8 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --ops) only=" $2 "; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--requests N] [--sizes LIST] [--ops LIST] [--out DIR]" >&2; exit 2 ;;
+    --hugepages) kv_hugepages=1; shift ;;
+    *) echo "usage: $0 [--requests N] [--sizes LIST] [--ops LIST] [--out DIR] [--hugepages]" >&2; exit 2 ;;
   esac
 done
 for t in redis-server redis-benchmark redis-cli python3; do
