@@ -118,6 +118,29 @@ TEST(HashFamily, PackedRoundTrips) {
   // A count past what the bytes could hold is refused before anything
   // is reserved for it.
   EXPECT_FALSE(shmkv::Unpack(std::string("\xff\xff\xff\xff\x0f", 5), &out));
+  // The reader: the same strings one at a time, and Done() only when the
+  // bytes were exactly them.
+  shmkv::PackedReader r(bytes);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.count(), in.size());
+  std::string_view s;
+  for (std::string_view want : in) {
+    EXPECT_FALSE(r.Done());
+    ASSERT_TRUE(r.Next(&s));
+    EXPECT_EQ(s, want);
+  }
+  EXPECT_FALSE(r.Next(&s));
+  EXPECT_TRUE(r.Done());
+  shmkv::PackedReader longer(bytes + "z");
+  while (longer.Next(&s)) {
+  }
+  EXPECT_FALSE(longer.Done()) << "a byte after the last string";
+  shmkv::PackedReader cut(std::string_view(bytes.data(), bytes.size() - 1));
+  size_t got = 0;
+  while (cut.Next(&s)) ++got;
+  EXPECT_EQ(got, in.size() - 1) << "the last string overruns";
+  EXPECT_FALSE(cut.Done());
+  EXPECT_FALSE(shmkv::PackedReader(std::string_view()).ok());
 }
 
 // Every hash command with its edge values and errors, byte for byte.

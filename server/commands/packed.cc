@@ -42,26 +42,35 @@ void Pack(const std::vector<std::string_view>& items, std::string* out) {
   }
 }
 
+PackedReader::PackedReader(std::string_view bytes)
+    : p_(bytes.data()), end_(bytes.data() + bytes.size()) {
+  // Each string takes at least its length byte: a count beyond what is
+  // left is damage, found before anything is sized by it.
+  ok_ = GetVarint(&p_, end_, &count_) &&
+        count_ <= static_cast<size_t>(end_ - p_);
+}
+
+bool PackedReader::Next(std::string_view* s) {
+  if (!ok_ || read_ == count_) return false;
+  uint32_t len = 0;
+  if (!GetVarint(&p_, end_, &len) || len > static_cast<size_t>(end_ - p_)) {
+    ok_ = false;
+    return false;
+  }
+  *s = std::string_view(p_, len);
+  p_ += len;
+  ++read_;
+  return true;
+}
+
 bool Unpack(std::string_view bytes, std::vector<std::string_view>* items) {
   items->clear();
-  const char* p = bytes.data();
-  const char* end = p + bytes.size();
-  uint32_t count = 0;
-  if (!GetVarint(&p, end, &count)) return false;
-  // Each string takes at least its length byte: a count beyond what is
-  // left is damage, found before anything is reserved for it.
-  if (count > static_cast<size_t>(end - p)) return false;
-  items->reserve(count);
-  for (uint32_t i = 0; i < count; ++i) {
-    uint32_t len = 0;
-    if (!GetVarint(&p, end, &len) || len > static_cast<size_t>(end - p)) {
-      items->clear();
-      return false;
-    }
-    items->emplace_back(p, len);
-    p += len;
-  }
-  if (p != end) {
+  PackedReader r(bytes);
+  if (!r.ok()) return false;
+  items->reserve(r.count());
+  std::string_view s;
+  while (r.Next(&s)) items->push_back(s);
+  if (!r.Done()) {
     items->clear();
     return false;
   }

@@ -24,6 +24,26 @@ namespace shmkv {
 // Appends the packed form of `items` to *out.
 void Pack(const std::vector<std::string_view>& items, std::string* out);
 
+// The strings of packed `bytes` one at a time, with Unpack's checks and
+// without its vector: Next() until it is false, then Done() says whether
+// the bytes were exactly the packed list their count announced.
+class PackedReader {
+ public:
+  explicit PackedReader(std::string_view bytes);
+  // False when the bytes do not begin with a count they could hold.
+  bool ok() const { return ok_; }
+  uint32_t count() const { return count_; }
+  // The next string; false past the last or at a length that overruns.
+  bool Next(std::string_view* s);
+  bool Done() const { return ok_ && read_ == count_ && p_ == end_; }
+
+ private:
+  const char* p_;
+  const char* end_;
+  uint32_t count_ = 0, read_ = 0;
+  bool ok_ = false;
+};
+
 // The strings of packed `bytes` (views into it); false, with *items
 // cleared, when the bytes are not a whole, well-formed packed list.
 bool Unpack(std::string_view bytes, std::vector<std::string_view>* items);

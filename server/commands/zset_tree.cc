@@ -140,37 +140,41 @@ ZTree::Node* ZTree::Top() {
 }
 
 bool ZTree::Parse(std::string_view bytes, Node* n) {
-  std::vector<std::string_view> items;
-  if (!Unpack(bytes, &items) || items.empty() || items[0].size() != 1) {
-    return false;
-  }
-  n->level = static_cast<uint8_t>(items[0][0]);
+  PackedReader r(bytes);
+  std::string_view tag;
+  if (!r.ok() || !r.Next(&tag) || tag.size() != 1) return false;
+  n->level = static_cast<uint8_t>(tag[0]);
+  const size_t rest = r.count() - 1;
   if (n->level == kFreeTag) {
-    if (items.size() != 2 || items[1].size() != 8) return false;
-    std::memcpy(&n->next_free, items[1].data(), 8);
+    std::string_view next;
+    if (rest != 1 || !r.Next(&next) || next.size() != 8 || !r.Done()) {
+      return false;
+    }
+    std::memcpy(&n->next_free, next.data(), 8);
     return n->next_free == kNone || n->next_free < shape_.nodes;
   }
   if (n->level == 0) {
-    if (items.size() < 3 || (items.size() - 1) % 2 != 0) return false;
-    n->entries.reserve((items.size() - 1) / 2);
-    for (size_t i = 1; i < items.size(); i += 2) {
-      ZEntry e{items[i], 0};
-      if (!ReadScore(items[i + 1], &e.score)) return false;
+    if (rest < 2 || rest % 2 != 0) return false;
+    n->entries.reserve(rest / 2);
+    std::string_view member, score;
+    while (r.Next(&member)) {
+      ZEntry e{member, 0};
+      if (!r.Next(&score) || !ReadScore(score, &e.score)) return false;
       // In order, each entry once.
       if (!n->entries.empty() && !ZLess(n->entries.back(), e)) return false;
       n->entries.push_back(e);
     }
-    return true;
+    return r.Done();
   }
-  if (items.size() < 4 || (items.size() - 1) % 3 != 0) return false;
-  n->kids.reserve((items.size() - 1) / 3);
-  for (size_t i = 1; i < items.size(); i += 3) {
-    Child k{0, 0, ZEntry{items[i + 2], 0}};
-    if (items[i].size() != 16 || !ReadScore(items[i + 1], &k.sep.score)) {
-      return false;
-    }
-    std::memcpy(&k.node, items[i].data(), 8);
-    std::memcpy(&k.count, items[i].data() + 8, 8);
+  if (rest < 3 || rest % 3 != 0) return false;
+  n->kids.reserve(rest / 3);
+  std::string_view link, score, sep;
+  while (r.Next(&link)) {
+    if (!r.Next(&score) || !r.Next(&sep)) return false;
+    Child k{0, 0, ZEntry{sep, 0}};
+    if (link.size() != 16 || !ReadScore(score, &k.sep.score)) return false;
+    std::memcpy(&k.node, link.data(), 8);
+    std::memcpy(&k.count, link.data() + 8, 8);
     if (k.node >= shape_.nodes || k.count == 0 || k.count > kMaxCount) {
       return false;
     }
@@ -180,7 +184,7 @@ bool ZTree::Parse(std::string_view bytes, Node* n) {
     }
     n->kids.push_back(k);
   }
-  return true;
+  return r.Done();
 }
 
 uint64_t ZTree::Total(const Node* n) const {
