@@ -359,23 +359,28 @@ TEST(ListFamily, ReadersNeverSeeHalfACommitOfChunks) {
   EXPECT_GT(reads, 10);
 }
 
+const char kDamaged[] = "-ERR the value of this key is damaged (shmc check)\r\n";
+
+// RPUSHes e0 .. e999 to "c", a list in chunks, and reads its root.
+void PushThousand(CommandHarness* h, shmkv::Value* root, shmkv::PartsRoot* pr) {
+  Cmd push = {"RPUSH", "c"};
+  for (int i = 0; i < 1000; ++i) push.push_back("e" + std::to_string(i));
+  ASSERT_EQ(h->Run(push), ":1000\r\n");
+  ASSERT_TRUE(h->store()->Get("c", root));
+  std::memcpy(pr, root->bytes.data(), sizeof(*pr));
+}
+
 // Damaged list bytes answer the damaged-value error: a packed list that
 // does not unpack, a chunk that does not parse, links that loop.
 TEST(ListFamily, DamagedListsAreAnError) {
   CommandHarness h("listbad", 20000, 64ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();
-  const std::string damaged =
-      "-ERR the value of this key is damaged (shmc check)\r\n";
   ASSERT_TRUE(h.WriteTyped("p", ValueType::kList, "\x09short"));
-  EXPECT_EQ(h.Run({"LRANGE", "p", "0", "-1"}), damaged);
-  EXPECT_EQ(h.Run({"RPUSH", "p", "x"}), damaged);
-  Cmd push = {"RPUSH", "c"};
-  for (int i = 0; i < 1000; ++i) push.push_back("e" + std::to_string(i));
-  ASSERT_EQ(h.Run(push), ":1000\r\n");
+  EXPECT_EQ(h.Run({"LRANGE", "p", "0", "-1"}), kDamaged);
+  EXPECT_EQ(h.Run({"RPUSH", "p", "x"}), kDamaged);
   shmkv::Value root;
-  ASSERT_TRUE(h.store()->Get("c", &root));
   shmkv::PartsRoot pr;
-  std::memcpy(&pr, root.bytes.data(), sizeof(pr));
+  ASSERT_NO_FATAL_FAILURE(PushThousand(&h, &root, &pr));
   ASSERT_GT(pr.parts, 3u);
   // A chunk whose next link points back at the head: a loop.
   std::string part;
@@ -389,15 +394,15 @@ TEST(ListFamily, DamagedListsAreAnError) {
     ASSERT_EQ(t->WritePart(pr.id, 1, looped), shmkv::Store::Status::kOk);
     ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
   }
-  EXPECT_EQ(h.Run({"LRANGE", "c", "0", "-1"}), damaged);
-  EXPECT_EQ(h.Run({"LINDEX", "c", "300"}), damaged);
-  EXPECT_EQ(h.Run({"LREM", "c", "0", "nothing"}), damaged);
+  EXPECT_EQ(h.Run({"LRANGE", "c", "0", "-1"}), kDamaged);
+  EXPECT_EQ(h.Run({"LINDEX", "c", "300"}), kDamaged);
+  EXPECT_EQ(h.Run({"LREM", "c", "0", "nothing"}), kDamaged);
   {
     auto t = h.store()->Begin();
     ASSERT_EQ(t->WritePart(pr.id, 1, "garbage"), shmkv::Store::Status::kOk);
     ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
   }
-  EXPECT_EQ(h.Run({"LRANGE", "c", "0", "-1"}), damaged);
+  EXPECT_EQ(h.Run({"LRANGE", "c", "0", "-1"}), kDamaged);
   EXPECT_EQ(h.Run({"LLEN", "c"}), ":1000\r\n");
   EXPECT_EQ(h.Run({"DEL", "c"}), ":1\r\n");
 }
@@ -409,15 +414,9 @@ TEST(ListFamily, DamagedListsAreAnError) {
 TEST(ListFamily, SkippedChunksWithDamagedHeadsAreAnError) {
   CommandHarness h("listheads", 20000, 64ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();
-  const std::string damaged =
-      "-ERR the value of this key is damaged (shmc check)\r\n";
-  Cmd push = {"RPUSH", "c"};
-  for (int i = 0; i < 1000; ++i) push.push_back("e" + std::to_string(i));
-  ASSERT_EQ(h.Run(push), ":1000\r\n");
   shmkv::Value root;
-  ASSERT_TRUE(h.store()->Get("c", &root));
   shmkv::PartsRoot pr;
-  std::memcpy(&pr, root.bytes.data(), sizeof(pr));
+  ASSERT_NO_FATAL_FAILURE(PushThousand(&h, &root, &pr));
   // The chunks from the head: their indexes and element counts.
   std::vector<std::pair<uint64_t, size_t>> order;
   uint64_t at = 0;
@@ -453,14 +452,14 @@ TEST(ListFamily, SkippedChunksWithDamagedHeadsAreAnError) {
         std::string("\xac\x02"),       // 300: more than a chunk holds
         std::string("\xff\xff\xff\xff\xff")}) {  // no varint at all
     with_count(count);
-    EXPECT_EQ(h.Run({"LINDEX", "c", std::to_string(in_third)}), damaged);
-    EXPECT_EQ(h.Run({"LRANGE", "c", std::to_string(in_third), "-1"}), damaged);
-    EXPECT_EQ(h.Run({"LSET", "c", std::to_string(in_third), "x"}), damaged);
+    EXPECT_EQ(h.Run({"LINDEX", "c", std::to_string(in_third)}), kDamaged);
+    EXPECT_EQ(h.Run({"LRANGE", "c", std::to_string(in_third), "-1"}), kDamaged);
+    EXPECT_EQ(h.Run({"LSET", "c", std::to_string(in_third), "x"}), kDamaged);
   }
   // Where the walk lands: a head that disagrees with its elements.
   with_count(std::string(1, '\x01'));
   const size_t in_second = order[0].second;
-  EXPECT_EQ(h.Run({"LINDEX", "c", std::to_string(in_second)}), damaged);
+  EXPECT_EQ(h.Run({"LINDEX", "c", std::to_string(in_second)}), kDamaged);
   EXPECT_EQ(h.Run({"LLEN", "c"}), ":1000\r\n");
   EXPECT_EQ(h.Run({"DEL", "c"}), ":1\r\n");
 }
