@@ -131,7 +131,8 @@ TEST(HashFamily, PackedRoundTrips) {
   }
   EXPECT_FALSE(r.Next(&s));
   EXPECT_TRUE(r.Done());
-  shmkv::PackedReader longer(bytes + "z");
+  const std::string plus = bytes + "z";  // the reader views it: it must live
+  shmkv::PackedReader longer(plus);
   while (longer.Next(&s)) {
   }
   EXPECT_FALSE(longer.Done()) << "a byte after the last string";
