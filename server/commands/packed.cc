@@ -13,22 +13,6 @@ void PutVarint(uint64_t v, std::string* out) {
   out->push_back(static_cast<char>(v));
 }
 
-// Reads a varint below 2^32 at *p; false past `end` or when longer.
-bool GetVarint(const char** p, const char* end, uint32_t* v) {
-  uint64_t acc = 0;
-  for (int shift = 0; shift < 35; shift += 7) {
-    if (*p == end) return false;
-    uint8_t b = static_cast<uint8_t>(*(*p)++);
-    acc |= static_cast<uint64_t>(b & 0x7f) << shift;
-    if ((b & 0x80) == 0) {
-      if (acc > UINT32_MAX) return false;
-      *v = static_cast<uint32_t>(acc);
-      return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 void Pack(const std::vector<std::string_view>& items, std::string* out) {
@@ -40,27 +24,6 @@ void Pack(const std::vector<std::string_view>& items, std::string* out) {
     PutVarint(s.size(), out);
     out->append(s.data(), s.size());
   }
-}
-
-PackedReader::PackedReader(std::string_view bytes)
-    : p_(bytes.data()), end_(bytes.data() + bytes.size()) {
-  // Each string takes at least its length byte: a count beyond what is
-  // left is damage, found before anything is sized by it.
-  ok_ = GetVarint(&p_, end_, &count_) &&
-        count_ <= static_cast<size_t>(end_ - p_);
-}
-
-bool PackedReader::Next(std::string_view* s) {
-  if (!ok_ || read_ == count_) return false;
-  uint32_t len = 0;
-  if (!GetVarint(&p_, end_, &len) || len > static_cast<size_t>(end_ - p_)) {
-    ok_ = false;
-    return false;
-  }
-  *s = std::string_view(p_, len);
-  p_ += len;
-  ++read_;
-  return true;
 }
 
 bool Unpack(std::string_view bytes, std::vector<std::string_view>* items) {
@@ -79,7 +42,7 @@ bool Unpack(std::string_view bytes, std::vector<std::string_view>* items) {
 
 bool PackedCount(std::string_view head, uint32_t* count) {
   const char* p = head.data();
-  return GetVarint(&p, p + head.size(), count);
+  return ReadPackedVarint(&p, p + head.size(), count);
 }
 
 }  // namespace shmkv

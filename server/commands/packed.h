@@ -24,17 +24,52 @@ namespace shmkv {
 // Appends the packed form of `items` to *out.
 void Pack(const std::vector<std::string_view>& items, std::string* out);
 
+// Reads a varint below 2^32 at *p; false past `end` or when longer.
+inline bool ReadPackedVarint(const char** p, const char* end, uint32_t* v) {
+  uint64_t acc = 0;
+  for (int shift = 0; shift < 35; shift += 7) {
+    if (*p == end) return false;
+    uint8_t b = static_cast<uint8_t>(*(*p)++);
+    acc |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) {
+      if (acc > UINT32_MAX) return false;
+      *v = static_cast<uint32_t>(acc);
+      return true;
+    }
+  }
+  return false;
+}
+
 // The strings of packed `bytes` one at a time, with Unpack's checks and
 // without its vector: Next() until it is false, then Done() says whether
 // the bytes were exactly the packed list their count announced.
+// (Inline: a tree node's parse reads a hundred strings.)
 class PackedReader {
  public:
-  explicit PackedReader(std::string_view bytes);
+  explicit PackedReader(std::string_view bytes)
+      : p_(bytes.data()), end_(bytes.data() + bytes.size()) {
+    // Each string takes at least its length byte: a count beyond what is
+    // left is damage, found before anything is sized by it.
+    ok_ = ReadPackedVarint(&p_, end_, &count_) &&
+          count_ <= static_cast<size_t>(end_ - p_);
+  }
   // False when the bytes do not begin with a count they could hold.
   bool ok() const { return ok_; }
   uint32_t count() const { return count_; }
   // The next string; false past the last or at a length that overruns.
-  bool Next(std::string_view* s);
+  bool Next(std::string_view* s) {
+    if (!ok_ || read_ == count_) return false;
+    uint32_t len = 0;
+    if (!ReadPackedVarint(&p_, end_, &len) ||
+        len > static_cast<size_t>(end_ - p_)) {
+      ok_ = false;
+      return false;
+    }
+    *s = std::string_view(p_, len);
+    p_ += len;
+    ++read_;
+    return true;
+  }
   bool Done() const { return ok_ && read_ == count_ && p_ == end_; }
 
  private:
