@@ -284,7 +284,8 @@ void Persist(const Args& a, CommandContext* c, Reply* r) {
 // DBSIZE
 void DbSize(const Args&, CommandContext* c, Reply* r) {
   TxnView v = ViewOf(c);
-  int64_t n = static_cast<int64_t>(c->store->KeysIn(c->store->db())) +
+  int64_t n = static_cast<int64_t>(
+                  c->store->KeysIn(c->store->db(), nullptr, c->txn != nullptr)) +
               v.created_count - static_cast<int64_t>(v.deleted.size());
   r->Int(n < 0 ? 0 : n);
 }

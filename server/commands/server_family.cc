@@ -552,7 +552,8 @@ std::string InfoText(CommandContext* c,
     // Each database that holds keys, by the number clients SELECT.
     for (uint32_t db = 0; db < kDatabases; ++db) {
       uint64_t expires = 0;
-      uint64_t keys = c->store->KeysIn(c->store->Physical(db), &expires);
+      uint64_t keys = c->store->KeysIn(c->store->Physical(db), &expires,
+                                       c->txn != nullptr);
       if (keys == 0) continue;
       line("db" + std::to_string(db), "keys=" + std::to_string(keys) +
                                           ",expires=" +

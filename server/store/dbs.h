@@ -125,6 +125,16 @@ class DbWords {
     }
     b_->counted.store(1, std::memory_order_relaxed);
   }
+  // The keys of `physical`: counted, but database 0's derived from the
+  // map (`blobs` less `parts` less every other database's count), so that
+  // keys written by a build without databases (whose draining workers
+  // write database 0 in a hot upgrade, counting nothing) count too.
+  uint64_t KeysOf(uint32_t physical, uint64_t blobs, uint64_t parts) const {
+    if (physical % kDatabases != 0) return Keys(physical);
+    uint64_t others = parts;
+    for (uint32_t i = 1; i < kDatabases; ++i) others += Keys(i);
+    return blobs > others ? blobs - others : 0;
+  }
   uint64_t Keys(uint32_t physical) const {
     return b_->keys[physical % kDatabases].load(std::memory_order_relaxed);
   }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "server/store/blob.h"
@@ -208,10 +209,11 @@ class StoreT : public Store {
   }
 
   uint32_t Physical(uint32_t db) override { return dbs_.Physical(db); }
-  uint64_t KeysIn(uint32_t physical, uint64_t* expires) override {
-    if (!dbs_.Counted()) Locked lock(this);  // counts them first
+  uint64_t KeysIn(uint32_t physical, uint64_t* expires, bool locked) override {
+    std::optional<Locked> lock;  // counted, and no commit half counted
+    if (!locked) lock.emplace(this);
     if (expires != nullptr) *expires = dbs_.Expires(physical);
-    return dbs_.Keys(physical);
+    return dbs_.KeysOf(physical, map_.size(), journal_.Counter(Journal::kParts));
   }
 
   void Scan(uint64_t* cursor, size_t count,

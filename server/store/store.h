@@ -254,9 +254,10 @@ class Store {
   // Logical database `logical`'s physical one, as SWAPDB left them.
   virtual uint32_t Physical(uint32_t logical) = 0;
   // Redis keys in physical database `physical` (DBSIZE, INFO keyspace)
-  // and, in *expires, how many of them have a TTL.
-  virtual uint64_t KeysIn(uint32_t physical,
-                          uint64_t* expires = nullptr) = 0;
+  // and, in *expires, how many of them have a TTL. Read under the write
+  // lock, which the caller holds when `locked` (a command in EXEC).
+  virtual uint64_t KeysIn(uint32_t physical, uint64_t* expires,
+                          bool locked) = 0;
   // FLUSHDB outside a transaction: as FlushAll, for one database.
   virtual uint64_t FlushDb(uint32_t physical) = 0;
 
