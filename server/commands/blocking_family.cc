@@ -247,14 +247,17 @@ namespace {
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kBlockingRows[] = {
-    {"blpop", 149, -3, kWrite | kBlocking, 1, -2, 1, BLPop},
-    {"brpop", 150, -3, kWrite | kBlocking, 1, -2, 1, BRPop},
-    {"blmove", 151, 6, kWrite | kDenyOom | kBlocking, 1, 2, 1, BLMove},
-    {"brpoplpush", 152, 4, kWrite | kDenyOom | kBlocking, 1, 2, 1,
-     BRPopLPush},
+    {"blpop", 149, -3, kWrite | kBlocking | kNoScript, 1, -2, 1, BLPop},
+    {"brpop", 150, -3, kWrite | kBlocking | kNoScript, 1, -2, 1, BRPop},
+    {"blmove", 151, 6, kWrite | kDenyOom | kBlocking | kNoScript, 1, 2, 1,
+     BLMove},
+    {"brpoplpush", 152, 4, kWrite | kDenyOom | kBlocking | kNoScript, 1, 2,
+     1, BRPopLPush},
     {"blmpop", 153, -5, kWrite | kBlocking, 0, 0, 0, BLMPop},
-    {"bzpopmin", 154, -3, kWrite | kFast | kBlocking, 1, -2, 1, BZPopMin},
-    {"bzpopmax", 155, -3, kWrite | kFast | kBlocking, 1, -2, 1, BZPopMax},
+    {"bzpopmin", 154, -3, kWrite | kFast | kBlocking | kNoScript, 1, -2, 1,
+     BZPopMin},
+    {"bzpopmax", 155, -3, kWrite | kFast | kBlocking | kNoScript, 1, -2, 1,
+     BZPopMax},
     {"bzmpop", 156, -5, kWrite | kBlocking, 0, 0, 0, BZMPop},
 };
 
