@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/store/key_hash.h"
+#include "server/store/scripts.h"
 #include "server/store/store.h"
 #include "shmc/hash.h"
 #include "shmc/mapfile_alloc.h"
@@ -57,13 +58,17 @@ bool UnlinkIfPresent(const std::string& key, std::string* err) {
 template <class Alloc>
 bool RemoveT(const StoreConfig& cfg, std::string* err) {
   auto keys = shmc::ShmHashMap<KeyHash, Alloc>::SegmentKeys(cfg.name);
+  auto scripts =
+      shmc::ShmHashMap<KeyHash, shmc::POSIX>::SegmentKeys(ScriptsKey(cfg));
   return UnlinkIfPresent<Alloc>(keys.first, err) &&
          UnlinkIfPresent<Alloc>(keys.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err) &&
          UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err) &&
-         UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err);
+         UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&
+         UnlinkIfPresent<shmc::POSIX>(scripts.second, err);
 }
 
 }  // namespace

@@ -632,9 +632,9 @@ class StoreT : public Store {
       }
       journal_.Recover(Applier());
       ctl_->lock_recoveries.fetch_add(1, std::memory_order_relaxed);
+      ctl_->script_busy.store(0, std::memory_order_relaxed);  // its script's
       pthread_mutex_consistent(&ctl_->write_lock);
-      // It may have died between a commit and its counts.
-      graves_.Count();
+      graves_.Count();  // it may have died between a commit and its counts
       dbs_.Count(&map_);
     } else if (rc != 0) {
       std::fprintf(stderr, "shmkv: write lock failed: %s\n",

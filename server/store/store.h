@@ -59,6 +59,8 @@
 
 namespace shmkv {
 
+class ScriptCache;  // server/store/scripts.h
+
 using Backend = shmc::SegmentBackend;
 
 struct StoreConfig {
@@ -115,7 +117,13 @@ struct ControlBlock {
   std::atomic<uint64_t> workers;
   std::atomic<uint64_t> lock_recoveries;  // locks taken over from a dead worker
   std::atomic<uint64_t> expired_keys;     // removed by lazy or active expiry
-  uint64_t reserved[2];
+  // The script that runs now, if any (server/commands/script_lua.h,
+  // ScriptBusyWord): 0 when none. These were reserved words, zero in a
+  // block an older build made, which never sets them.
+  std::atomic<uint64_t> script_busy;
+  // The busy word (without its "wrote" bit) of a script SCRIPT KILL asked
+  // to stop.
+  std::atomic<uint64_t> script_kill;
   pthread_mutex_t write_lock;  // robust, process-shared
 };
 static_assert(std::is_standard_layout<ControlBlock>::value,
@@ -146,7 +154,7 @@ std::string DbsKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
 // control block, the journal, the statistics, the wait board, the
-// databases); segments that do not exist are skipped.
+// databases, the script cache); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
@@ -333,6 +341,9 @@ class Store {
   };
   virtual JournalStats journal_stats() = 0;
   const StoreConfig& config() const { return cfg_; }
+  // The script cache every worker shares (server/store/scripts.h),
+  // attached on first use; null with *err when it cannot be.
+  ScriptCache* Scripts(std::string* err);
 
   // Told, after each commit a transaction (Txn::Commit) makes and still
   // under the write lock, of every Redis key the commit changed (its
@@ -354,6 +365,7 @@ class Store {
 
   StoreConfig cfg_;
   uint32_t db_ = 0;
+  std::shared_ptr<ScriptCache> scripts_;
   CommitObserver observer_ = nullptr;
   void* observer_arg_ = nullptr;
 };
