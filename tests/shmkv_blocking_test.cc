@@ -43,27 +43,6 @@ bool BlockedAre(int port, int n) {
   return WaitFor([&] { return BlockedClients(port) == std::to_string(n); });
 }
 
-// Connections until `per` of them sit on each of `workers` worker
-// processes: one group per worker (INFO's process_id tells them apart).
-std::vector<std::vector<std::unique_ptr<Client>>> OnEachWorker(
-    int port, size_t workers, size_t per) {
-  std::map<std::string, std::vector<std::unique_ptr<Client>>> by_pid;
-  for (int tries = 0; tries < 400; ++tries) {
-    auto c = std::make_unique<Client>(port);
-    std::string pid = InfoField(c.get(), "process_id");
-    auto& group = by_pid[pid];
-    if (group.size() < per) group.push_back(std::move(c));
-    size_t full = 0;
-    for (const auto& kv : by_pid) full += kv.second.size() == per;
-    if (full == workers) break;
-  }
-  std::vector<std::vector<std::unique_ptr<Client>>> out;
-  for (auto& kv : by_pid) {
-    if (kv.second.size() == per) out.push_back(std::move(kv.second));
-  }
-  return out;
-}
-
 std::string Pair(const std::string& k, const std::string& v) {
   return "*2\r\n" + Bulk(k) + Bulk(v);
 }

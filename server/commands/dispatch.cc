@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "server/commands/command_util.h"
+#include "server/commands/script_lua.h"
 
 namespace shmkv {
 
@@ -60,6 +61,15 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
       return row->id;
     }
     refuse("ERR " + msg);
+    return row->id;
+  }
+  // A script of another worker past the busy threshold: as Redis, every
+  // command but SCRIPT KILL waits for it (docs/server.md, "Scripts").
+  std::string_view name = row->name;
+  if (ScriptBusyElsewhere(ctx->store->control()) && name != "quit" &&
+      !(name == "script" && args.size() == 2 && Eq(args[1], "kill"))) {
+    refuse("BUSY Redis is busy running a script. You can only call SCRIPT "
+           "KILL or SHUTDOWN NOSAVE.");
     return row->id;
   }
   if (cl->in_multi && (row->flags & kNotQueued) == 0) {

@@ -75,6 +75,7 @@ const Registry& Commands() {
     RegisterSetFamily(r);
     RegisterZSetFamily(r);
     RegisterBlockingFamily(r);
+    RegisterScriptFamily(r);
     return r;
   }();
   return *table;

@@ -106,6 +106,7 @@ void RegisterListFamily(Registry* r);
 void RegisterSetFamily(Registry* r);
 void RegisterZSetFamily(Registry* r);
 void RegisterBlockingFamily(Registry* r);
+void RegisterScriptFamily(Registry* r);
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/script_lua.h"
+#include "server/store/scripts.h"
 #include "server/commands/reply.h"
 
 namespace shmkv {
@@ -414,6 +416,8 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
   };
   uint64_t used = c->store->MemoryUsed(), total = c->store->MemoryTotal();
   Store::JournalStats js = c->store->journal_stats();
+  std::string err;
+  ScriptCache* scripts = c->store->Scripts(&err);
   return {
       {"server", "redis_version", nullptr, "7.0.0"},
       {"server", "shmkv_version", "version", kVersion, true},
@@ -444,6 +448,12 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
                        c->store->Capacity())},
       {"memory", "collection_parts", "collection_parts",
        n(c->store->Parts())},
+      // This worker's Lua state; the script cache every worker shares.
+      {"memory", "used_memory_lua", nullptr, n(LuaScripts::MemoryInUse())},
+      {"memory", "used_memory_scripts", nullptr,
+       n(scripts != nullptr ? scripts->MemoryUsed() : 0)},
+      {"memory", "number_of_cached_scripts", nullptr,
+       n(scripts != nullptr ? scripts->Count() : 0)},
       {"stats", "total_connections_received", "connections_total",
        n(t.connections_total)},
       {"stats", "total_commands_processed", "commands", n(t.commands)},

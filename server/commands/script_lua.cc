@@ -1,0 +1,419 @@
+// The Lua side of scripting (server/commands/script_lua.h).
+#include "server/commands/script_lua.h"
+
+#include <lua5.1/lua.hpp>
+#include <nettle/sha1.h>
+
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "server/commands/command_util.h"
+#include "server/commands/script_convert.h"
+#include "server/commands/script_sandbox.h"
+
+
+namespace shmkv {
+namespace cmd {
+
+std::string Sha1Hex(std::string_view s) {
+  sha1_ctx ctx;
+  sha1_init(&ctx);
+  sha1_update(&ctx, s.size(), reinterpret_cast<const uint8_t*>(s.data()));
+  uint8_t d[SHA1_DIGEST_SIZE];
+  sha1_digest(&ctx, sizeof(d), d);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out(2 * sizeof(d), '0');
+  for (size_t i = 0; i < sizeof(d); ++i) {
+    out[2 * i] = kHex[d[i] >> 4];
+    out[2 * i + 1] = kHex[d[i] & 15];
+  }
+  return out;
+}
+
+namespace {
+int64_t MonoMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+constexpr int kPidBits = 22;  // Linux's pid_max is at most 2^22
+}  // namespace
+
+uint64_t ScriptBusyWord(int64_t start_ms, int pid) {
+  return (static_cast<uint64_t>(start_ms) << (kPidBits + 1)) |
+         ((static_cast<uint64_t>(pid) & ((1u << kPidBits) - 1)) << 1);
+}
+
+namespace {
+// The busy word's process, if it still runs.
+bool BusyOwnerAlive(uint64_t w) {
+  pid_t pid = static_cast<pid_t>((w >> 1) & ((1u << kPidBits) - 1));
+  return kill(pid, 0) == 0 || errno != ESRCH;
+}
+}  // namespace
+
+bool ScriptBusyElsewhere(ControlBlock* ctl) {
+  // Acquire: pairs with the running script's release store, though a
+  // stale word only delays a BUSY by one command.
+  uint64_t w = ctl->script_busy.load(std::memory_order_acquire);
+  if (w == 0) return false;
+  int64_t start = static_cast<int64_t>(w >> (kPidBits + 1));
+  if (MonoMs() - start < kBusyMs) return false;
+  if (ScriptBusyWord(start, getpid()) == (w & ~1ULL)) return false;
+  if (!BusyOwnerAlive(w)) {
+    ctl->script_busy.compare_exchange_strong(w, 0, std::memory_order_acq_rel);
+    return false;
+  }
+  return true;
+}
+
+KillResult RequestScriptKill(ControlBlock* ctl) {
+  uint64_t w = ctl->script_busy.load(std::memory_order_acquire);
+  if (w == 0 || !BusyOwnerAlive(w)) return KillResult::kNotBusy;
+  if ((w & 1) != 0) return KillResult::kUnkillable;
+  // Release: the running script's hook reads it (acquire) and stops.
+  ctl->script_kill.store(w, std::memory_order_release);
+  return KillResult::kAsked;
+}
+
+bool ParseShebang(std::string_view body, ScriptFlags* f, std::string* err) {
+  *f = ScriptFlags();
+  if (body.substr(0, 2) != "#!") return true;
+  size_t eol = body.find('\n');
+  if (eol == std::string_view::npos) {
+    *err = "ERR Invalid script shebang";
+    return false;
+  }
+  std::string_view line = body.substr(0, eol);
+  f->shebang = true;
+  f->skip = eol;  // the newline stays: line numbers are the body's own
+  std::vector<std::string_view> words;
+  for (size_t i = 0; i < line.size();) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    size_t j = i;
+    while (j < line.size() && line[j] != ' ') ++j;
+    if (j > i) words.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  if (words.empty() || words[0] != "#!lua") {
+    *err = "ERR Unexpected engine in script shebang: " +
+           std::string(words.empty() ? line : words[0]);
+    return false;
+  }
+  for (size_t w = 1; w < words.size(); ++w) {
+    if (words[w].substr(0, 6) != "flags=") {
+      *err = "ERR Unknown lua shebang option: " + std::string(words[w]);
+      return false;
+    }
+    std::string_view list = words[w].substr(6);
+    for (size_t i = 0; i <= list.size();) {
+      size_t j = list.find(',', i);
+      if (j == std::string_view::npos) j = list.size();
+      std::string_view flag = list.substr(i, j - i);
+      if (flag == "no-writes") {
+        f->no_writes = true;
+      } else if (flag != "allow-oom" && flag != "allow-stale" &&
+                 flag != "no-cluster" && flag != "allow-cross-slot-keys" &&
+                 !flag.empty()) {
+        *err = "ERR Unexpected flag in script shebang: " + std::string(flag);
+        return false;
+      }
+      i = j + 1;
+    }
+  }
+  return true;
+}
+
+namespace {
+LuaScripts* g_lua = nullptr;
+}  // namespace
+
+LuaScripts* LuaScripts::Instance() {
+  if (g_lua == nullptr) g_lua = new LuaScripts();
+  return g_lua;
+}
+
+size_t LuaScripts::MemoryInUse() {
+  return g_lua == nullptr ? 0 : g_lua->used_;
+}
+
+LuaScripts::LuaScripts() {
+  L_ = lua_newstate(Alloc, this);
+  if (L_ == nullptr || lua_cpcall(L_, Setup, this) != 0) {
+    std::fprintf(stderr, "shmkv: cannot set up the Lua state\n");
+    std::abort();
+  }
+}
+
+void* LuaScripts::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) {
+  auto* self = static_cast<LuaScripts*>(ud);
+  if (ptr == nullptr) osize = 0;
+  if (nsize == 0) {
+    std::free(ptr);
+    self->used_ -= osize;
+    return nullptr;
+  }
+  if (nsize > osize && self->used_ - osize + nsize > self->cap_) {
+    return nullptr;  // Lua raises "not enough memory"
+  }
+  void* p = std::realloc(ptr, nsize);
+  if (p != nullptr) self->used_ = self->used_ - osize + nsize;
+  return p;
+}
+
+int LuaScripts::Setup(lua_State* L) {
+  OpenSandbox(L, Call, PCall);
+  return 0;
+}
+
+bool LuaScripts::Has(std::string_view sha) {
+  lua_getfield(L_, LUA_REGISTRYINDEX, kScripts);
+  lua_pushlstring(L_, sha.data(), sha.size());
+  lua_rawget(L_, -2);
+  bool has = lua_isfunction(L_, -1);
+  lua_pop(L_, 2);
+  return has;
+}
+
+namespace {
+struct CompileArgs {
+  std::string_view sha, body;
+  std::string* err;
+  bool ok = false;
+};
+int CompileProtected(lua_State* L) {
+  auto* a = static_cast<CompileArgs*>(lua_touserdata(L, 1));
+  lua_getfield(L, LUA_REGISTRYINDEX, kScripts);
+  if (luaL_loadbuffer(L, a->body.data(), a->body.size(), "@user_script") !=
+      0) {
+    const char* m = lua_tostring(L, -1);
+    *a->err = std::string("ERR Error compiling script (new function): ") +
+              (m == nullptr ? "?" : m);
+    return 0;
+  }
+  lua_pushlstring(L, a->sha.data(), a->sha.size());
+  lua_insert(L, -2);
+  lua_rawset(L, -3);
+  a->ok = true;
+  return 0;
+}
+}  // namespace
+
+bool LuaScripts::Compile(std::string_view sha, std::string_view body,
+                         std::string* err) {
+  CompileArgs a{sha, body, err};
+  if (lua_cpcall(L_, CompileProtected, &a) != 0) {
+    *err = "ERR Error compiling script (new function): not enough memory";
+    lua_pop(L_, 1);
+    a.ok = false;
+  }
+  if (a.ok) ++compiled_;
+  Reset();
+  return a.ok;
+}
+
+void LuaScripts::Forget() {
+  lua_newtable(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kScripts);
+  compiled_ = 0;
+  lua_gc(L_, LUA_GCCOLLECT, 0);
+}
+
+int LuaScripts::RunProtected(lua_State* L) {
+  auto* self = static_cast<LuaScripts*>(lua_touserdata(L, 1));
+  Running* run = self->run_;
+  lua_settop(L, 0);
+  // KEYS and ARGV, in the real globals.
+  lua_getfield(L, LUA_REGISTRYINDEX, kRealGlobals);
+  for (auto [name, args] : {std::pair<const char*, const Args*>{"KEYS",
+                                                                run->keys},
+                            {"ARGV", run->argv}}) {
+    lua_createtable(L, static_cast<int>(args->size()), 0);
+    for (size_t i = 0; i < args->size(); ++i) {
+      lua_pushlstring(L, (*args)[i].data(), (*args)[i].size());
+      lua_rawseti(L, -2, static_cast<int>(i + 1));
+    }
+    lua_setfield(L, -2, name);
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kErrorHandler);  // 1
+  lua_getfield(L, LUA_REGISTRYINDEX, kScripts);
+  lua_pushlstring(L, run->sha.data(), run->sha.size());
+  lua_rawget(L, -2);
+  lua_remove(L, -2);  // 2: the function
+  int rc = lua_pcall(L, 0, 1, 1);
+  if (rc == 0) {
+    ToReply(L, &run->reply);
+    return 0;
+  }
+  std::string sha(run->sha);
+  if (lua_istable(L, -1)) {
+    std::string msg = "ERR unknown error";
+    lua_getfield(L, -1, "err");
+    if (lua_isstring(L, -1)) msg = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "source");
+    lua_getfield(L, -2, "line");
+    if (lua_isstring(L, -2) && lua_isnumber(L, -1)) {
+      msg += " script: " + sha + ", on " + lua_tostring(L, -2) + ":" +
+             std::to_string(static_cast<long long>(lua_tonumber(L, -1))) + ".";
+    } else {
+      msg += " script: " + sha;
+    }
+    ReplyError(&run->reply, msg);
+    return 0;
+  }
+  // Out of memory (or an error in the handler): no table was made.
+  const char* m = lua_tostring(L, -1);
+  std::string msg = std::string("ERR ") + (m == nullptr ? "error" : m);
+  if (rc == LUA_ERRMEM) msg = self->OutOfMemory();
+  ReplyError(&run->reply, msg + " script: " + sha);
+  return 0;
+}
+
+void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
+                     bool read_only, CommandContext* c, Reply* r,
+                     bool* wrote) {
+  Running run;
+  run.sha = sha;
+  run.keys = &keys;
+  run.argv = &argv;
+  run.read_only = read_only;
+  run.c = c;
+  run.ctl = c->store->control();
+  run.busy = ScriptBusyWord(MonoMs(), getpid());
+  // Release: publishes the word to the other workers' BUSY checks.
+  run.ctl->script_busy.store(run.busy, std::memory_order_release);
+  lua_sethook(L_, Hook, LUA_MASKCOUNT, 100000);
+  run_ = &run;
+  int rc = lua_cpcall(L_, RunProtected, this);
+  run_ = nullptr;
+  lua_sethook(L_, nullptr, 0, 0);
+  run.ctl->script_busy.store(0, std::memory_order_release);
+  if (rc != 0) {
+    // Setting up the run failed (memory): nothing of the script ran.
+    run.reply.clear();
+    ReplyError(&run.reply, OutOfMemory() + " script: " + std::string(sha));
+  }
+  Reset();
+  *wrote = run.wrote;
+  if (!run.reply.empty() && run.reply[0] == '-') {
+    r->Error(std::string_view(run.reply).substr(1, run.reply.size() - 3));
+  } else {
+    r->Raw(run.reply);
+  }
+}
+
+std::string LuaScripts::OutOfMemory() const {
+  return "ERR the script ran out of memory (the Lua state's limit is " +
+         std::to_string(cap_ >> 20) + " MiB)";
+}
+
+void LuaScripts::Reset() {
+  lua_settop(L_, 0);
+  // Nothing a script did to the shared state outlives it: the proxies
+  // are emptied (table.insert writes them raw), KEYS and ARGV go, the
+  // collector is running with its defaults.
+  ClearProxies(L_);
+  lua_getfield(L_, LUA_REGISTRYINDEX, kRealGlobals);
+  lua_pushnil(L_);
+  lua_setfield(L_, -2, "KEYS");
+  lua_pushnil(L_);
+  lua_setfield(L_, -2, "ARGV");
+  lua_pop(L_, 1);
+  lua_gc(L_, LUA_GCRESTART, 0);
+  lua_gc(L_, LUA_GCSETPAUSE, 200);
+  lua_gc(L_, LUA_GCSETSTEPMUL, 200);
+  if (used_ > cap_ / 2) lua_gc(L_, LUA_GCCOLLECT, 0);
+}
+
+// Every 100,000 instructions of a script: stops it when SCRIPT KILL
+// asked (and it wrote nothing), then on every line after, so that a pcall
+// that caught the error cannot keep it running.
+void LuaScripts::Hook(lua_State* L, lua_Debug*) {
+  Running* run = Instance()->run_;
+  if (run == nullptr || run->wrote) return;
+  // Acquire: pairs with RequestScriptKill's release.
+  if (run->ctl->script_kill.load(std::memory_order_acquire) != run->busy) {
+    return;
+  }
+  lua_sethook(L, Hook, LUA_MASKLINE, 0);
+  RaiseError(L, "Script killed by user with SCRIPT KILL...");
+}
+
+int LuaScripts::Call(lua_State* L) { return CallCommon(L, true); }
+int LuaScripts::PCall(lua_State* L) { return CallCommon(L, false); }
+
+// redis.call / redis.pcall: runs one command inside the script's
+// transaction and converts its reply.
+int LuaScripts::CallCommon(lua_State* L, bool raise) {
+  Running* run = Instance()->run_;
+  auto fail = [&](std::string_view text) -> int {
+    if (raise) RaiseError(L, text);
+    PushError(L, text);
+    return 1;
+  };
+  if (run == nullptr) return fail("redis.call is not available here");
+  int argc = lua_gettop(L);
+  if (argc == 0) {
+    return fail("Please specify at least one argument for this redis lib "
+                "call");
+  }
+  std::vector<std::string> owned(static_cast<size_t>(argc));
+  for (int j = 1; j <= argc; ++j) {
+    int t = lua_type(L, j);
+    if (t == LUA_TNUMBER) {
+      owned[j - 1] = NumberArg(lua_tonumber(L, j));
+    } else if (t == LUA_TSTRING) {
+      size_t n = 0;
+      const char* p = lua_tolstring(L, j, &n);
+      owned[j - 1].assign(p, n);
+    } else {
+      return fail("Lua redis lib command arguments must be strings or "
+                  "integers");
+    }
+  }
+  const CommandRow* row = Commands().Find(owned[0]);
+  if (row == nullptr) return fail("Unknown Redis command called from script");
+  if ((row->arity > 0 && argc != row->arity) ||
+      (row->arity < 0 && argc < -row->arity)) {
+    return fail("Wrong number of args calling Redis command from script");
+  }
+  if ((row->flags & kNoScript) != 0) {
+    return fail("This Redis command is not allowed from script");
+  }
+  if ((row->flags & kWrite) != 0 && run->read_only) {
+    return fail("Write commands are not allowed from read-only scripts.");
+  }
+  Args args(owned.begin(), owned.end());
+  std::string out;
+  {
+    Reply inner(&out);
+    Execute(args, run->c, &inner);
+    if ((row->flags & kWrite) != 0 && !inner.error() && !run->wrote) {
+      run->wrote = true;
+      // Release: SCRIPT KILL elsewhere now answers UNKILLABLE.
+      run->ctl->script_busy.store(run->busy | 1, std::memory_order_release);
+    }
+  }
+  if (PushReply(L, out, 0) == 0) {
+    return fail("the command's reply could not be read");
+  }
+  if (raise && lua_istable(L, -1)) {
+    lua_getfield(L, -1, "err");
+    bool is_err = lua_isstring(L, -1);
+    lua_pop(L, 1);
+    if (is_err) return lua_error(L);
+  }
+  return 1;
+}
+
+}  // namespace cmd
+}  // namespace shmkv

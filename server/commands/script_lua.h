@@ -1,0 +1,124 @@
+// The Lua side of scripting (docs/server.md, "Scripts"): one Lua 5.1
+// state per process (Debian's liblua5.1, built as C++ so that a Lua error
+// unwinds C++ frames), its sandbox, the `redis` library a script calls,
+// and the conversions between Lua values and replies, as Redis 7 does
+// them.
+//
+// The sandbox. A script sees base (less dofile, loadfile, print, getfenv,
+// setfenv, newproxy), table, string, math, coroutine, cjson and bit; no
+// package, io, os or debug library is opened, and load / loadstring
+// refuse precompiled chunks (Debian's Lua would load bytecode, which can
+// break out of the VM). Globals are read through an empty proxy whose
+// metatable is locked: reading a global that does not exist and writing
+// any global are errors (Redis's texts); the library tables are proxies
+// too, and rawset refuses every proxy, so no script can change what the
+// next one runs. The state's memory is capped (kMemoryCap): a script that
+// allocates past it fails with an error, and the garbage collector is put
+// back to its defaults after every script.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/commands/registry.h"
+
+struct lua_State;
+struct lua_Debug;
+
+namespace shmkv {
+namespace cmd {
+
+// SHA1 of `s`, 40 lower-case hex digits (nettle's SHA1).
+std::string Sha1Hex(std::string_view s);
+
+// A script's shebang flags (`#!lua flags=no-writes,...`), Redis 7's.
+struct ScriptFlags {
+  bool shebang = false;    // the body began with #!lua
+  bool no_writes = false;  // flags=no-writes: as EVAL_RO
+  size_t skip = 0;         // bytes of the shebang line, newline kept
+};
+// Reads the shebang of `body`: false with *err (a reply error) when it
+// is one Redis refuses.
+bool ParseShebang(std::string_view body, ScriptFlags* f, std::string* err);
+
+// A running script, as every process sees it (ControlBlock::script_busy):
+// its start on CLOCK_MONOTONIC in ms (the high 41 bits), its process id
+// (22 bits), and in bit 0 whether it wrote. A script that has run
+// kBusyMs makes the other workers answer BUSY (as Redis's
+// busy-reply-threshold, 5 s) until it ends or SCRIPT KILL stops it.
+constexpr int64_t kBusyMs = 5000;
+uint64_t ScriptBusyWord(int64_t start_ms, int pid);
+// Whether a script of another process is past kBusyMs: commands other
+// than SCRIPT KILL get -BUSY. A word whose process is gone (killed
+// mid-script) is cleared.
+bool ScriptBusyElsewhere(ControlBlock* ctl);
+// SCRIPT KILL: asks the running script to stop. kNotBusy: none runs;
+// kUnkillable: it wrote (stopping it would apply half of it).
+enum class KillResult { kNotBusy, kUnkillable, kAsked };
+KillResult RequestScriptKill(ControlBlock* ctl);
+
+class LuaScripts {
+ public:
+  // Bytes the Lua state may hold (set_memory_cap: tests).
+  static constexpr size_t kMemoryCap = 256u << 20;
+  void set_memory_cap(size_t bytes) { cap_ = bytes; }
+
+  // This process's Lua state (made on first use).
+  static LuaScripts* Instance();
+  // Bytes its state holds (0 while none was made).
+  static size_t MemoryInUse();
+
+  // Whether script `sha` is compiled in this process.
+  bool Has(std::string_view sha);
+  // Compiles `body` as script `sha`: false with *err (Redis's "Error
+  // compiling script" reply) when it does not compile.
+  bool Compile(std::string_view sha, std::string_view body, std::string* err);
+  // Drops every compiled script (SCRIPT FLUSH, or a flush seen elsewhere).
+  void Forget();
+  size_t compiled() const { return compiled_; }
+  size_t memory() const { return used_; }
+
+  // Runs compiled script `sha` with KEYS and ARGV inside c->txn (which
+  // must be set) and writes its reply. read_only: EVAL_RO, or flags
+  // no-writes. *wrote: whether a write command of it succeeded.
+  void Run(std::string_view sha, const Args& keys, const Args& argv,
+           bool read_only, CommandContext* c, Reply* r, bool* wrote);
+
+ private:
+  LuaScripts();
+  static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize);
+  static int Setup(lua_State* L);
+  static int RunProtected(lua_State* L);
+  static int Call(lua_State* L);
+  static int PCall(lua_State* L);
+  static int CallCommon(lua_State* L, bool raise);
+  static void Hook(lua_State* L, lua_Debug* ar);
+  void Reset();
+  std::string OutOfMemory() const;
+
+  lua_State* L_ = nullptr;
+  size_t used_ = 0;
+  size_t cap_ = kMemoryCap;
+  size_t compiled_ = 0;
+
+  // The script that runs now (Run's arguments, for the callbacks).
+  struct Running {
+    std::string_view sha;
+    const Args* keys = nullptr;
+    const Args* argv = nullptr;
+    bool read_only = false;
+    bool wrote = false;
+    CommandContext* c = nullptr;
+    ControlBlock* ctl = nullptr;
+    uint64_t busy = 0;  // its busy word, without the wrote bit
+    std::string reply;  // the reply being built
+  };
+  Running* run_ = nullptr;
+};
+
+}  // namespace cmd
+}  // namespace shmkv

@@ -1,0 +1,128 @@
+// Scripts across worker processes (docs/server.md, "Scripts"), spoken to
+// over sockets: the shared script cache, a hot restart, a script that
+// runs too long (BUSY, SCRIPT KILL, UNKILLABLE) and a worker killed in
+// the middle of one.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/shmkv_server.h"
+
+namespace {
+
+using shmkv_test::Client;
+using shmkv_test::InfoField;
+using shmkv_test::OnEachWorker;
+using shmkv_test::Server;
+using namespace std::chrono_literals;
+
+std::string ShaOf(Client* c, const std::string& body) {
+  std::string r = c->Call({"SCRIPT", "LOAD", body});
+  return r.size() == 47 ? r.substr(5, 40) : r;
+}
+
+// SCRIPT LOAD through one worker, EVALSHA through the other; SCRIPT
+// FLUSH through one empties the cache for both; a SIGHUP reload keeps it.
+TEST(ShmkvScripts, CacheIsSharedByWorkersAndOutlivesThem) {
+  Server s("scripts_cache");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  Client* b = groups[1][0].get();
+  std::string sha = ShaOf(a, "return 'loaded on a'");
+  ASSERT_EQ(sha.size(), 40u) << sha;
+  EXPECT_EQ(b->Call({"EVALSHA", sha, "0"}), "$11\r\nloaded on a\r\n");
+  EXPECT_EQ(a->Call({"EVALSHA", sha, "0"}), "$11\r\nloaded on a\r\n");
+  // EVAL caches too.
+  EXPECT_EQ(a->Call({"EVAL", "return redis.call('incr', KEYS[1])", "1", "n"}),
+            ":1\r\n");
+  std::string incr = ShaOf(b, "return redis.call('incr', KEYS[1])");
+  EXPECT_EQ(b->Call({"SCRIPT", "EXISTS", incr, sha}), "*2\r\n:1\r\n:1\r\n");
+  EXPECT_EQ(b->Call({"EVALSHA", incr, "1", "n"}), ":2\r\n");
+  // A flush through b: a, which compiled both, answers NOSCRIPT.
+  EXPECT_EQ(b->Call({"SCRIPT", "FLUSH"}), "+OK\r\n");
+  EXPECT_EQ(a->Call({"EVALSHA", sha, "0"}),
+            "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+  EXPECT_EQ(a->Call({"EVALSHA", incr, "1", "n"}),
+            "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+  // Loaded again, it survives a reload of every worker.
+  ASSERT_EQ(ShaOf(a, "return 'loaded on a'"), sha);
+  std::string pid = InfoField(a, "process_id");
+  s.Signal(SIGHUP);
+  for (int i = 0; i < 500 && InfoField(a, "reloads") != "1"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(InfoField(a, "reloads"), "1") << s.log();
+  EXPECT_NE(InfoField(a, "process_id"), pid);
+  EXPECT_EQ(a->Call({"EVALSHA", sha, "0"}), "$11\r\nloaded on a\r\n");
+  Client fresh(s.port());
+  EXPECT_EQ(fresh.Call({"EVALSHA", sha, "0"}), "$11\r\nloaded on a\r\n");
+}
+
+// Waits (up to 10 s) until `c`'s GET answers BUSY.
+bool BusyFrom(Client* c) {
+  for (int i = 0; i < 1000; ++i) {
+    std::string r = c->Call({"GET", "probe"});
+    if (r.rfind("-BUSY ", 0) == 0) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// A script that loops: after 5 s the other worker answers BUSY, SCRIPT
+// KILL from there stops it (the script's client gets Redis's error), and
+// everything answers again. One that wrote first cannot be killed; a
+// SIGKILL of its worker then drops its write whole.
+TEST(ShmkvScripts, BusyScriptIsKilledFromAnotherWorker) {
+  Server s("scripts_busy");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  Client* b = groups[1][0].get();
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}),
+            "-NOTBUSY No scripts in execution right now.\r\n");
+  ASSERT_TRUE(a->SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+  ASSERT_TRUE(BusyFrom(b));
+  EXPECT_EQ(b->Call({"GET", "probe"}),
+            "-BUSY Redis is busy running a script. You can only call SCRIPT "
+            "KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}), "+OK\r\n");
+  std::string killed = a->Reply();
+  EXPECT_EQ(killed.rfind("-ERR Script killed by user with SCRIPT KILL... "
+                         "script: ", 0), 0u) << killed;
+  EXPECT_EQ(b->Call({"SET", "probe", "1"}), "+OK\r\n");
+  EXPECT_EQ(a->Call({"GET", "probe"}), "$1\r\n1\r\n");
+
+  // It wrote: UNKILLABLE, until its worker is killed, which takes the
+  // whole script with it.
+  std::string worker = InfoField(a, "process_id");
+  ASSERT_TRUE(a->SendRaw(Client::Encode(
+      {"EVAL", "redis.call('set', 'w', '1') while true do end", "0"})));
+  ASSERT_TRUE(BusyFrom(b));
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}),
+            "-UNKILLABLE Sorry the script already executed write commands "
+            "against the dataset. You can either wait the script termination "
+            "or kill the server in a hard way using the SHUTDOWN NOSAVE "
+            "command.\r\n");
+  kill(std::stoi(worker), SIGKILL);
+  std::string after;
+  for (int i = 0; i < 500; ++i) {
+    after = b->Call({"EXISTS", "w"});
+    if (after.rfind("-BUSY", 0) != 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(after, ":0\r\n");
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}),
+            "-NOTBUSY No scripts in execution right now.\r\n");
+  Client fresh(s.port());
+  EXPECT_EQ(fresh.Call({"EVAL", "return redis.call('exists', 'w')", "0"}),
+            ":0\r\n");
+}
+
+}  // namespace
