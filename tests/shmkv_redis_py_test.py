@@ -407,6 +407,76 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(int(a.get("counter")), 2 * times)
         print("WATCH retries under two competing clients:", retries)
 
+    def test_scripts(self):
+        """register_script falls back from EVALSHA to EVAL's cache on
+        NOSCRIPT, in and out of pipelines; redis-py's Lock (Lua scripts)
+        works; a rate limiter script answers as redis-server's."""
+        s = self.start("lua")
+        r = CountingRedis(port=s.port, decode_responses=True)
+        r.script_flush()
+        limiter = r.register_script("""
+            local n = redis.call('incr', KEYS[1])
+            if n == 1 then redis.call('pexpire', KEYS[1], ARGV[1]) end
+            if n > tonumber(ARGV[2]) then return {n, 0} end
+            return {n, 1}""")
+        got = [limiter(keys=["rl:user"], args=[60000, 3]) for _ in range(5)]
+        self.assertEqual(got, [[1, 1], [2, 1], [3, 1], [4, 0], [5, 0]])
+        # The first call met NOSCRIPT and loaded it; the others hit.
+        self.assertEqual(r.sent.get("EVALSHA"), 6)
+        self.assertEqual(r.sent.get("SCRIPT LOAD", 0) +
+                         r.sent.get("SCRIPT", 0), 1)
+        self.assertGreater(r.pttl("rl:user"), 0)
+        # Through a fresh connection (maybe the other worker): cached.
+        other = CountingRedis(port=s.port, decode_responses=True)
+        again = other.register_script(limiter.script)
+        self.assertEqual(again(keys=["rl:other"], args=[1000, 1]), [1, 1])
+        self.assertEqual(other.sent.get("EVALSHA"), 1)
+        self.assertNotIn("SCRIPT", other.sent)
+        # Flushed: the next call loads it again, transparently.
+        r.script_flush()
+        self.assertEqual(limiter(keys=["rl:user"], args=[60000, 3]), [6, 0])
+        # In a transactional pipeline: redis-py loads what is missing first.
+        r.script_flush()
+        p = r.pipeline()
+        limiter(keys=["rl:p"], args=[1000, 1], client=p)
+        limiter(keys=["rl:p"], args=[1000, 1], client=p)
+        p.get("rl:p")
+        self.assertEqual(p.execute(), [[1, 1], [2, 0], "2"])
+        # Errors carry Redis's text.
+        bad = r.register_script("return redis.call('incr', KEYS[1])")
+        r.set("word", "abc")
+        with self.assertRaises(redis.exceptions.ResponseError) as cm:
+            bad(keys=["word"])
+        self.assertIn("value is not an integer or out of range",
+                      str(cm.exception))
+        # redis-py's Lock: acquire, extend and release are Lua scripts.
+        lock = r.lock("resource", timeout=5)
+        self.assertTrue(lock.acquire(blocking=False))
+        self.assertFalse(r.lock("resource", timeout=5).acquire(
+            blocking=False))
+        self.assertTrue(lock.extend(10))
+        self.assertGreater(r.pttl("resource"), 10000)
+        lock.release()
+        self.assertEqual(r.exists("resource"), 0)
+        with self.assertRaises(redis.exceptions.LockError):
+            lock.release()
+        # The same scripts against redis-server answer the same.
+        oracle = RedisServer()
+        try:
+            wait_ready(oracle.port, None, oracle.proc)
+            o = redis.Redis(port=oracle.port, decode_responses=True)
+            body = ("local t = {} for i, k in ipairs(KEYS) do "
+                    "t[i] = redis.call('hincrby', k, ARGV[1], i) end "
+                    "return {t, cjson.encode(t), redis.call('hgetall', "
+                    "KEYS[1]), redis.pcall('lpush', KEYS[1], 1)}")
+            for client in (r, o):
+                client.delete("h1", "h2")
+            mine = [r.eval(body, 2, "h1", "h2", "f") for _ in range(2)]
+            theirs = [o.eval(body, 2, "h1", "h2", "f") for _ in range(2)]
+            self.assertEqual(repr(mine), repr(theirs))
+        finally:
+            oracle.stop()
+
     def test_auth(self):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             f.write("s3cret\n")
