@@ -477,6 +477,63 @@ class RedisPyTest(unittest.TestCase):
         finally:
             oracle.stop()
 
+    def test_pubsub(self):
+        """PubSub.get_message and listen, patterns, many subscribers on
+        both workers: every message arrives, in order."""
+        s = self.start("pubsub")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        subs = []
+        for i in range(6):  # spread over both workers
+            p = redis.Redis(port=s.port, decode_responses=True).pubsub()
+            if i % 3 == 2:
+                p.psubscribe("jobs.*")
+            else:
+                p.subscribe("jobs.done")
+            first = p.get_message(timeout=5)
+            self.assertIn(first["type"], ("subscribe", "psubscribe"))
+            subs.append(p)
+        self.assertEqual(r.pubsub_numsub("jobs.done"), [("jobs.done", 4)])
+        self.assertEqual(r.pubsub_numpat(), 1)
+        self.assertEqual(r.pubsub_channels(), ["jobs.done"])
+        for i in range(200):
+            self.assertEqual(r.publish("jobs.done", "job %d" % i), 6)
+        for p in subs:
+            got = []
+            while len(got) < 200:
+                m = p.get_message(timeout=5)
+                self.assertIsNotNone(m, "a message is missing")
+                got.append(m)
+            self.assertEqual([m["data"] for m in got],
+                             ["job %d" % i for i in range(200)])
+            kind = got[0]["type"]
+            self.assertIn(kind, ("message", "pmessage"))
+            if kind == "pmessage":
+                self.assertEqual(got[0]["pattern"], "jobs.*")
+            self.assertIsNone(p.get_message(timeout=0.1))
+        # listen(), in a thread, until a message says stop
+        listener = subs[0]
+        seen = []
+
+        def listen():
+            for m in listener.listen():
+                if m["type"] == "message":
+                    seen.append(m["data"])
+                    if m["data"] == "stop":
+                        return
+        t = threading.Thread(target=listen)
+        t.start()
+        for word in ("a", "b", "stop"):
+            r.publish("jobs.done", word)
+        t.join(timeout=10)
+        self.assertEqual(seen, ["a", "b", "stop"])
+        for p in subs:
+            p.close()
+        deadline = time.time() + 5
+        while r.pubsub_numsub("jobs.done")[0][1] and time.time() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(r.pubsub_numsub("jobs.done"), [("jobs.done", 0)])
+        self.assertEqual(r.publish("jobs.done", "nobody"), 0)
+
     def test_auth(self):
         with tempfile.NamedTemporaryFile("w", delete=False) as f:
             f.write("s3cret\n")

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +15,8 @@
 #include "server/store/waits.h"
 
 namespace shmkv {
+
+class PubSubHub;  // server/commands/pubsub_hub.h
 
 constexpr const char* kVersion = "0.1.0";
 
@@ -47,9 +50,18 @@ struct ClientState {
   // not follow the connection (a hot restart): EXEC then fails.
   std::vector<std::pair<std::string, WatchStamp>> watched;
   bool watch_lost = false;
+  // Pub/sub (server/commands/pubsub_hub.h): the channels, patterns and
+  // shard channels it subscribed to; while it holds any, RESP2 allows it
+  // only the subscription commands, PING and QUIT.
+  std::set<std::string> channels, patterns, shards;
+  bool subscribed() const {
+    return !channels.empty() || !patterns.empty() || !shards.empty();
+  }
+  // The connection that carries it, for the worker's delivery.
+  void* conn = nullptr;
   // Whether the connection must stay with its worker (a hot restart hands
-  // it over only between transactions).
-  bool in_transaction() const { return in_multi; }
+  // it over only between transactions, and keeps subscribers).
+  bool in_transaction() const { return in_multi || subscribed(); }
 };
 
 struct CommandContext {
@@ -67,6 +79,9 @@ struct CommandContext {
   // deny_blocking (inside EXEC, as Redis's CLIENT_DENY_BLOCKING), as
   // their non-blocking forms would on empty keys.
   Waits* waits = nullptr;
+  // This worker's pub/sub (null: PUBLISH reaches nobody, SUBSCRIBE is
+  // refused).
+  PubSubHub* pubsub = nullptr;
   bool may_block = false;
   bool deny_blocking = false;
   // In: nonzero when the command is a blocked one tried again, its place

@@ -21,6 +21,28 @@ size_t CommandId(std::string_view name) {
   return row == nullptr ? 0 : row->id;
 }
 
+namespace {
+
+bool AllowedSubscribed(std::string_view name) {
+  for (const char* n : {"subscribe", "unsubscribe", "psubscribe",
+                        "punsubscribe", "ssubscribe", "sunsubscribe", "ping",
+                        "quit", "reset"}) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+// Commands Redis names with their subcommand ("pubsub|channels").
+bool HasSubcommands(std::string_view name) {
+  for (const char* n : {"pubsub", "client", "config", "command", "object",
+                        "script", "memory", "function", "acl"}) {
+    if (name == n) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
   const CommandRow* row = Commands().Find(args[0]);
@@ -63,9 +85,19 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
     refuse("ERR " + msg);
     return row->id;
   }
+  // A subscribed client (RESP2) may only change its subscriptions, PING
+  // and QUIT, as in Redis.
+  std::string_view name = row->name;
+  if (cl->subscribed() && !AllowedSubscribed(name)) {
+    std::string shown(name);
+    if (args.size() > 1 && HasSubcommands(name)) shown += "|" + Lower(args[1]);
+    refuse("ERR Can't execute '" + shown + "': only (P|S)SUBSCRIBE / "
+           "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
+           "context");
+    return row->id;
+  }
   // A script of another worker past the busy threshold: as Redis, every
   // command but SCRIPT KILL waits for it (docs/server.md, "Scripts").
-  std::string_view name = row->name;
   if (ScriptBusyElsewhere(ctx->store->control()) && name != "quit" &&
       !(name == "script" && args.size() == 2 && Eq(args[1], "kill"))) {
     refuse("BUSY Redis is busy running a script. You can only call SCRIPT "

@@ -76,6 +76,7 @@ const Registry& Commands() {
     RegisterZSetFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
+    RegisterPubSubFamily(r);
     return r;
   }();
   return *table;

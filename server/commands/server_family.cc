@@ -34,9 +34,14 @@ std::string Fmt(const char* fmt, double v) {
 }  // namespace
 
 // PING [message]
-void Ping(const Args& a, CommandContext*, Reply* r) {
+void Ping(const Args& a, CommandContext* c, Reply* r) {
   if (a.size() > 2) {
     r->Error("ERR wrong number of arguments for 'ping' command");
+  } else if (c->client->subscribed()) {
+    // A subscribed client's PING is answered in a message's shape.
+    r->Array(2);
+    r->Bulk("pong");
+    r->Bulk(a.size() == 2 ? a[1] : "");
   } else if (a.size() == 2) {
     r->Bulk(a[1]);
   } else {

@@ -99,6 +99,7 @@ int Worker::Run() {
   }
   OpenBlocking();
   ctx_.store = store_.get();
+  OpenPubSub();
   ctx_.stats = &stats_;
   ctx_.info = &cfg_.info;
   ctx_.password = &cfg_.password;
@@ -205,6 +206,10 @@ int Worker::Loop() {
         Adopt();
       } else if (fd == waker_.fd()) {
         waker_.Drain(&woken_);
+        // The ring's wake is not a key: it only says "read the ring",
+        // which every pass of the loop does.
+        woken_.erase(std::remove(woken_.begin(), woken_.end(), kPubSubWake),
+                     woken_.end());
         ServeWoken();
       } else if (UdpServer* u = FindUdp(fd)) {
         u->OnReadable(
@@ -221,6 +226,7 @@ int Worker::Loop() {
     }
     ExpireBlocked();
     Resume();
+    PollPubSub();
     double now = MonoUs();
     if (now - last_publish >= 100000) {
       Publish();
@@ -236,6 +242,9 @@ int Worker::Loop() {
       CloseIdle();
       if (conns_.empty() || now >= drain_deadline_ + 1e6) {
         Publish();
+        for (auto& [fd, c] : conns_) {
+          if (hub_ != nullptr) hub_->Drop(&c->client);
+        }
         return 0;
       }
     }
@@ -393,6 +402,7 @@ void Worker::Accept(int lfd, bool http) {
     c->client.id = NewClientId();
     c->client.addr = addr;
     c->client.authed = cfg_.password.empty();
+    c->client.conn = c.get();
     c->last_active = MonoUs();
     Add(fd, EPOLLIN | EPOLLRDHUP);
     conns_[fd] = std::move(c);
@@ -442,6 +452,7 @@ void Worker::Close(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   if (it->second->blocked) Unblock(it->second.get(), true);
+  if (hub_ != nullptr) hub_->Drop(&it->second->client);
   total_held_ -= it->second->held;
   conns_.erase(it);
 }
@@ -512,6 +523,9 @@ void Worker::Process(Conn* c) {
     }
     c->in_off += used;
     if (args_.empty()) continue;  // an empty inline line
+    // A subscriber's command comes after every message published before
+    // it, on any worker (those closed past the limit go after the loop).
+    if (hub_ != nullptr && c->client.subscribed()) hub_->Poll();
     if (Run(&c->client, args_, &c->out, true)) {
       Block(c);
       break;
@@ -520,6 +534,7 @@ void Worker::Process(Conn* c) {
       ctx_.quit = false;
       c->closing = true;
     }
+
     // As Redis: clients blocked on what this command wrote are served
     // before the next command runs.
     ServeWoken();

@@ -100,6 +100,7 @@ void Worker::Adopt() {
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     auto c = std::make_unique<Conn>();
     c->fd = fd;
+    c->client.conn = c.get();
     sockaddr_storage peer;
     socklen_t plen = sizeof(peer);
     if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/pubsub_hub.h"
 #include "server/commands/reply.h"
 #include "server/net/blocked.h"
 #include "server/net/resp.h"
@@ -55,6 +56,7 @@ struct Conn {
   // Set while the client waits in a blocking command (BLPOP ...): its
   // input waits too, as in Redis.
   std::unique_ptr<BlockedCommand> blocked;
+  double over_soft_since = 0;  // pub/sub output above the soft limit since
   size_t pending_out() const { return out.size() - out_off; }
   size_t buffers() const { return in.capacity() + out.capacity(); }
   bool idle() const { return in_off == in.size() && pending_out() == 0; }
@@ -259,6 +261,16 @@ class Worker {
   double last_check_ = 0;
   double rate_start_ = MonoUs();
   uint64_t rate_ops_ = 0;
+  // Pub/sub (docs/server.md, "Pub/sub"): this worker's hub.
+  std::unique_ptr<PubSubHub> hub_;
+  std::vector<int> to_close_;  // subscribers past the limit, closed after
+  void OpenPubSub();
+  // A message for a subscriber: appended, sent when the socket takes it
+  // (the loop's EPOLLOUT); a subscriber
+  // that has let more than Redis's pub/sub output limit pile up (32 MiB,
+  // or 8 MiB for 60 s) is closed.
+  void DeliverMessage(ClientState* cl, std::string_view frame);
+  void PollPubSub();
 };
 
 }  // namespace worker_impl

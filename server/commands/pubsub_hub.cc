@@ -1,0 +1,188 @@
+// Pub/sub in one worker process (server/commands/pubsub_hub.h).
+#include "server/commands/pubsub_hub.h"
+
+#include <string>
+
+#include "server/commands/command.h"
+#include "server/commands/reply.h"
+
+namespace shmkv {
+
+namespace {
+
+std::string Frame(char kind, std::string_view pattern, std::string_view channel,
+                  std::string_view message) {
+  std::string out;
+  if (kind == 'p') {
+    ReplyArray(&out, 4);
+    ReplyBulk(&out, "pmessage");
+    ReplyBulk(&out, pattern);
+  } else {
+    ReplyArray(&out, 3);
+    ReplyBulk(&out, kind == 's' ? "smessage" : "message");
+  }
+  ReplyBulk(&out, channel);
+  ReplyBulk(&out, message);
+  return out;
+}
+
+std::set<std::string>& SetOf(ClientState* cl, char kind) {
+  return kind == 'p' ? cl->patterns : kind == 's' ? cl->shards : cl->channels;
+}
+
+}  // namespace
+
+bool PubSubHub::Open(std::string* err) {
+  if (!shared_.Open(store_->config(), err)) return false;
+  ring_pos_ = shared_.Tail();
+  open_ = true;
+  // A process of this pid that died left its counts: they are not ours.
+  auto txn = store_->Begin();
+  shared_.Forget(self_);
+  shared_.ForgetDead();
+  return true;
+}
+
+std::unordered_map<std::string, PubSubHub::Clients>& PubSubHub::Of(char kind) {
+  return kind == 'p' ? patterns_ : kind == 's' ? shards_ : channels_;
+}
+
+bool PubSubHub::Subscribe(ClientState* cl, char kind, std::string_view name) {
+  auto& mine = SetOf(cl, kind);
+  if (mine.count(std::string(name)) != 0) return true;
+  if (open_ && !shared_.Change(kind, name, self_, 1)) return false;
+  mine.emplace(name);
+  Of(kind)[std::string(name)].insert(cl);
+  ++local_;
+  if (local_ == 1) ring_pos_ = shared_.Tail();  // nothing older is ours
+  return true;
+}
+
+bool PubSubHub::Unsubscribe(ClientState* cl, char kind,
+                            std::string_view name) {
+  auto& mine = SetOf(cl, kind);
+  auto it = mine.find(std::string(name));
+  if (it == mine.end()) return false;
+  mine.erase(it);
+  auto& m = Of(kind);
+  auto e = m.find(std::string(name));
+  if (e != m.end()) {
+    e->second.erase(cl);
+    if (e->second.empty()) m.erase(e);
+  }
+  --local_;
+  if (open_) shared_.Change(kind, name, self_, -1);
+  return true;
+}
+
+void PubSubHub::Drop(ClientState* cl) {
+  if (cl->channels.empty() && cl->patterns.empty() && cl->shards.empty()) {
+    return;
+  }
+  auto txn = store_->Begin();
+  for (char kind : {'c', 'p', 's'}) {
+    std::set<std::string> names = SetOf(cl, kind);
+    for (const std::string& n : names) Unsubscribe(cl, kind, n);
+  }
+}
+
+uint64_t PubSubHub::DeliverLocal(char kind, std::string_view channel,
+                                 std::string_view message) {
+  uint64_t n = 0;
+  auto& exact = kind == 's' ? shards_ : channels_;
+  auto it = exact.find(std::string(channel));
+  if (it != exact.end()) {
+    std::string f = Frame(kind, "", channel, message);
+    for (ClientState* cl : it->second) deliver_(cl, f);
+    n += it->second.size();
+  }
+  if (kind == 'c') {
+    for (const auto& [pattern, clients] : patterns_) {
+      if (!GlobMatch(pattern, channel)) continue;
+      std::string f = Frame('p', pattern, channel, message);
+      for (ClientState* cl : clients) deliver_(cl, f);
+      n += clients.size();
+    }
+  }
+  return n;
+}
+
+uint64_t PubSubHub::Publish(char kind, std::string_view channel,
+                            std::string_view message, bool* too_large) {
+  *too_large = false;
+  uint64_t n = DeliverLocal(kind, channel, message);
+  if (!open_) return n;
+  to_wake_.clear();
+  holders_.clear();
+  shared_.Holders(kind, channel, &holders_);
+  if (kind == 'c') {
+    pattern_names_.clear();
+    shared_.Patterns(&pattern_names_);
+    for (const std::string& p : pattern_names_) {
+      if (GlobMatch(p, channel)) shared_.Holders('p', p, &holders_);
+    }
+  }
+  for (const PubSubShared::Holder& h : holders_) {
+    if (h.pid == self_) continue;
+    n += h.count;
+    to_wake_.insert(h.pid);
+  }
+  if (to_wake_.empty()) return n;
+  if (!shared_.Push(self_, kind, channel, message)) {
+    *too_large = true;
+    return n;
+  }
+  for (uint32_t pid : to_wake_) wake_(pid);
+  return n;
+}
+
+void PubSubHub::Poll() {
+  if (!open_) return;
+  if (local_ == 0) {
+    ring_pos_ = shared_.Tail();
+    return;
+  }
+  PubSubShared::Message m;
+  for (;;) {
+    int rc = shared_.Next(&ring_pos_, &m);
+    if (rc == 0) return;
+    if (rc < 0) {
+      ++lost_;
+      continue;
+    }
+    if (m.pid == self_) continue;  // delivered when it was published
+    DeliverLocal(m.kind, m.channel, m.message);
+  }
+}
+
+void PubSubHub::Names(
+    char kind, const std::function<void(std::string_view, uint64_t)>& f) const {
+  if (open_) {
+    shared_.Names(kind, f);
+    return;
+  }
+  const auto& m = kind == 'p' ? patterns_ : kind == 's' ? shards_ : channels_;
+  for (const auto& [name, clients] : m) f(name, clients.size());
+}
+
+uint64_t PubSubHub::Count(char kind, std::string_view name) const {
+  if (!open_) {
+    const auto& m = kind == 's' ? shards_ : channels_;
+    auto it = m.find(std::string(name));
+    return it == m.end() ? 0 : it->second.size();
+  }
+  std::vector<PubSubShared::Holder> h;
+  shared_.Holders(kind, name, &h);
+  uint64_t n = 0;
+  for (const auto& x : h) n += x.count;
+  return n;
+}
+
+uint64_t PubSubHub::NumPat() const {
+  if (!open_) return patterns_.size();
+  std::vector<std::string> p;
+  shared_.Patterns(&p);
+  return p.size();
+}
+
+}  // namespace shmkv
