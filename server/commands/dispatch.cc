@@ -90,7 +90,10 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   std::string_view name = row->name;
   if (cl->subscribed() && !AllowedSubscribed(name)) {
     std::string shown(name);
-    if (args.size() > 1 && HasSubcommands(name)) shown += "|" + Lower(args[1]);
+    if (args.size() > 1 && HasSubcommands(name)) {
+      shown.push_back('|');
+      shown.append(Lower(args[1]));
+    }
     refuse("ERR Can't execute '" + shown + "': only (P|S)SUBSCRIBE / "
            "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this "
            "context");

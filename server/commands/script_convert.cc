@@ -16,6 +16,14 @@
 namespace shmkv {
 namespace cmd {
 
+std::string Dashed(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 1);
+  out.push_back('-');
+  out.append(text);
+  return out;
+}
+
 void PushError(lua_State* L, std::string_view text) {
   std::string code = "ERR", msg;
   if (!text.empty() && text[0] == '-') {
@@ -79,7 +87,7 @@ size_t PushReply(lua_State* L, std::string_view s, int depth) {
       lua_setfield(L, -2, "ok");
       return used;
     case '-':
-      PushError(L, std::string("-") + std::string(line));
+      PushError(L, Dashed(line));
       return used;
     case ':': {
       int64_t v = 0;

@@ -15,6 +15,8 @@ namespace cmd {
 // Pushes Redis's error table {err = "CODE message"}: a text beginning
 // with '-' takes its first word as the code, any other gets ERR.
 void PushError(lua_State* L, std::string_view text);
+// "-" and `text` (an error reply's text with its code).
+std::string Dashed(std::string_view text);
 // The same, raised as a Lua error.
 [[noreturn]] void RaiseError(lua_State* L, std::string_view text);
 // A number as redis.call passes it: 17 significant digits.

@@ -153,7 +153,7 @@ int ErrorReply(lua_State* L) {
   size_t n = 0;
   const char* p = lua_tolstring(L, 1, &n);
   std::string text(p, n);
-  PushError(L, text[0] == '-' ? text : "-" + text);
+  PushError(L, text[0] == '-' ? text : Dashed(text));
   return 1;
 }
 
