@@ -132,8 +132,13 @@ uint64_t PubSubHub::Publish(char kind, std::string_view channel,
     *too_large = true;
     return n;
   }
-  for (uint32_t pid : to_wake_) wake_(pid);
+  pending_wakes_.insert(to_wake_.begin(), to_wake_.end());
   return n;
+}
+
+void PubSubHub::SendWakes() {
+  for (uint32_t pid : pending_wakes_) wake_(pid);
+  pending_wakes_.clear();
 }
 
 void PubSubHub::Poll() {

@@ -62,6 +62,11 @@ class PubSubHub {
   uint64_t Publish(char kind, std::string_view channel,
                    std::string_view message, bool* too_large);
 
+  // Wakes the workers the messages published since the last call are
+  // for: once each, however many messages (a pipelined batch of
+  // PUBLISHes costs one wake per worker). The worker calls it after each
+  // batch of commands, before their replies go out.
+  void SendWakes();
   // Delivers what other workers put on the ring since the last call.
   // Lost: messages this worker fell a ring behind on (counted).
   void Poll();
@@ -92,7 +97,7 @@ class PubSubHub {
   uint64_t lost_ = 0;
   std::vector<PubSubShared::Holder> holders_;
   std::vector<std::string> pattern_names_;
-  std::unordered_set<uint32_t> to_wake_;
+  std::unordered_set<uint32_t> to_wake_, pending_wakes_;
 };
 
 }  // namespace shmkv

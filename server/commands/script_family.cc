@@ -103,14 +103,16 @@ void EvalGeneric(const Args& a, CommandContext* c, Reply* r, bool by_sha,
   Args argv(a.begin() + 3 + numkeys, a.end());
   InTransaction(c, r, [&] {
     if (by_sha) {
+      // Under the lock, again: a SCRIPT FLUSH (through any worker) may
+      // have come since; the body is read only when not compiled here.
       std::string body;
-      if (!cache->Get(sha, &body)) {
-        // Gone from the shared cache (a SCRIPT FLUSH, maybe through
-        // another worker): what this process compiled is stale too.
+      bool compiled = Compiled().count(sha) != 0;
+      if (compiled ? !cache->Has(sha) : !cache->Get(sha, &body)) {
+        // What this process compiled is stale too.
         if (!Compiled().empty()) ForgetCompiled();
         return r->Error(kNoScriptError);
       }
-      if (!EnsureCompiled(sha, body, r)) return;
+      if (!compiled && !EnsureCompiled(sha, body, r)) return;
     } else {
       if (!EnsureCompiled(sha, a[1], r)) return;
       // A full cache does not stop EVAL: the script runs uncached (an

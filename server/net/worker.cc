@@ -483,6 +483,7 @@ void Worker::OnReadable(Conn* c) {
   if (total_held_ > budget_ && !Evict(c)) return;
   int fd = c->fd;
   Process(c);
+  if (hub_ != nullptr) hub_->SendWakes();  // before the replies go out
   if (eof) c->closing = true;
   Flush(c);
   if (total_held_ > budget_) {

@@ -68,6 +68,7 @@ void Worker::DeliverMessage(ClientState* cl, std::string_view frame) {
 }
 
 void Worker::PollPubSub() {
+  if (hub_ != nullptr) hub_->SendWakes();  // published outside a read
   if (hub_ != nullptr && hub_->has_subscribers()) {
     uint64_t lost = hub_->lost();
     hub_->Poll();
