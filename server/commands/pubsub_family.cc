@@ -172,8 +172,8 @@ void PubSub(const Args& a, CommandContext* c, Reply* r) {
     const char* lines[] = {
         "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
         "CHANNELS [<pattern>]",
-        "    The channels with subscribers (on every worker), matching "
-        "<pattern> if given.",
+        ("    The channels with subscribers (every worker's), or those "
+         "matching <pattern>."),
         "NUMPAT",
         "    How many patterns have subscribers.",
         "NUMSUB [<channel> ...]",
