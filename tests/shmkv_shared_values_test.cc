@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -164,6 +165,37 @@ TEST(SharedValues, DamagedRingRecordsAreSkipped) {
     }
   }
   EXPECT_GE(read, good);  // damage may look like a message, never hide one
+}
+
+// shmkv --remove (RemoveStore) takes every segment a store has made,
+// the script cache's and pub/sub's included, and nothing else.
+TEST(SharedValues, RemoveStoreTakesEverySegment) {
+  Segments seg("remove");
+  auto names = [&] {
+    std::vector<std::string> out;
+    std::string prefix = seg.cfg.name.substr(1);
+    for (const auto& e : std::filesystem::directory_iterator("/dev/shm")) {
+      std::string n = e.path().filename();
+      if (n.rfind(prefix, 0) == 0) out.push_back(n);
+    }
+    return out;
+  };
+  std::string err;
+  {
+    auto store = shmkv::Store::Open(seg.cfg, true, &err);
+    ASSERT_NE(store, nullptr) << err;
+    ASSERT_NE(store->Scripts(&err), nullptr) << err;
+    shmkv::PubSubShared ps;
+    ASSERT_TRUE(ps.Open(seg.cfg, &err)) << err;
+  }
+  std::vector<std::string> made = names();
+  // map (2), control, journal, dbs, scripts (2), pub/sub (3)
+  EXPECT_GE(made.size(), 10u);
+  ASSERT_TRUE(shmkv::RemoveStore(seg.cfg, &err)) << err;
+  std::vector<std::string> left = names();
+  std::string list;
+  for (const std::string& n : left) list += n + " ";
+  EXPECT_TRUE(left.empty()) << "left: " << list;
 }
 
 }  // namespace

@@ -42,8 +42,10 @@ std::string PubSubRingKey(const StoreConfig& cfg);
 class PubSubShared {
  public:
   static constexpr uint64_t kRingBytes = 64ULL << 20;
-  static constexpr uint64_t kCapacity = 65536;  // names with subscribers
-  static constexpr uint64_t kMemory = 16ULL << 20;
+  // Names with subscribers, and bytes for their entries (a channel with
+  // subscribers on every worker takes a few nodes of 64 bytes).
+  static constexpr uint64_t kCapacity = 16384;
+  static constexpr uint64_t kMemory = 4ULL << 20;
 
   PubSubShared();
   ~PubSubShared();

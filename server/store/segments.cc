@@ -5,6 +5,7 @@
 #include <string>
 
 #include "server/store/key_hash.h"
+#include "server/store/pubsub_shared.h"
 #include "server/store/scripts.h"
 #include "server/store/store.h"
 #include "shmc/hash.h"
@@ -60,6 +61,8 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
   auto keys = shmc::ShmHashMap<KeyHash, Alloc>::SegmentKeys(cfg.name);
   auto scripts =
       shmc::ShmHashMap<KeyHash, shmc::POSIX>::SegmentKeys(ScriptsKey(cfg));
+  auto pubsub =
+      shmc::ShmHashMap<KeyHash, shmc::POSIX>::SegmentKeys(PubSubKey(cfg));
   return UnlinkIfPresent<Alloc>(keys.first, err) &&
          UnlinkIfPresent<Alloc>(keys.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
@@ -68,7 +71,10 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&
-         UnlinkIfPresent<shmc::POSIX>(scripts.second, err);
+         UnlinkIfPresent<shmc::POSIX>(scripts.second, err) &&
+         UnlinkIfPresent<shmc::POSIX>(pubsub.first, err) &&
+         UnlinkIfPresent<shmc::POSIX>(pubsub.second, err) &&
+         UnlinkIfPresent<shmc::POSIX>(PubSubRingKey(cfg), err);
 }
 
 }  // namespace

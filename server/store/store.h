@@ -154,7 +154,8 @@ std::string DbsKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
 // control block, the journal, the statistics, the wait board, the
-// databases, the script cache); segments that do not exist are skipped.
+// databases, the script cache, pub/sub's registry and ring); segments
+// that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
