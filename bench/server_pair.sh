@@ -8,6 +8,10 @@
 # redis_pid and kv_pid.
 . bench/ports.sh  # free_port, ticks
 
+for t in redis-server redis-benchmark redis-cli python3; do
+  command -v $t >/dev/null || { echo "$0: needs $t" >&2; exit 1; }
+done
+
 remove_segments() {
   build/release/server/shmkv --name "$seg_name" --remove >/dev/null 2>&1 ||
     true

@@ -42,9 +42,6 @@ while [ $# -gt 0 ]; do
     *) echo "usage: $0 [--requests N] [--sizes LIST] [--ops LIST] [--out DIR] [--hugepages]" >&2; exit 2 ;;
   esac
 done
-for t in redis-server redis-benchmark redis-cli python3; do
-  command -v $t >/dev/null || { echo "$0: needs $t" >&2; exit 1; }
-done
 . bench/server_pair.sh  # start_server_pair, ticks
 start_server_pair shmkv_collections_bench --capacity 4000000 --memory 2G \
   --journal-size 256M

@@ -91,23 +91,14 @@ void UnsubscribeGeneric(const Args& a, CommandContext* c, Reply* r,
   });
 }
 
+// The rows' handlers, one per kind ('c', 'p', 's').
+template <char kKind>
 void Subscribe(const Args& a, CommandContext* c, Reply* r) {
-  SubscribeGeneric(a, c, r, 'c');
+  SubscribeGeneric(a, c, r, kKind);
 }
-void PSubscribe(const Args& a, CommandContext* c, Reply* r) {
-  SubscribeGeneric(a, c, r, 'p');
-}
-void SSubscribe(const Args& a, CommandContext* c, Reply* r) {
-  SubscribeGeneric(a, c, r, 's');
-}
+template <char kKind>
 void Unsubscribe(const Args& a, CommandContext* c, Reply* r) {
-  UnsubscribeGeneric(a, c, r, 'c');
-}
-void PUnsubscribe(const Args& a, CommandContext* c, Reply* r) {
-  UnsubscribeGeneric(a, c, r, 'p');
-}
-void SUnsubscribe(const Args& a, CommandContext* c, Reply* r) {
-  UnsubscribeGeneric(a, c, r, 's');
+  UnsubscribeGeneric(a, c, r, kKind);
 }
 
 // PUBLISH channel message (SPUBLISH shardchannel message)
@@ -124,11 +115,9 @@ void PublishGeneric(const Args& a, CommandContext* c, Reply* r, char kind) {
   });
 }
 
+template <char kKind>
 void Publish(const Args& a, CommandContext* c, Reply* r) {
-  PublishGeneric(a, c, r, 'c');
-}
-void SPublish(const Args& a, CommandContext* c, Reply* r) {
-  PublishGeneric(a, c, r, 's');
+  PublishGeneric(a, c, r, kKind);
 }
 
 // PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT |
@@ -196,16 +185,16 @@ constexpr uint32_t kSub = kPubSub | kNoScript | kLoading | kStale;
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kPubSubRows[] = {
-    {"subscribe", 164, -2, kSub, 0, 0, 0, Subscribe},
-    {"unsubscribe", 165, -1, kSub, 0, 0, 0, Unsubscribe},
-    {"psubscribe", 166, -2, kSub, 0, 0, 0, PSubscribe},
-    {"punsubscribe", 167, -1, kSub, 0, 0, 0, PUnsubscribe},
-    {"ssubscribe", 168, -2, kSub, 1, -1, 1, SSubscribe},
-    {"sunsubscribe", 169, -1, kSub, 1, -1, 1, SUnsubscribe},
+    {"subscribe", 164, -2, kSub, 0, 0, 0, Subscribe<'c'>},
+    {"unsubscribe", 165, -1, kSub, 0, 0, 0, Unsubscribe<'c'>},
+    {"psubscribe", 166, -2, kSub, 0, 0, 0, Subscribe<'p'>},
+    {"punsubscribe", 167, -1, kSub, 0, 0, 0, Unsubscribe<'p'>},
+    {"ssubscribe", 168, -2, kSub, 1, -1, 1, Subscribe<'s'>},
+    {"sunsubscribe", 169, -1, kSub, 1, -1, 1, Unsubscribe<'s'>},
     {"publish", 170, 3, kPubSub | kLoading | kStale | kFast | kMayReplicate,
-     0, 0, 0, Publish},
+     0, 0, 0, Publish<'c'>},
     {"spublish", 171, 3, kPubSub | kLoading | kStale | kFast | kMayReplicate,
-     1, 1, 1, SPublish},
+     1, 1, 1, Publish<'s'>},
     {"pubsub", 172, -2, kPubSub | kLoading | kStale, 0, 0, 0, PubSub},
 };
 
