@@ -43,13 +43,13 @@ std::string RandomBytes(std::mt19937_64& r, size_t max) {
   return s;
 }
 
-// A writer of the same map, as damage would come: any bytes under any
-// key the readers look up.
-template <class T>
-bool OpenRaw(T* t, const std::string& key, size_t a, size_t b, size_t c) {
+// A second writer of one of the store's segments, as damage would come:
+// any bytes under any key the readers look up.
+template <class T, class... Sizes>
+bool OpenRaw(T* t, const std::string& key, Sizes... sizes) {
   int flags = shmc::DefaultCreateFlags();
-  shmc::SetDefaultCreateFlags(shmc::kSharedWriters | shmc::kCreateIfNotExist);
-  bool ok = t->InitForWrite(key, a, b, c);
+  shmc::SetDefaultCreateFlags(shmc::kSharedWriters);
+  bool ok = t->InitForWrite(key, sizes...);
   shmc::SetDefaultCreateFlags(flags);
   return ok;
 }
@@ -59,15 +59,10 @@ TEST(SharedValues, DamagedScriptsReadAsMissing) {
   shmkv::ScriptCache cache;
   std::string err;
   ASSERT_TRUE(cache.Open(seg.cfg, &err)) << err;
-  shmc::ShmHashMap<KeyHash, shmc::POSIX> raw;
-  ASSERT_TRUE(raw.InitForRead(shmkv::ScriptsKey(seg.cfg)));
   shmc::ShmHashMap<KeyHash, shmc::POSIX> writer;
-  int flags = shmc::DefaultCreateFlags();
-  shmc::SetDefaultCreateFlags(shmc::kSharedWriters);
-  ASSERT_TRUE(writer.InitForWrite(shmkv::ScriptsKey(seg.cfg),
-                                  shmkv::ScriptCache::kCapacity, 64,
-                                  shmkv::ScriptCache::kMemory / 80));
-  shmc::SetDefaultCreateFlags(flags);
+  ASSERT_TRUE(OpenRaw(&writer, shmkv::ScriptsKey(seg.cfg),
+                      shmkv::ScriptCache::kCapacity, size_t{64},
+                      shmkv::ScriptCache::kMemory / 80));
   const std::string sha(40, 'a'), other(40, 'b');
   ASSERT_TRUE(cache.Put(sha, "return 1", &err)) << err;
   std::string body;
@@ -95,12 +90,9 @@ TEST(SharedValues, DamagedRegistryReadsAsNobody) {
   std::string err;
   ASSERT_TRUE(ps.Open(seg.cfg, &err)) << err;
   shmc::ShmHashMap<KeyHash, shmc::POSIX> writer;
-  int flags = shmc::DefaultCreateFlags();
-  shmc::SetDefaultCreateFlags(shmc::kSharedWriters);
-  ASSERT_TRUE(writer.InitForWrite(shmkv::PubSubKey(seg.cfg),
-                                  shmkv::PubSubShared::kCapacity, 64,
-                                  shmkv::PubSubShared::kMemory / 80));
-  shmc::SetDefaultCreateFlags(flags);
+  ASSERT_TRUE(OpenRaw(&writer, shmkv::PubSubKey(seg.cfg),
+                      shmkv::PubSubShared::kCapacity, size_t{64},
+                      shmkv::PubSubShared::kMemory / 80));
   ASSERT_TRUE(ps.Change('c', "news", 42, 3));
   ASSERT_TRUE(ps.Change('p', "n*", 42, 1));
   std::vector<shmkv::PubSubShared::Holder> h;
@@ -141,11 +133,8 @@ TEST(SharedValues, DamagedRingRecordsAreSkipped) {
   std::string err;
   ASSERT_TRUE(ps.Open(seg.cfg, &err)) << err;
   shmc::ShmSyncBuf<shmc::POSIX> writer;
-  int flags = shmc::DefaultCreateFlags();
-  shmc::SetDefaultCreateFlags(shmc::kSharedWriters);
-  ASSERT_TRUE(writer.InitForWrite(shmkv::PubSubRingKey(seg.cfg),
-                                  shmkv::PubSubShared::kRingBytes));
-  shmc::SetDefaultCreateFlags(flags);
+  ASSERT_TRUE(OpenRaw(&writer, shmkv::PubSubRingKey(seg.cfg),
+                      shmkv::PubSubShared::kRingBytes));
   uint64_t pos = ps.Tail();
   std::mt19937_64 r(3);
   int good = 0, read = 0;
