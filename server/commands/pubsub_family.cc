@@ -109,9 +109,7 @@ void PublishGeneric(const Args& a, CommandContext* c, Reply* r, char kind) {
                     "carries (" + std::to_string(kMaxPublish) + " bytes)");
   }
   Locked(c, [&] {
-    bool too_large = false;
-    r->Int(static_cast<int64_t>(
-        c->pubsub->Publish(kind, a[1], a[2], &too_large)));
+    r->Int(static_cast<int64_t>(c->pubsub->Publish(kind, a[1], a[2])));
   });
 }
 

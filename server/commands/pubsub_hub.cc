@@ -108,10 +108,9 @@ uint64_t PubSubHub::DeliverLocal(char kind, std::string_view channel,
 }
 
 uint64_t PubSubHub::Publish(char kind, std::string_view channel,
-                            std::string_view message, bool* too_large) {
-  *too_large = false;
-  uint64_t n = DeliverLocal(kind, channel, message);
-  if (!open_) return n;
+                            std::string_view message) {
+  uint64_t local = DeliverLocal(kind, channel, message);
+  if (!open_) return local;
   to_wake_.clear();
   holders_.clear();
   shared_.Holders(kind, channel, &holders_);
@@ -122,18 +121,19 @@ uint64_t PubSubHub::Publish(char kind, std::string_view channel,
       if (GlobMatch(p, channel)) shared_.Holders('p', p, &holders_);
     }
   }
+  uint64_t remote = 0;
   for (const PubSubShared::Holder& h : holders_) {
     if (h.pid == self_) continue;
-    n += h.count;
+    remote += h.count;
     to_wake_.insert(h.pid);
   }
-  if (to_wake_.empty()) return n;
-  if (!shared_.Push(self_, kind, channel, message)) {
-    *too_large = true;
-    return n;
+  // Only what reaches the ring reaches another worker (it always does
+  // under kMaxPublish); the count says so either way.
+  if (to_wake_.empty() || !shared_.Push(self_, kind, channel, message)) {
+    return local;
   }
   pending_wakes_.insert(to_wake_.begin(), to_wake_.end());
-  return n;
+  return local + remote;
 }
 
 void PubSubHub::SendWakes() {

@@ -57,10 +57,10 @@ class PubSubHub {
   void Drop(ClientState* cl);
 
   // Under the write lock: delivers, returns the subscribers reached.
-  // *too_large: the message is larger than the ring can carry to other
-  // workers (none of them gets it; this worker's subscribers do).
+  // The channel and message together are at most kMaxPublish bytes
+  // (PUBLISH refuses larger ones before).
   uint64_t Publish(char kind, std::string_view channel,
-                   std::string_view message, bool* too_large);
+                   std::string_view message);
 
   // Wakes the workers the messages published since the last call are
   // for: once each, however many messages (a pipelined batch of
