@@ -262,6 +262,39 @@ TEST(ShmkvPubSub, ASubscriberThatDoesNotReadIsClosed) {
   EXPECT_NE(s.log().find("passed the limit"), std::string::npos) << s.log();
 }
 
+// A worker stopped while more than the ring (64 MiB) is published for
+// its subscriber: when it runs again it has lost messages, and closes
+// the subscriber instead of leaving a silent gap; publishing never
+// waited for it, and a subscriber on the other worker got everything.
+TEST(ShmkvPubSub, AWorkerThatFellARingBehindClosesItsSubscribers) {
+  Server s("pubsub_behind");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* stopped_sub = groups[0][0].get();
+  Client* pub = groups[1][0].get();
+  Client* live_sub = groups[1][1].get();
+  ASSERT_EQ(stopped_sub->Call({"SUBSCRIBE", "far"}).substr(0, 4), "*3\r\n");
+  ASSERT_EQ(live_sub->Call({"SUBSCRIBE", "far"}).substr(0, 4), "*3\r\n");
+  pid_t stopped = std::stoi(InfoField(groups[0][1].get(), "process_id"));
+  ASSERT_EQ(kill(stopped, SIGSTOP), 0);
+  const std::string payload(64 << 10, 'y');
+  std::atomic<int> got{0};
+  std::thread reader([&] {
+    while (got < 1200 && !live_sub->Reply().empty()) ++got;
+  });
+  for (int i = 0; i < 1200; ++i) {  // 75 MiB through the ring
+    while (i - got > 64) std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(pub->Call({"PUBLISH", "far", payload}), ":2\r\n");
+  }
+  reader.join();
+  EXPECT_EQ(got, 1200);
+  kill(stopped, SIGCONT);
+  EXPECT_TRUE(ClosedByServer(stopped_sub));
+  EXPECT_NE(s.log().find("fell behind the pub/sub ring"), std::string::npos)
+      << s.log();
+}
+
 // A worker killed while it holds subscribers: the next worker of its
 // place (or any worker) drops its registrations, and publishing counts
 // only the live subscribers.
