@@ -409,6 +409,75 @@ TEST(ScriptFamily, AFullCacheRefusesLoadsNotEval) {
   EXPECT_EQ(h.Run({"EVALSHA", sha, "0"}), not_kept);
 }
 
+// Random scripts over a small keyspace of every type, against Redis:
+// each a few redis.call / redis.pcall of commands that succeed, fail
+// (wrong type, not an integer) or write, returning what they saw; the
+// keyspace is compared after each seed.
+TEST(ScriptFamilyVsRedis, RandomScriptsReplyAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  const char* calls[] = {
+      "'set', @K, @V", "'get', @K", "'incr', @K", "'incrby', @K, @N",
+      "'append', @K, @V", "'del', @K", "'exists', @K, @K", "'type', @K",
+      "'lpush', @K, @V", "'rpop', @K", "'lrange', @K, 0, -1", "'llen', @K",
+      "'hset', @K, @V, @N", "'hget', @K, @V", "'hgetall', @K", "'hincrby', @K, @V, @N",
+      "'sadd', @K, @V", "'sismember', @K, @V", "'scard', @K", "'zadd', @K, @N, @V",
+      "'zrange', @K, 0, -1, 'withscores'", "'zscore', @K, @V", "'expire', @K, @N",
+      "'ttl', @K", "'mget', @K, @K", "'getdel', @K", "'rename', @K, @K",
+  };
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    CommandHarness h("luarand");
+    ASSERT_TRUE(h.ok()) << h.error();
+    shmkv_test::Client oracle(redis.port());
+    ASSERT_TRUE(oracle.ok());
+    oracle.Call({"FLUSHALL"});
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < 150; ++i) {
+      std::string body = "local r = {} ";
+      int n = 1 + static_cast<int>(rng() % 5);
+      for (int j = 0; j < n; ++j) {
+        std::string call = calls[rng() % std::size(calls)];
+        auto fill = [&](const char* what, const std::string& with) {
+          for (size_t at; (at = call.find(what)) != std::string::npos;) {
+            call.replace(at, 2, with);
+          }
+        };
+        fill("@K", "KEYS[" + std::to_string(1 + rng() % 3) + "]");
+        fill("@V", "ARGV[" + std::to_string(1 + rng() % 2) + "]");
+        fill("@N", std::to_string(static_cast<int>(rng() % 7) - 2));
+        body += std::string("r[#r+1] = redis.") +
+                (rng() % 3 == 0 ? "call" : "pcall") + "(" + call + ") ";
+      }
+      body += rng() % 4 == 0 ? "return redis.status_reply('DONE')"
+                             : "return r";
+      std::vector<std::string> cmd = {"EVAL", body, "3"};
+      for (int k = 0; k < 3; ++k) cmd.push_back("k" + std::to_string(rng() % 4));
+      cmd.push_back(rng() % 2 ? "v" : std::to_string(rng() % 100));
+      cmd.push_back("f" + std::to_string(rng() % 3));
+      std::string want = oracle.Call(cmd);
+      std::string got = h.Run(cmd);
+      if (got != want) {
+        ADD_FAILURE() << "seed " << seed << " script " << i << ": " << body
+                      << "\nshmkv: " << got << "\nredis: " << want;
+        break;
+      }
+    }
+    // What the scripts left: each key's type and contents (a set's
+    // size: the order of a set of strings is each server's table's).
+    for (const char* k : {"k0", "k1", "k2", "k3"}) {
+      std::string type = oracle.Call({"TYPE", k});
+      EXPECT_EQ(h.Run({"TYPE", k}), type) << "seed " << seed << " " << k;
+      std::vector<std::string> show =
+          type == "+string\r\n" ? std::vector<std::string>{"GET", k}
+          : type == "+list\r\n" ? std::vector<std::string>{"LRANGE", k, "0", "-1"}
+          : type == "+hash\r\n" ? std::vector<std::string>{"HGETALL", k}
+          : type == "+set\r\n"  ? std::vector<std::string>{"SCARD", k}
+          : std::vector<std::string>{"ZRANGE", k, "0", "-1", "WITHSCORES"};
+      EXPECT_EQ(h.Run(show), oracle.Call(show)) << "seed " << seed << " " << k;
+    }
+  }
+}
+
 // Redis's "noscript" flag, command by command: a script may call what
 // Redis lets it call and nothing else.
 TEST(ScriptFamilyVsRedis, NoScriptFlagsAreRedis) {
