@@ -20,7 +20,7 @@ TEST(ServerFamily, IdsArePinned) {
   shmkv_test::ExpectPinnedIds("server", {
       {"ping", 1}, {"echo", 2}, {"time", 57}, {"info", 58}, {"command", 59},
       {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
-      {"auth", 64}, {"hello", 65}, {"swapdb", 157},
+      {"auth", 64}, {"hello", 65}, {"swapdb", 157}, {"reset", 173},
   });
 }
 
@@ -38,7 +38,22 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
       {"COMMAND", "INFO", "nosuchcmd"}, {"COMMAND", "DOCS", "nosuchcmd"},
       {"COMMAND", "COUNT", "x"}, {"COMMAND", "NOSUCH"},
       {"INFO", "nosuchsection"}, {"TIME", "x"},
+      // RESET: the connection as new, and its protocol back to RESP2
+      {"SELECT", "3"}, {"CLIENT", "SETNAME", "n"}, {"MULTI"}, {"RESET"},
+      {"CLIENT", "GETNAME"}, {"EXEC"}, {"SET", "in3", "x"}, {"SELECT", "3"},
+      {"GET", "in3"}, {"RESET"}, {"HGETALL", "nosuch"}, {"GET", "nosuch"},
+      {"RESET", "x"},
+      // HELLO's errors (its success replies name the server's version)
+      {"HELLO", "4"}, {"HELLO", "1"}, {"HELLO", "x"}, {"HELLO", "2", "bogus"},
+      {"HELLO", "3", "AUTH", "default"}, {"HELLO", "3", "SETNAME"},
+      {"HELLO", "2", "SETNAME", "has space"},
   });
+}
+
+// What only shmkv has (its settings, its COMMAND rows) in both protocols.
+TEST(ServerFamily, InfoConfigAndCommandShapes) {
+  CommandHarness h("srvshape");
+  ASSERT_TRUE(h.ok()) << h.error();
   h.info()->resp_port = 16380;
   std::string info = h.Run({"INFO", "server", "CPU"});
   EXPECT_NE(info.find("# Server"), std::string::npos) << info;
@@ -73,6 +88,27 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
             "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n");
   std::string docs = h.Run({"COMMAND", "DOCS", "set"});
   EXPECT_EQ(docs, "*2\r\n$3\r\nset\r\n*0\r\n");
+  // In RESP3: sets, maps, nulls and verbatim text where Redis has them.
+  std::string hello = h.Run({"HELLO", "3"});
+  EXPECT_EQ(hello.substr(0, 4), "%7\r\n") << hello;
+  EXPECT_NE(hello.find("$5\r\nproto\r\n:3\r\n"), std::string::npos) << hello;
+  EXPECT_EQ(h.Run({"COMMAND", "INFO", "get", "nosuch"}),
+            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n:1\r\n"
+            ":1\r\n~0\r\n~0\r\n~0\r\n~0\r\n_\r\n");
+  EXPECT_EQ(h.Run({"COMMAND", "DOCS", "set"}), "%1\r\n$3\r\nset\r\n%0\r\n");
+  std::string map = h.Run({"CONFIG", "GET", "port"});
+  EXPECT_EQ(map, "%1\r\n$4\r\nport\r\n$5\r\n16380\r\n");
+  std::string text = h.Run({"INFO", "server"});
+  EXPECT_EQ(text.substr(0, 1), "=") << text;
+  EXPECT_NE(text.find("\r\ntxt:# Server\r\n"), std::string::npos) << text;
+  std::string me = h.Run({"CLIENT", "INFO"});
+  EXPECT_EQ(me.substr(0, 1), "=") << me;
+  EXPECT_EQ(h.Run({"HELLO", "2"}).substr(0, 5), "*14\r\n");
+  ASSERT_EQ(h.Run({"HELLO", "3", "SETNAME", "me"}).substr(0, 4), "%7\r\n");
+  EXPECT_EQ(h.Run({"CLIENT", "GETNAME"}), "$2\r\nme\r\n");
+  EXPECT_EQ(h.Run({"RESET"}), "+RESET\r\n");
+  EXPECT_EQ(h.Run({"CLIENT", "GETNAME"}), "$-1\r\n");
+  EXPECT_EQ(h.Run({"HGETALL", "nosuch"}), "*0\r\n");
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct ClientState {
   std::string addr;     // peer "ip:port"
   bool authed = false;  // AUTH passed (or no password is set)
   uint32_t db = 0;      // SELECT: the logical database (0 .. 15)
+  int resp = 2;         // HELLO: the protocol version, 2 or 3
   // MULTI ... EXEC: the queued commands, and whether one was refused
   // (EXEC then answers EXECABORT).
   bool in_multi = false;
@@ -84,6 +85,9 @@ struct CommandContext {
   PubSubHub* pubsub = nullptr;
   bool may_block = false;
   bool deny_blocking = false;
+  // Nonzero while a script's command runs: the protocol it replies in
+  // (redis.setresp), whatever the client's.
+  int script_resp = 0;
   // In: nonzero when the command is a blocked one tried again, its place
   // in line. Out: `blocked.ticket` nonzero when the command blocked (no
   // reply written): the caller holds the client until a key it waits on

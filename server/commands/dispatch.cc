@@ -45,6 +45,7 @@ bool HasSubcommands(std::string_view name) {
 
 size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
+  r->SetProtocol(ctx->script_resp != 0 ? ctx->script_resp : cl->resp);
   const CommandRow* row = Commands().Find(args[0]);
   // A command refused before it runs also dooms the transaction it was
   // meant for (EXEC answers EXECABORT), as in Redis.
@@ -85,10 +86,11 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
     refuse("ERR " + msg);
     return row->id;
   }
-  // A subscribed client (RESP2) may only change its subscriptions, PING
-  // and QUIT, as in Redis.
+  // A subscribed client may only change its subscriptions, PING and QUIT
+  // in RESP2, as in Redis (RESP3 tells messages from replies by their
+  // type, so it may run anything).
   std::string_view name = row->name;
-  if (cl->subscribed() && !AllowedSubscribed(name)) {
+  if (cl->subscribed() && cl->resp == 2 && !AllowedSubscribed(name)) {
     std::string shown(name);
     if (args.size() > 1 && HasSubcommands(name)) {
       shown.push_back('|');

@@ -157,7 +157,11 @@ void ReplyPairs(const Args& a, CommandContext* c, Reply* r, bool fields,
     if (!OpenHash(c, a[1], &h, r)) return;
     Pairs all;
     if (!h.All(&all)) return Damaged(r);
-    r->Array(all.size() * ((fields ? 1 : 0) + (values ? 1 : 0)));
+    if (fields && values) {
+      r->Map(all.size());
+    } else {
+      r->Array(all.size());
+    }
     for (const auto& [f, v] : all) {
       if (fields) r->Bulk(f);
       if (values) r->Bulk(v);
@@ -309,8 +313,9 @@ void HRandField(const Args& a, CommandContext* c, Reply* r) {
     } else if (!DistinctRandom(&h, static_cast<size_t>(count), &picks)) {
       return Damaged(r);
     }
-    r->Array(picks.size() * (with_values ? 2 : 1));
+    with_values ? r->Pairs(picks.size()) : r->Array(picks.size());
     for (const auto& [pf, pv] : picks) {
+      if (with_values) r->Pair();
       r->Bulk(pf);
       if (with_values) r->Bulk(pv);
     }

@@ -54,7 +54,7 @@ void SubscribeGeneric(const Args& a, CommandContext* c, Reply* r, char kind) {
         r->Error("ERR the pub/sub registry is full");
         return;
       }
-      r->Array(3);
+      r->Push(3);
       r->Bulk(SubName(kind));
       r->Bulk(a[i]);
       r->Int(CountFor(c->client, kind));
@@ -73,7 +73,7 @@ void UnsubscribeGeneric(const Args& a, CommandContext* c, Reply* r,
                        : kind == 's' ? cl->shards : cl->channels;
     names.assign(mine.begin(), mine.end());
     if (names.empty()) {
-      r->Array(3);
+      r->Push(3);
       r->Bulk(UnsubName(kind));
       r->Null();
       r->Int(CountFor(cl, kind));
@@ -83,7 +83,7 @@ void UnsubscribeGeneric(const Args& a, CommandContext* c, Reply* r,
   Locked(c, [&] {
     for (const std::string& n : names) {
       c->pubsub->Unsubscribe(cl, kind, n);
-      r->Array(3);
+      r->Push(3);
       r->Bulk(UnsubName(kind));
       r->Bulk(n);
       r->Int(CountFor(cl, kind));

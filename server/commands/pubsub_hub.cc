@@ -26,6 +26,25 @@ std::string Frame(char kind, std::string_view pattern, std::string_view channel,
   return out;
 }
 
+// Hands `frame` (a RESP2 array) to each client, as a RESP3 push to those
+// that said HELLO 3 (the same bytes but the first).
+template <class Clients, class Deliver>
+void DeliverTo(const Clients& clients, const std::string& frame,
+               const Deliver& deliver) {
+  std::string push;
+  for (ClientState* cl : clients) {
+    if (cl->resp != 3) {
+      deliver(cl, frame);
+      continue;
+    }
+    if (push.empty()) {
+      push = frame;
+      push[0] = '>';
+    }
+    deliver(cl, push);
+  }
+}
+
 std::set<std::string>& SetOf(ClientState* cl, char kind) {
   return kind == 'p' ? cl->patterns : kind == 's' ? cl->shards : cl->channels;
 }
@@ -92,15 +111,13 @@ uint64_t PubSubHub::DeliverLocal(char kind, std::string_view channel,
   auto& exact = kind == 's' ? shards_ : channels_;
   auto it = exact.find(std::string(channel));
   if (it != exact.end()) {
-    std::string f = Frame(kind, "", channel, message);
-    for (ClientState* cl : it->second) deliver_(cl, f);
+    DeliverTo(it->second, Frame(kind, "", channel, message), deliver_);
     n += it->second.size();
   }
   if (kind == 'c') {
     for (const auto& [pattern, clients] : patterns_) {
       if (!GlobMatch(pattern, channel)) continue;
-      std::string f = Frame('p', pattern, channel, message);
-      for (ClientState* cl : clients) deliver_(cl, f);
+      DeliverTo(clients, Frame('p', pattern, channel, message), deliver_);
       n += clients.size();
     }
   }

@@ -122,6 +122,74 @@ size_t PushReply(lua_State* L, std::string_view s, int depth) {
       }
       return used;
     }
+    // RESP3 (a script that said redis.setresp(3)), as Redis converts it.
+    case '_':
+      lua_pushnil(L);
+      return used;
+    case '#':
+      if (line != "t" && line != "f") return 0;
+      lua_pushboolean(L, line == "t");
+      return used;
+    case ',': {
+      // {double = n}
+      std::string text(line);
+      char* end = nullptr;
+      double d = std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size()) return 0;
+      lua_newtable(L);
+      lua_pushnumber(L, d);
+      lua_setfield(L, -2, "double");
+      return used;
+    }
+    case '(':
+      lua_newtable(L);
+      lua_pushlstring(L, line.data(), line.size());
+      lua_setfield(L, -2, "big_number");
+      return used;
+    case '=': {
+      // {verbatim_string = {format = "txt", string = ...}}
+      int64_t n = 0;
+      if (!ToInt(line, &n) || n < 4) return 0;
+      if (static_cast<uint64_t>(n) + 2 > s.size() - used) return 0;
+      std::string_view body = s.substr(used, static_cast<size_t>(n));
+      if (body[3] != ':') return 0;
+      lua_newtable(L);
+      lua_newtable(L);
+      lua_pushlstring(L, body.data(), 3);
+      lua_setfield(L, -2, "format");
+      lua_pushlstring(L, body.data() + 4, body.size() - 4);
+      lua_setfield(L, -2, "string");
+      lua_setfield(L, -2, "verbatim_string");
+      return used + static_cast<size_t>(n) + 2;
+    }
+    case '%':
+    case '~': {
+      // {map = {field = value}}, {set = {member = true}}
+      int64_t n = 0;
+      if (!ToInt(line, &n) || n < 0) return 0;
+      lua_newtable(L);
+      lua_newtable(L);
+      for (int64_t i = 0; i < n; ++i) {
+        size_t k = PushReply(L, s.substr(used), depth + 1);
+        if (k == 0) return 0;
+        used += k;
+        if (s[0] == '%') {
+          k = PushReply(L, s.substr(used), depth + 1);
+          if (k == 0) return 0;
+          used += k;
+        } else {
+          lua_pushboolean(L, 1);
+        }
+        // A nil key (a null in a map) cannot be a field: dropped.
+        if (lua_isnil(L, -2)) {
+          lua_pop(L, 2);
+        } else {
+          lua_rawset(L, -3);
+        }
+      }
+      lua_setfield(L, -2, s[0] == '%' ? "map" : "set");
+      return used;
+    }
     default:
       return 0;
   }
@@ -136,48 +204,32 @@ int Field(lua_State* L, const char* name) {
   return lua_type(L, -1);
 }
 
-std::string DoubleText(double d) {
-  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  if (std::isnan(d)) return "nan";
-  char buf[64];
-  int len = std::snprintf(buf, sizeof(buf), "%.17g", d);
-  return std::string(buf, static_cast<size_t>(len));
-}
-
 }  // namespace
 
-void ToReply(lua_State* L, std::string* out) {
-  if (!lua_checkstack(L, 4)) {
-    ReplyError(out, "ERR reached lua stack limit");
-    return;
-  }
+void ToReply(lua_State* L, int script_resp, Reply* r) {
+  if (!lua_checkstack(L, 4)) return r->Error("ERR reached lua stack limit");
   switch (lua_type(L, -1)) {
     case LUA_TSTRING: {
       size_t n = 0;
       const char* p = lua_tolstring(L, -1, &n);
-      ReplyBulk(out, std::string_view(p, n));
-      return;
+      return r->Bulk(std::string_view(p, n));
     }
     case LUA_TBOOLEAN:
-      if (lua_toboolean(L, -1)) {
-        ReplyInt(out, 1);
-      } else {
-        ReplyNull(out);
-      }
-      return;
+      // A script that said redis.setresp(3) returns booleans as such; one
+      // in RESP2 returns true as 1 and false as a null (Redis's rules).
+      if (script_resp == 3) return r->Bool(lua_toboolean(L, -1) != 0);
+      return lua_toboolean(L, -1) ? r->Int(1) : r->Null();
     case LUA_TNUMBER:
-      ReplyInt(out, NumberToInt(lua_tonumber(L, -1)));
-      return;
+      return r->Int(NumberToInt(lua_tonumber(L, -1)));
     case LUA_TTABLE:
       break;
     default:
-      ReplyNull(out);
-      return;
+      return r->Null();
   }
   size_t n = 0;
   if (Field(L, "err") == LUA_TSTRING) {
     const char* p = lua_tolstring(L, -1, &n);
-    ReplyError(out, std::string_view(p, n));
+    r->Error(std::string_view(p, n));
     lua_pop(L, 1);
     return;
   }
@@ -188,20 +240,20 @@ void ToReply(lua_State* L, std::string* out) {
     for (char& ch : s) {
       if (ch == '\r' || ch == '\n') ch = ' ';
     }
-    ReplySimple(out, s);
+    r->Simple(s);
     lua_pop(L, 1);
     return;
   }
   lua_pop(L, 1);
   if (Field(L, "double") == LUA_TNUMBER) {
-    ReplyBulk(out, DoubleText(lua_tonumber(L, -1)));
+    r->Double(lua_tonumber(L, -1));
     lua_pop(L, 1);
     return;
   }
   lua_pop(L, 1);
   if (Field(L, "big_number") == LUA_TSTRING) {
     const char* p = lua_tolstring(L, -1, &n);
-    ReplyBulk(out, std::string_view(p, n));
+    r->BigNumber(std::string_view(p, n));
     lua_pop(L, 1);
     return;
   }
@@ -215,13 +267,13 @@ void ToReply(lua_State* L, std::string* out) {
       lua_pop(L, 1);
       ++count;
     }
-    ReplyArray(out, is_map ? 2 * count : count);
+    is_map ? r->Map(count) : r->Set(count);
     lua_pushnil(L);
     while (lua_next(L, -2) != 0) {
       lua_pushvalue(L, -2);
-      ToReply(L, out);  // the key (a set's member)
+      ToReply(L, script_resp, r);  // the key (a set's member)
       lua_pop(L, 1);
-      if (is_map) ToReply(L, out);  // the value
+      if (is_map) ToReply(L, script_resp, r);  // the value
       lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -231,9 +283,15 @@ void ToReply(lua_State* L, std::string* out) {
   if (Field(L, "verbatim_string") == LUA_TTABLE) {
     if (Field(L, "string") == LUA_TSTRING) {
       const char* p = lua_tolstring(L, -1, &n);
-      ReplyBulk(out, std::string_view(p, n));
+      std::string text(p, n);
+      lua_pop(L, 1);
+      std::string format = "txt";
+      if (Field(L, "format") == LUA_TSTRING) {
+        const char* f = lua_tolstring(L, -1, &n);
+        if (n == 3) format.assign(f, n);
+      }
       lua_pop(L, 2);
-      return;
+      return r->Verbatim(text, format);
     }
     lua_pop(L, 1);
   }
@@ -241,6 +299,7 @@ void ToReply(lua_State* L, std::string* out) {
   // An array: elements 1, 2, ... up to the first nil. The count is
   // known only at the end: the elements go to a buffer first.
   std::string items;
+  Reply sub(r, &items);
   size_t count = 0;
   for (int j = 1;; ++j) {
     lua_rawgeti(L, -1, j);
@@ -248,14 +307,13 @@ void ToReply(lua_State* L, std::string* out) {
       lua_pop(L, 1);
       break;
     }
-    ToReply(L, &items);
+    ToReply(L, script_resp, &sub);
     lua_pop(L, 1);
     ++count;
   }
-  ReplyArray(out, count);
-  out->append(items);
+  r->Array(count);
+  r->Raw(items);
 }
-
 
 // Where it was raised: the raising function, or its caller when that is
 // a C function (error, redis.call).

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "server/commands/reply.h"
+
 struct lua_State;
 
 namespace shmkv {
@@ -24,8 +26,10 @@ std::string NumberArg(double n);
 // One RESP2 reply read into a Lua value: the bytes it took, 0 when it
 // does not parse (or nests past 64 levels).
 size_t PushReply(lua_State* L, std::string_view s, int depth);
-// The Lua value at the top of the stack as a RESP2 reply, appended.
-void ToReply(lua_State* L, std::string* out);
+// The Lua value at the top of the stack as a reply, in r's protocol;
+// script_resp is the script's own (redis.setresp), which decides what a
+// boolean is.
+void ToReply(lua_State* L, int script_resp, Reply* r);
 // The error handler scripts run under: Redis's error table, with the
 // source and line the error was raised at.
 int ErrorHandler(lua_State* L);

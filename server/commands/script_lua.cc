@@ -250,7 +250,9 @@ int LuaScripts::RunProtected(lua_State* L) {
   lua_remove(L, -2);  // 2: the function
   int rc = lua_pcall(L, 0, 1, 1);
   if (rc == 0) {
-    ToReply(L, &run->reply);
+    Reply out(&run->reply);
+    out.SetProtocol(run->c->client->resp);  // the caller's
+    ToReply(L, run->resp, &out);
     return 0;
   }
   std::string sha(run->sha);
@@ -309,6 +311,11 @@ void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
   } else {
     r->Raw(run.reply);
   }
+}
+
+void LuaScripts::SetScriptProtocol(int version) {
+  Running* run = Instance()->run_;
+  if (run != nullptr) run->resp = version;
 }
 
 std::string LuaScripts::OutOfMemory() const {
@@ -395,8 +402,11 @@ int LuaScripts::CallCommon(lua_State* L, bool raise) {
   Args args(owned.begin(), owned.end());
   std::string out;
   {
+    // The command replies in the script's protocol, not the caller's.
+    run->c->script_resp = run->resp;
     Reply inner(&out);
     Execute(args, run->c, &inner);
+    run->c->script_resp = 0;
     if ((row->flags & kWrite) != 0 && !inner.error() && !run->wrote) {
       run->wrote = true;
       // Release: SCRIPT KILL elsewhere now answers UNKILLABLE.

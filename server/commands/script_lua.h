@@ -87,6 +87,9 @@ class LuaScripts {
   // no-writes. *wrote: whether a write command of it succeeded.
   void Run(std::string_view sha, const Args& keys, const Args& argv,
            bool read_only, CommandContext* c, Reply* r, bool* wrote);
+  // redis.setresp: the protocol the running script's commands reply in
+  // (2 at the start of every script, as Redis).
+  static void SetScriptProtocol(int version);
 
  private:
   LuaScripts();
@@ -115,6 +118,7 @@ class LuaScripts {
     CommandContext* c = nullptr;
     ControlBlock* ctl = nullptr;
     uint64_t busy = 0;  // its busy word, without the wrote bit
+    int resp = 2;       // redis.setresp
     std::string reply;  // the reply being built
   };
   Running* run_ = nullptr;

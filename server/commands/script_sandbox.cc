@@ -208,10 +208,7 @@ int SetResp(lua_State* L) {
   }
   lua_Number v = lua_tonumber(L, 1);
   if (v != 2 && v != 3) RaiseError(L, "RESP version must be 2 or 3.");
-  if (v == 3) {
-    RaiseError(L, "RESP3 replies in scripts are not supported by shmkv "
-                  "yet (docs/server.md)");
-  }
+  LuaScripts::SetScriptProtocol(static_cast<int>(v));
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/pubsub_hub.h"
 #include "server/commands/script_lua.h"
 #include "server/store/scripts.h"
 #include "server/commands/reply.h"
@@ -22,6 +23,8 @@
 namespace shmkv {
 
 namespace cmd {
+
+void DiscardTransaction(ClientState* cl);  // transaction_family.cc
 
 namespace {
 
@@ -37,8 +40,9 @@ std::string Fmt(const char* fmt, double v) {
 void Ping(const Args& a, CommandContext* c, Reply* r) {
   if (a.size() > 2) {
     r->Error("ERR wrong number of arguments for 'ping' command");
-  } else if (c->client->subscribed()) {
-    // A subscribed client's PING is answered in a message's shape.
+  } else if (c->client->subscribed() && c->client->resp == 2) {
+    // A subscribed client's PING is answered in a message's shape (in
+    // RESP2, where replies and messages look alike).
     r->Array(2);
     r->Bulk("pong");
     r->Bulk(a.size() == 2 ? a[1] : "");
@@ -56,8 +60,8 @@ void Echo(const Args& a, CommandContext*, Reply* r) {
 
 // INFO [section ...]
 void Info(const Args& a, CommandContext* c, Reply* r) {
-  r->Bulk(InfoText(c, std::vector<std::string_view>(a.begin() + 1,
-                                                         a.end())));
+  r->Verbatim(InfoText(c, std::vector<std::string_view>(a.begin() + 1,
+                                                             a.end())));
 }
 
 // The row COMMAND INFO gives for a command.
@@ -65,12 +69,12 @@ void CommandInfo(const CommandRow& row, Reply* r) {
   r->Array(10);
   r->Bulk(row.name);
   r->Int(row.arity);
-  r->Array(1);
+  r->Set(1);
   r->Simple((row.flags & kWrite) != 0 ? "write" : "readonly");
   r->Int(row.first_key);
   r->Int(row.last_key);
   r->Int(row.key_step);
-  for (int k = 0; k < 4; ++k) r->Array(0);  // acl, tips, keys, subs
+  for (int k = 0; k < 4; ++k) r->Set(0);  // acl, tips, keys, subs
 }
 
 // COMMAND [COUNT | INFO [name ...] | DOCS [name ...]]
@@ -80,11 +84,11 @@ void Command(const Args& a, CommandContext*, Reply* r) {
   const auto& rows = Commands().rows();
   std::string sub = a.size() > 1 ? Lower(a[1]) : "";
   if (a.size() == 1 || ((sub == "info" || sub == "docs") && a.size() == 2)) {
-    r->Array(rows.size() * (sub == "docs" ? 2 : 1));
+    sub == "docs" ? r->Map(rows.size()) : r->Array(rows.size());
     for (const CommandRow* row : rows) {
       if (sub == "docs") {
         r->Bulk(row->name);
-        r->Array(0);
+        r->Map(0);
       } else {
         CommandInfo(*row, r);
       }
@@ -104,11 +108,11 @@ void Command(const Args& a, CommandContext*, Reply* r) {
     } else {
       size_t n = 0;
       for (const CommandRow* row : found) n += row != nullptr;
-      r->Array(n * 2);
+      r->Map(n);
       for (const CommandRow* row : found) {
         if (row == nullptr) continue;
         r->Bulk(row->name);
-        r->Array(0);
+        r->Map(0);
       }
     }
   } else if (sub == "count") {
@@ -163,7 +167,7 @@ void Config(const Args& a, CommandContext* c, Reply* r) {
         }
       }
     }
-    r->Array(kv.size() * 2);
+    r->Map(kv.size());
     for (const auto& p : kv) {
       r->Bulk(p.first);
       r->Bulk(p.second);
@@ -266,17 +270,32 @@ void Auth(const Args& a, CommandContext* c, Reply* r) {
   r->Simple("OK");
 }
 
-// HELLO [protover [AUTH username password] [SETNAME name]]: RESP2 only.
-// HELLO [protover [AUTH username password] [SETNAME name]]
+// CLIENT SETNAME's rule: printable, no spaces.
+bool ValidClientName(std::string_view name) {
+  for (char ch : name) {
+    if (ch <= ' ' || ch > '~') return false;
+  }
+  return true;
+}
+void BadClientName(Reply* r) {
+  r->Error("ERR Client names cannot contain spaces, newlines or special "
+           "characters.");
+}
+
+// HELLO [protover [AUTH username password] [SETNAME name]]: protover 2 or
+// 3 switches the connection's protocol (its reply is already in the new
+// one), as Redis.
 void Hello(const Args& a, CommandContext* c, Reply* r) {
   size_t i = 1;
+  int64_t ver = 0;
   if (a.size() > 1) {
-    int64_t ver = 0;
     if (!ToInt(a[1], &ver)) {
       return r->Error("ERR Protocol version is not an integer or out of "
                        "range");
     }
-    if (ver != 2) return r->Error("NOPROTO unsupported protocol version");
+    if (ver < 2 || ver > 3) {
+      return r->Error("NOPROTO unsupported protocol version");
+    }
     i = 2;
   }
   std::string_view name;
@@ -299,14 +318,21 @@ void Hello(const Args& a, CommandContext* c, Reply* r) {
                      "option can be used to authenticate the client and "
                      "select the RESP protocol version at the same time");
   }
-  if (set_name) c->client->name = std::string(name);
-  r->Array(14);
+  if (set_name) {
+    if (!ValidClientName(name)) return BadClientName(r);
+    c->client->name = std::string(name);
+  }
+  if (ver != 0) {
+    c->client->resp = static_cast<int>(ver);
+    r->SetProtocol(c->client->resp);
+  }
+  r->Map(7);
   r->Bulk("server");
   r->Bulk("redis");
   r->Bulk("version");
   r->Bulk("7.0.0");
   r->Bulk("proto");
-  r->Int(2);
+  r->Int(c->client->resp);
   r->Bulk("id");
   r->Int(static_cast<int64_t>(c->client->id));
   r->Bulk("mode");
@@ -337,12 +363,7 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
     r->Bulk(c->client->name);
   } else if (sub == "setname") {
     if (!arity(3)) return;
-    for (char ch : a[2]) {
-      if (ch <= ' ' || ch > '~') {
-        return r->Error("ERR Client names cannot contain spaces, newlines "
-                         "or special characters.");
-      }
-    }
+    if (!ValidClientName(a[2])) return BadClientName(r);
     c->client->name = std::string(a[2]);
     r->Simple("OK");
   } else if (sub == "setinfo") {
@@ -359,11 +380,35 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
                        c->client->name + " db=" +
                        std::to_string(c->client->db) + " cmd=client|" + sub +
                        "\n";
-    r->Bulk(line);  // LIST: this connection only (docs/server.md)
+    // LIST: this connection only (docs/server.md).
+    r->Verbatim(line);
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
                   "'. Try CLIENT HELP.");
   }
+}
+
+// RESET: the connection as it was when it connected (Redis 6.2's):
+// MULTI discarded, WATCH dropped, every subscription gone, database 0,
+// RESP2, no name, and authenticated only if no password is set.
+void ResetConnection(const Args&, CommandContext* c, Reply* r) {
+  ClientState* cl = c->client;
+  DiscardTransaction(cl);
+  if (cl->subscribed()) {
+    if (c->pubsub != nullptr) {
+      c->pubsub->Drop(cl);
+    } else {
+      cl->channels.clear();
+      cl->patterns.clear();
+      cl->shards.clear();
+    }
+  }
+  cl->db = 0;
+  cl->resp = 2;
+  cl->name.clear();
+  cl->authed = !PasswordSet(c);
+  r->SetProtocol(2);
+  r->Simple("RESET");
 }
 
 // TIME
@@ -384,6 +429,7 @@ const CommandRow kServerRows[] = {
     {"command", 59, -1, kLoading | kStale, 0, 0, 0, Command},
     {"config", 60, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Config},
     {"quit", 61, -1, kNoScript | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, Quit},
+    {"reset", 173, 1, kNoScript | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, ResetConnection},
     {"select", 62, 2, kLoading | kStale | kFast, 0, 0, 0, Select},
     {"swapdb", 157, 3, kWrite | kFast, 0, 0, 0, SwapDb},
     {"client", 63, -2, kNoScript | kLoading | kStale, 0, 0, 0, Client},

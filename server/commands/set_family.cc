@@ -52,8 +52,9 @@ bool MembersOf(SetValue* s, Members* out) {
   return true;
 }
 
-void ReplyMembers(const Members& m, Reply* r) {
-  r->Array(m.size());
+// as_set: distinct members (a RESP3 set; SRANDMEMBER's may repeat).
+void ReplyMembers(const Members& m, bool as_set, Reply* r) {
+  as_set ? r->Set(m.size()) : r->Array(m.size());
   for (std::string_view v : m) r->Bulk(v);
 }
 
@@ -102,7 +103,7 @@ void SMembers(const Args& a, CommandContext* c, Reply* r) {
     if (!OpenSet(c, a[1], &s, r)) return;
     Members m;
     if (!MembersOf(&s, &m)) return Damaged(r);
-    ReplyMembers(m, r);
+    ReplyMembers(m, true, r);
   });
 }
 
@@ -197,7 +198,7 @@ void SPop(const Args& a, CommandContext* c, Reply* r) {
     if (SaveSet(c, a[1], &s, r)) r->Bulk(member);
     return;
   }
-  if (s.size() == 0 || count == 0) return r->Array(0);
+  if (s.size() == 0 || count == 0) return r->Set(0);
   Members picks;
   bool ok = static_cast<uint64_t>(count) >= s.size()
                 ? MembersOf(&s, &picks)
@@ -206,7 +207,7 @@ void SPop(const Args& a, CommandContext* c, Reply* r) {
   std::vector<std::string> owned(picks.begin(), picks.end());
   for (const std::string& m : owned) s.Remove(m);
   if (!SaveSet(c, a[1], &s, r)) return;
-  r->Array(owned.size());
+  r->Set(owned.size());
   for (const std::string& m : owned) r->Bulk(m);
 }
 
@@ -235,7 +236,7 @@ void SRandMember(const Args& a, CommandContext* c, Reply* r) {
     } else if (!DistinctMembers(&s, static_cast<uint64_t>(count), &picks)) {
       return Damaged(r);
     }
-    ReplyMembers(picks, r);
+    ReplyMembers(picks, false, r);
   });
 }
 
@@ -332,7 +333,7 @@ void SetOpCommon(const Args& a, CommandContext* c, Reply* r, SetOp op,
                                   : Combine(&sets, op == SetOp::kDiff,
                                             &result);
     if (!ok) return Damaged(r);
-    if (!store) return ReplyMembers(result, r);
+    if (!store) return ReplyMembers(result, true, r);
     // The destination is replaced whole, whatever it held.
     std::vector<std::string> owned(result.begin(), result.end());
     SetValue dst;

@@ -695,7 +695,7 @@ void Lcs(const Args& a, CommandContext* c, Reply* r) {
     if (close && open) emit();
   }
   if (!idx) return r->Bulk(common);
-  r->Array(4);
+  r->Map(2);
   r->Bulk("matches");
   r->Array(count);
   r->Raw(matches);

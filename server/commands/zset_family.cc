@@ -337,10 +337,16 @@ void ZRevRangeByLex(const Args& a, CommandContext* c, Reply* r) {
 }
 
 void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
-  r->Array(es.size() * (with_scores ? 2 : 1));
+  if (!with_scores) {
+    r->Array(es.size());
+    for (const ZEntry& e : es) r->Bulk(e.member);
+    return;
+  }
+  r->Pairs(es.size());
   for (const ZEntry& e : es) {
+    r->Pair();
     r->Bulk(e.member);
-    if (with_scores) ReplyScore(e.score, r);
+    ReplyScore(e.score, r);
   }
 }
 
@@ -430,8 +436,14 @@ void PopCommon(const Args& a, CommandContext* c, Reply* r, bool max) {
   if (!PopZSet(c, a[1], max, static_cast<uint64_t>(count), &ms, &scores, r)) {
     return;
   }
-  r->Array(ms.size() * 2);
+  // With a count, RESP3 nests each pair (as Redis); alone, one flat pair.
+  if (a.size() == 3) {
+    r->Pairs(ms.size());
+  } else {
+    r->Array(ms.size() * 2);
+  }
   for (size_t i = 0; i < ms.size(); ++i) {
+    if (a.size() == 3) r->Pair();
     r->Bulk(ms[i]);
     ReplyScore(scores[i], r);
   }
@@ -470,7 +482,7 @@ void ZMPop(const Args& a, CommandContext* c, Reply* r) {
   r->NullArray();
 }
 
-void ReplyScore(double v, Reply* r) { r->Bulk(ScoreText(v)); }
+void ReplyScore(double v, Reply* r) { r->Double(v); }
 
 bool PopZSet(CommandContext* c, std::string_view key, bool max,
              uint64_t count, std::vector<std::string>* members,
@@ -542,9 +554,14 @@ void ZScan(const Args& a, CommandContext* c, Reply* r) {
     for (const ZEntry& e : page) {
       if (match.empty() || GlobMatch(match, e.member)) hits.push_back(e);
     }
+    // Scores as text, flat, in RESP3 too (as Redis's SCAN family).
     r->Array(2);
     r->Bulk(std::to_string(next));
-    ReplyEntries(hits, true, r);
+    r->Array(hits.size() * 2);
+    for (const ZEntry& e : hits) {
+      r->Bulk(e.member);
+      r->Bulk(ScoreText(e.score));
+    }
   });
 }
 

@@ -145,7 +145,9 @@ void Worker::ExpireBlocked() {
       continue;
     }
     Conn* c = it->second.get();
-    Reply(&c->out).NullArray();
+    Reply timeout(&c->out);
+    timeout.SetProtocol(c->client.resp);
+    timeout.NullArray();
     // Counted once, as answered (Redis counts a blocked call when it
     // ends too); the wait is not its service time.
     local_.Record(CommandId(c->blocked->args.at(0)), 0);

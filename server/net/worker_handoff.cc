@@ -49,7 +49,8 @@ void Worker::HandOff() {
     // 'S', the kind, a digit ('0' + 1 if AUTH passed + 2 if the client
     // WATCHes keys: their versions do not travel, so its next EXEC
     // fails and it retries + 4 if it is blocked + 8 if it SELECTed a
-    // database other than 0), the client id, its name, its database (a
+    // database other than 0 + 16 if it speaks RESP3), the client id, its
+    // name, its database (a
     // byte, with 8), a blocked client's command (BlockedCommand::
     // Encode), then the partial request ('H'/'R' + request from older
     // workers).
@@ -58,7 +59,8 @@ void Worker::HandOff() {
     msg += static_cast<char>('0' + (c->client.authed ? 1 : 0) +
                              (c->client.watched.empty() && !c->client.watch_lost ? 0 : 2) +
                              (c->blocked ? 4 : 0) +
-                             (c->client.db != 0 ? 8 : 0));
+                             (c->client.db != 0 ? 8 : 0) +
+                             (c->client.resp == 3 ? 16 : 0));
     uint64_t id = c->client.id;
     msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
     uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
@@ -118,6 +120,7 @@ void Worker::Adopt() {
       int flags = msg[2] - '0';
       c->client.authed = c->client.authed || (flags & 1) != 0;
       c->client.watch_lost = (flags & 2) != 0;
+      if ((flags & 16) != 0) c->client.resp = 3;
       std::memcpy(&c->client.id, msg.data() + 3, sizeof(uint64_t));
       c->client.name.assign(msg, kStateHead, name_len);
       std::string_view rest(msg);
@@ -167,7 +170,9 @@ void Worker::AdoptBlocked(Conn* c) {
   }
   if (!kept) {  // no board here, or no room: the timeout answer
     c->blocked.reset();
-    Reply(&c->out).NullArray();
+    Reply timeout(&c->out);
+    timeout.SetProtocol(c->client.resp);
+    timeout.NullArray();
     resumed_.push_back(c->fd);
     return Resume();
   }
