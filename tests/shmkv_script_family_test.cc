@@ -202,6 +202,57 @@ TEST(ScriptFamilyVsRedis, EvalRepliesAsRedis) {
   });
 }
 
+// redis.setresp(3): the script's commands reply in RESP3 and convert as
+// Redis converts them (maps, sets, doubles, nulls, booleans, verbatim),
+// and the script's RESP3 values reach the caller in its own protocol
+// (this test runs in RESP2 and, as resp3.*, in RESP3).
+TEST(ScriptFamilyVsRedis, Resp3InsideScriptsAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("luaresp3");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string r3 = "redis.setresp(3) ";
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"FLUSHALL"},
+      {"HSET", "h", "f", "v"}, {"SADD", "s", "m"}, {"SADD", "si", "1", "2", "3"},
+      {"ZADD", "z", "1.5", "a", "2", "b"}, {"SET", "k", "v"}, {"RPUSH", "l", "x"},
+      {"EVAL", r3 + "return redis.call('hgetall', 'h')", "0"},
+      {"EVAL", r3 + "return redis.call('hgetall', 'h').map.f", "0"},
+      {"EVAL", r3 + "return type(redis.call('hgetall', 'nosuch').map)", "0"},
+      {"EVAL", r3 + "return redis.call('smembers', 's')", "0"},
+      {"EVAL", r3 + "return redis.call('smembers', 'si')", "0"},
+      {"EVAL", r3 + "return tostring(redis.call('smembers', 's').set.m)", "0"},
+      {"EVAL", r3 + "return redis.call('zscore', 'z', 'a')", "0"},
+      {"EVAL", r3 + "return tostring(redis.call('zscore', 'z', 'a').double)", "0"},
+      {"EVAL", r3 + "return redis.call('zrange', 'z', 0, -1, 'withscores')", "0"},
+      {"EVAL", r3 + "return redis.call('zpopmin', 'z', 1)", "0"},
+      {"EVAL", r3 + "return redis.call('zincrby', 'z', 1, 'x')", "0"},
+      {"EVAL", r3 + "return redis.call('get', 'nosuch')", "0"},
+      {"EVAL", r3 + "return redis.call('get', 'nosuch') == nil", "0"},
+      {"EVAL", r3 + "return redis.call('lpop', 'nosuch', 2) == nil", "0"},
+      {"EVAL", r3 + "return {redis.call('get', 'k'), redis.call('llen', 'l')}", "0"},
+      {"EVAL", r3 + "return redis.call('info', 'keyspace').verbatim_string.format", "0"},
+      {"EVAL", r3 + "return redis.call('lcs', 'k', 'k', 'idx')", "0"},
+      {"EVAL", r3 + "return redis.pcall('hgetall', 'k')", "0"},
+      {"EVAL", r3 + "return true", "0"}, {"EVAL", r3 + "return false", "0"},
+      {"EVAL", r3 + "return {true, false, 1}", "0"},
+      {"EVAL", r3 + "return {map={a=1}}", "0"},
+      {"EVAL", r3 + "return {set={a=true}}", "0"},
+      {"EVAL", r3 + "return {double=2.5}", "0"},
+      {"EVAL", r3 + "return {big_number='12345678901234567890'}", "0"},
+      {"EVAL", r3 + "return {verbatim_string={format='txt', string='v'}}", "0"},
+      {"EVAL", r3 + "return {verbatim_string={format='mkd', string='# t'}}", "0"},
+      {"EVAL", r3 + "return nil", "0"},
+      // Back to RESP2 in the same script, and RESP2 again in the next
+      {"EVAL", r3 + "redis.setresp(2) return redis.call('hgetall', 'h')", "0"},
+      {"EVAL", "return redis.call('hgetall', 'h')", "0"},
+      {"EVAL", "return redis.call('zscore', 'z', 'b')", "0"},
+      {"EVAL", "return {double=2.5}", "0"},
+      {"EVAL", "return {big_number='123'}", "0"},
+      {"EVAL", "return {map={a=1}}", "0"},
+  });
+}
+
 // EVALSHA, SCRIPT LOAD / EXISTS / FLUSH and their errors.
 TEST(ScriptFamilyVsRedis, ScriptCacheRepliesAsRedis) {
   RedisOracle redis;

@@ -925,8 +925,8 @@ TEST(Shmkv, HotUpgradeAcrossAStatsLayoutChangeServes) {
 }
 
 // A hot restart moves open connections to the new workers with what they
-// carry: an authenticated client stays authenticated and keeps its name,
-// one that never authenticated still gets NOAUTH.
+// carry: an authenticated client stays authenticated and keeps its name
+// (and its protocol), one that never authenticated still gets NOAUTH.
 TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   std::string pwfile = "/tmp/shmkv_test_" + std::to_string(getpid()) + ".pw2";
   {
@@ -936,8 +936,10 @@ TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   Server s("hotauth");
   ASSERT_TRUE(s.Start({"--requirepass-file", pwfile})) << s.log();
   unlink(pwfile.c_str());
-  Client authed(s.port()), stranger(s.port());
+  Client authed(s.port()), stranger(s.port()), resp3(s.port());
   ASSERT_EQ(authed.Call({"AUTH", "hunter2"}), "+OK\r\n");
+  std::string hello = resp3.Call({"HELLO", "3", "AUTH", "default", "hunter2"});
+  ASSERT_EQ(hello.substr(0, 4), "%7\r\n") << hello;
   ASSERT_EQ(authed.Call({"CLIENT", "SETNAME", "keeper"}), "+OK\r\n");
   ASSERT_EQ(authed.Call({"SET", "k", "v"}), "+OK\r\n");
   std::string id = authed.Call({"CLIENT", "ID"});
@@ -953,6 +955,9 @@ TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   EXPECT_EQ(authed.Call({"CLIENT", "GETNAME"}), Bulk("keeper"));
   EXPECT_EQ(authed.Call({"CLIENT", "ID"}), id);
   EXPECT_EQ(stranger.Call({"GET", "k"}), "-NOAUTH Authentication required.\r\n");
+  // A RESP3 connection stays RESP3 (and authenticated).
+  EXPECT_EQ(resp3.Call({"GET", "nosuch"}), "_\r\n");
+  EXPECT_EQ(resp3.Call({"HGETALL", "nosuch"}), "%0\r\n");
 }
 
 // A hot restart hands a connection over only between transactions: one

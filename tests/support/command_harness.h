@@ -15,6 +15,7 @@
 #include "server/commands/command.h"
 #include "shmc/global_options.h"
 #include "server/store/store.h"
+#include "tests/support/test_protocol.h"
 
 namespace shmkv_test {
 
@@ -51,6 +52,7 @@ class CommandHarness {
     ctx_.info = &info_;
     ctx_.client = &client_;
     client_.authed = true;
+    client_.resp = TestProtocol();
   }
   ~CommandHarness() {
     store_.reset();
@@ -80,6 +82,7 @@ class CommandHarness {
   Client NewClient() {
     Client c;
     c.authed = true;
+    c.resp = TestProtocol();
     return c;
   }
   std::string RunAs(Client* client, const std::vector<std::string>& args) {
@@ -125,6 +128,7 @@ class CommandWorker {
     ctx_.info = &info_;
     ctx_.client = &client_;
     client_.authed = true;
+    client_.resp = TestProtocol();
   }
   bool ok() const { return store_ != nullptr; }
   std::string Run(const std::vector<std::string>& args) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "server/store/store.h"
+#include "tests/support/test_protocol.h"
 
 namespace shmkv_test {
 
@@ -61,10 +62,13 @@ int Connect(int port) {
   return fd;
 }
 
-// A RESP client on one connection.
+// A RESP client on one connection (RESP3 after HELLO 3 when the tests
+// speak it: TestProtocol()).
 class Client {
  public:
-  explicit Client(int port) : fd_(Connect(port)) {}
+  explicit Client(int port) : fd_(Connect(port)) {
+    if (fd_ >= 0 && TestProtocol() == 3) Call({"HELLO", "3"});
+  }
   ~Client() {
     if (fd_ >= 0) close(fd_);
   }
@@ -144,14 +148,18 @@ class Client {
     std::string line;
     if (!Line(&line) || line.empty()) return false;
     *out += line + "\r\n";
-    if (line[0] == '$') {
+    char kind = line[0];
+    if (kind == '$' || kind == '=' || kind == '!') {  // bulk, verbatim, error
       long n = std::stol(line.substr(1));
       if (n < 0) return true;
       if (!Fill(static_cast<size_t>(n) + 2)) return false;
       *out += buf_.substr(pos_, static_cast<size_t>(n) + 2);
       pos_ += static_cast<size_t>(n) + 2;
-    } else if (line[0] == '*') {
+    } else if (kind == '*' || kind == '~' || kind == '>' || kind == '%' ||
+               kind == '|') {  // array, set, push, map, attribute
       long n = std::stol(line.substr(1));
+      if (kind == '%' || kind == '|') n *= 2;
+      if (kind == '|') ++n;  // the reply the attribute goes with
       for (long i = 0; i < n; ++i) {
         if (!ReadReply(out)) return false;
       }
