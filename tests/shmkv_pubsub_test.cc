@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/pinned_ids.h"
+#include "tests/support/pubsub_transcript.h"
 #include "tests/support/redis_oracle.h"
 #include "tests/support/shmkv_server.h"
 
@@ -24,6 +25,8 @@ namespace {
 using shmkv_test::Client;
 using shmkv_test::InfoField;
 using shmkv_test::OnEachWorker;
+using shmkv_test::ExpectSameAsRedis;
+using shmkv_test::Received;
 using shmkv_test::RedisOracle;
 using shmkv_test::Server;
 using namespace std::chrono_literals;
@@ -36,24 +39,6 @@ TEST(PubSubFamily, IdsArePinned) {
   });
 }
 
-// What `c` received up to now: a PING is sent and everything before its
-// answer is read (a subscriber's PING answers after every message
-// published before it, on shmkv as on Redis).
-std::string Received(Client* c) {
-  std::string out;
-  if (!c->SendRaw(Client::Encode({"PING"}))) return "(send failed)";
-  for (;;) {
-    std::string r = c->Reply();
-    if (r.empty()) return out + "(no answer)";
-    // (RESP3 lets a subscriber open a MULTI, where PING is queued)
-    if (r == "+PONG\r\n" || r == "*2\r\n$4\r\npong\r\n$0\r\n\r\n" ||
-        r == "+QUEUED\r\n") {
-      return out;
-    }
-    out += r;
-  }
-}
-
 // True when the server closes `c` (what it sent before is read and
 // dropped); false if it stays open 5 s with nothing to read.
 bool ClosedByServer(Client* c) {
@@ -62,47 +47,6 @@ bool ClosedByServer(Client* c) {
     struct pollfd p = {c->fd(), POLLIN, 0};
     if (poll(&p, 1, 5000) <= 0) return false;
     if (recv(c->fd(), buf, sizeof(buf), 0) <= 0) return true;
-  }
-}
-
-// A step: connection `who` sends `cmd`; then what every connection got.
-struct Step {
-  int who;
-  std::vector<std::string> cmd;
-};
-
-// Runs the steps on three connections to each server and compares, per
-// connection, everything it received: every reply and every message,
-// byte for byte and in order. shmkv's connections 0 and 2 sit on one
-// worker, 1 on the other. (Compared whole, not step by step: a message
-// may reach a connection after the next step's barrier on either
-// server, redis-server's too.)
-void ExpectSameAsRedis(int port, int redis_port,
-                       const std::vector<Step>& steps) {
-  auto groups = OnEachWorker(port, 2, 2);
-  ASSERT_EQ(groups.size(), 2u);
-  Client* ours[3] = {groups[0][0].get(), groups[1][0].get(),
-                     groups[0][1].get()};
-  Client r0(redis_port), r1(redis_port), r2(redis_port);
-  Client* theirs[3] = {&r0, &r1, &r2};
-  std::string got[3], want[3];
-  for (const Step& s : steps) {
-    ASSERT_TRUE(ours[s.who]->SendRaw(Client::Encode(s.cmd)));
-    ASSERT_TRUE(theirs[s.who]->SendRaw(Client::Encode(s.cmd)));
-    // The sender first: its PING answers after its command, so what the
-    // command published is on its way before the others are asked (two
-    // workers run commands at once; Redis runs them in arrival order).
-    for (int k = 0; k < 3; ++k) {
-      int i = (s.who + k) % 3;
-      want[i] += Received(theirs[i]);
-      got[i] += Received(ours[i]);
-    }
-  }
-  std::this_thread::sleep_for(100ms);
-  for (int i = 0; i < 3; ++i) {
-    want[i] += Received(theirs[i]);
-    got[i] += Received(ours[i]);
-    EXPECT_EQ(got[i], want[i]) << "connection " << i;
   }
 }
 
