@@ -27,6 +27,8 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/notify.h"
+#include "server/commands/pubsub_hub.h"
 #include "server/net/fdpass.h"
 #include "server/store/pages.h"
 #include "server/net/sockets.h"
@@ -92,6 +94,8 @@ class Master {
                    ")\n", SegName(sc_).c_str(), other);
       return 1;
     }
+    store_->SetNotifyFlags(o_.notify_events);
+    OpenExpiryEvents();
     if (!stats_.Open(ControlKey(sc_) + ".stats", true, &err)) {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
       return 1;
@@ -390,7 +394,29 @@ class Master {
   Options o_;
   StoreConfig sc_;
   std::string self_;
+  // The "expired" events of keys the active expiry removes: published
+  // on the shared ring like any worker's (no local subscribers; workers
+  // read the ring at least every 100 ms, so no wakes are sent).
+  void OpenExpiryEvents() {
+    hub_ = std::make_unique<PubSubHub>(
+        store_.get(), static_cast<uint32_t>(getpid()),
+        [](ClientState*, std::string_view) {}, [](uint32_t) {});
+    std::string err;
+    if (!hub_->Open(&err)) {
+      std::fprintf(stderr, "shmkv: keyspace events of expiry are off: %s\n",
+                   err.c_str());
+      hub_.reset();
+      return;
+    }
+    PubSubHub* hub = hub_.get();
+    Store* store = store_.get();
+    store_->SetExpiryListener([store, hub](uint32_t db, std::string_view key) {
+      cmd::NotifyIn(store, hub, db, cmd::kNotifyExpired, "expired", key);
+    });
+  }
+
   std::unique_ptr<Store> store_;
+  std::unique_ptr<PubSubHub> hub_;
   SharedStats stats_;
   Waits waits_;
   std::vector<Slot> slots_;

@@ -1,4 +1,5 @@
 // shmkv's command line (server/options.h).
+#include "server/commands/notify.h"
 #include "server/options.h"
 
 #include <errno.h>
@@ -51,6 +52,8 @@ const char kUsage[] =
     "                    in FILE's first line (or set SHMKV_REQUIREPASS;\n"
     "                    --requirepass PASS works but shows in ps)\n"
     "  --shm-mode MODE   permission bits of new segments       [0600]\n"
+    "  --notify-keyspace-events CLASSES  keyspace events, Redis's\n"
+    "                    letters (KEA: all)                    [none]\n"
     "  --reload          tell the running master to replace its workers\n"
     "  --remove          remove the store's segments (its data) and exit;\n"
     "                    refused while a server runs on them\n"
@@ -123,6 +126,11 @@ int ParseArgs(int argc, char** argv, Options* o) {
        : a == "--http-port" ? o->http_port
        : a == "--udp-port"  ? o->udp_port
                             : o->workers) = static_cast<int>(n);
+    } else if (a == "--notify-keyspace-events") {
+      if (!cmd::ParseNotifyClasses(v, &o->notify_events)) {
+        return Usage("--notify-keyspace-events: use the letters "
+                     "Ag$lshzxeKEtmdn");
+      }
     } else if (a == "--name") {
       o->seg = v;
     } else if (a == "--backend") {

@@ -33,6 +33,9 @@ struct Options {
   bool bind_given = false;
   bool protected_mode = true;
   std::string password;  // requirepass (never passed on a command line)
+  // notify-keyspace-events' classes (server/commands/notify.h), set in
+  // the store at start; CONFIG SET changes them at run time.
+  uint32_t notify_events = 0;
   // worker mode (set by the master when it execs a worker)
   int worker_slot = -1;
   std::vector<int> resp_fds, http_fds, udp_fds;

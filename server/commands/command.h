@@ -88,6 +88,15 @@ struct CommandContext {
   // Nonzero while a script's command runs: the protocol it replies in
   // (redis.setresp), whatever the client's.
   int script_resp = 0;
+  // Keyspace events of the write that runs (server/commands/notify.h),
+  // published once its transaction commits, dropped if it does not.
+  struct Event {
+    uint32_t cls;
+    const char* name;
+    uint32_t db;
+    std::string key;
+  };
+  std::vector<Event> events;
   // In: nonzero when the command is a blocked one tried again, its place
   // in line. Out: `blocked.ticket` nonzero when the command blocked (no
   // reply written): the caller holds the client until a key it waits on

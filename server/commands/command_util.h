@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/commands/notify.h"
 #include "server/commands/command.h"
 #include "server/commands/registry.h"
 #include "server/commands/reply.h"

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "server/commands/command_util.h"
+#include "server/commands/notify.h"
 #include "server/commands/script_lua.h"
 
 namespace shmkv {
@@ -122,7 +123,10 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   if (ctx->txn != nullptr) ctx->txn->UseDb(db);
   if ((row->flags & kWrite) == 0 || (row->flags & kOwnCommit) != 0 ||
       ctx->txn != nullptr) {
+    // Inside EXEC or a script: a command that failed keeps no events.
+    size_t events = ctx->events.size();
     row->run(args, ctx, r);
+    if (r->error()) ctx->events.resize(events);
     return row->id;
   }
   // A write command outside EXEC: a transaction of its own, committed
@@ -142,8 +146,11 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
     if (st != Store::Status::kOk) {
       r->Rewind(mark);
       StoreError(st, r);
+    } else if (!ctx->events.empty()) {
+      PublishEvents(ctx);  // still under the lock
     }
   }
+  ctx->events.clear();
   return row->id;
 }
 

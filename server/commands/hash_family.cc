@@ -36,7 +36,7 @@ bool OpenHash(CommandContext* c, std::string_view key, HashValue* h,
 bool SaveHash(CommandContext* c, std::string_view key, HashValue* h,
               Reply* r) {
   Status st = h->ok() ? h->Save(c, key) : Status::kOk;
-  return Saved(st, h->ok(), r);
+  return Saved(st, h->ok(), r) && NotifyIfEmptied(c, h, key);
 }
 
 void WrongArgs(const Args& a, Reply* r) {
@@ -55,6 +55,7 @@ bool SetPairs(const Args& a, CommandContext* c, Reply* r, int64_t* added) {
   for (size_t i = 2; i < a.size(); ++i) h.Grow(a[i]);
   *added = 0;
   for (size_t i = 2; i + 1 < a.size(); i += 2) *added += h.Set(a[i], a[i + 1]);
+  Notify(c, kNotifyHash, "hset", a[1]);
   return SaveHash(c, a[1], &h, r);
 }
 
@@ -86,6 +87,7 @@ void HSetNx(const Args& a, CommandContext* c, Reply* r) {
   std::string_view old;
   if (h.Find(a[2], &old)) return r->Int(0);
   h.Set(a[2], a[3]);
+  Notify(c, kNotifyHash, "hset", a[1]);
   if (SaveHash(c, a[1], &h, r)) r->Int(1);
 }
 
@@ -124,7 +126,7 @@ void HMGet(const Args& a, CommandContext* c, Reply* r) {
 
 // HDEL key field [field ...]
 void HDel(const Args& a, CommandContext* c, Reply* r) {
-  RemoveFields(a, c, r, kHashShape);
+  RemoveFields(a, c, r, kHashShape, kNotifyHash, "hdel");
 }
 
 // HLEN key
@@ -205,6 +207,7 @@ void HIncrBy(const Args& a, CommandContext* c, Reply* r) {
   std::string text = std::to_string(cur + by);
   h.Grow(a[2]);
   h.Set(a[2], text);
+  Notify(c, kNotifyHash, "hincrby", a[1]);
   if (SaveHash(c, a[1], &h, r)) r->Int(cur + by);
 }
 
@@ -232,6 +235,7 @@ void HIncrByFloat(const Args& a, CommandContext* c, Reply* r) {
   h.Grow(a[2]);
   h.Grow(text);
   h.Set(a[2], text);
+  Notify(c, kNotifyHash, "hincrbyfloat", a[1]);
   if (SaveHash(c, a[1], &h, r)) r->Bulk(text);
 }
 

@@ -339,15 +339,16 @@ Store::Status HashValue::SplitOne() {
 }
 
 void RemoveFields(const Args& a, CommandContext* c, Reply* r,
-                  const TableShape& shape) {
+                  const TableShape& shape, uint32_t cls, const char* event) {
   HashValue h(shape);
   if (!Opened(h.Open(c, a[1]), r)) return;
   int64_t removed = 0;
   for (size_t i = 2; i < a.size(); ++i) removed += h.Remove(a[i]);
   if (!h.ok()) return Damaged(r);
   if (removed > 0) {
+    Notify(c, cls, event, a[1]);
     Store::Status st = h.Save(c, a[1]);
-    if (!Saved(st, h.ok(), r)) return;
+    if (!Saved(st, h.ok(), r) || !NotifyIfEmptied(c, &h, a[1])) return;
   }
   r->Int(removed);
 }

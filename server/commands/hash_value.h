@@ -170,9 +170,10 @@ void ReplyFieldLookup(const Args& a, CommandContext* c, Reply* r,
 }
 
 // HDEL and SREM: removes a[2..] from the table at a[1] (an emptied table
-// takes its key with it) and replies how many were there.
+// takes its key with it) and replies how many were there; the keyspace
+// event `event` of class `cls` when any was.
 void RemoveFields(const Args& a, CommandContext* c, Reply* r,
-                  const TableShape& shape);
+                  const TableShape& shape, uint32_t cls, const char* event);
 
 // HSCAN and SSCAN: a page of the table at a[1] (`pairs`: fields with
 // their values; else members alone), over one consistent view.

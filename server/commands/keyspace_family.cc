@@ -31,6 +31,7 @@ void Del(const Args& a, CommandContext* c, Reply* r) {
     Status st = c->txn->Delete(a[i]);
     if (st == Status::kOk) {
       ++n;
+      Notify(c, kNotifyGeneric, "del", a[i]);
     } else if (st != Status::kNotFound && st != Status::kCollision) {
       return StoreError(st, r);
     }
@@ -74,6 +75,8 @@ void RenameCommon(const Args& a, bool nx, CommandContext* c, Reply* r) {
   Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
   if (st == Status::kOk) st = c->txn->Delete(a[1]);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyGeneric, "rename_from", a[1]);
+  Notify(c, kNotifyGeneric, "rename_to", a[2]);
   nx ? r->Int(1) : r->Simple("OK");
 }
 
@@ -110,6 +113,7 @@ void Copy(const Args& a, CommandContext* c, Reply* r) {
   if (!replace && ReadValue(c, a[2], &dummy)) return r->Int(0);
   Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyGeneric, "copy_to", a[2], static_cast<int>(db));
   r->Int(1);
 }
 
@@ -130,6 +134,8 @@ void Move(const Args& a, CommandContext* c, Reply* r) {
   }
   Status st = c->txn->Delete(a[1]);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyGeneric, "move_from", a[1]);
+  Notify(c, kNotifyGeneric, "move_to", a[1], static_cast<int>(db));
   r->Int(1);
 }
 
@@ -219,11 +225,12 @@ void ExpireCommon(const Args& a, bool secs, bool abs, CommandContext* c,
       (lt && cur != 0 && when >= cur)) {
     return r->Int(0);
   }
-  Status st = when <= NowMs()
-                  ? c->txn->Delete(a[1])
-                  : c->txn->Write(a[1], value.type, value.encoding,
-                                  value.bytes, when);
+  bool past = when <= NowMs();
+  Status st = past ? c->txn->Delete(a[1])
+                   : c->txn->Write(a[1], value.type, value.encoding,
+                                   value.bytes, when);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyGeneric, past ? "del" : "expire", a[1]);
   r->Int(1);
 }
 
@@ -278,6 +285,7 @@ void Persist(const Args& a, CommandContext* c, Reply* r) {
   bool changed = false;
   Status st = Store::SetExpireIn(c->txn, a[1], 0, &changed);
   if (st != Status::kOk) return StoreError(st, r);
+  if (changed) Notify(c, kNotifyGeneric, "persist", a[1]);
   r->Int(changed ? 1 : 0);
 }
 

@@ -30,7 +30,7 @@ bool OpenList(CommandContext* c, std::string_view key, ListValue* l,
 bool SaveList(CommandContext* c, std::string_view key, ListValue* l,
               Reply* r) {
   Status st = l->ok() ? l->Save(c, key) : Status::kOk;
-  return Saved(st, l->ok(), r);
+  return Saved(st, l->ok(), r) && NotifyIfEmptied(c, l, key);
 }
 
 // Redis's index rule: negative counts from the end; false when outside.
@@ -62,6 +62,7 @@ void PushCommon(const Args& a, CommandContext* c, Reply* r, bool front,
   if (!OpenList(c, a[1], &l, r)) return;
   if (only_existing && !l.exists()) return r->Int(0);
   for (size_t i = 2; i < a.size(); ++i) l.Push(front, a[i]);
+  Notify(c, kNotifyList, front ? "lpush" : "rpush", a[1]);
   if (SaveList(c, a[1], &l, r)) r->Int(static_cast<int64_t>(l.size()));
 }
 
@@ -80,6 +81,7 @@ void PopCommon(const Args& a, CommandContext* c, Reply* r, bool front) {
   if (!l.exists()) return a.size() == 3 ? r->NullArray() : r->Null();
   Elements out;
   if (!l.Pop(front, static_cast<uint64_t>(count), &out)) return Damaged(r);
+  if (!out.empty()) Notify(c, kNotifyList, front ? "lpop" : "rpop", a[1]);
   if (!SaveList(c, a[1], &l, r)) return;
   if (a.size() == 2) return r->Bulk(out[0]);
   r->Array(out.size());
@@ -151,6 +153,7 @@ void LSet(const Args& a, CommandContext* c, Reply* r) {
     return r->Error("ERR index out of range");
   }
   if (!l.SetAt(at, a[3])) return Damaged(r);
+  Notify(c, kNotifyList, "lset", a[1]);
   if (SaveList(c, a[1], &l, r)) r->Simple("OK");
 }
 
@@ -184,6 +187,7 @@ void LTrim(const Args& a, CommandContext* c, Reply* r) {
              !l.Pop(false, size - 1 - to, &dropped)) {
     return Damaged(r);
   }
+  if (l.exists()) Notify(c, kNotifyList, "ltrim", a[1]);
   if (SaveList(c, a[1], &l, r)) r->Simple("OK");
 }
 
@@ -197,6 +201,7 @@ void LInsert(const Args& a, CommandContext* c, Reply* r) {
   bool found = false;
   if (!l.InsertAt(a[3], after, a[4], &found)) return Damaged(r);
   if (!found) return r->Int(-1);
+  Notify(c, kNotifyList, "linsert", a[1]);
   if (SaveList(c, a[1], &l, r)) r->Int(static_cast<int64_t>(l.size()));
 }
 
@@ -218,6 +223,7 @@ void LRem(const Args& a, CommandContext* c, Reply* r) {
                : ListValue::Step::kRemove;
   });
   if (!ok) return Damaged(r);
+  if (removed > 0) Notify(c, kNotifyList, "lrem", a[1]);
   if (removed > 0 && !SaveList(c, a[1], &l, r)) return;
   r->Int(removed);
 }
@@ -296,6 +302,7 @@ bool PopList(CommandContext* c, std::string_view key, bool front,
     return false;
   }
   out->assign(popped.begin(), popped.end());
+  if (!out->empty()) Notify(c, kNotifyList, front ? "lpop" : "rpop", key);
   return SaveList(c, key, &l, r);
 }
 
@@ -313,6 +320,9 @@ void MoveElement(CommandContext* c, Reply* r, std::string_view from,
   Elements moved;
   if (!src.Pop(from_front, 1, &moved)) return Damaged(r);
   dst.Push(to_front, moved[0]);
+  // Redis's order: the push, the pop, then the source's removal.
+  Notify(c, kNotifyList, to_front ? "lpush" : "rpush", to);
+  Notify(c, kNotifyList, from_front ? "lpop" : "rpop", from);
   if (!SaveList(c, from, &src, r)) return;
   if (!same && !SaveList(c, to, &dst, r)) return;
   r->Bulk(moved[0]);

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "server/commands/command_util.h"
+#include "server/commands/notify.h"
 #include "server/commands/script_lua.h"
 #include "server/store/scripts.h"
 
@@ -81,7 +82,10 @@ void InTransaction(CommandContext* c, Reply* r, F f) {
   if (st != Store::Status::kOk) {
     r->Rewind(mark);
     StoreError(st, r);
+  } else {
+    PublishEvents(c);  // the script's keyspace events, still locked
   }
+  c->events.clear();
 }
 
 // EVAL script numkeys [key ...] [arg ...] and its three kin.

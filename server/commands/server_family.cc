@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/notify.h"
 #include "server/commands/pubsub_hub.h"
 #include "server/commands/script_lua.h"
 #include "server/store/scripts.h"
@@ -137,6 +138,7 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"maxmemory-clients", std::to_string(i.client_memory)},
       {"client-query-buffer-limit", std::to_string(i.max_request)},
       {"databases", "16"},
+      {"notify-keyspace-events", NotifyClassesText(c->store->NotifyFlags())},
       {"save", ""},
       {"appendonly", "no"},
       {"maxmemory", std::to_string(i.memory)},
@@ -177,6 +179,14 @@ void Config(const Args& a, CommandContext* c, Reply* r) {
       return r->Error("ERR wrong number of arguments for 'config|set' "
                        "command");
     }
+    // Only notify-keyspace-events changes at run time (a shared word);
+    // the rest are fixed at start. All or nothing, as Redis.
+    auto failed = [&](std::string_view arg, std::string_view why) {
+      r->Error("ERR CONFIG SET failed (possibly related to argument '" +
+               std::string(arg) + "') - " + std::string(why));
+    };
+    uint32_t notify = 0;
+    bool set_notify = false;
     for (size_t i = 2; i < a.size(); i += 2) {
       std::string name = Lower(a[i]);
       bool known = false;
@@ -185,9 +195,18 @@ void Config(const Args& a, CommandContext* c, Reply* r) {
         return r->Error("ERR Unknown option or number of arguments for "
                          "CONFIG SET - '" + std::string(a[i]) + "'");
       }
+      if (name != "notify-keyspace-events") {
+        return failed(a[i], "can't set immutable config");
+      }
+      if (set_notify) return failed(a[i], "duplicate parameter");
+      if (!ParseNotifyClasses(a[i + 1], &notify)) {
+        return failed(a[i], "Invalid event class character. Use "
+                            "'Ag$lshzxeKEtmdn'.");
+      }
+      set_notify = true;
     }
-    r->Error("ERR CONFIG SET failed (possibly related to argument '" +
-                  std::string(a[2]) + "') - can't set immutable config");
+    c->store->SetNotifyFlags(notify);
+    r->Simple("OK");
   } else if (sub == "resetstat" || sub == "rewrite") {
     r->Error("ERR CONFIG " + Lower(a[1]) + " is not supported by shmkv");
   } else {

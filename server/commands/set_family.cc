@@ -42,7 +42,7 @@ bool OpenSet(CommandContext* c, std::string_view key, SetValue* s,
 bool SaveSet(CommandContext* c, std::string_view key, SetValue* s,
              Reply* r) {
   Status st = s->ok() ? s->Save(c, key) : Status::kOk;
-  return Saved(st, s->ok(), r);
+  return Saved(st, s->ok(), r) && NotifyIfEmptied(c, s, key);
 }
 
 bool MembersOf(SetValue* s, Members* out) {
@@ -87,13 +87,14 @@ void SAdd(const Args& a, CommandContext* c, Reply* r) {
   int64_t added = 0;
   for (size_t i = 2; i < a.size(); ++i) added += s.Set(a[i], "");
   if (!s.ok()) return Damaged(r);
+  if (added > 0) Notify(c, kNotifySet, "sadd", a[1]);
   if (added > 0 && !SaveSet(c, a[1], &s, r)) return;
   r->Int(added);
 }
 
 // SREM key member [member ...]
 void SRem(const Args& a, CommandContext* c, Reply* r) {
-  RemoveFields(a, c, r, kSetShape);
+  RemoveFields(a, c, r, kSetShape, kNotifySet, "srem");
 }
 
 // SMEMBERS key
@@ -195,6 +196,7 @@ void SPop(const Args& a, CommandContext* c, Reply* r) {
     if (!s.Random(NextRandom, &m, &unused)) return Damaged(r);
     std::string member(m);
     s.Remove(member);
+    Notify(c, kNotifySet, "spop", a[1]);
     if (SaveSet(c, a[1], &s, r)) r->Bulk(member);
     return;
   }
@@ -206,6 +208,7 @@ void SPop(const Args& a, CommandContext* c, Reply* r) {
   if (!ok) return Damaged(r);
   std::vector<std::string> owned(picks.begin(), picks.end());
   for (const std::string& m : owned) s.Remove(m);
+  Notify(c, kNotifySet, "spop", a[1]);
   if (!SaveSet(c, a[1], &s, r)) return;
   r->Set(owned.size());
   for (const std::string& m : owned) r->Bulk(m);
@@ -254,8 +257,12 @@ void SMove(const Args& a, CommandContext* c, Reply* r) {
   if (same || !member) return r->Int(member ? 1 : 0);
   src.Remove(a[3]);
   other.Grow(a[3]);
-  other.Set(a[3], "");
-  if (SaveSet(c, a[1], &src, r) && SaveSet(c, a[2], &other, r)) r->Int(1);
+  bool added = other.Set(a[3], "");
+  // Redis's order: the removal (and the source's deletion), then the add.
+  Notify(c, kNotifySet, "srem", a[1]);
+  if (!SaveSet(c, a[1], &src, r)) return;
+  if (added) Notify(c, kNotifySet, "sadd", a[2]);
+  if (SaveSet(c, a[2], &other, r)) r->Int(1);
 }
 
 namespace {
@@ -342,6 +349,15 @@ void SetOpCommon(const Args& a, CommandContext* c, Reply* r, SetOp op,
     if (!OpenSet(c, a[1], &dst, r)) return;
     for (const std::string& m : owned) dst.Grow(m);
     for (const std::string& m : owned) dst.Set(m, "");
+    if (!owned.empty()) {
+      Notify(c, kNotifySet,
+             op == SetOp::kInter   ? "sinterstore"
+             : op == SetOp::kUnion ? "sunionstore"
+                                   : "sdiffstore",
+             a[1]);
+    } else if (st == Status::kOk) {
+      Notify(c, kNotifyGeneric, "del", a[1]);  // an empty result removes it
+    }
     if (SaveSet(c, a[1], &dst, r)) r->Int(static_cast<int64_t>(owned.size()));
   };
   if (store) {

@@ -165,6 +165,8 @@ void Set(const Args& a, CommandContext* c, Reply* r) {
   if (x.keep_ttl && found) when = old.expire_ms;
   Status st = c->txn->Put(a[1], a[2], when);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "set", a[1]);
+  if (x.unit != nullptr) Notify(c, kNotifyGeneric, "expire", a[1]);
   if (!x.get) return r->Simple("OK");
   if (found) return r->Bulk(old.bytes);
   r->Null();
@@ -185,9 +187,15 @@ void GetEx(const Args& a, CommandContext* c, Reply* r) {
   Status st = Status::kOk;
   if (x.unit != nullptr && when <= NowMs()) {
     st = c->txn->Delete(a[1]);
+    Notify(c, kNotifyGeneric, "del", a[1]);
   } else if (x.unit != nullptr || x.persist) {
     bool changed = false;
     st = Store::SetExpireIn(c->txn, a[1], when, &changed);
+    if (x.unit != nullptr) {
+      Notify(c, kNotifyGeneric, "expire", a[1]);
+    } else if (changed) {
+      Notify(c, kNotifyGeneric, "persist", a[1]);
+    }
   }
   if (st != Status::kOk && st != Status::kNotFound) return StoreError(st, r);
   r->Bulk(v);
@@ -201,6 +209,7 @@ void GetSet(const Args& a, CommandContext* c, Reply* r) {
   bool found = f == Found::kYes;
   Status st = c->txn->Put(a[1], a[2], 0);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "set", a[1]);
   if (found) return r->Bulk(old);
   r->Null();
 }
@@ -213,6 +222,7 @@ void GetDel(const Args& a, CommandContext* c, Reply* r) {
   if (f == Found::kNo) return r->Null();
   Status st = c->txn->Delete(a[1]);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyGeneric, "del", a[1]);
   r->Bulk(v);
 }
 
@@ -222,6 +232,7 @@ void SetNx(const Args& a, CommandContext* c, Reply* r) {
                            false);
   if (st == Status::kExists) return r->Int(0);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "set", a[1]);
   r->Int(1);
 }
 
@@ -233,7 +244,12 @@ void SetWithTtl(const Args& a, bool secs, CommandContext* c, Reply* r) {
   if (v <= 0 || !AbsoluteExpiry(v, secs, false, &when)) {
     return r->Error(InvalidExpire(a[0]));
   }
-  ReplyStatus(c->txn->Put(a[1], a[3], when), r);
+  Status st = c->txn->Put(a[1], a[3], when);
+  if (st == Status::kOk) {
+    Notify(c, kNotifyString, "set", a[1]);
+    Notify(c, kNotifyGeneric, "expire", a[1]);
+  }
+  ReplyStatus(st, r);
 }
 
 }  // namespace
@@ -302,6 +318,7 @@ Status PutPairs(const Args& a, CommandContext* c) {
   for (size_t i = 1; i + 1 < a.size(); i += 2) {
     Status st = c->txn->Put(a[i], a[i + 1], 0);
     if (st != Status::kOk) return st;
+    Notify(c, kNotifyString, "set", a[i]);
   }
   return Status::kOk;
 }
@@ -332,7 +349,10 @@ void IncrCommon(std::string_view key, int64_t by, CommandContext* c,
                 Reply* r) {
   int64_t v = 0;
   Status st = Store::IncrByIn(c->txn, key, by, &v);
-  if (st == Status::kOk) return r->Int(v);
+  if (st == Status::kOk) {
+    Notify(c, kNotifyString, "incrby", key);
+    return r->Int(v);
+  }
   StoreError(st, r);
 }
 
@@ -382,6 +402,7 @@ void IncrByFloat(const Args& a, CommandContext* c, Reply* r) {
   Status st = c->txn->Write(a[1], ValueType::kString, kStringNotInt, text,
                             expire);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "incrbyfloat", a[1]);
   r->Bulk(text);
 }
 
@@ -400,6 +421,7 @@ void Append(const Args& a, CommandContext* c, Reply* r) {
                             f == Found::kYes ? kStringRaw : kStringAsGiven,
                             v, expire);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "append", a[1]);
   r->Int(static_cast<int64_t>(v.size()));
 }
 
@@ -435,6 +457,7 @@ void SetRange(const Args& a, CommandContext* c, Reply* r) {
   Status st = c->txn->Write(a[1], ValueType::kString, kStringRaw, v,
                             found ? expire : 0);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "setrange", a[1]);
   r->Int(static_cast<int64_t>(v.size()));
 }
 
@@ -476,6 +499,7 @@ void SetBit(const Args& a, CommandContext* c, Reply* r) {
   Status st = c->txn->Write(a[1], ValueType::kString, kStringRaw, v,
                             found ? expire : 0);
   if (st != Status::kOk) return StoreError(st, r);
+  Notify(c, kNotifyString, "setbit", a[1]);
   r->Int(old ? 1 : 0);
 }
 

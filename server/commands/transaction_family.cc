@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/notify.h"
 
 namespace shmkv {
 namespace cmd {
@@ -92,7 +93,10 @@ void Exec(const Args&, CommandContext* c, Reply* r) {
   if (st != Store::Status::kOk) {
     r->Rewind(mark);
     StoreError(st, r);
+  } else {
+    PublishEvents(c);  // the queued commands' keyspace events, still locked
   }
+  c->events.clear();
 }
 
 // name, id (never changed), arity, flags, first/last key and step, handler

@@ -169,7 +169,11 @@ void CombineCommon(const Args& a, CommandContext* c, Reply* r, Combine op,
   }
   std::sort(result.begin(), result.end(), ZLess);
   if (store) {
-    StoreEntries(c, a[1], result, r);
+    StoreEntries(c, a[1], result,
+                 op == Combine::kUnion   ? "zunionstore"
+                 : op == Combine::kInter ? "zinterstore"
+                                         : "zdiffstore",
+                 r);
   } else {
     ReplyEntries(result, with_scores, r);
   }

@@ -18,8 +18,9 @@ namespace cmd {
 void ReplyEntries(const std::vector<ZEntry>& es, bool with_scores, Reply* r);
 // Replaces `dst` with the entries `es` (none: deletes it) and replies
 // their count; false after replying an error.
+// `event`: the keyspace event of a non-empty result.
 bool StoreEntries(CommandContext* c, std::string_view dst,
-                  const std::vector<ZEntry>& es, Reply* r);
+                  const std::vector<ZEntry>& es, const char* event, Reply* r);
 
 void ZUnion(const Args& a, CommandContext* c, Reply* r);
 void ZInter(const Args& a, CommandContext* c, Reply* r);

@@ -37,7 +37,7 @@ bool OpenZSet(CommandContext* c, std::string_view key, ZSetValue* z,
 
 bool SaveZSet(CommandContext* c, std::string_view key, ZSetValue* z,
               Reply* r) {
-  return Saved(z->Save(c, key), z->ok(), r);
+  return Saved(z->Save(c, key), z->ok(), r) && NotifyIfEmptied(c, z, key);
 }
 
 void NotFloat(Reply* r) { r->Error("ERR value is not a valid float"); }
@@ -178,6 +178,7 @@ void ZAdd(const Args& a, CommandContext* c, Reply* r) {
       done = true;
     }
   }
+  if (added + changed > 0) Notify(c, kNotifyZSet, incr ? "zincr" : "zadd", a[1]);
   if (!SaveZSet(c, a[1], &z, r)) return;
   if (incr) return done ? ReplyScore(result, r) : r->Null();
   r->Int(ch ? added + changed : added);
@@ -190,11 +191,14 @@ void ZIncrBy(const Args& a, CommandContext* c, Reply* r) {
   ZSetValue z;
   if (!OpenZSet(c, a[1], &z, r)) return;
   double cur = 0;
-  double next = z.Score(a[3], &cur) ? cur + by : by;
+  bool existed = z.Score(a[3], &cur);
+  double next = existed ? cur + by : by;
   if (std::isnan(next)) {
     return r->Error("ERR resulting score is not a number (NaN)");
   }
   z.Set(a[3], next);
+  // (an unchanged score is no event, as Redis)
+  if (!existed || next != cur) Notify(c, kNotifyZSet, "zincr", a[1]);
   if (SaveZSet(c, a[1], &z, r)) ReplyScore(next, r);
 }
 
@@ -204,6 +208,7 @@ void ZRem(const Args& a, CommandContext* c, Reply* r) {
   if (!OpenZSet(c, a[1], &z, r)) return;
   int64_t removed = 0;
   for (size_t i = 2; i < a.size(); ++i) removed += z.Remove(a[i]);
+  if (removed > 0) Notify(c, kNotifyZSet, "zrem", a[1]);
   if (SaveZSet(c, a[1], &z, r)) r->Int(removed);
 }
 
@@ -351,7 +356,7 @@ void ReplyEntries(const Entries& es, bool with_scores, Reply* r) {
 }
 
 bool StoreEntries(CommandContext* c, std::string_view dst, const Entries& es,
-                  Reply* r) {
+                  const char* event, Reply* r) {
   std::vector<std::string> members;
   members.reserve(es.size());
   for (const ZEntry& e : es) members.emplace_back(e.member);
@@ -363,6 +368,11 @@ bool StoreEntries(CommandContext* c, std::string_view dst, const Entries& es,
   ZSetValue z;
   if (!OpenZSet(c, dst, &z, r)) return false;
   for (size_t i = 0; i < es.size(); ++i) z.Set(members[i], es[i].score);
+  if (!es.empty()) {
+    Notify(c, kNotifyZSet, event, dst);
+  } else if (st == Status::kOk) {
+    Notify(c, kNotifyGeneric, "del", dst);  // an empty result removes it
+  }
   if (!SaveZSet(c, dst, &z, r)) return false;
   r->Int(static_cast<int64_t>(es.size()));
   return true;
@@ -377,7 +387,7 @@ void ZRangeStore(const Args& a, CommandContext* c, Reply* r) {
   if (!OpenZSet(c, a[2], &z, r)) return;
   Entries es;
   if (!Select(&z, s, &es)) return Damaged(r);
-  StoreEntries(c, a[1], es, r);
+  StoreEntries(c, a[1], es, "zrangestore", r);
 }
 
 namespace {
@@ -403,6 +413,13 @@ void RemRangeCommon(const Args& a, CommandContext* c, Reply* r,
   std::vector<std::string> members;
   for (const ZEntry& e : gone) members.emplace_back(e.member);
   for (const std::string& m : members) z.Remove(m);
+  if (!gone.empty()) {
+    Notify(c, kNotifyZSet,
+           by == RangeBy::kRank    ? "zremrangebyrank"
+           : by == RangeBy::kScore ? "zremrangebyscore"
+                                   : "zremrangebylex",
+           a[1]);
+  }
   if (SaveZSet(c, a[1], &z, r)) r->Int(static_cast<int64_t>(gone.size()));
 }
 
@@ -505,6 +522,9 @@ bool PopZSet(CommandContext* c, std::string_view key, bool max,
   if (!z.ok()) {
     members->clear();
     scores->clear();
+  }
+  if (!members->empty()) {
+    Notify(c, kNotifyZSet, max ? "zpopmax" : "zpopmin", key);
   }
   return SaveZSet(c, key, &z, r);
 }

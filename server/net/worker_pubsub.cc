@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "server/commands/notify.h"
 #include "server/net/worker_impl.h"
 
 namespace shmkv {
@@ -38,6 +39,13 @@ void Worker::OpenPubSub() {
     return;
   }
   ctx_.pubsub = hub_.get();
+  // A key this worker finds expired (on access, under the write lock) is
+  // an "expired" keyspace event at once, before the command's own.
+  PubSubHub* hub = hub_.get();
+  Store* store = store_.get();
+  store_->SetExpiryListener([store, hub](uint32_t db, std::string_view key) {
+    cmd::NotifyIn(store, hub, db, cmd::kNotifyExpired, "expired", key);
+  });
 }
 
 void Worker::DeliverMessage(ClientState* cl, std::string_view frame) {

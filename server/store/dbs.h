@@ -33,7 +33,9 @@ struct DbBlock {
   std::atomic<uint64_t> magic;    // kDbMagic once made
   std::atomic<uint64_t> map;      // logical database i's physical: nibble i
   std::atomic<uint64_t> counted;  // 1 once keys[] were counted from the map
-  uint64_t reserved;
+  // notify-keyspace-events' classes (server/commands/notify.h). Was a
+  // reserved word, zero in a block an older build made: no events.
+  std::atomic<uint64_t> notify;
   std::atomic<uint64_t> keys[kDatabases];     // Redis keys per physical db
   std::atomic<uint64_t> expires[kDatabases];  // of them, keys with a TTL
 };
@@ -102,6 +104,20 @@ class DbWords {
     return PhysicalDb(b_->map.load(std::memory_order_acquire), logical);
   }
   uint64_t Mapping() const { return b_->map.load(std::memory_order_acquire); }
+  // The logical database physical database `physical` is, under the map.
+  uint32_t Logical(uint32_t physical) const {
+    uint64_t map = Mapping();
+    for (uint32_t i = 0; i < kDatabases; ++i) {
+      if (PhysicalDb(map, i) == physical % kDatabases) return i;
+    }
+    return physical % kDatabases;
+  }
+  uint32_t Notify() const {
+    return static_cast<uint32_t>(b_->notify.load(std::memory_order_relaxed));
+  }
+  void SetNotify(uint32_t flags) {
+    b_->notify.store(flags, std::memory_order_relaxed);
+  }
   void SetMapping(uint64_t map) {
     b_->map.store(map, std::memory_order_release);
   }

@@ -209,6 +209,11 @@ class StoreT : public Store {
   }
 
   uint32_t Physical(uint32_t db) override { return dbs_.Physical(db); }
+  uint32_t NotifyFlags() override { return dbs_.Notify(); }
+  void SetNotifyFlags(uint32_t flags) override { dbs_.SetNotify(flags); }
+  void SetExpiryListener(ExpiryListener f) override {
+    on_expiry_ = std::move(f);
+  }
   uint64_t KeysIn(uint32_t physical, uint64_t* expires, bool locked) override {
     std::optional<Locked> lock;  // counted, and no commit half counted
     if (!locked) lock.emplace(this);
@@ -728,7 +733,7 @@ class StoreT : public Store {
       scratch_len_ = len;
     }
     if (b->Expired(NowMs())) {
-      EraseExpired(h, last_root_, db);
+      EraseExpired(h, last_root_, db, key);
       last_root_ = PartsRoot{0, 0};
       return Status::kNotFound;
     }
@@ -737,11 +742,13 @@ class StoreT : public Store {
 
   // Removes an expired key; a collection's parts go with it, through a
   // grave (reaped now, up to a budget; the sweep finishes it).
-  void EraseExpired(const KeyHash& h, PartsRoot root, uint32_t db) {
+  void EraseExpired(const KeyHash& h, PartsRoot root, uint32_t db,
+                    std::string_view key) {
     if (root.id != 0) graves_.Bury(root);
     if (map_.Erase(h)) dbs_.Adjust(db, -1, -1);  // it had a TTL
     ctl_->expired_keys.fetch_add(1, std::memory_order_relaxed);
     if (root.id != 0) graves_.Reap(root.id, kReapBudget);
+    if (on_expiry_) on_expiry_(dbs_.Logical(db), key);
   }
 
   // Removes `key` of physical database `db` if it is (still) expired.
@@ -756,10 +763,12 @@ class StoreT : public Store {
     }
     PartsRoot root{0, 0};
     if (!b.Root(&root)) root = PartsRoot{0, 0};
-    EraseExpired(h, root, db);
+    std::string name(key);  // (key may point into scratch_)
+    EraseExpired(h, root, db, name);
     return true;
   }
 
+  ExpiryListener on_expiry_;
   Map map_;
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl_arr_;
   ControlBlock* ctl_ = nullptr;

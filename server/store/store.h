@@ -270,6 +270,17 @@ class Store {
   // FLUSHDB outside a transaction: as FlushAll, for one database.
   virtual uint64_t FlushDb(uint32_t physical) = 0;
 
+  // notify-keyspace-events (server/commands/notify.h), shared by every
+  // process of the store: 0 (none) in a store an older build made.
+  virtual uint32_t NotifyFlags() = 0;
+  virtual void SetNotifyFlags(uint32_t flags) = 0;
+  // Called under the write lock for each key expiry removes (lazily, on
+  // access, or by Sweep) with the key's logical database, for the
+  // "expired" keyspace event. Null: none.
+  using ExpiryListener =
+      std::function<void(uint32_t logical, std::string_view key)>;
+  virtual void SetExpiryListener(ExpiryListener f) = 0;
+
   // Reads: lock-free. A reader of several keys that must not see half of
   // a multi-key commit brackets them: t = ReadBegin(); reads;
   // retry unless ReadValid(t).
