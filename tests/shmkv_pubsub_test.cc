@@ -243,6 +243,79 @@ TEST(ShmkvPubSub, AWorkerThatFellARingBehindClosesItsSubscribers) {
       << s.log();
 }
 
+// The payload of a message (its last bulk string), "" if it is none.
+std::string Payload(const std::string& reply) {
+  if (reply.empty() || (reply[0] != '*' && reply[0] != '>')) return "";
+  size_t end = reply.size() - 2;  // the CRLF after the payload
+  size_t start = reply.rfind("\r\n", end - 1);
+  return start == std::string::npos ? "" : reply.substr(start + 2, end - start - 2);
+}
+
+// A hot restart while a publisher sends: each subscriber (by channel and
+// by pattern, RESP2 and RESP3, on both workers) moves to the new workers
+// with its subscriptions, keeps its connection, and receives every
+// message once, in order; every PUBLISH counts all four; afterwards no
+// old worker's registration is left.
+TEST(ShmkvPubSub, HotRestartMovesSubscribersWithoutLoss) {
+  Server s("pubsub_hot");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* subs[4] = {groups[0][0].get(), groups[0][1].get(),
+                     groups[1][0].get(), groups[1][1].get()};
+  ASSERT_EQ(subs[1]->Call({"HELLO", "3"}).substr(0, 4), "%7\r\n");
+  std::string pid_before = InfoField(subs[1], "process_id");
+  ASSERT_FALSE(pid_before.empty());
+  ASSERT_FALSE(subs[0]->Call({"SUBSCRIBE", "ch"}).empty());
+  ASSERT_FALSE(subs[1]->Call({"PSUBSCRIBE", "c?"}).empty());
+  ASSERT_FALSE(subs[2]->Call({"PSUBSCRIBE", "c*"}).empty());
+  ASSERT_FALSE(subs[3]->Call({"SUBSCRIBE", "ch", "other"}).empty());
+  ASSERT_FALSE(subs[3]->Reply().empty());  // (one reply per channel)
+  constexpr int kMessages = 30000;
+  std::atomic<int> sent{0};
+  std::atomic<int> bad_counts{0};
+  std::thread publisher([&] {
+    Client pub(s.port());
+    constexpr int kBatch = 100;
+    for (int i = 0; i < kMessages; i += kBatch) {
+      std::string batch;
+      for (int j = i; j < i + kBatch; ++j) {
+        batch += Client::Encode({"PUBLISH", "ch", std::to_string(j)});
+      }
+      if (!pub.SendRaw(batch)) return;
+      for (int j = 0; j < kBatch; ++j) {
+        if (pub.Reply() != ":4\r\n") ++bad_counts;
+      }
+      sent = i + kBatch;
+    }
+  });
+  for (int reload = 1; reload <= 2; ++reload) {
+    while (sent < reload * kMessages / 3) std::this_thread::sleep_for(1ms);
+    s.Signal(SIGHUP);
+  }
+  publisher.join();
+  EXPECT_EQ(bad_counts, 0) << "a PUBLISH did not count the four subscribers";
+  for (int k = 0; k < 4; ++k) {
+    for (int i = 0; i < kMessages; ++i) {
+      std::string r = subs[k]->Reply();
+      ASSERT_FALSE(r.empty()) << "subscriber " << k << " lost its connection "
+                              << "or messages after " << i << ": " << s.log();
+      ASSERT_EQ(Payload(r), std::to_string(i)) << "subscriber " << k << ": " << r;
+    }
+  }
+  // Moved, not reconnected: the RESP3 subscriber's worker is a new one.
+  std::string pid_after = InfoField(subs[1], "process_id");
+  EXPECT_NE(pid_after, pid_before);
+  EXPECT_FALSE(pid_after.empty());
+  // Each still subscribed, counted once.
+  Client admin(s.port());
+  EXPECT_EQ(admin.Call({"PUBSUB", "NUMSUB", "ch", "other"}),
+            "*4\r\n$2\r\nch\r\n:2\r\n$5\r\nother\r\n:1\r\n");
+  EXPECT_EQ(admin.Call({"PUBSUB", "NUMPAT"}), ":2\r\n");
+  EXPECT_EQ(admin.Call({"PUBLISH", "ch", "after"}), ":4\r\n");
+  for (int k = 0; k < 4; ++k) EXPECT_EQ(Payload(subs[k]->Reply()), "after");
+}
+
 // A worker killed while it holds subscribers: the next worker of its
 // place (or any worker) drops its registrations, and publishing counts
 // only the live subscribers.

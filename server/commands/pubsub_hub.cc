@@ -30,9 +30,10 @@ std::string Frame(char kind, std::string_view pattern, std::string_view channel,
 // that said HELLO 3 (the same bytes but the first).
 template <class Clients, class Deliver>
 void DeliverTo(const Clients& clients, const std::string& frame,
-               const Deliver& deliver) {
+               const Deliver& deliver, const ClientState* only) {
   std::string push;
   for (ClientState* cl : clients) {
+    if (only != nullptr && cl != only) continue;
     if (cl->resp != 3) {
       deliver(cl, frame);
       continue;
@@ -106,18 +107,20 @@ void PubSubHub::Drop(ClientState* cl) {
 }
 
 uint64_t PubSubHub::DeliverLocal(char kind, std::string_view channel,
-                                 std::string_view message) {
+                                 std::string_view message,
+                                 const ClientState* only) {
   uint64_t n = 0;
   auto& exact = kind == 's' ? shards_ : channels_;
   auto it = exact.find(std::string(channel));
   if (it != exact.end()) {
-    DeliverTo(it->second, Frame(kind, "", channel, message), deliver_);
+    DeliverTo(it->second, Frame(kind, "", channel, message), deliver_, only);
     n += it->second.size();
   }
   if (kind == 'c') {
     for (const auto& [pattern, clients] : patterns_) {
       if (!GlobMatch(pattern, channel)) continue;
-      DeliverTo(clients, Frame('p', pattern, channel, message), deliver_);
+      DeliverTo(clients, Frame('p', pattern, channel, message), deliver_,
+                only);
       n += clients.size();
     }
   }
@@ -138,19 +141,66 @@ uint64_t PubSubHub::Publish(char kind, std::string_view channel,
       if (GlobMatch(p, channel)) shared_.Holders('p', p, &holders_);
     }
   }
-  uint64_t remote = 0;
+  uint64_t remote = 0, mine = 0;
   for (const PubSubShared::Holder& h : holders_) {
-    if (h.pid == self_) continue;
+    if (h.pid == self_) {
+      mine += h.count;
+      continue;
+    }
     remote += h.count;
     to_wake_.insert(h.pid);
   }
+  // This worker's registrations count subscribers handed over to it and
+  // not adopted yet (a hot restart): they get the message from the ring
+  // when adopted, and count now.
+  if (mine > local) local = mine;
   // Only what reaches the ring reaches another worker (it always does
   // under kMaxPublish); the count says so either way.
-  if (to_wake_.empty() || !shared_.Push(self_, kind, channel, message)) {
+  if ((to_wake_.empty() && !adopting_) ||
+      !shared_.Push(self_, kind, channel, message)) {
     return local;
   }
   pending_wakes_.insert(to_wake_.begin(), to_wake_.end());
   return local + remote;
+}
+
+bool PubSubHub::HandOver(ClientState* cl, uint32_t to, uint64_t* pos) {
+  Poll();  // what is on the ring for it goes with it, in its output
+  std::vector<std::pair<char, std::string>> done;
+  for (char kind : {'c', 'p', 's'}) {
+    for (const std::string& n : SetOf(cl, kind)) {
+      if (open_ && !shared_.Change(kind, n, to, 1)) {
+        for (const auto& [k, m] : done) shared_.Change(k, m, to, -1);
+        return false;
+      }
+      done.emplace_back(kind, n);
+    }
+  }
+  for (const auto& [kind, n] : done) Unsubscribe(cl, kind, n);
+  *pos = open_ ? shared_.Tail() : 0;
+  return true;
+}
+
+bool PubSubHub::Adopt(ClientState* cl,
+                      const std::vector<std::pair<char, std::string>>& subs,
+                      uint64_t pos) {
+  Poll();  // the others first: what follows is for this client alone
+  for (const auto& [kind, n] : subs) {
+    auto& mine = SetOf(cl, kind);
+    if (!mine.emplace(n).second) continue;
+    Of(kind)[n].insert(cl);
+    ++local_;
+  }
+  if (!open_) return true;
+  PubSubShared::Message m;
+  for (;;) {
+    int rc = shared_.Next(&pos, &m);
+    if (rc == 0) break;
+    if (rc < 0) return false;
+    DeliverLocal(m.kind, m.channel, m.message, cl);
+  }
+  ring_pos_ = shared_.Tail();
+  return true;
 }
 
 void PubSubHub::SendWakes() {

@@ -79,11 +79,32 @@ class PubSubHub {
   uint64_t Count(char kind, std::string_view name) const;
   uint64_t NumPat() const;
 
+  // Hot restart (docs/server.md, "Pub/sub"): a subscriber moves to the
+  // worker `to` with its subscriptions and loses no message.
+  // HandOver, under the write lock: delivers what the ring holds for
+  // this worker, then moves the client's registrations to `to` and drops
+  // it here; *pos is where `to` goes on reading the ring for it. False
+  // (nothing changed) when the registry is full.
+  bool HandOver(ClientState* cl, uint32_t to, uint64_t* pos);
+  // Adopt, under the write lock: the client of a HandOver to this
+  // worker, its subscriptions in `subs` (kind, name) already registered
+  // for it; delivers to it what the ring got since `pos`. False when the
+  // ring has passed `pos` (messages were lost: the caller closes it).
+  bool Adopt(ClientState* cl,
+             const std::vector<std::pair<char, std::string>>& subs,
+             uint64_t pos);
+  // While a worker may still adopt subscribers (its predecessor drains),
+  // everything it publishes also goes on the ring: a message for a
+  // client registered here but not adopted yet is found there.
+  void set_adopting(bool on) { adopting_ = on; }
+
  private:
   using Clients = std::unordered_set<ClientState*>;
   std::unordered_map<std::string, Clients>& Of(char kind);
+  // only: deliver to that client alone (an adopted one catching up).
   uint64_t DeliverLocal(char kind, std::string_view channel,
-                        std::string_view message);
+                        std::string_view message,
+                        const ClientState* only = nullptr);
 
   Store* store_;
   uint32_t self_;
@@ -91,6 +112,7 @@ class PubSubHub {
   Wake wake_;
   PubSubShared shared_;
   bool open_ = false;
+  bool adopting_ = false;
   std::unordered_map<std::string, Clients> channels_, patterns_, shards_;
   uint64_t local_ = 0;  // this worker's subscriptions, all kinds
   uint64_t ring_pos_ = 0;

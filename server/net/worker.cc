@@ -100,6 +100,13 @@ int Worker::Run() {
   OpenBlocking();
   ctx_.store = store_.get();
   OpenPubSub();
+  if (hub_ != nullptr && adopt_fd_ >= 0) {
+    // Tells the worker it replaces that it adopts subscribers, and its
+    // pid (worker_handoff.cc, ReadReplacementHello).
+    hub_->set_adopting(true);
+    std::string hello = "A" + std::to_string(getpid());
+    send(adopt_fd_, hello.data(), hello.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
   ctx_.stats = &stats_;
   ctx_.info = &cfg_.info;
   ctx_.password = &cfg_.password;

@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "server/net/fdpass.h"
 #include "server/net/worker_impl.h"
@@ -32,9 +35,93 @@ void Worker::OnControl() {
   }
   if (fd >= 0) {
     handoff_fd_ = fd;
+    ReadReplacementHello();
     StartDrain();
     HandOff();
   }
+}
+
+namespace {
+
+void Put32(std::string* s, uint32_t v) {
+  s->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+bool Take(std::string_view* in, void* out, size_t n) {
+  if (in->size() < n) return false;
+  std::memcpy(out, in->data(), n);
+  in->remove_prefix(n);
+  return true;
+}
+
+// A subscriber's section of the handoff: the ring position its new worker
+// reads on from, its subscriptions (kind, length, name) and the messages
+// it had not been sent yet.
+struct Subscriber {
+  uint64_t pos = 0;
+  std::vector<std::pair<char, std::string>> subs;
+  std::string unsent;
+};
+
+bool DecodeSubscriber(std::string_view* in, Subscriber* s) {
+  uint32_t n = 0;
+  if (!Take(in, &s->pos, sizeof(s->pos)) || !Take(in, &n, sizeof(n)) ||
+      n > in->size()) {
+    return false;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    char kind = 0;
+    uint32_t len = 0;
+    if (!Take(in, &kind, 1) || !Take(in, &len, sizeof(len)) ||
+        len > in->size() || (kind != 'c' && kind != 'p' && kind != 's')) {
+      return false;
+    }
+    s->subs.emplace_back(kind, std::string(in->substr(0, len)));
+    in->remove_prefix(len);
+  }
+  uint32_t unsent = 0;
+  if (!Take(in, &unsent, sizeof(unsent)) || unsent > in->size()) return false;
+  s->unsent.assign(in->data(), unsent);
+  in->remove_prefix(unsent);
+  return true;
+}
+
+}  // namespace
+
+// The replacement's first words on the handoff socket, "A<pid>": it
+// adopts subscribers, and its pid is the one their registrations move
+// to. A replacement of an older build says nothing: subscribers stay
+// here and close at the drain's end, as that build expects.
+void Worker::ReadReplacementHello() {
+  char buf[32];
+  ssize_t n = recv(handoff_fd_, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+  if (n < 2 || buf[0] != 'A') return;
+  buf[n] = '\0';
+  handoff_pid_ = static_cast<uint32_t>(std::strtoul(buf + 1, nullptr, 10));
+}
+
+bool Worker::HandOverSubscriber(Conn* c, std::string* out) {
+  auto lock = store_->Begin();
+  std::vector<std::pair<char, std::string>> subs;
+  for (char kind : {'c', 'p', 's'}) {
+    const auto& names = kind == 'p'   ? c->client.patterns
+                        : kind == 's' ? c->client.shards
+                                      : c->client.channels;
+    for (const std::string& n : names) subs.emplace_back(kind, n);
+  }
+  uint64_t pos = 0;
+  if (!hub_->HandOver(&c->client, handoff_pid_, &pos)) return false;
+  out->append(reinterpret_cast<const char*>(&pos), sizeof(pos));
+  Put32(out, static_cast<uint32_t>(subs.size()));
+  for (const auto& [kind, n] : subs) {
+    out->push_back(kind);
+    Put32(out, static_cast<uint32_t>(n.size()));
+    *out += n;
+  }
+  // (HandOver delivered what the ring held into the output: sent along)
+  Put32(out, static_cast<uint32_t>(c->pending_out()));
+  out->append(c->out, c->out_off, std::string::npos);
+  c->out.resize(c->out_off);
+  return true;
 }
 
 void Worker::HandOff() {
@@ -42,25 +129,36 @@ void Worker::HandOff() {
   for (auto& kv : conns_) {
     Conn* c = kv.second.get();
     // Inside MULTI the queued commands stay here until EXEC or DISCARD
-    // (or the drain deadline closes the connection: nothing ran).
-    if (!c->movable()) continue;
+    // (or the drain deadline closes the connection: nothing ran). A
+    // subscriber moves with its subscriptions and its unsent messages
+    // when the replacement's pid is known.
+    bool sub = c->client.subscribed();
+    if (sub && handoff_pid_ == 0) ReadReplacementHello();
+    if (sub ? (c->closing || c->client.in_multi || handoff_pid_ == 0 ||
+               hub_ == nullptr)
+            : !c->movable()) {
+      continue;
+    }
     size_t partial = c->in.size() - c->in_off;
-    if (partial > kMaxHandoffBytes) continue;
+    if (partial + c->pending_out() > kMaxHandoffBytes / 2) continue;
+    std::string subs;  // the flag-32 section, built under the lock
+    if (sub && !HandOverSubscriber(c, &subs)) continue;
     // 'S', the kind, a digit ('0' + 1 if AUTH passed + 2 if the client
     // WATCHes keys: their versions do not travel, so its next EXEC
     // fails and it retries + 4 if it is blocked + 8 if it SELECTed a
-    // database other than 0 + 16 if it speaks RESP3), the client id, its
-    // name, its database (a
-    // byte, with 8), a blocked client's command (BlockedCommand::
-    // Encode), then the partial request ('H'/'R' + request from older
-    // workers).
+    // database other than 0 + 16 if it speaks RESP3 + 32 if it
+    // subscribed), the client id, its name, its database (a byte, with
+    // 8), a blocked client's command (BlockedCommand::Encode), its
+    // subscriptions (HandOverSubscriber, with 32), then the partial
+    // request ('H'/'R' + request from older workers).
     std::string msg = "S";
     msg += c->http ? 'H' : 'R';
     msg += static_cast<char>('0' + (c->client.authed ? 1 : 0) +
                              (c->client.watched.empty() && !c->client.watch_lost ? 0 : 2) +
                              (c->blocked ? 4 : 0) +
                              (c->client.db != 0 ? 8 : 0) +
-                             (c->client.resp == 3 ? 16 : 0));
+                             (c->client.resp == 3 ? 16 : 0) +
+                             (sub ? 32 : 0));
     uint64_t id = c->client.id;
     msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
     uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
@@ -68,6 +166,7 @@ void Worker::HandOff() {
     msg += c->client.name;
     if (c->client.db != 0) msg += static_cast<char>(c->client.db);
     if (c->blocked) c->blocked->Encode(&msg);
+    msg += subs;
     msg.append(c->in, c->in_off, partial);
     if (!SendFd(handoff_fd_, c->fd, msg)) {
       // The replacement is gone: finish the drain by closing instead.
@@ -96,6 +195,7 @@ void Worker::Adopt() {
       epoll_ctl(ep_, EPOLL_CTL_DEL, adopt_fd_, nullptr);
       close(adopt_fd_);  // the old worker is done
       adopt_fd_ = -1;
+      if (hub_ != nullptr) hub_->set_adopting(false);
       return;
     }
     if (fd < 0) continue;
@@ -109,6 +209,7 @@ void Worker::Adopt() {
       PeerText(peer, &c->client.addr);
     }
     c->client.authed = cfg_.password.empty();
+    std::unique_ptr<Subscriber> sub;
     constexpr size_t kStateHead = 3 + sizeof(uint64_t) + sizeof(uint32_t);
     uint32_t name_len = 0;
     if (msg.size() >= kStateHead && msg[0] == 'S') {
@@ -139,6 +240,15 @@ void Worker::Adopt() {
           continue;
         }
       }
+      if ((flags & 32) != 0) {
+        sub = std::make_unique<Subscriber>();
+        if (!DecodeSubscriber(&rest, sub.get())) {
+          std::fprintf(stderr, "shmkv worker %zu: a subscriber handed "
+                       "over with damaged state: closed\n", cfg_.slot);
+          close(fd);
+          continue;
+        }
+      }
       c->in.assign(rest.data(), rest.size());
     } else {  // from a worker of an earlier version
       c->http = !msg.empty() && msg[0] == 'H';
@@ -151,6 +261,24 @@ void Worker::Adopt() {
     conns_[fd] = std::move(c);
     ++local_.adopted;
     Account(raw);
+    if (sub != nullptr) {
+      // Its messages not sent yet, then those the ring got since it was
+      // handed over (under the lock: no publish comes between).
+      raw->out = std::move(sub->unsent);
+      bool kept = false;
+      if (hub_ != nullptr) {
+        auto lock = store_->Begin();
+        kept = hub_->Adopt(&raw->client, sub->subs, sub->pos);
+      }
+      if (!kept) {
+        std::fprintf(stderr, "shmkv worker %zu: a subscriber handed over "
+                     "could not be kept (pub/sub is off here, or the ring "
+                     "passed its messages): closed\n", cfg_.slot);
+        Close(fd);
+        continue;
+      }
+      Update(raw);
+    }
     if (raw->blocked) {
       AdoptBlocked(raw);
       continue;

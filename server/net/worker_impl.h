@@ -244,7 +244,13 @@ class Worker {
   ClientState udp_client_;  // what every UDP request runs as
   bool draining_ = false;
   double drain_deadline_ = 0;
+  // Hot restart of a subscriber: its registrations moved to the
+  // replacement and its section of the handoff message in *out; false
+  // (it stays) when the registry has no room.
+  bool HandOverSubscriber(Conn* c, std::string* out);
+  void ReadReplacementHello();
   int handoff_fd_ = -1;
+  uint32_t handoff_pid_ = 0;  // the replacement's pid (0: it did not say)
   int adopt_fd_ = -1;
   uint64_t next_id_ = 0;
   // Blocking commands: the shared board, this worker's wake socket, its
