@@ -149,6 +149,42 @@ TEST(ShmkvNotifyVsRedis, EventsOfEveryFamilyAsRedis) {
   ExpectSameAsRedis(s.port(), redis.port(), steps);
 }
 
+// "new" (class n, outside A): a key a write makes, announced before the
+// command's own events; a key replaced is not new.
+TEST(ShmkvNotifyVsRedis, NewKeysAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("notify_new");
+  ASSERT_TRUE(s.Start()) << s.log();
+  std::vector<Step> steps = {
+      {2, {"CONFIG", "SET", "notify-keyspace-events", "KEA"}},
+      {2, {"CONFIG", "SET", "notify-keyspace-events", "KEAn"}},
+      {2, {"CONFIG", "GET", "notify-keyspace-events"}},
+      {0, {"PSUBSCRIBE", "__key*__:*"}},
+      {1, {"SET", "k", "v"}}, {1, {"SET", "k", "w"}}, {1, {"INCR", "n"}},
+      {1, {"APPEND", "a", "x"}}, {1, {"SETRANGE", "r", "2", "x"}},
+      {1, {"SETBIT", "b", "1", "1"}}, {1, {"MSET", "m1", "1", "k", "2"}},
+      {1, {"SETNX", "k", "x"}}, {1, {"GETSET", "g", "1"}},
+      {1, {"HSET", "h", "f", "v"}}, {1, {"HSET", "h", "g", "v"}},
+      {1, {"HINCRBY", "h2", "f", "1"}}, {1, {"LPUSH", "l", "a"}},
+      {1, {"RPUSH", "l", "b"}}, {1, {"SADD", "s", "a"}},
+      {1, {"ZADD", "z", "1", "a"}}, {1, {"ZINCRBY", "z2", "1", "a"}},
+      {1, {"RENAME", "k", "k2"}}, {1, {"SET", "k3", "v"}},
+      {1, {"RENAME", "k2", "k3"}}, {1, {"COPY", "k3", "k4"}},
+      {1, {"COPY", "k3", "k4", "REPLACE"}}, {1, {"MOVE", "k4", "3"}},
+      {1, {"SMOVE", "s", "s2", "a"}}, {1, {"LMOVE", "l", "l2", "LEFT", "LEFT"}},
+      {1, {"SADD", "s3", "x"}}, {1, {"SINTERSTORE", "s4", "s3"}},
+      {1, {"SINTERSTORE", "s4", "s3"}}, {1, {"ZUNIONSTORE", "z3", "1", "z"}},
+      {1, {"ZUNIONSTORE", "z3", "1", "z"}},
+      {1, {"MULTI"}}, {1, {"SET", "t", "1"}}, {1, {"INCR", "t"}},
+      {1, {"EXEC"}},
+      {1, {"EVAL", "redis.call('set', KEYS[1], '1') return redis.call("
+                   "'lpush', KEYS[2], 'x')", "2", "e1", "e2"}},
+      {2, {"SET", "soon", "v", "PX", "1"}, 50}, {1, {"SET", "soon", "w"}},
+  };
+  ExpectSameAsRedis(s.port(), redis.port(), steps);
+}
+
 // A key nobody reads again is removed by the master's active expiry,
 // which publishes its "expired" event to subscribers on every worker.
 TEST(ShmkvNotify, ActiveExpiryPublishesExpired) {

@@ -97,6 +97,9 @@ struct CommandContext {
     std::string key;
   };
   std::vector<Event> events;
+  // Where the running command's events begin: a "new" event goes there,
+  // before the command's own (Redis adds the key first).
+  size_t events_mark = 0;
   // In: nonzero when the command is a blocked one tried again, its place
   // in line. Out: `blocked.ticket` nonzero when the command blocked (no
   // reply written): the caller holds the client until a key it waits on

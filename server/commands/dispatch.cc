@@ -125,6 +125,7 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
       ctx->txn != nullptr) {
     // Inside EXEC or a script: a command that failed keeps no events.
     size_t events = ctx->events.size();
+    ctx->events_mark = events;
     row->run(args, ctx, r);
     if (r->error()) ctx->events.resize(events);
     return row->id;
@@ -139,6 +140,7 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   ctx->store->UseDb(db);
   txn->UseDb(db);
   size_t mark = r->Mark();
+  ctx->events_mark = ctx->events.size();
   row->run(args, ctx, r);
   ctx->txn = nullptr;
   if (!r->error()) {

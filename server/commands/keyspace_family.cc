@@ -71,10 +71,14 @@ void RenameCommon(const Args& a, bool nx, CommandContext* c, Reply* r) {
   Value v, dummy;
   if (!ReadValue(c, a[1], &v)) return r->Error("ERR no such key");
   if (a[1] == a[2]) return nx ? r->Int(0) : r->Simple("OK");
-  if (nx && ReadValue(c, a[2], &dummy)) return r->Int(0);
+  bool replaced = ReadValue(c, a[2], &dummy);
+  if (nx && replaced) return r->Int(0);
   Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
   if (st == Status::kOk) st = c->txn->Delete(a[1]);
   if (st != Status::kOk) return StoreError(st, r);
+  // Redis deletes the old destination and adds the key anew: "new" even
+  // then (the store announces only keys that were not there).
+  if (replaced) NotifyNew(c, c->client->db, a[2]);
   Notify(c, kNotifyGeneric, "rename_from", a[1]);
   Notify(c, kNotifyGeneric, "rename_to", a[2]);
   nx ? r->Int(1) : r->Simple("OK");
@@ -110,9 +114,11 @@ void Copy(const Args& a, CommandContext* c, Reply* r) {
   Value v, dummy;
   if (!ReadValue(c, a[1], &v)) return r->Int(0);
   InDb other(c, db);
-  if (!replace && ReadValue(c, a[2], &dummy)) return r->Int(0);
+  bool replaced = ReadValue(c, a[2], &dummy);
+  if (!replace && replaced) return r->Int(0);
   Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
   if (st != Status::kOk) return StoreError(st, r);
+  if (replaced) NotifyNew(c, db, a[2]);  // as RENAME's
   Notify(c, kNotifyGeneric, "copy_to", a[2], static_cast<int>(db));
   r->Int(1);
 }

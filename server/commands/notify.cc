@@ -1,6 +1,9 @@
 // Keyspace notifications (server/commands/notify.h).
 #include "server/commands/notify.h"
 
+#include <algorithm>
+#include <cstddef>
+
 #include "server/commands/command.h"
 #include "server/commands/pubsub_hub.h"
 #include "server/store/store.h"
@@ -94,6 +97,22 @@ void Notify(CommandContext* c, uint32_t cls, const char* event,
                        db < 0 ? c->client->db : static_cast<uint32_t>(db),
                        std::string(key)});
 }
+
+void NotifyNew(CommandContext* c, uint32_t db, std::string_view key) {
+  if (c->pubsub == nullptr || c->client == nullptr) return;
+  uint32_t flags = c->store->NotifyFlags();
+  if ((flags & kNotifyNew) == 0 ||
+      (flags & (kNotifyKeyspace | kNotifyKeyevent)) == 0) {
+    return;
+  }
+  size_t at = std::min(c->events_mark, c->events.size());
+  c->events.insert(c->events.begin() + static_cast<std::ptrdiff_t>(at),
+                   CommandContext::Event{kNotifyNew, "new", db,
+                                         std::string(key)});
+  c->events_mark = at + 1;
+}
+
+void MarkEvents(CommandContext* c) { c->events_mark = c->events.size(); }
 
 void PublishEvents(CommandContext* c) {
   for (const CommandContext::Event& e : c->events) {

@@ -53,6 +53,13 @@ std::string NotifyClassesText(uint32_t flags);
 // db: the logical database, when not the client's (MOVE, COPY ... DB).
 void Notify(CommandContext* c, uint32_t cls, const char* event,
             std::string_view key, int db = -1);
+// The "new" event of a key a write just made (the store's create
+// listener), in logical database `db`: placed before the events the
+// command has given so far, as Redis announces the key's creation first.
+void NotifyNew(CommandContext* c, uint32_t db, std::string_view key);
+// Marks where the next "new" event goes (a command that writes a second
+// key after the events of its first: SMOVE).
+void MarkEvents(CommandContext* c);
 // After collection `v` was saved: the "del" event when it existed and is
 // now empty (its key went with its last element). True, to chain after
 // Saved().

@@ -261,6 +261,7 @@ void SMove(const Args& a, CommandContext* c, Reply* r) {
   // Redis's order: the removal (and the source's deletion), then the add.
   Notify(c, kNotifySet, "srem", a[1]);
   if (!SaveSet(c, a[1], &src, r)) return;
+  MarkEvents(c);  // (a new destination is announced after the source's)
   if (added) Notify(c, kNotifySet, "sadd", a[2]);
   if (SaveSet(c, a[2], &other, r)) r->Int(1);
 }

@@ -46,6 +46,10 @@ void Worker::OpenPubSub() {
   store_->SetExpiryListener([store, hub](uint32_t db, std::string_view key) {
     cmd::NotifyIn(store, hub, db, cmd::kNotifyExpired, "expired", key);
   });
+  // A key a command's write makes: its "new" event, with the command's.
+  store_->SetCreateListener([this](uint32_t db, std::string_view key) {
+    cmd::NotifyNew(&ctx_, db, key);
+  });
 }
 
 void Worker::DeliverMessage(ClientState* cl, std::string_view frame) {

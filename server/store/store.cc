@@ -214,6 +214,9 @@ class StoreT : public Store {
   void SetExpiryListener(ExpiryListener f) override {
     on_expiry_ = std::move(f);
   }
+  void SetCreateListener(ExpiryListener f) override {
+    on_create_ = std::move(f);
+  }
   uint64_t KeysIn(uint32_t physical, uint64_t* expires, bool locked) override {
     std::optional<Locked> lock;  // counted, and no commit half counted
     if (!locked) lock.emplace(this);
@@ -326,12 +329,19 @@ class StoreT : public Store {
       Entry* e = nullptr;
       Status st = LoadEntry(key, false, &e, false);
       if (st != Status::kOk) return st;
+      // New: not in the map when the transaction began, nor live now (a
+      // key a *STORE deletes and writes again is replaced, not new).
+      bool fresh = !e->had_old && !Live(*e);
       e->present = true;
       e->type = type;
       e->encoding = encoding;
       e->value.assign(bytes.data(), bytes.size());
       e->expire = expire_ms;
-      return Touch(e);
+      st = Touch(e);
+      if (st == Status::kOk && fresh && s_->on_create_) {
+        s_->on_create_(s_->dbs_.Logical(db_), key);
+      }
+      return st;
     }
 
     Status Delete(std::string_view key) override {
@@ -768,7 +778,7 @@ class StoreT : public Store {
     return true;
   }
 
-  ExpiryListener on_expiry_;
+  ExpiryListener on_expiry_, on_create_;
   Map map_;
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl_arr_;
   ControlBlock* ctl_ = nullptr;

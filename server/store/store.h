@@ -280,6 +280,10 @@ class Store {
   using ExpiryListener =
       std::function<void(uint32_t logical, std::string_view key)>;
   virtual void SetExpiryListener(ExpiryListener f) = 0;
+  // Called under the write lock when a transaction's Write makes a key
+  // that was not there when it began (or had expired), for the "new"
+  // keyspace event.
+  virtual void SetCreateListener(ExpiryListener f) = 0;
 
   // Reads: lock-free. A reader of several keys that must not see half of
   // a multi-key commit brackets them: t = ReadBegin(); reads;
