@@ -112,6 +112,15 @@ void NotifyNew(CommandContext* c, uint32_t db, std::string_view key) {
   c->events_mark = at + 1;
 }
 
+void NotifyStored(CommandContext* c, uint32_t cls, const char* event,
+                  std::string_view key, bool filled, bool removed) {
+  if (filled) {
+    Notify(c, cls, event, key);
+  } else if (removed) {
+    Notify(c, kNotifyGeneric, "del", key);
+  }
+}
+
 void MarkEvents(CommandContext* c) { c->events_mark = c->events.size(); }
 
 void PublishEvents(CommandContext* c) {

@@ -60,6 +60,10 @@ void NotifyNew(CommandContext* c, uint32_t db, std::string_view key);
 // Marks where the next "new" event goes (a command that writes a second
 // key after the events of its first: SMOVE).
 void MarkEvents(CommandContext* c);
+// A *STORE's destination: `event` when the result has members; "del"
+// when an empty result removed a key that was there.
+void NotifyStored(CommandContext* c, uint32_t cls, const char* event,
+                  std::string_view key, bool filled, bool removed);
 // After collection `v` was saved: the "del" event when it existed and is
 // now empty (its key went with its last element). True, to chain after
 // Saved().

@@ -350,15 +350,11 @@ void SetOpCommon(const Args& a, CommandContext* c, Reply* r, SetOp op,
     if (!OpenSet(c, a[1], &dst, r)) return;
     for (const std::string& m : owned) dst.Grow(m);
     for (const std::string& m : owned) dst.Set(m, "");
-    if (!owned.empty()) {
-      Notify(c, kNotifySet,
-             op == SetOp::kInter   ? "sinterstore"
-             : op == SetOp::kUnion ? "sunionstore"
-                                   : "sdiffstore",
-             a[1]);
-    } else if (st == Status::kOk) {
-      Notify(c, kNotifyGeneric, "del", a[1]);  // an empty result removes it
-    }
+    NotifyStored(c, kNotifySet,
+                 op == SetOp::kInter   ? "sinterstore"
+                 : op == SetOp::kUnion ? "sunionstore"
+                                       : "sdiffstore",
+                 a[1], !owned.empty(), st == Status::kOk);
     if (SaveSet(c, a[1], &dst, r)) r->Int(static_cast<int64_t>(owned.size()));
   };
   if (store) {

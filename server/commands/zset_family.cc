@@ -368,11 +368,7 @@ bool StoreEntries(CommandContext* c, std::string_view dst, const Entries& es,
   ZSetValue z;
   if (!OpenZSet(c, dst, &z, r)) return false;
   for (size_t i = 0; i < es.size(); ++i) z.Set(members[i], es[i].score);
-  if (!es.empty()) {
-    Notify(c, kNotifyZSet, event, dst);
-  } else if (st == Status::kOk) {
-    Notify(c, kNotifyGeneric, "del", dst);  // an empty result removes it
-  }
+  NotifyStored(c, kNotifyZSet, event, dst, !es.empty(), st == Status::kOk);
   if (!SaveZSet(c, dst, &z, r)) return false;
   r->Int(static_cast<int64_t>(es.size()));
   return true;
