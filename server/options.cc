@@ -59,7 +59,7 @@ const char kUsage[] =
     "                    refused while a server runs on them\n"
     "  --help\n"
     "The data lives in shared memory: restarting shmkv keeps it (with\n"
-    "--backend file:PATH it also survives a reboot). docs/server.md\n";
+    "--name file:PATH it also survives a reboot). docs/server.md\n";
 
 bool ParseSize(const char* s, uint64_t* out) {
   char* end = nullptr;

@@ -79,6 +79,7 @@ class ArrayPerf : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(array_.InitForWrite(key_, kSize));
+    for (size_t k = 0; k < kSize; ++k) array_[static_cast<int>(k)] = k;
   }
   static constexpr size_t kSize = 1 << 20;
   ScopedKey<shmc::POSIX> key_;
@@ -86,16 +87,20 @@ class ArrayPerf : public ::testing::Test {
   uint64_t i_ = 0;
 };
 
+// Each write reads back what it wrote.
 PERF_TEST_F(ArrayPerf, SequentialWrite) {
-  array_[static_cast<int>(i_ % kSize)] = i_;
+  int at = static_cast<int>(i_ % kSize);
+  array_[at] = i_;
+  ASSERT_EQ(static_cast<uint64_t>(array_[at]), i_) << PERF_ABORT;
   ++i_;
 }
 
+// Slot k holds k (SetUp): each read checks it.
 PERF_TEST_F(ArrayPerf, RandomRead) {
   i_ = i_ * 6364136223846793005ULL + 1442695040888963407ULL;
   const auto& a = array_;
-  volatile uint64_t v = a[static_cast<int>((i_ >> 33) % kSize)];
-  (void)v;
+  uint64_t at = (i_ >> 33) % kSize;
+  ASSERT_EQ(static_cast<uint64_t>(a[static_cast<int>(at)]), at) << PERF_ABORT;
 }
 
 }  // namespace

@@ -57,7 +57,10 @@ TYPED_TEST(ShmArrayTest, WriteThenRead) {
 }
 
 TYPED_TEST(ShmArrayTest, DataOutlivesTheWriterObject) {
-  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  if (!AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: no second "
+                    "process can attach it";
+  }
   {
     shmc::ShmArray<Node, TypeParam> w;
     ASSERT_TRUE(w.InitForWrite(this->key_, kSize));
@@ -70,7 +73,10 @@ TYPED_TEST(ShmArrayTest, DataOutlivesTheWriterObject) {
 }
 
 TYPED_TEST(ShmArrayTest, OtherProcessReadsWhatWasWritten) {
-  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  if (!AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: no second "
+                    "process can attach it";
+  }
   std::string key = this->key_;
   // The writer is a separate process that exits before the reader attaches.
   int rc = RunInChild([&] {
@@ -102,7 +108,10 @@ struct Counter {
 };
 
 TYPED_TEST(ShmArrayTest, ConcurrentReaderProcessSeesPublishedWrites) {
-  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  if (!AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: no second "
+                    "process can attach it";
+  }
   shmc::ShmArray<Counter, TypeParam> w;
   ASSERT_TRUE(w.InitForWrite(this->key_, 64));
   std::string key = this->key_;

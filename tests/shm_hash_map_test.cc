@@ -161,7 +161,10 @@ TYPED_TEST(ShmHashMapTest, EmptyValuesAndFullStorage) {
 }
 
 TYPED_TEST(ShmHashMapTest, ReaderProcessNeverSeesTornValues) {
-  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  if (!AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: no second "
+                    "process can attach it";
+  }
   MapKeys<TypeParam> keys;
   shmc::ShmHashMap<uint64_t, TypeParam> m;
   ASSERT_TRUE(m.InitForWrite(keys.base, 200, 48, 20000));

@@ -261,7 +261,10 @@ TEST(ShmHashTableSteps, StaleCandidatesFallBackToTheWholeLookup) {
 }
 
 TYPED_TEST(ShmHashTableTest, ReaderSeesWriterData) {
-  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  if (!AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: no second "
+                    "process can attach it";
+  }
   {
     shmc::ShmHashTable<uint64_t, Node, TypeParam> w;
     ASSERT_TRUE(w.InitForWrite(this->key_, 3000));
@@ -297,7 +300,10 @@ struct Progress {
 // insertion finished before the lookup began must be found (no false miss),
 // and a key never inserted is never found.
 TYPED_TEST(ShmHashTableTest, ConcurrentReaderProcessNoFalseMiss) {
-  if (!AllocTraits<TypeParam>::kNamed) GTEST_SKIP() << "not attachable";
+  if (!AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: no second "
+                    "process can attach it";
+  }
   ScopedKey<TypeParam> progress_key("progress");
   constexpr size_t kCap = 60000;
   shmc::ShmHashTable<uint64_t, Node, TypeParam> w;

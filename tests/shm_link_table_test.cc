@@ -95,7 +95,10 @@ TYPED_TEST(ShmLinkTableTest, StaleHandlesAndFullPoolAreRefused) {
 }
 
 TYPED_TEST(ShmLinkTableTest, HealthCheckFindsAndFixesDamage) {
-  if (!shmc_test::AllocTraits<TypeParam>::kNamed) GTEST_SKIP();
+  if (!shmc_test::AllocTraits<TypeParam>::kNamed) {
+    GTEST_SKIP() << "an ANON or HEAP segment has no name: nothing can "
+                    "attach it to find or fix its damage";
+  }
   shmc::ShmLinkTable<TypeParam> t;
   ASSERT_TRUE(t.InitForWrite(this->key_, 16, 100));
   std::vector<shmc::link_buf_t> lbs;

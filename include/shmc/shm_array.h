@@ -1,5 +1,13 @@
 // ShmArray<Node, Alloc>: a fixed-size array of Node in a shmc segment.
 //
+// Usage:
+//   struct Rec { std::atomic<uint64_t> hits; uint32_t id; };
+//   shmc::ShmArray<Rec, shmc::POSIX> a;        // or SVIPC, SVIPC_HugeTLB
+//   if (!a.InitForWrite("/myarray", 1000))    // creates, or attaches one
+//     log(a.last_error().message);           // of the same geometry
+//   a[7].hits.fetch_add(1);
+//   // another process: InitForRead("/myarray"), then a[7], a.size()
+//
 // Layout (docs/layout/array.md): the 512-byte SegmentHeader with params
 // node_size, node_align (layout) and node_num (geometry), then the nodes from
 // offset RoundUp(512, max(64, alignof(Node))).

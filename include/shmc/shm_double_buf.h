@@ -2,6 +2,17 @@
 // one writer and read in place by any number of processes (shmc addition,
 // docs/layout/double_buf.md).
 //
+// Usage:
+//   shmc::ShmDoubleBuf<shmc::POSIX> w;
+//   w.InitForWrite("/config", 64 << 10);    // blobs up to 64 KiB
+//   w.Publish(serialized);                  // or BeginWrite(len) + Commit()
+//   // any reader process:
+//   shmc::ShmDoubleBuf<shmc::POSIX> r;
+//   r.InitForRead("/config");
+//   auto g = r.ReadInPlace();               // pinned until g goes
+//   if (g.ok()) use(g.data(), g.size(), g.version());
+//   // or r.Read(&copy) for a copy
+//
 // Two halves of max_bytes each. The writer fills the spare half, then
 // flips one word (`state` = version << 1 | current half). A reader pins the
 // half it reads in its own slot and re-checks the state word, so a pinned

@@ -13,7 +13,7 @@
 // buckets once overflowed, which a bitmap of 2 bits per bucket pair
 // records.
 //
-//   [SegmentHeader 512][TableHeader 64][bitmap row 0][bitmap row 1][tags]
+//   [SegmentHeader 512][HashTableHeader 64][bitmap row 0][bitmap row 1][tags]
 //   [row 0 buckets][row 1 buckets][overflow row 0]...[overflow row 3]
 //
 // Node contract (as in the reference): a standard-layout type with

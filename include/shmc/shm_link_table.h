@@ -2,6 +2,15 @@
 // of fixed-size nodes in a shared-memory pool. One writer, any number of
 // readers; the writer may be killed at any instruction.
 //
+// Usage (most code wants ShmHashMap, which keys these values):
+//   shmc::ShmLinkTable<shmc::POSIX> t;
+//   t.InitForWrite("/values", 56, 100000);  // 56 data bytes a node
+//   auto lb = t.New(data, len);             // a handle; falsy when full
+//   // store lb (a 64-bit value) where readers find it, then:
+//   std::string v;
+//   t.Read(lb, &v);                         // any process, InitForRead
+//   t.Free(lb);                             // the writer, when done
+//
 // Layout (docs/layout/link_table.md):
 //   [SegmentHeader 512][LinkTableHeader 256: free list, counters, intent]
 //   [node 0 (unused: index 0 means "none")][node 1]...[node N]

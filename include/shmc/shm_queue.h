@@ -1,6 +1,18 @@
 // ShmQueue<Alloc>: a single-producer single-consumer FIFO of variable-length
 // records between two processes.
 //
+// Usage:
+//   shmc::ShmQueue<shmc::POSIX> q;
+//   q.InitForWrite("/myqueue", 1 << 20);    // producer: ring of 1 MiB
+//   q.Push("record");                       // false when the ring is full
+//   // consumer process:
+//   shmc::ShmQueue<shmc::POSIX> c;
+//   c.InitForRead("/myqueue");
+//   std::string rec;
+//   while (c.Pop(&rec)) handle(rec);        // false when empty
+//   // PushBatch/PopBatch amortize the shared counters; ZeroCopyPush*/
+//   // ZeroCopyPop* write and read records in place.
+//
 // Layout (docs/layout/queue.md):
 //   [SegmentHeader 512]
 //   [producer line 64: tail, pushed, full_spins, high_water]

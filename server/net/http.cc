@@ -136,7 +136,7 @@ bool Route(std::string_view method, const std::string& target,
       Respond(out, 404, "Not Found", "no such key\n", close);
     }
   } else {
-    Respond(out, 405, "Method Not Allowed", "GET, PUT or DELETE\n", close);
+    Respond(out, 405, "Method Not Allowed", "GET, PUT, POST or DELETE\n", close);
   }
   return true;
 }
