@@ -104,7 +104,9 @@ int Worker::Run() {
     // Tells the worker it replaces that it adopts subscribers, and its
     // pid (worker_handoff.cc, ReadReplacementHello).
     hub_->set_adopting(true);
-    std::string hello = "A" + std::to_string(getpid());
+    // (appended, not "A" + temporary: g++ 12 -O3 warns on that spuriously)
+    std::string hello(1, 'A');
+    hello += std::to_string(getpid());
     send(adopt_fd_, hello.data(), hello.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   ctx_.stats = &stats_;
