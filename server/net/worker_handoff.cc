@@ -190,6 +190,10 @@ void Worker::Adopt() {
     std::string msg;
     int fd = -1;
     ssize_t n = RecvFd(adopt_fd_, &msg, &fd);
+    // An old worker that closes its end without reading our hello (a
+    // build before it) makes the next read ECONNRESET, but the
+    // connections it sent are still queued behind it: read on.
+    if (n < 0 && errno == ECONNRESET) continue;
     if (n <= 0) {
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
       epoll_ctl(ep_, EPOLL_CTL_DEL, adopt_fd_, nullptr);
