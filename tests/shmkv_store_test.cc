@@ -582,9 +582,10 @@ TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
   EXPECT_EQ(v, "mine");
 }
 
-// The map fills up part-way through applying a commit: the records already
-// applied are undone, and every key keeps its old value.
-TEST_F(StoreFixture, CommitThatDoesNotFitIsUndone) {
+// A commit whose new blobs need more nodes than the pool has free is
+// refused before anything is written: every key keeps its old value, and
+// nothing was applied, so nothing is undone.
+TEST_F(StoreFixture, CommitThatDoesNotFitIsRefusedWhole) {
   // 8 MiB of values: 100 keys of 300..800 bytes, then a commit that makes
   // each of them 200 KB.
   ASSERT_EQ(CommitGroup(master_.get(), 1), Status::kOk);
@@ -596,10 +597,37 @@ TEST_F(StoreFixture, CommitThatDoesNotFitIsUndone) {
   EXPECT_EQ(t->Commit(), Status::kFull);
   t.reset();
   EXPECT_EQ(GroupGeneration(master_.get()), 1);
-  EXPECT_EQ(master_->journal_stats().undone, 1u);
-  // The space is back: a commit that fits goes through.
+  EXPECT_EQ(master_->journal_stats().undone, 0u);
   EXPECT_EQ(CommitGroup(master_.get(), 2), Status::kOk);
   EXPECT_EQ(GroupGeneration(master_.get()), 2);
+}
+
+// A commit that replaces the group and adds more new keys than the index
+// holds: the index fills part-way through the new keys, which are applied
+// first, so undoing erases them alone. The group keeps its old values
+// (its records keep no old blob: they were never applied), the count of
+// keys is what it was, and the room is back.
+TEST_F(StoreFixture, CommitWhoseNewKeysDoNotFitIsUndone) {
+  ASSERT_EQ(CommitGroup(master_.get(), 1), Status::kOk);
+  const uint64_t keys = master_->Keys();
+  auto t = master_->Begin();
+  for (int i = 0; i < kGroup; ++i) {
+    ASSERT_EQ(t->Put(GroupKey(i), GroupValue(2, i), 0), Status::kOk);
+  }
+  const int added = static_cast<int>(cfg_.capacity) * 3;
+  for (int i = 0; i < added; ++i) {
+    ASSERT_EQ(t->Put("new" + std::to_string(i), "v", 0), Status::kOk);
+  }
+  EXPECT_EQ(t->Commit(), Status::kFull);
+  t.reset();
+  EXPECT_EQ(master_->journal_stats().undone, 1u);
+  EXPECT_EQ(GroupGeneration(master_.get()), 1);
+  EXPECT_EQ(master_->Keys(), keys);
+  for (int i = 0; i < added; i += 97) {
+    EXPECT_FALSE(master_->Exists("new" + std::to_string(i))) << i;
+  }
+  EXPECT_EQ(CommitGroup(master_.get(), 3), Status::kOk);
+  EXPECT_EQ(GroupGeneration(master_.get()), 3);
 }
 
 // A journal left "applying" with damaged records by a dead writer is

@@ -190,10 +190,14 @@ bool Journal::Finish(const ApplyFn& apply, bool sum) {
   if (state == kUndoing) {
     applied = false;
     Add(kUndone);
-    // In reverse, so each old value gets back the room it had.
+    // In reverse, so each old value gets back the room it had. A record
+    // that kept no old blob (an empty one: no blob is empty) replaced a
+    // key, and the store journals those after every key it adds, the only
+    // records that can fail: none of them is among those undone.
     while (done > 0) {
       const Record& r = recs[done - 1];
-      if (!apply(r.ha, r.hb, r.has_old, r.old)) {
+      bool kept = !r.has_old || !r.old.empty();
+      if (!kept || !apply(r.ha, r.hb, r.has_old, r.old)) {
         std::fprintf(stderr, "shmkv: cannot undo a journal record\n");
       }
       StoreWord(&w_[kDone], --done);

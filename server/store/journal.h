@@ -10,7 +10,9 @@
 //                       u64 hash.a  u64 hash.b  u32 new_len  u32 old_len
 //                       new blob  old blob  (padded to 8 bytes)
 //                     a length of kNoBlob: no key (a delete, or a key
-//                     that did not exist)
+//                     that did not exist); an old length of 0: the key
+//                     existed and its old blob was not kept (the store
+//                     writes these; journals of earlier builds keep it)
 //
 // Writers call every method under the store's write lock; lock-free
 // readers use only Seq()/SeqValid(), and INFO reads Counter().

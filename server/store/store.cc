@@ -296,7 +296,6 @@ class StoreT : public Store {
     int64_t expire = 0;
     bool had_old = false;  // the key's state in the map
     bool old_ttl = false;  // it had a TTL there
-    size_t old_len = 0;    // its blob's bytes (the journal's undo half)
     PartsRoot old_root{0, 0};  // the collection it held in the map, if any
     bool dirty = false;
   };
@@ -554,7 +553,6 @@ class StoreT : public Store {
         e->value.assign(b.value.data(), b.value.size());
         e->expire = b.expire_ms;
         e->old_ttl = b.expire_ms != 0;
-        e->old_len = s_->scratch_len_;
         e->old_root = s_->last_root_;
       }
       *out = e;
@@ -572,7 +570,7 @@ class StoreT : public Store {
       if (!e->dirty) {
         e->dirty = true;
         entries_->order().push_back(e);
-        bytes_ += Journal::kRecordOverhead + e->old_len;
+        bytes_ += Journal::kRecordOverhead;
       }
       bytes_ += kBlobHeader + e->key.size() + e->value.size();
       if (entries_->order().size() > 1 && bytes_ > s_->journal_.capacity()) {
@@ -607,30 +605,38 @@ class StoreT : public Store {
     };
   }
 
-  // Journals every change with the key's blob in the map (the map is as
-  // the transaction found it: nothing is applied before this), then lets
-  // the journal apply them.
+  // Journals every change and lets the journal apply them. Keys new to
+  // the map are journaled (and so applied) first: past them, each record
+  // replaces or erases a key the map holds, which cannot fail once the
+  // pool is known to have the nodes of every new blob (checked here,
+  // before anything is written). So the only commit ever undone is one
+  // whose new keys found no room in the index, and its undo erases them:
+  // a replaced key's old blob is not copied into the journal (its record
+  // says "kept none", an empty old blob), which spares every commit a
+  // second read and a copy of each blob it replaces.
   Status CommitJournaled(const std::vector<Entry*>& dirty) {
-    std::string rec, blob, old;
-    for (const Entry* e : dirty) {
-      std::string_view next_view, old_view;
-      if (e->present) {
-        MakeBlob(&blob, e->key, e->type, e->encoding, e->value, e->expire,
-                 e->db);
-        next_view = blob;
+    std::string rec, blob;
+    const auto& links = map_.link_table();
+    uint64_t nodes = 0;
+    const std::string_view none;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const Entry* e : dirty) {
+        bool added = e->present && !e->had_old;
+        if (added != (pass == 0)) continue;
+        std::string_view next_view;
+        if (e->present) {
+          MakeBlob(&blob, e->key, e->type, e->encoding, e->value, e->expire,
+                   e->db);
+          next_view = blob;
+          nodes += links.NodesFor(blob.size());
+        }
+        Journal::AppendRecord(&rec, e->h.a, e->h.b,
+                              e->present ? &next_view : nullptr,
+                              e->had_old ? &none : nullptr);
       }
-      if (e->had_old) {
-        // Read under this same lock when the transaction began, so it is
-        // there; if not, refuse rather than journal a wrong undo.
-        if (!ReadBlob(e->h)) return Status::kCollision;
-        old.assign(scratch_.data(), scratch_len_);
-        old_view = old;
-      }
-      Journal::AppendRecord(&rec, e->h.a, e->h.b,
-                            e->present ? &next_view : nullptr,
-                            e->had_old ? &old_view : nullptr);
     }
     if (rec.size() > journal_.capacity()) return Status::kTxnTooLarge;
+    if (nodes > links.free_nodes()) return Status::kFull;
     bool ok = journal_.Commit(rec, dirty.size(), Applier());
     for (const Entry* e : dirty) journal_.Bump(e->h.a);
     return ok ? Status::kOk : Status::kFull;
