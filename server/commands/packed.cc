@@ -26,6 +26,15 @@ void Pack(const std::vector<std::string_view>& items, std::string* out) {
   }
 }
 
+PackedWriter::PackedWriter(std::string* out, size_t count) : out_(out) {
+  PutVarint(count, out);
+}
+
+void PackedWriter::Add(std::string_view item) {
+  PutVarint(item.size(), out_);
+  out_->append(item.data(), item.size());
+}
+
 bool Unpack(std::string_view bytes, std::vector<std::string_view>* items) {
   items->clear();
   PackedReader r(bytes);

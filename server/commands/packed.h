@@ -24,6 +24,20 @@ namespace shmkv {
 // Appends the packed form of `items` to *out.
 void Pack(const std::vector<std::string_view>& items, std::string* out);
 
+// Appends a packed list item by item, the bytes Pack makes of the same
+// items, with no list of them built first: the count, then each item.
+class PackedWriter {
+ public:
+  PackedWriter(std::string* out, size_t count);
+  void Add(std::string_view item);
+  void Add(const void* p, size_t n) {
+    Add(std::string_view(static_cast<const char*>(p), n));
+  }
+
+ private:
+  std::string* out_;
+};
+
 // Reads a varint below 2^32 at *p; false past `end` or when longer.
 inline bool ReadPackedVarint(const char** p, const char* end, uint32_t* v) {
   uint64_t acc = 0;

@@ -512,38 +512,32 @@ bool ZTree::WalkIn(Node* n, uint64_t skip, bool forward,
 }
 
 Store::Status ZTree::Save(CommandContext* c) {
-  std::vector<std::string> words;
-  std::vector<std::string_view> items;
   std::string bytes;
   for (auto& [index, n] : loaded_) {
     if (!n.dirty) continue;
-    words.clear();
-    items.clear();
-    // Reserved whole: items view the words, which must never move.
-    words.reserve(2 + n.entries.size() + 2 * n.kids.size());
-    words.emplace_back(1, static_cast<char>(n.level));
-    items.push_back(words.back());
-    auto word = [&](const void* p, size_t len) {
-      words.emplace_back(static_cast<const char*>(p), len);
-      items.push_back(words.back());
-    };
+    bytes.clear();
+    bytes.reserve(Bytes(&n) + 16);
+    const size_t items = n.level == kFreeTag ? 2
+                         : n.level == 0      ? 1 + 2 * n.entries.size()
+                                             : 1 + 3 * n.kids.size();
+    PackedWriter w(&bytes, items);
+    const char tag = static_cast<char>(n.level);
+    w.Add(&tag, 1);
     if (n.level == kFreeTag) {
-      word(&n.next_free, 8);
+      w.Add(&n.next_free, 8);
     } else if (n.level == 0) {
       for (const ZEntry& e : n.entries) {
-        items.push_back(e.member);
-        word(&e.score, 8);
+        w.Add(e.member);
+        w.Add(&e.score, 8);
       }
     } else {
       for (const Child& k : n.kids) {
         uint64_t meta[2] = {k.node, k.count};
-        word(meta, 16);
-        word(&k.sep.score, 8);
-        items.push_back(k.sep.member);
+        w.Add(meta, 16);
+        w.Add(&k.sep.score, 8);
+        w.Add(k.sep.member);
       }
     }
-    bytes.clear();
-    Pack(items, &bytes);
     Store::Status st = c->txn->WritePart(id_, PartOf(index), bytes);
     if (st != Store::Status::kOk) return st;
     n.dirty = false;
