@@ -1,13 +1,17 @@
-// The percentile estimators, max-of-n (PercentileEstimator) and
-// distribution-free (QuantileEstimator): accuracy against exact quantiles
-// (each alone, and QuantileEstimator merged from 4 streams), and the cost
+// The percentile estimators, max-of-n (PercentileEstimator),
+// distribution-free (QuantileEstimator) and the order-free QuantileSketch:
+// accuracy against exact quantiles (each alone, and QuantileEstimator
+// merged from 4 streams; all three on the latency streams of
+// tests/support/latency_streams.h, dependent ones included), and the cost
 // of Add against two baselines measured in the same run:
 //   exact     - keep every sample, nth_element at the end (cost per sample
 //               includes the final selection);
 //   histogram - 1,920 fixed log-linear buckets (32 per power of two over
 //               2^-20..2^40): increment one counter per sample.
 //
-//   percentile_bench [--accuracy] [--speed] [--samples N] [--spread SEEDS]
+//   percentile_bench [--accuracy] [--streams] [--speed] [--samples N]
+//                    [--spread SEEDS]
+// --streams: the latency-stream tables alone.
 // --spread: the distribution-free estimator's rms and largest error over
 // SEEDS draws (not part of the default run).
 // Prints markdown tables (committed in docs/percentile.md and
@@ -24,6 +28,8 @@
 #include <vector>
 
 #include "shmc/percentile.h"
+#include "shmc/quantile_sketch.h"
+#include "tests/support/latency_streams.h"
 
 namespace {
 
@@ -162,6 +168,66 @@ void Spread(int seeds) {
   std::printf(")\n");
 }
 
+// Each estimator on each latency stream (10^6 samples): error at every
+// quantile of the table against the stream's own. QuantileEstimator and
+// PercentileEstimator need one estimator per quantile; the sketch answers
+// all from one state.
+void Streams() {
+  const std::vector<double> qs = shmc_test::TableQuantiles();
+  const auto streams = shmc_test::LatencyStreams();
+  struct Row {
+    std::string stream;
+    std::vector<double> err[3];
+  };
+  std::vector<Row> rows;
+  for (const auto& st : streams) {
+    std::vector<uint64_t> v = st.make(1000000, 11);
+    std::vector<uint64_t> sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    Row row{st.name + (st.dependent ? " (dependent)" : ""), {}};
+    shmc::QuantileSketch sketch;
+    for (uint64_t x : v) sketch.Add(x);
+    for (double q : qs) {
+      double exact = static_cast<double>(shmc_test::NearestRank(sorted, q));
+      shmc::QuantileEstimator free(q);
+      shmc::PercentileEstimator maxn(q);
+      for (uint64_t x : v) {
+        free.Add(static_cast<double>(x));
+        maxn.Add(static_cast<double>(x));
+      }
+      row.err[0].push_back(sketch.Quantile(q) / exact - 1);
+      row.err[1].push_back(free.valid() ? free.Estimate() / exact - 1 : NAN);
+      row.err[2].push_back(maxn.valid() ? maxn.Estimate() / exact - 1 : NAN);
+    }
+    rows.push_back(row);
+  }
+  const char* names[3] = {
+      "QuantileSketch (one state for every quantile)",
+      "QuantileEstimator (one per quantile)",
+      "PercentileEstimator (one per quantile)"};
+  for (int e = 0; e < 3; ++e) {
+    std::printf("%s, 10^6 samples: error against the sample quantile\n\n",
+                names[e]);
+    std::printf("| stream |");
+    for (double q : qs) std::printf(" p%g |", 100 * q);
+    std::printf("\n|---|");
+    for (size_t i = 0; i < qs.size(); ++i) std::printf("---|");
+    std::printf("\n");
+    for (const Row& r : rows) {
+      std::printf("| %s |", r.stream.c_str());
+      for (double x : r.err[e]) {
+        if (std::isnan(x)) {
+          std::printf(" - |");
+        } else {
+          std::printf(" %+.1f%% |", 100 * x);
+        }
+      }
+      std::printf("\n");
+    }
+    std::printf("\n");
+  }
+}
+
 class LogHistogram {
  public:
   static constexpr int kSub = 32, kMinExp = -20, kMaxExp = 40;
@@ -211,10 +277,13 @@ void Speed(size_t n) {
   std::mt19937_64 rng(99);
   std::vector<double> samples(n);
   for (double& x : samples) x = std::exponential_distribution<double>(1)(rng);
+  // The same samples as microseconds in nanoseconds, for the sketch.
+  std::vector<uint64_t> ns(n);
+  for (size_t i = 0; i < n; ++i) ns[i] = shmc_test::Ns(samples[i] * 1000);
   std::printf("| run | p | max-of-n Add ns | distribution-free Add ns | "
-              "exact (store + select) ns | histogram Add ns | "
+              "sketch Add ns | exact (store + select) ns | histogram Add ns | "
               "distribution-free / max-of-n |\n");
-  std::printf("|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|\n");
   for (int run = 1; run <= 3; ++run) {
     for (double p : {0.5, 0.99, 0.999}) {
       double est = NsPer([&] {
@@ -226,6 +295,11 @@ void Speed(size_t n) {
         shmc::QuantileEstimator e(p);
         for (double x : samples) e.Add(x);
         return e.Estimate();
+      }, n);
+      double sketch = NsPer([&] {
+        shmc::QuantileSketch k;
+        for (uint64_t x : ns) k.Add(x);
+        return k.Quantile(p);
       }, n);
       double exact = NsPer([&] {
         std::vector<double> kept;
@@ -239,8 +313,8 @@ void Speed(size_t n) {
         for (double x : samples) h.Add(x);
         return h.Quantile(p);
       }, n);
-      std::printf("| %d | %g | %.2f | %.2f | %.2f | %.2f | %.2fx |\n", run, p,
-                  est, free, exact, hist, free / est);
+      std::printf("| %d | %g | %.2f | %.2f | %.2f | %.2f | %.2f | %.2fx |\n",
+                  run, p, est, free, sketch, exact, hist, free / est);
     }
   }
   std::printf("\n(%zu exponential samples per run)\n", n);
@@ -249,19 +323,20 @@ void Speed(size_t n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool accuracy = false, speed = false;
+  bool accuracy = false, speed = false, streams = false;
   int spread = 0;
   size_t n = 10000000;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--accuracy")) accuracy = true;
+    else if (!std::strcmp(argv[i], "--streams")) streams = true;
     else if (!std::strcmp(argv[i], "--speed")) speed = true;
     else if (!std::strcmp(argv[i], "--samples") && i + 1 < argc)
       n = std::strtoull(argv[++i], nullptr, 10);
     else if (!std::strcmp(argv[i], "--spread") && i + 1 < argc)
       spread = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: percentile_bench [--accuracy] [--speed] "
-                   "[--samples N] [--spread SEEDS]\n");
+      std::fprintf(stderr, "usage: percentile_bench [--accuracy] [--streams] "
+                   "[--speed] [--samples N] [--spread SEEDS]\n");
       return 2;
     }
   }
@@ -269,8 +344,13 @@ int main(int argc, char** argv) {
     Spread(spread);
     if (!accuracy && !speed) return 0;
   }
+  if (streams && !accuracy && !speed) {
+    Streams();
+    return 0;
+  }
   if (!accuracy && !speed) accuracy = speed = true;
   if (accuracy) Accuracy();
+  if (accuracy) Streams();
   if (accuracy && speed) std::printf("\n");
   if (speed) Speed(n);
   return 0;

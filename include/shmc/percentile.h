@@ -21,6 +21,12 @@
 // QuantileEstimator (below) is the distribution-free one: within 3% of the
 // sample quantile on any continuous distribution at 10^6 samples, in 64
 // words. Use it where the tail's shape is not known to be exponential.
+//
+// Both assume independent samples of one distribution. Latency is not
+// that (a slow period brings runs of slow samples), and on such streams
+// both are off by tens of percent (docs/percentile.md has the table):
+// for latency use QuantileSketch (shmc/quantile_sketch.h), which is
+// within 1% of every quantile whatever the order of the samples.
 #pragma once
 
 #include <sched.h>
@@ -152,7 +158,10 @@ inline double BitsDouble(uint64_t u) {
 }  // namespace detail
 
 // QuantileEstimator: the p-quantile of a stream whatever its distribution
-// (shmc addition, docs/percentile.md), in a fixed state of kWords words.
+// (shmc addition, docs/percentile.md), in a fixed state of kWords words,
+// when its samples are independent draws: on dependent streams (bursts,
+// a ramp, sorted input) it is off by tens of percent, where
+// QuantileSketch (shmc/quantile_sketch.h) is not.
 //
 // The maximum of n independent samples is below the p-quantile q with
 // probability p^n, for any continuous distribution. So q is the u = p^n

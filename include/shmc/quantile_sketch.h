@@ -1,0 +1,211 @@
+// QuantileSketch: every quantile of a stream of durations (or any
+// non-negative integers), each answer within 1% of the sample's own
+// quantile whatever the order of the samples (shmc addition,
+// docs/percentile.md).
+//
+// Usage:
+//   shmc::QuantileSketch s;
+//   s.Add(latency_ns);                  // any number of times
+//   double p99 = s.Quantile(0.99);      // any quantile, any time
+//   other.Merge(s);                     // the sketch of both streams
+//
+// It is a histogram in relative-width buckets. Each power of two
+// [2^e, 2^(e+1)) is cut into kPerOctave buckets of one ratio, 2^(1/39) =
+// 1.0179, so every value in a bucket [lo, hi) is within (hi - lo) /
+// (hi + lo) of the bucket's answer 2 lo hi / (lo + hi): 0.89%. A value's
+// bucket takes no logarithm: its leading bit gives e, its next 12 bits
+// index a table of the bucket each 1/4096 of a power of two falls in (so
+// bucket edges sit on those 4096ths, which widens a bucket by at most
+// two of them: every bucket's bound is at most kMaxRelativeError, 0.9%).
+//
+// The quantile q is the sample of rank ceil(q n) - 1 in sorted order
+// (the nearest rank, as the other estimators' tables measure it). Its
+// bucket is found by counting, so the answer is that sample's bucket's,
+// within kMaxRelativeError of it, for any stream: sorted, bursty,
+// regime-switching. Nothing is estimated from the shape of the stream,
+// which is what QuantileEstimator and PercentileEstimator (percentile.h)
+// do and why they drift on dependent samples. The answer is also clamped
+// to the exact minimum and maximum seen.
+//
+// Values: 0 has its own count; 1 .. 2^44 - 1 (4.9 hours in nanoseconds)
+// have buckets; larger values count in the last bucket (the maximum stays
+// exact). Counts are 32-bit: one about to pass 2^32 - 1 first halves
+// every count (rounding up), which keeps every quantile's rank within one
+// bucket's count of where it was; Count() keeps the exact number of
+// samples. State: kBuckets + 1 32-bit counts and five words, 6.8 KiB.
+//
+// Merge adds the counts: the merged sketch is the sketch of the two
+// streams together, with the same bound. Add is a few instructions, all
+// inlined. Not thread-safe: one writer, or one per thread and Merge.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace shmc {
+
+namespace detail {
+
+// For each 12-bit fraction m of a power of two (the value is 2^e (1 +
+// m / 4096) .. 2^e (1 + (m + 1) / 4096)), the bucket within the power it
+// falls in, and per bucket the factor its answer is of 2^e.
+struct SketchTable {
+  static constexpr int kFractionBits = 12;
+  static constexpr int kFractions = 1 << kFractionBits;
+  static constexpr int kPerOctave = 39;
+  uint8_t bucket[kFractions];
+  double answer[kPerOctave];
+  double bound[kPerOctave];  // (hi - lo) / (hi + lo) of each bucket
+
+  SketchTable() {
+    for (int m = 0; m < kFractions; ++m) {
+      double mid = 1.0 + (m + 0.5) / kFractions;
+      int b = static_cast<int>(std::floor(std::log2(mid) * kPerOctave));
+      bucket[m] = static_cast<uint8_t>(std::min(b, kPerOctave - 1));
+    }
+    for (int b = 0; b < kPerOctave; ++b) {
+      int first = kFractions, last = -1;
+      for (int m = 0; m < kFractions; ++m) {
+        if (bucket[m] == b) {
+          first = std::min(first, m);
+          last = m;
+        }
+      }
+      double lo = 1.0 + static_cast<double>(first) / kFractions;
+      double hi = 1.0 + static_cast<double>(last + 1) / kFractions;
+      answer[b] = 2 * lo * hi / (lo + hi);
+      bound[b] = (hi - lo) / (hi + lo);
+    }
+  }
+};
+
+inline const SketchTable& Sketch() {
+  static const SketchTable table;
+  return table;
+}
+
+}  // namespace detail
+
+class QuantileSketch {
+ public:
+  static constexpr int kOctaves = 44;
+  static constexpr int kPerOctave = detail::SketchTable::kPerOctave;
+  static constexpr int kBuckets = kOctaves * kPerOctave;
+  // Every answer is within this of the sample it stands for (the widest
+  // bucket's bound; a test checks the table against it).
+  static constexpr double kMaxRelativeError = 0.009;
+
+  QuantileSketch() : table_(detail::Sketch().bucket) { Reset(); }
+
+  void Reset() {
+    std::memset(slots_, 0, sizeof(slots_));
+    weight_ = 0;
+    count_ = 0;
+    min_ = std::numeric_limits<uint64_t>::max();
+    max_ = 0;
+  }
+
+  void Add(uint64_t v) {
+    min_ = v < min_ ? v : min_;
+    max_ = v > max_ ? v : max_;
+    ++count_;
+    ++weight_;
+    uint32_t* c = &slots_[Slot(v, table_)];
+    if (__builtin_expect(++*c == 0, 0)) {  // was 2^32 - 1
+      --*c;
+      --weight_;
+      Halve();
+      ++*c;
+      ++weight_;
+    }
+  }
+
+  // The quantile q (0 <= q <= 1) of the samples: NaN when there are none
+  // or q is outside [0, 1].
+  double Quantile(double q) const {
+    if (weight_ == 0 || !(q >= 0 && q <= 1)) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    double want = std::ceil(q * static_cast<double>(weight_));
+    uint64_t rank = want < 1 ? 0 : static_cast<uint64_t>(want) - 1;
+    if (rank >= weight_) rank = weight_ - 1;
+    uint64_t seen = 0;
+    int slot = 0;
+    for (; slot < kBuckets; ++slot) {
+      seen += slots_[slot];
+      if (seen > rank) break;
+    }
+    if (slot == 0) return 0;
+    double v = Answer(slot - 1);
+    return std::clamp(v, static_cast<double>(min_), static_cast<double>(max_));
+  }
+
+  // Adds other's samples: the sketch of both streams.
+  void Merge(const QuantileSketch& other) {
+    if (other.count_ == 0) return;
+    uint64_t top = 0;
+    for (int i = 0; i <= kBuckets; ++i) {
+      top = std::max<uint64_t>(top, static_cast<uint64_t>(slots_[i]) +
+                                        other.slots_[i]);
+    }
+    int shift = 0;
+    while ((top >> shift) > std::numeric_limits<uint32_t>::max()) ++shift;
+    weight_ = 0;
+    for (int i = 0; i <= kBuckets; ++i) {
+      uint64_t sum = static_cast<uint64_t>(slots_[i]) + other.slots_[i];
+      slots_[i] =
+          static_cast<uint32_t>((sum + (uint64_t{1} << shift) - 1) >> shift);
+      weight_ += slots_[i];
+    }
+    count_ += other.count_;
+    min_ = std::min(min_, other.min_);
+    max_ = std::max(max_, other.max_);
+  }
+
+  // Samples added (and merged in).
+  uint64_t Count() const { return count_; }
+  uint64_t Min() const { return count_ == 0 ? 0 : min_; }
+  uint64_t Max() const { return max_; }
+
+  // What a quantile in bucket b is answered with (before clamping).
+  static double Answer(int b) {
+    return std::ldexp(detail::Sketch().answer[b % kPerOctave], b / kPerOctave);
+  }
+  // The bound of bucket b: its values are within it of Answer(b).
+  static double Bound(int b) { return detail::Sketch().bound[b % kPerOctave]; }
+  // The bucket of a value v >= 1: kPerOctave per power of two.
+  static int Bucket(uint64_t v) { return Slot(v, detail::Sketch().bucket) - 1; }
+
+ private:
+  // The slot of v: 0 for 0, 1 + its bucket for the rest.
+  static int Slot(uint64_t v, const uint8_t* table) {
+    int e = 63 - __builtin_clzll(v | 1);
+    constexpr int kBits = detail::SketchTable::kFractionBits;
+    // The kBits bits after the leading one (zeros below the value's own).
+    uint64_t frac = e >= kBits ? v >> (e - kBits) : v << (kBits - e);
+    frac &= detail::SketchTable::kFractions - 1;
+    int slot = 1 + e * kPerOctave + table[frac];
+    slot = e >= kOctaves ? kBuckets : slot;
+    return v == 0 ? 0 : slot;
+  }
+
+  void Halve() {
+    weight_ = 0;
+    for (uint32_t& c : slots_) {
+      c = c / 2 + (c & 1);
+      weight_ += c;
+    }
+  }
+
+  const uint8_t* table_;
+  uint32_t slots_[kBuckets + 1];  // zeros, then the buckets
+  uint64_t weight_;  // the counts' sum: ranks are taken in it
+  uint64_t count_;
+  uint64_t min_, max_;
+};
+
+}  // namespace shmc
