@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -684,6 +685,24 @@ TEST(ShmcCli, RmLeavesWhatIsNotShmcs) {
   ASSERT_EQ(std::system(cmd.c_str()), 0);
 }
 
+// A one-key map at n, then `damage` done to its index segment's bytes.
+::testing::AssertionResult DamagedMap(const Names<shmc::POSIX>& n,
+                                      const std::function<void(char*)>& damage) {
+  {
+    shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
+    if (!m.InitForWrite(n.base, 100, 32, 100) || !m.Insert(1, "v")) {
+      return ::testing::AssertionFailure() << m.last_error().message;
+    }
+  }
+  shmc::POSIX raw;
+  size_t mapped = 0;
+  char* base = static_cast<char*>(raw.Attach(n.k0, 0, 0, &mapped));
+  if (base == nullptr) return ::testing::AssertionFailure() << "attach";
+  damage(base);
+  raw.Detach(base, mapped);
+  return ::testing::AssertionSuccess();
+}
+
 // A map whose index header is damaged (its magic, its kind) is still
 // removed: by rm when every segment carries shmc's magic, by rm --force
 // when one's magic is damaged.
@@ -696,17 +715,7 @@ TEST(ShmcCli, RmForceRemovesADamagedMap) {
   for (Damage d : {Damage{0, "magic", true}, Damage{5, "magic", true},
                    Damage{12, "kind", false}, Damage{80, "checksum", false}}) {
     Names<shmc::POSIX> n;
-    {
-      shmc::ShmHashMap<uint64_t, shmc::POSIX> m;
-      ASSERT_TRUE(m.InitForWrite(n.base, 100, 32, 100));
-      ASSERT_TRUE(m.Insert(1, "v"));
-    }
-    shmc::POSIX raw;
-    size_t mapped = 0;
-    char* base = static_cast<char*>(raw.Attach(n.k0, 0, 0, &mapped));
-    ASSERT_NE(base, nullptr);
-    base[d.at] ^= 0x20;
-    raw.Detach(base, mapped);
+    ASSERT_TRUE(DamagedMap(n, [&](char* index) { index[d.at] ^= 0x20; }));
     std::string seg = "posix:" + n.base.str();
     Result r = Shmc({"rm", seg});
     if (d.needs_force) {
@@ -720,6 +729,22 @@ TEST(ShmcCli, RmForceRemovesADamagedMap) {
     EXPECT_NE(access(("/dev/shm" + n.k0).c_str(), F_OK), 0) << d.what;
     EXPECT_NE(access(("/dev/shm" + n.k1).c_str(), F_OK), 0) << d.what;
   }
+}
+
+// A map whose index segment was overwritten whole (no magic left: it
+// cannot be proven shmc's): rm --force removes the values segment, leaves
+// the index, says why, and exits 1, as rm(1) does when an operand fails.
+TEST(ShmcCli, RmThatLeavesASegmentExitsNonZero) {
+  Names<shmc::POSIX> n;
+  ASSERT_TRUE(DamagedMap(n, [](char* index) { std::memset(index, 'x', 512); }));
+  Result r = Shmc({"rm", "posix:" + n.base.str(), "--force", "--json"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("left posix:" + n.k0), std::string::npos) << r.err;
+  JValue j = ParseOrFail(r.out);
+  EXPECT_EQ(j.get("removed")->arr.size(), 1u) << r.out;
+  EXPECT_EQ(j.get("left")->arr.size(), 1u) << r.out;
+  EXPECT_EQ(access(("/dev/shm" + n.k0).c_str(), F_OK), 0) << "not shmc's";
+  EXPECT_NE(access(("/dev/shm" + n.k1).c_str(), F_OK), 0);
 }
 
 TEST(ShmcCli, PermissionDenied) {

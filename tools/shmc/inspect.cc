@@ -324,7 +324,9 @@ int Remove(const Container& c, bool force, Json* out, std::string* err) {
   j.Set("name", c.name.Display());
   j.Set("kind", c.kind);
   j.Set("removed", std::move(removed));
-  if (!left.items().empty()) {
+  // A segment left behind is an operand that failed, as for rm(1).
+  const bool all = left.items().empty();
+  if (!all) {
     for (const Json& l : left.items()) {  // a warning: the rest is done
       if (!err->empty()) *err += "; ";
       *err += "left " + l.Get("segment")->Plain() + ": " +
@@ -333,7 +335,7 @@ int Remove(const Container& c, bool force, Json* out, std::string* err) {
     j.Set("left", std::move(left));
   }
   *out = std::move(j);
-  return kExitOk;
+  return all ? kExitOk : kExitError;
 }
 
 }  // namespace shmc_tool
