@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "shmc/percentile.h"
@@ -39,6 +40,23 @@ double WorstError(const std::vector<uint64_t>& samples, Estimate estimate,
     }
   }
   return worst;
+}
+
+QuantileSketch SketchOf(const std::vector<uint64_t>& v) {
+  QuantileSketch k;
+  for (uint64_t x : v) k.Add(x);
+  return k;
+}
+
+// a and b hold the same samples: the same count, extremes and answers.
+void ExpectSameAnswers(const QuantileSketch& a, const QuantileSketch& b,
+                       const std::string& what) {
+  EXPECT_EQ(a.Count(), b.Count()) << what;
+  EXPECT_EQ(a.Min(), b.Min()) << what;
+  EXPECT_EQ(a.Max(), b.Max()) << what;
+  for (double q : shmc_test::TableQuantiles()) {
+    EXPECT_EQ(a.Quantile(q), b.Quantile(q)) << what << " at " << q;
+  }
 }
 
 TEST(QuantileSketch, EveryBucketAnswersItsValuesWithinTheBound) {
@@ -88,19 +106,12 @@ TEST(QuantileSketch, MergedPartsAnswerAsTheWhole) {
                          kSamples};
   for (const auto& s : shmc_test::LatencyStreams()) {
     std::vector<uint64_t> v = s.make(kSamples, 12);
-    QuantileSketch whole, merged;
-    for (uint64_t x : v) whole.Add(x);
+    QuantileSketch whole = SketchOf(v), merged;
     for (int p = 0; p < 4; ++p) {
-      QuantileSketch part;
-      for (size_t i = cut[p]; i < cut[p + 1]; ++i) part.Add(v[i]);
-      merged.Merge(part);
+      merged.Merge(SketchOf(std::vector<uint64_t>(v.begin() + cut[p],
+                                                  v.begin() + cut[p + 1])));
     }
-    EXPECT_EQ(merged.Count(), whole.Count());
-    EXPECT_EQ(merged.Min(), whole.Min());
-    EXPECT_EQ(merged.Max(), whole.Max());
-    for (double q : shmc_test::TableQuantiles()) {
-      EXPECT_EQ(merged.Quantile(q), whole.Quantile(q)) << s.name << " " << q;
-    }
+    ExpectSameAnswers(merged, whole, s.name);
     EXPECT_LE(WorstError(v, [&](double q) { return merged.Quantile(q); }),
               0.01)
         << s.name;
@@ -181,6 +192,127 @@ TEST(QuantileSketch, QuantileEstimatorDriftsOnBurstsWhereTheSketchDoesNot) {
   double exact = static_cast<double>(shmc_test::NearestRank(sorted, 0.5));
   EXPECT_GT(std::abs(p50.Estimate() / exact - 1), 0.05);
   EXPECT_LE(std::abs(k.Quantile(0.5) / exact - 1), 0.01);
+}
+
+TEST(QuantileSketch, SaveAndLoadKeepEveryAnswerAndRefuseWhatCannotBeOne) {
+  QuantileSketch k =
+      SketchOf(shmc_test::LatencyStreams()[5].make(100000, 14));
+  std::vector<uint64_t> w(QuantileSketch::kWords);
+  k.Save(w.data());
+  QuantileSketch back;
+  ASSERT_TRUE(back.Load(w.data()));
+  ExpectSameAnswers(back, k, "loaded");
+  // An empty one round-trips empty.
+  QuantileSketch empty, e2;
+  empty.Save(w.data());
+  ASSERT_TRUE(e2.Load(w.data()));
+  EXPECT_EQ(e2.Count(), 0u);
+  EXPECT_TRUE(std::isnan(e2.Quantile(0.5)));
+  // Words that cannot be a sketch's are refused, and leave it as it was.
+  k.Save(w.data());
+  std::vector<uint64_t> bad = w;
+  bad[QuantileSketch::kWords - 3] = 1;  // fewer samples than counted
+  EXPECT_FALSE(back.Load(bad.data()));
+  bad = w;
+  std::swap(bad[QuantileSketch::kWords - 2], bad[QuantileSketch::kWords - 1]);
+  EXPECT_FALSE(back.Load(bad.data()));  // minimum above maximum
+  bad = w;
+  bad[QuantileSketch::kBuckets / 2] |= uint64_t{1} << 40;  // past the last
+  EXPECT_FALSE(back.Load(bad.data()));
+  bad.assign(QuantileSketch::kWords, 0);
+  bad[QuantileSketch::kWords - 3] = 5;  // samples, and no count
+  EXPECT_FALSE(back.Load(bad.data()));
+  EXPECT_EQ(back.Count(), k.Count());
+  // Random words never crash a Load or the answers after one.
+  std::mt19937_64 rng(15);
+  for (int i = 0; i < 2000; ++i) {
+    for (uint64_t& x : bad) x = rng() >> (rng() % 64);
+    QuantileSketch r;
+    if (r.Load(bad.data())) {
+      double a = r.Quantile(0.5), b = r.Quantile(0.99);
+      EXPECT_LE(a, b);
+    }
+  }
+}
+
+// Saved words live in shared memory (shmkv's SEG.ctl.latency): their
+// layout is fixed. Slot 0 counts zeros, slot 1 + 39 e + b counts bucket b
+// of power e, two slots a word (low half first), then the count, the
+// minimum and the maximum.
+TEST(QuantileSketch, SavedWordsKeepTheirLayout) {
+  static_assert(QuantileSketch::kWords == 862, "859 words of counts, then 3");
+  QuantileSketch k;
+  for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{1000},
+                     uint64_t{1000000}, uint64_t{1000000}}) {
+    k.Add(v);
+  }
+  EXPECT_EQ(QuantileSketch::Bucket(1000), 388);
+  EXPECT_EQ(QuantileSketch::Bucket(1000000), 777);
+  std::vector<uint64_t> w(QuantileSketch::kWords);
+  k.Save(w.data());
+  for (size_t i = 0; i < w.size(); ++i) {
+    uint64_t want = 0;
+    if (i == 0) want = 1 | uint64_t{1} << 32;  // slots 0 (zero) and 1 (1)
+    if (i == 194) want = uint64_t{1} << 32;    // slot 389: 1000
+    if (i == 389) want = 2;                    // slot 778: 10^6, twice
+    if (i == 859) want = 5;                    // samples
+    if (i == 860) want = 0;                    // minimum
+    if (i == 861) want = 1000000;              // maximum
+    EXPECT_EQ(w[i], want) << i;
+  }
+}
+
+// The compact form (the counts that are not zero) answers as the sketch
+// did, and what cannot be one is refused.
+TEST(QuantileSketch, CompactFormKeepsEveryAnswerAndRefusesWhatCannotBeOne) {
+  QuantileSketch k =
+      SketchOf(shmc_test::LatencyStreams()[2].make(200000, 16));
+  k.Add(0);
+  const size_t n = k.CompactWords();
+  ASSERT_LT(n, QuantileSketch::kWords) << "sparse: fewer words than dense";
+  std::vector<uint64_t> w(n + 3, 77);  // followed by other words
+  k.SaveCompact(w.data());
+  QuantileSketch back;
+  size_t used = 0;
+  ASSERT_TRUE(back.LoadCompact(w.data(), w.size(), &used));
+  EXPECT_EQ(used, n);
+  ExpectSameAnswers(back, k, "loaded compact");
+  const size_t head = QuantileSketch::kCompactHead;
+  auto refused = [&](const std::vector<uint64_t>& bad, size_t words) {
+    QuantileSketch r;
+    return !r.LoadCompact(bad.data(), words, nullptr);
+  };
+  EXPECT_TRUE(refused(w, n - 1)) << "counts past the words given";
+  EXPECT_TRUE(refused(w, 3)) << "no head";
+  std::vector<uint64_t> bad = w;
+  std::swap(bad[head], bad[head + 1]);
+  EXPECT_TRUE(refused(bad, n)) << "slots not rising";
+  bad = w;
+  bad[head + 1] = bad[head] ;
+  EXPECT_TRUE(refused(bad, n)) << "a slot twice";
+  bad = w;
+  bad[n - 1] = static_cast<uint64_t>(QuantileSketch::kBuckets + 1) << 32 | 1;
+  EXPECT_TRUE(refused(bad, n)) << "a slot past the last";
+  bad = w;
+  bad[head + 2] &= ~uint64_t{0xffffffff};
+  EXPECT_TRUE(refused(bad, n)) << "a zero count";
+  bad = w;
+  bad[0] = 1;
+  EXPECT_TRUE(refused(bad, n)) << "fewer samples than counted";
+  bad = w;
+  bad[3] = ~uint64_t{0};
+  EXPECT_TRUE(refused(bad, n)) << "a huge number of counts";
+  std::mt19937_64 rng(17);
+  for (int i = 0; i < 5000; ++i) {
+    for (uint64_t& x : bad) x = rng() >> (rng() % 64);
+    bad[3] = rng() % (n + 8);
+    QuantileSketch r;
+    size_t took = 0;
+    if (r.LoadCompact(bad.data(), bad.size(), &took)) {
+      EXPECT_LE(took, bad.size());
+      EXPECT_LE(r.Quantile(0.5), r.Quantile(0.99));
+    }
+  }
 }
 
 }  // namespace

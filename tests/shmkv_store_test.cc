@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <chrono>
@@ -24,11 +25,13 @@
 #include "server/store/blob.h"
 #include "server/store/journal.h"
 #include "server/store/key_hash.h"
+#include "server/store/latency.h"
 #include "server/store/stats.h"
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_map.h"
+#include "tests/support/latency_streams.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -1008,6 +1011,102 @@ TEST(ShmkvStats, PercentilesAreQuantilesAcrossWorkers) {
     EXPECT_LT(p99, 1000 * 1.1);
   }
   shmc::POSIX().Unlink(key);
+}
+
+// The latency INFO, /stats and LATENCY HISTOGRAM report: each worker's
+// sketches, merged. Two workers time a bursty stream (the log-normal
+// AR(1) of tests/support/latency_streams.h) in two uneven halves; the
+// merged quantiles are within 1% of the whole stream's, in order.
+TEST(ShmkvLatency, WorkersSketchesMergeWithinOnePercent) {
+  ScopedKey<shmc::POSIX> key("latency_test");  // removed however the test ends
+  {
+    shmkv::SharedLatency lat;
+    std::string err;
+    ASSERT_TRUE(lat.Open(key, &err)) << err;
+    std::vector<uint64_t> v =
+        shmc_test::LatencyStreams()[5].make(400000, 21);  // ns
+    for (size_t worker = 0; worker < 2; ++worker) {
+      shmkv::LocalStats local;
+      lat.Clear(worker);
+      size_t from = worker == 0 ? 0 : 100000, to = worker == 0 ? 100000 : 400000;
+      for (size_t i = from; i < to; ++i) local.Record(7, v[i] / 1000.0);
+      lat.Publish(worker, local);
+      // A second publish with nothing new writes nothing, breaks nothing.
+      lat.Publish(worker, local);
+    }
+    shmkv::LatencyTotals t = lat.Merge();
+    ASSERT_NE(t[7], nullptr);
+    EXPECT_EQ(t[6], nullptr);
+    EXPECT_EQ(t[7]->Count(), 400000u);
+    std::sort(v.begin(), v.end());
+    double last = 0;
+    for (double q : shmc_test::TableQuantiles()) {
+      double exact = static_cast<double>(shmc_test::NearestRank(v, q));
+      double got = t[7]->Quantile(q);
+      EXPECT_NEAR(got / exact, 1, 0.01) << q;
+      EXPECT_GE(got, last) << q;
+      last = got;
+    }
+  }
+}
+
+// A worker killed while writing its slot leaves the sequence odd: the
+// slot is left out (not waited for), the other slots still count, and a
+// slot of damaged words is left out too, not misread.
+TEST(ShmkvLatency, ADeadWritersSlotAndDamagedWordsAreLeftOut) {
+  ScopedKey<shmc::POSIX> key("latency_dead");  // removed however the test ends
+  {
+    shmkv::SharedLatency lat;
+    std::string err;
+    ASSERT_TRUE(lat.Open(key, &err)) << err;
+    shmkv::LocalStats local;
+    for (int i = 0; i < 1000; ++i) local.Record(3, 10);
+    lat.Clear(0);
+    lat.Publish(0, local);
+    pid_t pid = fork();
+    if (pid == 0) {
+      shmkv::SharedLatency mine;
+      std::string e;
+      if (!mine.Open(key, &e)) _exit(90);
+      mine.Clear(1);
+      mine.Publish(1, local);
+      shmc::SetDefaultCreateFlags(shmc::DefaultCreateFlags() |
+                                  shmc::kSharedWriters);
+      shmc::ShmArray<shmkv::LatencySlot, shmc::POSIX> raw;
+      if (!raw.InitForWrite(key, shmkv::kMaxWorkerSlots)) _exit(91);
+      auto* slot = const_cast<shmkv::LatencySlot*>(&raw[1]);
+      slot->seq.fetch_or(1);  // dies mid-publish
+      // Slot 2: records over random words, its length random too.
+      auto* bad = const_cast<shmkv::LatencySlot*>(&raw[2]);
+      bad->pid.store(static_cast<uint64_t>(getpid()));
+      std::mt19937_64 rng(3);
+      bad->used.store(rng());
+      for (auto& w : bad->words) w.store(rng() >> (rng() % 64));
+      // Slot 3: a plausible head (command 3, a length) over random counts.
+      auto* bad3 = const_cast<shmkv::LatencySlot*>(&raw[3]);
+      bad3->pid.store(static_cast<uint64_t>(getpid()));
+      bad3->used.store(shmkv::kLatencyWords);
+      for (auto& w : bad3->words) w.store(rng() >> (rng() % 64));
+      bad3->words[0].store(3);
+      bad3->words[1].store(100);
+      _exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    auto t0 = std::chrono::steady_clock::now();
+    shmkv::LatencyTotals t = lat.Merge();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+    ASSERT_NE(t[3], nullptr);
+    EXPECT_EQ(t[3]->Count(), 1000u);  // slot 0's alone
+    EXPECT_NEAR(t[3]->Quantile(0.5), 10000, 10000 * 0.01);
+    for (const auto& one : t) {
+      if (one != nullptr) {
+        EXPECT_LE(one->Quantile(0.5), one->Quantile(0.99));
+      }
+    }
+  }
 }
 
 // A hot upgrade keeps the old master, and with it the statistics segment

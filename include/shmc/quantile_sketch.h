@@ -166,6 +166,105 @@ class QuantileSketch {
     max_ = std::max(max_, other.max_);
   }
 
+  // The state as kWords 64-bit words (counts two to a word, then the
+  // count, minimum and maximum), for a copy in shared memory; Load takes
+  // it back, refusing words that cannot be a sketch's (a count of
+  // samples below the counts' sum, a minimum above the maximum).
+  static constexpr size_t kWords = (kBuckets + 2) / 2 + 3;
+  void Save(uint64_t* w) const {
+    for (int i = 0; i <= kBuckets; i += 2) {
+      uint64_t hi = i + 1 <= kBuckets ? slots_[i + 1] : 0;
+      w[i / 2] = slots_[i] | hi << 32;
+    }
+    w[kWords - 3] = count_;
+    w[kWords - 2] = min_;
+    w[kWords - 1] = max_;
+  }
+  bool Load(const uint64_t* w) {
+    uint64_t weight = 0;
+    for (int i = 0; i <= kBuckets; i += 2) {
+      weight += (w[i / 2] & 0xffffffffu) + (w[i / 2] >> 32);
+    }
+    if ((kBuckets + 1) % 2 == 1 && (w[kBuckets / 2] >> 32) != 0) return false;
+    const uint64_t count = w[kWords - 3], lo = w[kWords - 2], hi = w[kWords - 1];
+    if (count < weight || (count != 0) != (weight != 0) ||
+        (count != 0 && lo > hi)) {
+      return false;
+    }
+    for (int i = 0; i <= kBuckets; i += 2) {
+      slots_[i] = static_cast<uint32_t>(w[i / 2]);
+      if (i + 1 <= kBuckets) slots_[i + 1] = static_cast<uint32_t>(w[i / 2] >> 32);
+    }
+    weight_ = weight;
+    count_ = count;
+    min_ = count == 0 ? std::numeric_limits<uint64_t>::max() : lo;
+    max_ = count == 0 ? 0 : hi;
+    return true;
+  }
+
+  // The compact form: only the counts that are not zero, as 64-bit
+  // words: the count of samples, the minimum, the maximum, the number n of
+  // counts, then n words of (slot << 32 | count), slots rising (slot 0
+  // counts zeros, slot 1 + b bucket b). kCompactHead + n words; at most
+  // kCompactMax. For a copy where most buckets are empty (a command's
+  // latency spans a few powers of two): a few hundred words, not kWords.
+  static constexpr size_t kCompactHead = 4;
+  static constexpr size_t kCompactMax = kCompactHead + kBuckets + 1;
+  size_t CompactWords() const {
+    size_t n = 0;
+    for (uint32_t c : slots_) n += c != 0;
+    return kCompactHead + n;
+  }
+  // Writes CompactWords() words to w.
+  void SaveCompact(uint64_t* w) const {
+    size_t n = 0;
+    for (int i = 0; i <= kBuckets; ++i) {
+      if (slots_[i] != 0) {
+        w[kCompactHead + n++] = static_cast<uint64_t>(i) << 32 | slots_[i];
+      }
+    }
+    w[0] = count_;
+    w[1] = min_;
+    w[2] = max_;
+    w[3] = n;
+  }
+  // Takes back a compact form of `words` words (it may be followed by
+  // other words: *used tells how many were its own). Refuses what cannot
+  // be one: counts past `words`, slots not rising or past the last, a
+  // zero count, fewer samples than counted, a minimum above the maximum.
+  bool LoadCompact(const uint64_t* w, size_t words, size_t* used) {
+    if (words < kCompactHead) return false;
+    const uint64_t count = w[0], lo = w[1], hi = w[2], n = w[3];
+    if (n > words - kCompactHead || n > static_cast<uint64_t>(kBuckets) + 1) {
+      return false;
+    }
+    QuantileSketch k;
+    uint64_t weight = 0;
+    int64_t last = -1;
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t e = w[kCompactHead + i];
+      const uint64_t slot = e >> 32;
+      const uint32_t c = static_cast<uint32_t>(e);
+      if (static_cast<int64_t>(slot) <= last || slot > kBuckets || c == 0) {
+        return false;
+      }
+      k.slots_[slot] = c;
+      weight += c;
+      last = static_cast<int64_t>(slot);
+    }
+    if (count < weight || (count != 0) != (weight != 0) ||
+        (count != 0 && lo > hi)) {
+      return false;
+    }
+    std::memcpy(slots_, k.slots_, sizeof(slots_));
+    weight_ = weight;
+    count_ = count;
+    min_ = count == 0 ? std::numeric_limits<uint64_t>::max() : lo;
+    max_ = count == 0 ? 0 : hi;
+    if (used != nullptr) *used = kCompactHead + static_cast<size_t>(n);
+    return true;
+  }
+
   // Samples added (and merged in).
   uint64_t Count() const { return count_; }
   uint64_t Min() const { return count_ == 0 ? 0 : min_; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "server/commands/reply.h"
+#include "server/store/latency.h"
 #include "server/store/stats.h"
 #include "server/store/store.h"
 #include "server/store/waits.h"
@@ -68,6 +69,7 @@ struct ClientState {
 struct CommandContext {
   Store* store = nullptr;
   SharedStats* stats = nullptr;  // null: no statistics (all zero)
+  SharedLatency* latency = nullptr;  // null: none (the estimators' figures)
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
   ClientState* client = nullptr;  // the command's connection: must be set

@@ -35,6 +35,22 @@ std::string Fmt(const char* fmt, double v) {
   return buf;
 }
 
+// Every worker's latency sketches, merged per command (server/store/
+// latency.h); none when this worker has no latency segment.
+LatencyTotals MergedLatency(CommandContext* c) {
+  return c->latency != nullptr ? c->latency->Merge()
+                               : LatencyTotals(kMaxCommands);
+}
+
+// Quantile q (kQuantiles) of command i in microseconds: from the
+// workers' sketches, or, for a command only workers of an older build
+// timed, from their estimators.
+double LatencyUs(const StatsTotals& t, const LatencyTotals& lat, size_t i,
+                 size_t q) {
+  if (lat[i] != nullptr) return lat[i]->Quantile(kQuantiles[q]) / 1000;
+  return t.est[i * 3 + q].Estimate();
+}
+
 }  // namespace
 
 // PING [message]
@@ -615,13 +631,14 @@ std::string InfoText(CommandContext* c,
   }
   if (want("latencystats")) {
     s += "# Latencystats\r\n";
+    LatencyTotals lat = MergedLatency(c);
     for (size_t i = 0; i < kMaxCommands; ++i) {
       if (t.calls[i] == 0) continue;
       std::string v;
       const char* names[3] = {"p50", "p99", "p99.9"};
       for (size_t q = 0; q < 3; ++q) {
         if (q) v += ",";
-        v += std::string(names[q]) + "=" + Fmt("%.3f", t.est[i * 3 + q].Estimate());
+        v += std::string(names[q]) + "=" + Fmt("%.3f", LatencyUs(t, lat, i, q));
       }
       line(std::string("latency_percentiles_usec_") + CommandName(i), v);
     }
@@ -646,6 +663,7 @@ std::string InfoText(CommandContext* c,
 
 std::string StatsJson(CommandContext* c) {
   StatsTotals t = c->stats != nullptr ? c->stats->Merge() : StatsTotals();
+  LatencyTotals lat = MergedLatency(c);
   std::string j = "{";
   for (const Figure& f : Figures(c, t)) {
     if (f.json == nullptr) continue;
@@ -665,7 +683,7 @@ std::string StatsJson(CommandContext* c) {
          std::to_string(t.calls[i]);
     const char* names[3] = {"p50_us", "p99_us", "p999_us"};
     for (size_t q = 0; q < 3; ++q) {
-      double e = t.est[i * 3 + q].Estimate();
+      double e = LatencyUs(t, lat, i, q);
       j += std::string(",\"") + names[q] + "\":" +
            (std::isfinite(e) ? Fmt("%.3f", e) : std::string("null"));
     }

@@ -93,6 +93,12 @@ int Worker::Run() {
                  "layout (%s); restart the master to count again\n",
                  cfg_.slot, err.c_str());
   }
+  if (latency_.Open(ControlKey(cfg_.store) + ".latency", &err)) {
+    latency_.Clear(cfg_.slot);
+  } else {
+    std::fprintf(stderr, "shmkv worker %zu: serving without latency "
+                 "statistics: %s\n", cfg_.slot, err.c_str());
+  }
   adopt_fd_ = cfg_.adopt_fd;
   if (adopt_fd_ >= 0) {
     fcntl(adopt_fd_, F_SETFL, fcntl(adopt_fd_, F_GETFL) | O_NONBLOCK);
@@ -110,6 +116,7 @@ int Worker::Run() {
     send(adopt_fd_, hello.data(), hello.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   ctx_.stats = &stats_;
+  if (latency_.open()) ctx_.latency = &latency_;
   ctx_.info = &cfg_.info;
   ctx_.password = &cfg_.password;
   limits_.max_bulk = MaxBulk(cfg_.store);
@@ -152,6 +159,7 @@ int Worker::Run() {
     Add(fd, EPOLLIN);
   }
   stats_.Publish(cfg_.slot, local_);
+  latency_.Publish(cfg_.slot, local_);
   if (cfg_.ready_fd >= 0) {
     (void)!write(cfg_.ready_fd, "R", 1);
     close(cfg_.ready_fd);
@@ -280,6 +288,7 @@ void Worker::Publish() {
   local_.http_requests = ctx_.http_requests;
   local_.client_buffers = total_held_;
   stats_.Publish(cfg_.slot, local_);
+  latency_.Publish(cfg_.slot, local_);
 }
 
 void Worker::StartDrain() {

@@ -27,6 +27,7 @@
 #include "server/net/udp.h"
 #include "server/net/waker.h"
 #include "server/net/worker.h"
+#include "server/store/latency.h"
 #include "server/store/stats.h"
 #include "server/store/waits.h"
 
@@ -227,6 +228,7 @@ class Worker {
   WorkerConfig cfg_;
   std::unique_ptr<Store> store_;
   SharedStats stats_;
+  SharedLatency latency_;
   LocalStats local_;
   CommandContext ctx_;
   RespLimits limits_;

@@ -68,6 +68,7 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(JournalKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".stats", err) &&
+         UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".latency", err) &&
          UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&

@@ -29,12 +29,16 @@ bool Alive(uint64_t pid) {
 
 }  // namespace
 
-LocalStats::LocalStats() : est(MakeEstimators()) {}
+LocalStats::LocalStats() : est(MakeEstimators()), sketch(kMaxCommands) {}
 
 void LocalStats::Record(size_t cmd, double us) {
   ++calls[cmd];
   usec[cmd] += static_cast<uint64_t>(us);
   for (size_t q = 0; q < 3; ++q) est[cmd * 3 + q].Add(us);
+  if (sketch[cmd] == nullptr) {
+    sketch[cmd] = std::make_unique<shmc::QuantileSketch>();
+  }
+  sketch[cmd]->Add(us > 0 ? static_cast<uint64_t>(us * 1000 + 0.5) : 0);
 }
 
 StatsTotals::StatsTotals() : est(MakeEstimators()) {}

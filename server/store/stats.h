@@ -12,12 +12,14 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "shmc/percentile.h"
 #include "shmc/posix_shm_alloc.h"
+#include "shmc/quantile_sketch.h"
 #include "shmc/shm_array.h"
 
 namespace shmkv {
@@ -110,6 +112,10 @@ struct LocalStats {
   uint64_t calls[kMaxCommands] = {};
   uint64_t usec[kMaxCommands] = {};
   std::vector<shmc::QuantileEstimator> est;  // kMaxCommands * 3
+  // Each command's latency in nanoseconds (latency.h), made at its first
+  // call. The estimators above stay for workers and masters of older
+  // builds that read this worker's slot.
+  std::vector<std::unique_ptr<shmc::QuantileSketch>> sketch;
   void Record(size_t cmd, double usec);
 };
 

@@ -153,9 +153,9 @@ std::string WaitsKey(const StoreConfig& cfg);
 std::string DbsKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
-// control block, the journal, the statistics, the wait board, the
-// databases, the script cache, pub/sub's registry and ring); segments
-// that do not exist are skipped.
+// control block, the journal, the statistics and latency sketches, the
+// wait board, the databases, the script cache, pub/sub's registry and
+// ring); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);

@@ -1,0 +1,70 @@
+// Each worker's latency per command as a shmc::QuantileSketch (every
+// quantile within 1% however bursty the latency: docs/percentile.md), in
+// a segment of its own next to the statistics (SEG.ctl.latency): one slot
+// per worker slot, under a sequence word (odd while its worker writes),
+// read and merged by anyone (INFO latencystats, LATENCY HISTOGRAM,
+// /stats).
+//
+// The statistics segment (stats.h) keeps its layout, so a worker of this
+// build still publishes its counts into the one an older running master
+// made (a hot upgrade); this segment is made by whichever process of the
+// store opens it first, and each worker clears its own slot when it
+// starts (the master of an older build does not know it).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "server/store/stats.h"
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/quantile_sketch.h"
+#include "shmc/shm_array.h"
+
+namespace shmkv {
+
+// A slot's sketches, each command's compact form (QuantileSketch::
+// SaveCompact: the counts that are not zero) after its id and length:
+//   u64 command  u64 words  compact words ...   (until `used`)
+// A command's latency spans a few powers of two, so a record is a few
+// hundred words; a slot holds kLatencyWords (128 KiB). Commands that do
+// not fit are left out of it (INFO reports them from the estimators).
+constexpr size_t kLatencyWords = 16384;
+struct LatencySlot {
+  std::atomic<uint64_t> seq;
+  std::atomic<uint64_t> pid;   // 0: never written
+  std::atomic<uint64_t> used;  // words of records
+  std::atomic<uint64_t> words[kLatencyWords];
+};
+static_assert(std::is_standard_layout<LatencySlot>::value &&
+                  sizeof(LatencySlot) == 8 * (3 + kLatencyWords),
+              "LatencySlot lives in shared memory: its layout is its size "
+              "(the segment's node size tells one layout from another)");
+
+// A command's sketches, merged: null for a command no worker timed.
+using LatencyTotals = std::vector<std::unique_ptr<shmc::QuantileSketch>>;
+
+class SharedLatency {
+ public:
+  // Maps the segment `key`, made when missing.
+  bool Open(const std::string& key, std::string* err);
+  bool open() const { return slots_ != nullptr; }
+  // A worker, before it first publishes into `slot`.
+  void Clear(size_t slot);
+  // A worker: its sketches, when it timed a command since the last time.
+  void Publish(size_t slot, const LocalStats& s);
+  // Every slot's sketches, merged per command (kMaxCommands entries).
+  LatencyTotals Merge() const;
+
+ private:
+  shmc::ShmArray<LatencySlot, shmc::POSIX> arr_;
+  LatencySlot* slots_ = nullptr;
+  uint64_t published_ = 0;  // commands timed at the last Publish
+  std::vector<uint64_t> out_;  // the records Publish writes
+};
+
+}  // namespace shmkv
