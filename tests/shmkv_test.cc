@@ -78,6 +78,34 @@ std::string HttpExchange(int fd, const std::string& req) {
   return resp;
 }
 
+// One whole SCAN pass (cursor 0 back to 0) with COUNT `count`: the keys
+// in the order returned, and in *calls how many calls it took.
+std::vector<std::string> ScanPass(Client& c, const std::string& count,
+                                  size_t* calls) {
+  std::vector<std::string> seen;
+  std::string cursor = "0";
+  *calls = 0;
+  do {
+    std::string r = c.Call({"SCAN", cursor, "COUNT", count});
+    ++*calls;
+    EXPECT_EQ(r.compare(0, 4, "*2\r\n"), 0) << r;
+    if (r.compare(0, 4, "*2\r\n") != 0) break;
+    size_t p = r.find("\r\n", 4);
+    size_t q = r.find("\r\n", p + 2);
+    cursor = r.substr(p + 2, q - p - 2);
+    std::string rest = r.substr(q + 2);
+    size_t n = std::stoul(rest.substr(1));
+    size_t pos = rest.find("\r\n") + 2;
+    for (size_t i = 0; i < n; ++i) {
+      size_t e = rest.find("\r\n", pos);
+      size_t len = std::stoul(rest.substr(pos + 1, e - pos - 1));
+      seen.push_back(rest.substr(e + 2, len));
+      pos = e + 2 + len + 2;
+    }
+  } while (cursor != "0");
+  return seen;
+}
+
 TEST(Shmkv, EveryCommand) {
   Server s("cmds");
   ASSERT_TRUE(s.Start()) << s.log();
@@ -142,28 +170,12 @@ TEST(Shmkv, EveryCommand) {
   ASSERT_EQ(pttl[0], ':');
   EXPECT_GT(std::stol(pttl.substr(1)), 90000);
   // SCAN walks everything with cursors, MATCH filters.
-  std::vector<std::string> seen;
-  std::string cursor = "0";
-  do {
-    std::string r = c.Call({"SCAN", cursor, "COUNT", "500"});
-    ASSERT_EQ(r.compare(0, 4, "*2\r\n"), 0) << r;
-    size_t p = r.find("\r\n", 4);
-    size_t q = r.find("\r\n", p + 2);
-    cursor = r.substr(p + 2, q - p - 2);
-    std::string rest = r.substr(q + 2);
-    size_t n = std::stoul(rest.substr(1));
-    size_t pos = rest.find("\r\n") + 2;
-    for (size_t i = 0; i < n; ++i) {
-      size_t e = rest.find("\r\n", pos);
-      size_t len = std::stoul(rest.substr(pos + 1, e - pos - 1));
-      seen.push_back(rest.substr(e + 2, len));
-      pos = e + 2 + len + 2;
-    }
-  } while (cursor != "0");
+  size_t calls = 0;
+  std::vector<std::string> seen = ScanPass(c, "500", &calls);
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(seen, (std::vector<std::string>{"a", "ap", "big", "k"}));
   std::string all;
-  cursor = "0";
+  std::string cursor = "0";
   do {  // MATCH filters each batch; a batch may well be empty
     std::string r = c.Call({"SCAN", cursor, "MATCH", "b*", "COUNT", "5000"});
     size_t p = r.find("\r\n", 4);
@@ -186,6 +198,34 @@ TEST(Shmkv, EveryCommand) {
   EXPECT_EQ(c.Call({"DBSIZE"}), ":0\r\n");
   EXPECT_EQ(c.Call({"QUIT"}), "+OK\r\n");
   EXPECT_TRUE(c.Closed());
+}
+
+// SCAN over an index sized for a million keys: with 8 keys a pass takes
+// a few calls, not one per 4,096 slots (272 before); with 5,000 keys
+// about keys / COUNT; every key once.
+TEST(Shmkv, ScanOfASparseIndexTakesAboutKeysOverCountCalls) {
+  Server s("sparse");
+  ASSERT_TRUE(s.Start({"--capacity", "1000000"})) << s.log();
+  Client c(s.port());
+  std::vector<std::string> keys;
+  for (int i = 0; i < 8; ++i) keys.push_back("k" + std::to_string(i));
+  for (const std::string& k : keys) ASSERT_EQ(c.Call({"SET", k, "v"}), "+OK\r\n");
+  size_t calls = 0;
+  std::vector<std::string> seen = ScanPass(c, "10", &calls);
+  std::sort(seen.begin(), seen.end());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(seen, keys);
+  EXPECT_LE(calls, 3u);
+  for (int i = 8; i < 5000; ++i) keys.push_back("k" + std::to_string(i));
+  for (int i = 8; i < 5000; ++i) {
+    ASSERT_EQ(c.Call({"SET", "k" + std::to_string(i), "v"}), "+OK\r\n");
+  }
+  seen = ScanPass(c, "100", &calls);
+  std::sort(seen.begin(), seen.end());
+  std::sort(keys.begin(), keys.end());
+  EXPECT_EQ(seen, keys) << "every key once";
+  EXPECT_GE(calls, 5000u / (100 + 1024));
+  EXPECT_LE(calls, 5000u / 100 + 3);
 }
 
 TEST(Shmkv, ExpiryLazyAndActive) {

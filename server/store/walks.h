@@ -91,10 +91,19 @@ bool RandomLiveKey(Map* map, uint64_t seed, uint32_t db, std::string* key) {
 }
 
 // SCAN over `db`. COUNT is in keys, as in Redis: slots are walked until
-// `count` keys of the database were seen or 100 x count (at least 4096)
-// slots were, whichever comes first, so a sparse table still answers
-// quickly. A cursor that is not a position of the table ends the scan
-// (cursor 0; Redis would mask it into its table instead: docs/server.md).
+// `count` keys of the database were seen or the call's work is done. The
+// index is sized for --capacity, not for the keys it holds, so its empty
+// slots are weighed by what they cost: a slot holding a blob (whose value
+// is read) is one unit, an empty one (a word of the index, read in order)
+// 1/kScanEmptyPerUnit; a call does 100 x count units (4,096 at least).
+// So a pass over an index of a million empty slots takes a few calls
+// whatever COUNT, and a pass over N keys about N / COUNT. Steps grow
+// while they find no key (up to kScanMaxStep slots), so a call may return
+// more keys than COUNT (at most that many), as Redis's may. A cursor that
+// is not a position of the table ends the scan (cursor 0; Redis would
+// mask it into its table instead: docs/server.md).
+constexpr size_t kScanEmptyPerUnit = 128;
+constexpr size_t kScanMaxStep = 1024;
 template <class Map>
 void ScanLiveKeys(Map* map, uint64_t* cursor, size_t count, uint32_t db,
                   const std::function<void(std::string_view, ValueType)>& f) {
@@ -102,12 +111,13 @@ void ScanLiveKeys(Map* map, uint64_t* cursor, size_t count, uint32_t db,
   pos.row = static_cast<uint32_t>(*cursor >> 32);
   pos.col = static_cast<uint32_t>(*cursor);
   int64_t now = NowMs();
-  size_t want = count == 0 ? 1 : count;
-  size_t budget = std::max<size_t>(want * 100, 4096);
-  size_t seen = 0, slots = 0;
+  const size_t want = count == 0 ? 1 : count;
+  const size_t budget = std::max<size_t>(want * 100, 4096);
+  size_t seen = 0, blobs = 0, slots = 0, step = want;
   do {
-    size_t step = std::min<size_t>(want, budget - slots);
+    size_t found = 0;
     if (!map->Travel(&pos, step, [&](const auto&, const std::string& blob) {
+          ++found;
           Blob b;
           if (!b.Parse(blob.data(), blob.size()) || b.part() || b.db != db) {
             return;  // not a key here: not counted either
@@ -120,7 +130,15 @@ void ScanLiveKeys(Map* map, uint64_t* cursor, size_t count, uint32_t db,
       break;
     }
     slots += step;
-  } while (seen < want && slots < budget && (pos.row != 0 || pos.col != 0));
+    blobs += found;
+    // Empty steps double (an empty region is crossed in few steps); a
+    // step that found blobs goes back to what is still wanted.
+    step = found == 0 ? std::min(step * 2, std::max(kScanMaxStep, want))
+                      : (seen < want ? want - seen : 1);
+  } while (seen < want &&
+           blobs + (slots - std::min(slots, blobs)) / kScanEmptyPerUnit <
+               budget &&
+           (pos.row != 0 || pos.col != 0));
   *cursor = static_cast<uint64_t>(pos.row) << 32 | pos.col;
 }
 
