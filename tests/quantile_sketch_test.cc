@@ -315,4 +315,27 @@ TEST(QuantileSketch, CompactFormKeepsEveryAnswerAndRefusesWhatCannotBeOne) {
   }
 }
 
+// CountAtMost: within a bucket of the bound on a stream, exact at the
+// ends, and rising with the bound.
+TEST(QuantileSketch, CountAtMostIsTheRankOfTheBound) {
+  std::vector<uint64_t> v = shmc_test::LatencyStreams()[0].make(100000, 18);
+  QuantileSketch k = SketchOf(v);
+  std::sort(v.begin(), v.end());
+  EXPECT_EQ(k.CountAtMost(v.front() - 1 + (v.front() == 0)), v.front() == 0 ? 1u : 0u);
+  EXPECT_EQ(k.CountAtMost(v.back()), v.size());
+  uint64_t last = 0;
+  for (uint64_t bound = 1000; bound < (uint64_t{1} << 34); bound *= 2) {
+    uint64_t got = k.CountAtMost(bound);
+    EXPECT_GE(got, last);
+    last = got;
+    auto below = [&](double x) {
+      return static_cast<uint64_t>(
+          std::upper_bound(v.begin(), v.end(), static_cast<uint64_t>(x)) -
+          v.begin());
+    };
+    EXPECT_GE(got, below(bound * (1 - QuantileSketch::kMaxRelativeError * 2)));
+    EXPECT_LE(got, below(bound * (1 + QuantileSketch::kMaxRelativeError * 2)));
+  }
+}
+
 }  // namespace

@@ -21,6 +21,7 @@ TEST(ServerFamily, IdsArePinned) {
       {"ping", 1}, {"echo", 2}, {"time", 57}, {"info", 58}, {"command", 59},
       {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
       {"auth", 64}, {"hello", 65}, {"swapdb", 157}, {"reset", 173},
+      {"latency", 174},
   });
 }
 
@@ -47,6 +48,14 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
       {"HELLO", "4"}, {"HELLO", "1"}, {"HELLO", "x"}, {"HELLO", "2", "bogus"},
       {"HELLO", "3", "AUTH", "default"}, {"HELLO", "3", "SETNAME"},
       {"HELLO", "2", "SETNAME", "has space"},
+      // LATENCY: no events (Redis's monitor is off by default), and a
+      // histogram of a command nobody ran is no entry
+      {"LATENCY", "HISTOGRAM", "nosuchcmd"}, {"LATENCY", "HISTOGRAM", "lpush"},
+      {"LATENCY", "LATEST"}, {"LATENCY", "LATEST", "x"},
+      {"LATENCY", "HISTORY", "command"}, {"LATENCY", "HISTORY"},
+      {"LATENCY", "RESET"}, {"LATENCY", "RESET", "command", "x"},
+      {"LATENCY", "GRAPH", "command"}, {"LATENCY", "GRAPH"},
+      {"LATENCY", "BOGUS"}, {"LATENCY"}, {"LATENCY", "DOCTOR", "x"},
   });
 }
 

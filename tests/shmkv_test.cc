@@ -228,6 +228,44 @@ TEST(Shmkv, ScanOfASparseIndexTakesAboutKeysOverCountCalls) {
   EXPECT_LE(calls, 5000u / 100 + 3);
 }
 
+// LATENCY HISTOGRAM on both servers after the same five SETs: Redis 7's
+// shape (a map per command: calls, histogram_usec of rising bucket
+// bounds to cumulative counts), five calls, and Redis's bucket names.
+TEST(Shmkv, LatencyHistogramHasRedisShape) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("lathist");
+  ASSERT_TRUE(s.Start({"--workers", "1"})) << s.log();
+  for (int port : {redis.port(), s.port()}) {
+    Client c(port);
+    for (int i = 0; i < 5; ++i) ASSERT_EQ(c.Call({"SET", "k", "v"}), "+OK\r\n");
+    std::this_thread::sleep_for(250ms);  // shmkv publishes every 100 ms
+    std::string r = c.Call({"LATENCY", "HISTOGRAM", "set", "nosuchcmd"});
+    const std::string head = "*2\r\n$3\r\nset\r\n*4\r\n$5\r\ncalls\r\n:5\r\n"
+                             "$14\r\nhistogram_usec\r\n*";
+    ASSERT_EQ(r.compare(0, head.size(), head), 0) << port << ": " << r;
+    // The pairs: bucket (Redis's: 1, 2, 4, 8, 16, 33, 66, ...) and a
+    // cumulative count that rises to 5.
+    std::vector<int64_t> ints;
+    for (size_t at = r.find(':', head.size()); at != std::string::npos;
+         at = r.find(':', at + 1)) {
+      ints.push_back(std::stoll(r.substr(at + 1)));
+    }
+    ASSERT_FALSE(ints.empty()) << r;
+    ASSERT_EQ(ints.size() % 2, 0u) << r;
+    const std::vector<int64_t> names = {1, 2, 4, 8, 16, 33, 66, 132, 264, 528,
+                                        1056, 2113, 4227, 8454, 16908};
+    int64_t last = 0;
+    for (size_t i = 0; i < ints.size(); i += 2) {
+      EXPECT_NE(std::find(names.begin(), names.end(), ints[i]), names.end())
+          << port << ": bucket " << ints[i];
+      EXPECT_GT(ints[i + 1], last) << port;
+      last = ints[i + 1];
+    }
+    EXPECT_EQ(last, 5) << port << ": " << r;
+  }
+}
+
 TEST(Shmkv, ExpiryLazyAndActive) {
   Server s("ttl");
   ASSERT_TRUE(s.Start()) << s.log();
