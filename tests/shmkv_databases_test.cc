@@ -29,9 +29,9 @@ using shmkv_test::CommandLine;
 using shmkv_test::RedisOracle;
 using Cmd = std::vector<std::string>;
 
-// INFO keyspace with each avg_ttl as 0 and no length line: Redis
-// estimates avg_ttl from its expiry cycle's samples (so it changes with
-// time), shmkv does not keep it (docs/server.md).
+// INFO keyspace with each avg_ttl as 0 and no length line: both servers
+// estimate avg_ttl, Redis from its expiry cycle's samples (so it changes
+// with time), shmkv from a sample when asked (docs/server.md).
 std::string Keyspace(const std::string& reply) {
   std::string out = reply.substr(reply.find("\r\n") + 2);
   for (size_t at = 0; (at = out.find("avg_ttl=", at)) != std::string::npos;) {

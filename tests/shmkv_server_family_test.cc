@@ -59,6 +59,31 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
   });
 }
 
+// INFO keyspace's avg_ttl: the mean remaining TTL of the database's keys
+// that have one (it was always 0), each database its own.
+TEST(ServerFamily, InfoAvgTtlIsTheMeanOfTheKeysWithATtl) {
+  CommandHarness h("avgttl");
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(h.Run({"SET", "a", "v", "PX", "100000"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"SET", "b", "v", "PX", "50000"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"SET", "c", "v"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"SELECT", "2"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"SET", "d", "v", "PX", "10000"}), "+OK\r\n");
+  std::string info = h.Run({"INFO", "keyspace"});
+  auto avg = [&](const std::string& db) -> int64_t {
+    size_t at = info.find(db + ":keys=");
+    if (at == std::string::npos) return -1;
+    at = info.find("avg_ttl=", at);
+    return at == std::string::npos ? -1 : std::stoll(info.substr(at + 8));
+  };
+  EXPECT_GT(avg("db0"), 74000) << info;
+  EXPECT_LE(avg("db0"), 75000) << info;
+  EXPECT_GT(avg("db2"), 9000) << info;
+  EXPECT_LE(avg("db2"), 10000) << info;
+  EXPECT_NE(info.find("db0:keys=3,expires=2,avg_ttl="), std::string::npos)
+      << info;
+}
+
 // What only shmkv has (its settings, its COMMAND rows) in both protocols.
 TEST(ServerFamily, InfoConfigAndCommandShapes) {
   CommandHarness h("srvshape");

@@ -758,10 +758,12 @@ std::string InfoText(CommandContext* c,
       uint64_t keys = c->store->KeysIn(c->store->Physical(db), &expires,
                                        c->txn != nullptr);
       if (keys == 0) continue;
+      int64_t ttl =
+          expires == 0 ? 0 : c->store->AverageTtl(c->store->Physical(db));
       line("db" + std::to_string(db), "keys=" + std::to_string(keys) +
                                           ",expires=" +
                                           std::to_string(expires) +
-                                          ",avg_ttl=0");
+                                          ",avg_ttl=" + std::to_string(ttl));
     }
   }
   return s;

@@ -224,6 +224,10 @@ class StoreT : public Store {
     return dbs_.KeysOf(physical, map_.size(), journal_.Counter(Journal::kParts));
   }
 
+  int64_t AverageTtl(uint32_t physical) override {
+    return AverageTtlMs(&map_, rng_(), physical);
+  }
+
   void Scan(uint64_t* cursor, size_t count,
             const std::function<void(std::string_view, ValueType)>& f)
       override {

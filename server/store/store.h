@@ -267,6 +267,9 @@ class Store {
   // lock, which the caller holds when `locked` (a command in EXEC).
   virtual uint64_t KeysIn(uint32_t physical, uint64_t* expires,
                           bool locked) = 0;
+  // INFO's avg_ttl of physical database `physical`: the mean remaining
+  // TTL in ms of a sample of its keys that have one (0: none met).
+  virtual int64_t AverageTtl(uint32_t physical) = 0;
   // FLUSHDB outside a transaction: as FlushAll, for one database.
   virtual uint64_t FlushDb(uint32_t physical) = 0;
 

@@ -57,22 +57,63 @@ void EachKey(Map* map, int db, F f) {
   });
 }
 
-// A live key of `db` near a random slot (seed): the table is walked from
-// there, wrapping at its end, to the first such key, so a database with
-// a key always answers.
+// The slot numbered seed modulo the index's slots, as a travel
+// position, and in *slots how many the index has.
 template <class Map>
-bool RandomLiveKey(Map* map, uint64_t seed, uint32_t db, std::string* key) {
-  if (map->size() == 0) return false;
+typename Map::TravelPos RandomPos(Map* map, uint64_t seed, uint64_t* slots) {
   const auto& table = map->hash_table();
   typename Map::TravelPos pos;
-  uint64_t slots = std::max<size_t>(1, table.ideal_capacity());
-  uint64_t slot = seed % slots;
+  *slots = std::max<size_t>(1, table.ideal_capacity());
+  uint64_t slot = seed % *slots;
   while (pos.row + 1 < table.row_count() &&
          slot >= table.row_slots(pos.row)) {
     slot -= table.row_slots(pos.row++);
   }
   pos.col = static_cast<uint32_t>(
       std::min<uint64_t>(slot, table.row_slots(pos.row) - 1));
+  return pos;
+}
+
+// INFO's avg_ttl for `db`: the mean remaining TTL (ms) of up to
+// kTtlSamples keys with one, met walking the index from a random slot (at
+// most kTtlSlots slots: a store of few such keys in a large index is
+// walked far enough to meet them, within a few milliseconds); 0 when none
+// was met. An estimate from a sample, as Redis's is (it averages the keys
+// its expiry cycle samples).
+constexpr size_t kTtlSamples = 64;
+constexpr uint64_t kTtlSlots = uint64_t{1} << 21;
+template <class Map>
+int64_t AverageTtlMs(Map* map, uint64_t seed, uint32_t db) {
+  if (map->size() == 0) return 0;
+  uint64_t slots = 0;
+  typename Map::TravelPos pos = RandomPos(map, seed, &slots);
+  const int64_t now = NowMs();
+  const uint64_t limit = std::min(slots, kTtlSlots);
+  size_t n = 0;
+  int64_t sum = 0;
+  constexpr size_t kStep = 4096;
+  for (uint64_t walked = 0; n < kTtlSamples && walked < limit;
+       walked += kStep) {
+    map->Travel(&pos, kStep, [&](const auto&, const std::string& blob) {
+      Blob b;
+      if (n < kTtlSamples && b.Parse(blob.data(), blob.size()) && !b.part() &&
+          b.db == db && b.expire_ms != 0 && !b.Expired(now)) {
+        sum += b.expire_ms - now;
+        ++n;
+      }
+    });
+  }
+  return n == 0 ? 0 : sum / static_cast<int64_t>(n);
+}
+
+// A live key of `db` near a random slot (seed): the table is walked from
+// there, wrapping at its end, to the first such key, so a database with
+// a key always answers.
+template <class Map>
+bool RandomLiveKey(Map* map, uint64_t seed, uint32_t db, std::string* key) {
+  if (map->size() == 0) return false;
+  uint64_t slots = 0;
+  typename Map::TravelPos pos = RandomPos(map, seed, &slots);
   int64_t now = NowMs();
   bool found = false;
   constexpr size_t kStep = 4096;
