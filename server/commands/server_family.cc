@@ -527,8 +527,8 @@ void Latency(const Args& a, CommandContext* c, Reply* r) {
     static const char* const kHelp[] = {
         "LATENCY <subcommand> [<arg> ...]. Subcommands are:",
         "HISTOGRAM [<command> ...]",
-        "    The cumulative distribution of each command's latency (every "
-        "command timed when none is named).",
+        "    Each command's latency as a cumulative distribution.",
+        "    (Every command timed, when none is named.)",
         "LATEST",
         "    Latency events: none are recorded (an empty array).",
         "HISTORY <event>",
