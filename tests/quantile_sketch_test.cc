@@ -194,53 +194,11 @@ TEST(QuantileSketch, QuantileEstimatorDriftsOnBurstsWhereTheSketchDoesNot) {
   EXPECT_LE(std::abs(k.Quantile(0.5) / exact - 1), 0.01);
 }
 
-TEST(QuantileSketch, SaveAndLoadKeepEveryAnswerAndRefuseWhatCannotBeOne) {
-  QuantileSketch k =
-      SketchOf(shmc_test::LatencyStreams()[5].make(100000, 14));
-  std::vector<uint64_t> w(QuantileSketch::kWords);
-  k.Save(w.data());
-  QuantileSketch back;
-  ASSERT_TRUE(back.Load(w.data()));
-  ExpectSameAnswers(back, k, "loaded");
-  // An empty one round-trips empty.
-  QuantileSketch empty, e2;
-  empty.Save(w.data());
-  ASSERT_TRUE(e2.Load(w.data()));
-  EXPECT_EQ(e2.Count(), 0u);
-  EXPECT_TRUE(std::isnan(e2.Quantile(0.5)));
-  // Words that cannot be a sketch's are refused, and leave it as it was.
-  k.Save(w.data());
-  std::vector<uint64_t> bad = w;
-  bad[QuantileSketch::kWords - 3] = 1;  // fewer samples than counted
-  EXPECT_FALSE(back.Load(bad.data()));
-  bad = w;
-  std::swap(bad[QuantileSketch::kWords - 2], bad[QuantileSketch::kWords - 1]);
-  EXPECT_FALSE(back.Load(bad.data()));  // minimum above maximum
-  bad = w;
-  bad[QuantileSketch::kBuckets / 2] |= uint64_t{1} << 40;  // past the last
-  EXPECT_FALSE(back.Load(bad.data()));
-  bad.assign(QuantileSketch::kWords, 0);
-  bad[QuantileSketch::kWords - 3] = 5;  // samples, and no count
-  EXPECT_FALSE(back.Load(bad.data()));
-  EXPECT_EQ(back.Count(), k.Count());
-  // Random words never crash a Load or the answers after one.
-  std::mt19937_64 rng(15);
-  for (int i = 0; i < 2000; ++i) {
-    for (uint64_t& x : bad) x = rng() >> (rng() % 64);
-    QuantileSketch r;
-    if (r.Load(bad.data())) {
-      double a = r.Quantile(0.5), b = r.Quantile(0.99);
-      EXPECT_LE(a, b);
-    }
-  }
-}
-
-// Saved words live in shared memory (shmkv's SEG.ctl.latency): their
-// layout is fixed. Slot 0 counts zeros, slot 1 + 39 e + b counts bucket b
-// of power e, two slots a word (low half first), then the count, the
-// minimum and the maximum.
-TEST(QuantileSketch, SavedWordsKeepTheirLayout) {
-  static_assert(QuantileSketch::kWords == 862, "859 words of counts, then 3");
+// The compact form lives in shared memory (shmkv's SEG.ctl.latency): its
+// layout is fixed. The count, the minimum, the maximum, the number of
+// counts, then each count that is not zero as slot << 32 | count, slots
+// rising: slot 0 counts zeros, slot 1 + 39 e + b bucket b of power e.
+TEST(QuantileSketch, CompactWordsKeepTheirLayout) {
   QuantileSketch k;
   for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{1000},
                      uint64_t{1000000}, uint64_t{1000000}}) {
@@ -248,18 +206,25 @@ TEST(QuantileSketch, SavedWordsKeepTheirLayout) {
   }
   EXPECT_EQ(QuantileSketch::Bucket(1000), 388);
   EXPECT_EQ(QuantileSketch::Bucket(1000000), 777);
-  std::vector<uint64_t> w(QuantileSketch::kWords);
-  k.Save(w.data());
-  for (size_t i = 0; i < w.size(); ++i) {
-    uint64_t want = 0;
-    if (i == 0) want = 1 | uint64_t{1} << 32;  // slots 0 (zero) and 1 (1)
-    if (i == 194) want = uint64_t{1} << 32;    // slot 389: 1000
-    if (i == 389) want = 2;                    // slot 778: 10^6, twice
-    if (i == 859) want = 5;                    // samples
-    if (i == 860) want = 0;                    // minimum
-    if (i == 861) want = 1000000;              // maximum
-    EXPECT_EQ(w[i], want) << i;
-  }
+  ASSERT_EQ(k.CompactWords(), 8u);
+  std::vector<uint64_t> w(8);
+  k.SaveCompact(w.data());
+  const std::vector<uint64_t> want = {
+      5, 0, 1000000, 4,         // samples, minimum, maximum, counts
+      uint64_t{0} << 32 | 1,    // zero
+      uint64_t{1} << 32 | 1,    // 1
+      uint64_t{389} << 32 | 1,  // 1000
+      uint64_t{778} << 32 | 2,  // 10^6, twice
+  };
+  EXPECT_EQ(w, want);
+  // An empty one round-trips empty.
+  QuantileSketch empty, back;
+  std::vector<uint64_t> e(empty.CompactWords());
+  ASSERT_EQ(e.size(), QuantileSketch::kCompactHead);
+  empty.SaveCompact(e.data());
+  ASSERT_TRUE(back.LoadCompact(e.data(), e.size(), nullptr));
+  EXPECT_EQ(back.Count(), 0u);
+  EXPECT_TRUE(std::isnan(back.Quantile(0.5)));
 }
 
 // The compact form (the counts that are not zero) answers as the sketch
@@ -269,7 +234,7 @@ TEST(QuantileSketch, CompactFormKeepsEveryAnswerAndRefusesWhatCannotBeOne) {
       SketchOf(shmc_test::LatencyStreams()[2].make(200000, 16));
   k.Add(0);
   const size_t n = k.CompactWords();
-  ASSERT_LT(n, QuantileSketch::kWords) << "sparse: fewer words than dense";
+  ASSERT_LT(n, QuantileSketch::kCompactMax / 2) << "sparse";
   std::vector<uint64_t> w(n + 3, 77);  // followed by other words
   k.SaveCompact(w.data());
   QuantileSketch back;
@@ -302,6 +267,9 @@ TEST(QuantileSketch, CompactFormKeepsEveryAnswerAndRefusesWhatCannotBeOne) {
   bad = w;
   bad[3] = ~uint64_t{0};
   EXPECT_TRUE(refused(bad, n)) << "a huge number of counts";
+  // A refused load leaves the sketch as it was.
+  EXPECT_FALSE(back.LoadCompact(bad.data(), n, nullptr));
+  ExpectSameAnswers(back, k, "after a refused load");
   std::mt19937_64 rng(17);
   for (int i = 0; i < 5000; ++i) {
     for (uint64_t& x : bad) x = rng() >> (rng() % 64);

@@ -166,48 +166,13 @@ class QuantileSketch {
     max_ = std::max(max_, other.max_);
   }
 
-  // The state as kWords 64-bit words (counts two to a word, then the
-  // count, minimum and maximum), for a copy in shared memory; Load takes
-  // it back, refusing words that cannot be a sketch's (a count of
-  // samples below the counts' sum, a minimum above the maximum).
-  static constexpr size_t kWords = (kBuckets + 2) / 2 + 3;
-  void Save(uint64_t* w) const {
-    for (int i = 0; i <= kBuckets; i += 2) {
-      uint64_t hi = i + 1 <= kBuckets ? slots_[i + 1] : 0;
-      w[i / 2] = slots_[i] | hi << 32;
-    }
-    w[kWords - 3] = count_;
-    w[kWords - 2] = min_;
-    w[kWords - 1] = max_;
-  }
-  bool Load(const uint64_t* w) {
-    uint64_t weight = 0;
-    for (int i = 0; i <= kBuckets; i += 2) {
-      weight += (w[i / 2] & 0xffffffffu) + (w[i / 2] >> 32);
-    }
-    if ((kBuckets + 1) % 2 == 1 && (w[kBuckets / 2] >> 32) != 0) return false;
-    const uint64_t count = w[kWords - 3], lo = w[kWords - 2], hi = w[kWords - 1];
-    if (count < weight || (count != 0) != (weight != 0) ||
-        (count != 0 && lo > hi)) {
-      return false;
-    }
-    for (int i = 0; i <= kBuckets; i += 2) {
-      slots_[i] = static_cast<uint32_t>(w[i / 2]);
-      if (i + 1 <= kBuckets) slots_[i + 1] = static_cast<uint32_t>(w[i / 2] >> 32);
-    }
-    weight_ = weight;
-    count_ = count;
-    min_ = count == 0 ? std::numeric_limits<uint64_t>::max() : lo;
-    max_ = count == 0 ? 0 : hi;
-    return true;
-  }
-
   // The compact form: only the counts that are not zero, as 64-bit
   // words: the count of samples, the minimum, the maximum, the number n of
   // counts, then n words of (slot << 32 | count), slots rising (slot 0
   // counts zeros, slot 1 + b bucket b). kCompactHead + n words; at most
   // kCompactMax. For a copy where most buckets are empty (a command's
-  // latency spans a few powers of two): a few hundred words, not kWords.
+  // latency spans a few powers of two): a few hundred words, not
+  // kCompactMax.
   static constexpr size_t kCompactHead = 4;
   static constexpr size_t kCompactMax = kCompactHead + kBuckets + 1;
   size_t CompactWords() const {
