@@ -103,7 +103,7 @@ class QuantileSketch {
 
   void Reset() {
     std::memset(slots_, 0, sizeof(slots_));
-    weight_ = 0;
+    shed_ = 0;
     count_ = 0;
     min_ = std::numeric_limits<uint64_t>::max();
     max_ = 0;
@@ -113,26 +113,25 @@ class QuantileSketch {
     min_ = v < min_ ? v : min_;
     max_ = v > max_ ? v : max_;
     ++count_;
-    ++weight_;
     uint32_t* c = &slots_[Slot(v, table_)];
     if (__builtin_expect(++*c == 0, 0)) {  // was 2^32 - 1
       --*c;
-      --weight_;
       Halve();
       ++*c;
-      ++weight_;
+      Resum();
     }
   }
 
   // The quantile q (0 <= q <= 1) of the samples: NaN when there are none
   // or q is outside [0, 1].
   double Quantile(double q) const {
-    if (weight_ == 0 || !(q >= 0 && q <= 1)) {
+    const uint64_t weight = Weight();
+    if (weight == 0 || !(q >= 0 && q <= 1)) {
       return std::numeric_limits<double>::quiet_NaN();
     }
-    double want = std::ceil(q * static_cast<double>(weight_));
+    double want = std::ceil(q * static_cast<double>(weight));
     uint64_t rank = want < 1 ? 0 : static_cast<uint64_t>(want) - 1;
-    if (rank >= weight_) rank = weight_ - 1;
+    if (rank >= weight) rank = weight - 1;
     uint64_t seen = 0;
     int slot = 0;
     for (; slot < kBuckets; ++slot) {
@@ -154,14 +153,13 @@ class QuantileSketch {
     }
     int shift = 0;
     while ((top >> shift) > std::numeric_limits<uint32_t>::max()) ++shift;
-    weight_ = 0;
     for (int i = 0; i <= kBuckets; ++i) {
       uint64_t sum = static_cast<uint64_t>(slots_[i]) + other.slots_[i];
       slots_[i] =
           static_cast<uint32_t>((sum + (uint64_t{1} << shift) - 1) >> shift);
-      weight_ += slots_[i];
     }
     count_ += other.count_;
+    Resum();
     min_ = std::min(min_, other.min_);
     max_ = std::max(max_, other.max_);
   }
@@ -222,8 +220,8 @@ class QuantileSketch {
       return false;
     }
     std::memcpy(slots_, k.slots_, sizeof(slots_));
-    weight_ = weight;
     count_ = count;
+    shed_ = count - weight;
     min_ = count == 0 ? std::numeric_limits<uint64_t>::max() : lo;
     max_ = count == 0 ? 0 : hi;
     if (used != nullptr) *used = kCompactHead + static_cast<size_t>(n);
@@ -236,16 +234,17 @@ class QuantileSketch {
   // counts were halved. Exact at and past the maximum, and below the
   // minimum.
   uint64_t CountAtMost(uint64_t v) const {
-    if (weight_ == 0 || v < min_) return 0;
+    const uint64_t weight = Weight();
+    if (weight == 0 || v < min_) return 0;
     if (v >= max_) return count_;
     uint64_t w = slots_[0];
     for (int b = 0; b < kBuckets && Answer(b) <= static_cast<double>(v); ++b) {
       w += slots_[b + 1];
     }
-    if (weight_ == count_) return w;
+    if (shed_ == 0) return w;
     return static_cast<uint64_t>(static_cast<double>(w) *
                                  static_cast<double>(count_) /
-                                 static_cast<double>(weight_));
+                                 static_cast<double>(weight));
   }
 
   // Samples added (and merged in).
@@ -265,27 +264,32 @@ class QuantileSketch {
  private:
   // The slot of v: 0 for 0, 1 + its bucket for the rest.
   static int Slot(uint64_t v, const uint8_t* table) {
-    int e = 63 - __builtin_clzll(v | 1);
+    const int lead = __builtin_clzll(v | 1);
+    const int e = 63 - lead;
     constexpr int kBits = detail::SketchTable::kFractionBits;
-    // The kBits bits after the leading one (zeros below the value's own).
-    uint64_t frac = e >= kBits ? v >> (e - kBits) : v << (kBits - e);
-    frac &= detail::SketchTable::kFractions - 1;
+    // The kBits bits after the leading one, once it is moved to the top
+    // (zeros below the value's own).
+    const uint64_t frac = (v << lead) << 1 >> (64 - kBits);
     int slot = 1 + e * kPerOctave + table[frac];
     slot = e >= kOctaves ? kBuckets : slot;
     return v == 0 ? 0 : slot;
   }
 
   void Halve() {
-    weight_ = 0;
-    for (uint32_t& c : slots_) {
-      c = c / 2 + (c & 1);
-      weight_ += c;
-    }
+    for (uint32_t& c : slots_) c = c / 2 + (c & 1);
+  }
+  // Ranks are taken in the counts' sum, which is below count_ once counts
+  // were halved; Add leaves the difference as it is.
+  uint64_t Weight() const { return count_ - shed_; }
+  void Resum() {
+    uint64_t w = 0;
+    for (uint32_t c : slots_) w += c;
+    shed_ = count_ - w;
   }
 
   const uint8_t* table_;
   uint32_t slots_[kBuckets + 1];  // zeros, then the buckets
-  uint64_t weight_;  // the counts' sum: ranks are taken in it
+  uint64_t shed_;  // count_ less the counts' sum (Weight)
   uint64_t count_;
   uint64_t min_, max_;
 };
