@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -337,6 +338,36 @@ TEST(ShmcCli, SortedArrayListedOnce) {
   EXPECT_NE(r.out.find("not sealed"), std::string::npos) << r.out;
   EXPECT_EQ(Shmc({"check", "posix:" + n.base.str()}).exit_code, 0);
   a.AbortBuild();
+}
+
+// A table NAME0 whose nodes no map's index can have (12 bytes: the handle
+// word would not be the node's last aligned word) beside a link table
+// NAME1 is not a map: ls says what info says, two containers, not one.
+TEST(ShmcCli, LsAndInfoAgreeOnWhatIsAMap) {
+  struct Node12 {
+    uint32_t key;
+    uint32_t a, b;
+    std::pair<bool, uint32_t> Key() const volatile { return {key != 0, key}; }
+  };
+  Names<shmc::POSIX> n;
+  shmc::ShmHashTable<uint32_t, Node12, shmc::POSIX> t;
+  ASSERT_TRUE(t.InitForWrite(n.k0, 100));
+  shmc::ShmLinkTable<shmc::POSIX> lt;
+  ASSERT_TRUE(lt.InitForWrite(n.k1, 32, 100));
+  Result r = Shmc({"info", "posix:" + n.base.str()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not the index and values of one hash map"),
+            std::string::npos)
+      << r.err;
+  r = Shmc({"ls", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, std::string> kinds;
+  for (const JValue& row : ParseOrFail(r.out).arr) {
+    kinds[row.get("name")->str] = row.get("kind")->str;
+  }
+  EXPECT_EQ(kinds.count("posix:" + n.base.str()), 0u) << r.out;
+  EXPECT_EQ(kinds["posix:" + n.k0], "hash_table") << r.out;
+  EXPECT_EQ(kinds["posix:" + n.k1], "link_table") << r.out;
 }
 
 // A POSIX map at `base` holding keys 1..keys, each with `value`; the

@@ -37,6 +37,7 @@
 #include "tests/fuzz/fuzz_targets.h"
 #include "tests/support/test_util.h"
 #include "tools/shmc/inspect.h"
+#include "tools/shmc/resolve.h"
 
 #ifndef SHMC_FUZZ_DEFAULT_INPUTS
 #define SHMC_FUZZ_DEFAULT_INPUTS 250

@@ -11,7 +11,7 @@
 #include "shmc/detail/fixed_layout.h"
 #include "shmc/detail/segment.h"
 #include "shmc/errors.h"
-#include "tools/shmc/inspect.h"
+#include "tools/shmc/container.h"
 #include "tools/shmc/json.h"
 #include "tools/shmc/segments.h"
 

@@ -11,28 +11,12 @@
 #include "shmc/detail/segment.h"
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
-#include "shmc/shm_hash_map.h"
 #include "shmc/svipc_shm_alloc.h"
-#include "tools/shmc/kind_handlers.h"
+#include "tools/shmc/kinds/kind.h"
 
 namespace shmc_tool {
 
 namespace sd = shmc::detail;
-using shmc::ErrorCode;
-using sd::ContainerKind;
-
-// Errors that mean the segment itself is damaged (exit 3), as opposed to
-// one the tool could not reach or does not understand (exit 1).
-int ExitFor(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kCorrupted:
-    case ErrorCode::kSizeMismatch:
-    case ErrorCode::kNotReady:
-      return kExitProblems;
-    default:
-      return kExitError;
-  }
-}
 
 namespace {
 
@@ -130,78 +114,7 @@ int WithBackend(Backend b, const F& f) {
   return kExitError;
 }
 
-int PeekExit(const HeaderPeek& p) {
-  switch (p.status) {
-    case HeaderPeek::kOk: return kExitOk;
-    case HeaderPeek::kTruncated: return kExitProblems;
-    default: return kExitError;
-  }
-}
-
 }  // namespace
-
-int Resolve(const SegName& name, Container* out, std::string* err) {
-  out->name = name;
-  HeaderPeek p = PeekHeader(name);
-  if (p.status == HeaderPeek::kNotFound) {
-    // A hash map is the pair NAME0 (index) + NAME1 (values).
-    HeaderPeek p0 = PeekHeader(name.Suffixed(shmc::kMapIndexSuffix));
-    HeaderPeek p1 = PeekHeader(name.Suffixed(shmc::kMapValuesSuffix));
-    bool idx = p0.status == HeaderPeek::kOk &&
-               p0.kind() == static_cast<uint32_t>(ContainerKind::kHashTable);
-    bool vals = p1.status == HeaderPeek::kOk &&
-                p1.kind() == static_cast<uint32_t>(ContainerKind::kLinkTable);
-    if (idx && vals) {
-      bool found = false;
-      uint64_t node_size = p0.param(sd::kParamNodeSize, &found);
-      if (found && sd::MapIndexNodeOk(node_size)) {
-        out->kind = "hash_map";
-        out->segments = {name.Suffixed(shmc::kMapIndexSuffix), name.Suffixed(shmc::kMapValuesSuffix)};
-        out->peeks = {p0, p1};
-        return kExitOk;
-      }
-    }
-    if (p0.status != HeaderPeek::kNotFound ||
-        p1.status != HeaderPeek::kNotFound) {
-      *err = name.Display() + ": no such segment; " +
-             name.Suffixed(shmc::kMapIndexSuffix).Display() + " and " +
-             name.Suffixed(shmc::kMapValuesSuffix).Display() +
-             " are not the index and values of one hash map";
-      return kExitError;
-    }
-    *err = p.message;
-    return kExitError;
-  }
-  if (p.status != HeaderPeek::kOk) {
-    *err = p.message;
-    return PeekExit(p);
-  }
-  if (p.kind() == 0) {
-    *err = name.Display() + ": unknown container kind " +
-           std::to_string(p.header()->kind) + " (a newer shmc made it?)";
-    return kExitError;
-  }
-  out->kind = sd::KindName(static_cast<ContainerKind>(p.kind()));
-  out->segments = {name};
-  out->peeks = {p};
-  if (p.kind() == static_cast<uint32_t>(ContainerKind::kSortedDir)) {
-    // A sorted array: its directory and whichever data segments exist.
-    out->kind = "sorted_array";
-    for (const char* slot : {"0", "1"}) {
-      // Only a sorted array's data segment (or a damaged shmc one) in a
-      // slot's name is part of it; anything else there is someone else's.
-      HeaderPeek d = PeekHeader(name.Suffixed(slot));
-      bool data = (d.status == HeaderPeek::kOk &&
-                   d.kind() ==
-                       static_cast<uint32_t>(ContainerKind::kSortedArray)) ||
-                  d.status == HeaderPeek::kTruncated;
-      if (!data) continue;
-      out->segments.push_back(name.Suffixed(slot));
-      out->peeks.push_back(d);
-    }
-  }
-  return kExitOk;
-}
 
 int Info(const Container& c, Json* out, std::string* err) {
   return WithBackend(c.segments[0].backend, [&](auto alloc) {

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@
 #include "shmc/version.h"
 #include "tools/shmc/inspect.h"
 #include "tools/shmc/json.h"
+#include "tools/shmc/resolve.h"
 #include "tools/shmc/segments.h"
 
 namespace shmc_tool {
@@ -169,95 +171,92 @@ int List(const Args& a) {
   std::string warnings;
   std::vector<SegName> names = AllSegments(a.dirs, &warnings);
   std::fputs(warnings.c_str(), stderr);
-  struct Entry {
-    SegName name;
-    HeaderPeek peek;
-  };
-  std::vector<Entry> entries;
-  std::map<std::string, size_t> by_name;
+  std::vector<SegName> listed;
+  std::map<std::string, HeaderPeek> peeks;
   for (const SegName& n : names) {
-    Entry e{n, PeekHeader(n)};
-    if (e.peek.status != HeaderPeek::kOk && !a.all) continue;
-    by_name[n.Display()] = entries.size();
-    entries.push_back(e);
+    HeaderPeek p = PeekHeader(n);
+    if (p.status != HeaderPeek::kOk && !a.all) continue;
+    peeks[n.Display()] = p;
+    listed.push_back(n);
+  }
+  // The resolver's rule over the peeks taken: a segment that is part of
+  // a container another segment names (a map's values, a sorted array's
+  // data) is listed with it, not on its own.
+  const PeekFn peek = [&peeks](const SegName& n) {
+    auto it = peeks.find(n.Display());
+    return it != peeks.end() ? it->second : HeaderPeek();
+  };
+  std::vector<Container> containers(listed.size());
+  std::set<std::string> member;
+  const std::string index_suffix = shmc::kMapIndexSuffix;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const SegName& n = listed[i];
+    const HeaderPeek& p = peeks[n.Display()];
+    const std::string display = n.Display();
+    Container& c = containers[i];
+    std::string err;
+    if (p.status == HeaderPeek::kOk &&
+        p.kind() == static_cast<uint32_t>(shmc::detail::ContainerKind::kHashTable) &&
+        display.size() > index_suffix.size() &&
+        display.compare(display.size() - index_suffix.size(),
+                        index_suffix.size(), index_suffix) == 0) {
+      // NAME0 may be a map's index: the map is named NAME.
+      SegName base = n;
+      base.key.resize(base.key.size() - index_suffix.size());
+      Container m;
+      if (Resolve(base, peek, &m, &err) == kExitOk && m.kind == "hash_map") {
+        c = std::move(m);
+      }
+    }
+    if (c.segments.empty() && p.status == HeaderPeek::kOk) {
+      Resolve(n, peek, &c, &err);
+    }
+    if (c.segments.empty()) {  // not a shmc header: the segment alone
+      c.name = n;
+      c.segments = {n};
+      c.peeks = {p};
+    }
+    for (size_t k = 1; k < c.segments.size(); ++k) {
+      member.insert(c.segments[k].Display());
+    }
   }
   Json rows = Json::Array();
-  std::vector<bool> merged(entries.size(), false);
-  // A sorted array's data segments NAME0/NAME1 are listed with NAME.
-  const uint32_t kDir =
-      static_cast<uint32_t>(shmc::detail::ContainerKind::kSortedDir);
-  const uint32_t kData =
-      static_cast<uint32_t>(shmc::detail::ContainerKind::kSortedArray);
-  std::map<size_t, std::vector<size_t>> sorted_data;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (entries[i].peek.status != HeaderPeek::kOk ||
-        entries[i].peek.kind() != kDir) {
-      continue;
-    }
-    for (const char* slot : {"0", "1"}) {
-      auto it = by_name.find(entries[i].name.Display() + slot);
-      if (it == by_name.end() ||
-          entries[it->second].peek.status != HeaderPeek::kOk ||
-          entries[it->second].peek.kind() != kData) {
-        continue;
-      }
-      merged[it->second] = true;
-      sorted_data[i].push_back(it->second);
-    }
-  }
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (merged[i]) continue;
-    const Entry& e = entries[i];
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const Container& c = containers[i];
+    if (member.count(listed[i].Display()) != 0) continue;
+    const HeaderPeek& first = c.peeks[0];
     Json row = Json::Object();
-    if (e.peek.status != HeaderPeek::kOk) {
-      row.Set("name", ListedName(e.name));
-      row.Set("kind", e.peek.status == HeaderPeek::kForeign ? "foreign"
-                      : e.peek.status == HeaderPeek::kTruncated
+    if (first.status != HeaderPeek::kOk) {
+      row.Set("name", ListedName(c.name));
+      row.Set("kind", first.status == HeaderPeek::kForeign ? "foreign"
+                      : first.status == HeaderPeek::kTruncated
                           ? "truncated" : "unreadable");
-      row.Set("size", static_cast<uint64_t>(e.peek.mapped));
-      row.Set("note", e.peek.message);
+      row.Set("size", static_cast<uint64_t>(first.mapped));
+      row.Set("note", first.message);
       rows.Push(std::move(row));
       continue;
     }
-    Json summary = HeaderSummary(e.name, e.peek);
-    std::string kind = summary.Get("kind")->Dump();
-    kind = kind.substr(1, kind.size() - 2);
-    std::string display = e.name.Display();
-    uint64_t size = e.peek.header()->total_size;
+    Json summary = HeaderSummary(c.segments[0], first);
+    std::string kind = c.kind.empty() ? summary.Get("kind")->Plain() : c.kind;
+    uint64_t size = 0;
     Json segments = Json::Array();
-    segments.Push(ListedName(e.name));
-    // A map's index NAME0 beside its values NAME1 is listed as NAME.
-    const std::string index_suffix = shmc::kMapIndexSuffix;
-    if (kind == "hash_table" && display.size() > index_suffix.size() &&
-        display.compare(display.size() - index_suffix.size(),
-                        index_suffix.size(), index_suffix) == 0) {
-      std::string sib = display.substr(0, display.size() - index_suffix.size()) +
-                        shmc::kMapValuesSuffix;
-      auto it = by_name.find(sib);
-      if (it != by_name.end() && entries[it->second].peek.status ==
-              HeaderPeek::kOk && entries[it->second].peek.kind() ==
-              static_cast<uint32_t>(shmc::detail::ContainerKind::kLinkTable)) {
-        merged[it->second] = true;
-        kind = "hash_map";
-        display.resize(display.size() - index_suffix.size());
-        size += entries[it->second].peek.header()->total_size;
-        segments.Push(ListedName(entries[it->second].name));
-        // The map's writer lease lives in its values segment.
-        summary.Set("writer", *HeaderSummary(entries[it->second].name,
-                                             entries[it->second].peek)
-                                   .Get("writer"));
+    for (size_t k = 0; k < c.segments.size(); ++k) {
+      if (c.peeks[k].status == HeaderPeek::kOk) {
+        size += c.peeks[k].header()->total_size;
+      } else {
+        size += c.peeks[k].mapped;
       }
+      segments.Push(ListedName(c.segments[k]));
     }
-    if (e.peek.kind() == kDir) {
-      kind = "sorted_array";
-      for (size_t d : sorted_data[i]) {
-        size += entries[d].peek.header()->total_size;
-        segments.Push(ListedName(entries[d].name));
-      }
+    if (kind == "hash_map") {
+      // The map's writer lease lives in its values segment.
+      summary.Set("writer",
+                  *HeaderSummary(c.segments[1], c.peeks[1]).Get("writer"));
     }
     // A map keeps the key its program gave (its segments are that key
     // with a digit appended); a lone SysV segment shows its key in hex.
-    if (kind != "hash_map") display = ListedName(e.name);
+    std::string display =
+        kind == "hash_map" ? c.name.Display() : ListedName(c.segments[0]);
     row.Set("name", display);
     row.Set("backend", display.substr(0, display.find(':')));
     row.Set("kind", kind);
@@ -325,32 +324,15 @@ int OneSegment(const Args& a, Container* c) {
 // `rm` resolves a damaged container too: removing it is often the point.
 // Remove() then takes only the segments that prove to be shmc's.
 int ResolveForRemoval(const Args& a, Container* c) {
+  if (a.positional.size() != 1) {
+    return Usage(a.command + " takes exactly one segment name");
+  }
   SegName name;
   std::string err;
-  int rc = ResolveOne(a, &name, c, &err);
-  if (rc == kExitOk || rc == kExitUsage) return rc;
-  Container d;
-  d.name = name;
-  d.kind = "damaged";
-  HeaderPeek p = PeekHeader(name);
-  if (p.status != HeaderPeek::kNotFound) {
-    d.segments = {name};
-    d.peeks = {p};
-  } else {
-    // What may be a map's pair.
-    for (const char* half : {shmc::kMapIndexSuffix, shmc::kMapValuesSuffix}) {
-      HeaderPeek h = PeekHeader(name.Suffixed(half));
-      if (h.status == HeaderPeek::kNotFound) continue;
-      d.segments.push_back(name.Suffixed(half));
-      d.peeks.push_back(h);
-    }
-  }
-  if (d.segments.empty() || p.status == HeaderPeek::kError) {
-    std::fprintf(stderr, "shmc rm: %s\n", err.c_str());
-    return rc;
-  }
-  *c = std::move(d);
-  return kExitOk;
+  if (!ParseSegName(a.positional[0], &name, &err)) return Usage(err);
+  int rc = shmc_tool::ResolveForRemoval(name, c, &err);
+  if (rc != kExitOk) std::fprintf(stderr, "shmc rm: %s\n", err.c_str());
+  return rc;
 }
 
 int Run(int argc, char** argv) {

@@ -11,7 +11,7 @@
 
 #include "shmc/detail/segment.h"
 #include "shmc/detail/sorted_layout.h"
-#include "tools/shmc/inspect.h"
+#include "tools/shmc/container.h"
 #include "tools/shmc/json.h"
 #include "tools/shmc/segments.h"
 

@@ -1,0 +1,73 @@
+// `shmc` on a link table: its chains of nodes, read through its own read
+// path.
+#include "tools/shmc/kinds/kind.h"
+
+#include <string>
+
+#include "tools/shmc/kinds/links.h"
+
+namespace shmc_tool {
+namespace kinds {
+namespace {
+
+template <class Alloc>
+struct LinkKind {
+  using Links = shmc::ShmLinkTable<Alloc>;
+
+  static int LinkInfo(const Container& c, Json* j, std::string* err) {
+    Links lt;
+    int rc = OpenLinks(c.segments[0], &lt, err);
+    if (rc != kExitOk) return rc;
+    j->Set("link_table", LinkFacts(lt));
+    return kExitOk;
+  }
+
+  static int LinkCheck(const Container& c, bool fix, Findings* f,
+                       std::string* err) {
+    Links lt;
+    int rc = fix ? OpenLinksToRepair(c.segments[0], c.peeks[0], nullptr,
+                                     &lt, err)
+                 : OpenLinks(c.segments[0], &lt, err);
+    if (rc != kExitOk) return rc;
+    typename Links::HealthStat hs;
+    if (!lt.HealthCheck(&hs, fix)) {
+      *err = c.segments[0].Display() + ": health check could not run";
+      return kExitError;
+    }
+    LinkProblems(hs, f);
+    return kExitOk;
+  }
+
+  static int LinkDump(const Container& c, Sink* sink, std::string* err) {
+    Links lt;
+    int rc = OpenLinks(c.segments[0], &lt, err);
+    if (rc != kExitOk) return rc;
+    std::string val;
+    lt.Travel([&](shmc::link_buf_t lb) {
+      if (!sink->more()) return;
+      Json j = Json::Object();
+      j.Set("head", lb.head());
+      j.Set("tag", lb.tag());
+      if (lt.Read(lb, &val)) {
+        j.Set("value", Data(val, sink->opt.hex));
+      } else {
+        j.Set("value", Json());
+        j.Set("error", "value unreadable (changed or damaged)");
+      }
+      sink->out(std::move(j));
+    });
+    return kExitOk;
+  }
+};
+
+}  // namespace
+
+template <class Alloc>
+KindOps<Alloc> LinkOps() {
+  using K = LinkKind<Alloc>;
+  return {K::LinkInfo, K::LinkCheck, K::LinkDump};
+}
+SHMC_TOOL_INSTANTIATE_KIND(LinkOps)
+
+}  // namespace kinds
+}  // namespace shmc_tool

@@ -1,0 +1,71 @@
+// What the hash map's and the link table's handlers share: a link table
+// opened to read or to repair, its facts and its health findings.
+#pragma once
+
+#include <string>
+
+#include "shmc/detail/link_table_impl.h"
+#include "shmc/shm_link_table.h"
+#include "tools/shmc/kinds/kind.h"
+
+namespace shmc_tool {
+namespace kinds {
+
+template <class Alloc>
+int OpenLinks(const SegName& n, shmc::ShmLinkTable<Alloc>* lt,
+              std::string* err) {
+  if (!lt->InitForRead(n.key)) return Fail(lt->last_error(), err);
+  return kExitOk;
+}
+
+// For --fix: the link table opened as its writer (the lease, and the
+// recovery of an interrupted write), a damaged intent record dropped.
+template <class Alloc>
+int OpenLinksToRepair(const SegName& n, const HeaderPeek& peek,
+                      const sd::LinkSlotResolver* resolve,
+                      shmc::ShmLinkTable<Alloc>* lt, std::string* err) {
+  if (!sd::LinkTableWriter<Alloc>::InitForWrite(
+          *lt, n.key, peek.param(sd::kLinkParamDataWords) * 8,
+          peek.param(sd::kLinkParamNodeNum), resolve, true)) {
+    return Fail(lt->last_error(), err);
+  }
+  return kExitOk;
+}
+
+template <class Alloc>
+Json LinkFacts(const shmc::ShmLinkTable<Alloc>& lt) {
+  Json j = Json::Object();
+  j.Set("node_num", lt.total_nodes());
+  j.Set("node_data_bytes", lt.node_capacity());
+  j.Set("free_nodes", lt.free_nodes());
+  j.Set("used_nodes", lt.total_nodes() - lt.free_nodes());
+  j.Set("values", lt.link_bufs());
+  j.Set("value_bytes", lt.link_buf_bytes());
+  return j;
+}
+
+// A link table's HealthStat as problems, repairs and stats.
+template <class HealthStat>
+void LinkProblems(const HealthStat& hs, Findings* f) {
+  auto add = [](Json* list, size_t n, const char* what) {
+    if (n > 0) list->Push(std::to_string(n) + " " + what);
+  };
+  add(&f->problems, hs.leaked_nodes,
+      "leaked nodes (neither free nor in a value)");
+  add(&f->problems, hs.bad_linked_link_bufs, "values with a broken chain");
+  add(&f->problems, hs.too_long_link_bufs,
+      "values with more nodes than their length");
+  add(&f->problems, hs.too_short_link_bufs,
+      "values with fewer nodes than their length");
+  add(&f->problems, hs.bad_free_list, "broken free list");
+  add(&f->problems, hs.counter_mismatches, "header counters wrong");
+  add(&f->fixed, hs.recycled_leaked_nodes,
+      "leaked nodes returned to the pool");
+  add(&f->fixed, hs.cleared_link_bufs, "broken values cleared");
+  f->stats.Set("free_nodes", hs.total_free_nodes);
+  f->stats.Set("values", hs.total_link_bufs);
+  f->stats.Set("value_bytes", hs.total_link_buf_bytes);
+}
+
+}  // namespace kinds
+}  // namespace shmc_tool

@@ -1,0 +1,52 @@
+// `shmc` on a shared percentile: every slot merged.
+#include "tools/shmc/kinds/kind.h"
+
+#include <string>
+
+#include "shmc/percentile.h"
+
+namespace shmc_tool {
+namespace kinds {
+namespace {
+
+template <class Alloc>
+struct PercentileKind {
+  static int PercentileInfo(const Container& c, Json* j, std::string* err) {
+    shmc::ShmPercentile<Alloc> sp;
+    if (!sp.InitForRead(c.segments[0].key)) {
+      return Fail(sp.last_error(), err);
+    }
+    shmc::PercentileEstimator all = sp.Merged();
+    Json d = Json::Object();
+    d.Set("p", all.p());
+    d.Set("group_size", all.group_size());
+    d.Set("slots", sp.slots());
+    d.Set("samples", all.count());
+    d.Set("groups", all.groups());
+    d.Set("estimate", all.count() > 0 ? Json(all.Estimate()) : Json());
+    j->Set("percentile", std::move(d));
+    return kExitOk;
+  }
+
+  static int PercentileCheck(const Container& c, bool, Findings* f,
+                             std::string* err) {
+    shmc::ShmPercentile<Alloc> sp;
+    if (!sp.InitForRead(c.segments[0].key)) {
+      return Fail(sp.last_error(), err);
+    }
+    f->stats.Set("samples", sp.Merged().count());
+    return kExitOk;
+  }
+};
+
+}  // namespace
+
+template <class Alloc>
+KindOps<Alloc> PercentileOps() {
+  using K = PercentileKind<Alloc>;
+  return {K::PercentileInfo, K::PercentileCheck, nullptr};
+}
+SHMC_TOOL_INSTANTIATE_KIND(PercentileOps)
+
+}  // namespace kinds
+}  // namespace shmc_tool
