@@ -39,8 +39,8 @@ bool FixedView::RawNodeUsed(uint64_t slot) const {
 Json TableInfo(const FixedView& v, const char* used_word) {
   const sd::FixedLayout& lay = v.lay;
   bool table = lay.kind() == ContainerKind::kHashTable;
-  Json rows = Json::Array();
-  Json depth = Json::Object();
+  Json rows = Json::array();
+  Json depth = Json::object();
   uint64_t all = 0, main_used = 0, slots = 0;
   for (size_t r = 0; r < lay.row_count(); ++r) {
     sd::RowSpan span = lay.row(r);
@@ -48,37 +48,35 @@ Json TableInfo(const FixedView& v, const char* used_word) {
     for (uint64_t s = 0; s < span.slots; ++s) n += v.Used(span.first + s);
     all += n;
     slots += span.slots;
-    Json row = Json::Object();
-    row.Set("row", static_cast<uint64_t>(r));
-    row.Set("slots", span.slots);
-    row.Set(used_word, n);
-    rows.Push(std::move(row));
+    Json row = Json::object();
+    row["row"] = static_cast<uint64_t>(r);
+    row["slots"] = span.slots;
+    row[used_word] = n;
+    rows.push_back(std::move(row));
     // Probe depth of a hit: 1 for the main rows (both lines fetched
     // together), 2 + r for overflow row r.
     if (!table) continue;
     if (r < 2) {
       main_used += n;
-      if (r == 1) depth.Set("1", main_used);
+      if (r == 1) depth["1"] = main_used;
     } else {
-      depth.Set(std::to_string(r), n);
+      depth[std::to_string(r)] = n;
     }
   }
-  Json out = Json::Object();
-  out.Set("node_size", lay.node_size());
-  out.Set("slots", slots);
-  out.Set(used_word, all);
-  out.Set("fill_pct", slots == 0 ? 0.0 : 100.0 * all / slots);
+  Json out = Json::object();
+  out["node_size"] = lay.node_size();
+  out["slots"] = slots;
+  out[used_word] = all;
+  out["fill_pct"] = slots == 0 ? 0.0 : 100.0 * all / slots;
   if (table) {
     const sd::HashTableHeader* th = sd::TableHeaderAt(v.base);
-    out.Set("bucket_slots", lay.geometry().slots);
-    out.Set("expected_capacity", sd::ExpectedCapacity(slots));
-    out.Set("overflow_depth",
-            th->overflow_depth.load(std::memory_order_relaxed));
-    out.Set("overflow_allocs",
-            th->overflow_allocs.load(std::memory_order_relaxed));
+    out["bucket_slots"] = lay.geometry().slots;
+    out["expected_capacity"] = sd::ExpectedCapacity(slots);
+    out["overflow_depth"] = th->overflow_depth.load(std::memory_order_relaxed);
+    out["overflow_allocs"] = th->overflow_allocs.load(std::memory_order_relaxed);
   }
-  out.Set("rows", std::move(rows));
-  if (table) out.Set("probe_depth", std::move(depth));
+  out["rows"] = std::move(rows);
+  if (table) out["probe_depth"] = std::move(depth);
   return out;
 }
 
@@ -187,7 +185,7 @@ void CheckTable(const FixedView& v, bool fix, Json* problems, Json* fixed) {
       },
       fix, &hs);
   auto say = [](Json* list, uint64_t n, const std::string& what) {
-    if (n > 0) list->Push(std::to_string(n) + " " + what);
+    if (n > 0) list->push_back(std::to_string(n) + " " + what);
   };
   say(problems, hs.untagged,
       "nodes in use have no tag: lookups cannot reach them");
@@ -201,18 +199,18 @@ void CheckTable(const FixedView& v, bool fix, Json* problems, Json* fixed) {
   }
   say(fixed, hs.retagged, "tags rewritten from their keys");
   if (hs.depth_out_of_range()) {
-    problems->Push("overflow_depth " + std::to_string(hs.overflow_depth) +
+    problems->push_back("overflow_depth " + std::to_string(hs.overflow_depth) +
                    " exceeds the " + std::to_string(hs.over_rows) +
                    " overflow rows");
   }
   if (hs.depth_hides_nodes()) {
-    problems->Push("overflow row " + std::to_string(hs.deepest_used - 1) +
+    problems->push_back("overflow row " + std::to_string(hs.deepest_used - 1) +
                    " holds nodes beyond overflow_depth " +
                    std::to_string(hs.overflow_depth) +
                    ": lookups cannot reach them");
   }
   if (hs.depth_fixed) {
-    fixed->Push("overflow_depth set to " + std::to_string(hs.deepest_used));
+    fixed->push_back("overflow_depth set to " + std::to_string(hs.deepest_used));
   }
 }
 

@@ -27,18 +27,18 @@ using kinds::Sink;
 
 template <class Alloc>
 int InfoT(const Container& c, Json* out, std::string* err) {
-  Json j = Json::Object();
-  j.Set("name", c.name.Display());
-  j.Set("kind", c.kind);
-  Json segs = Json::Array();
+  Json j = Json::object();
+  j["name"] = c.name.Display();
+  j["kind"] = c.kind;
+  Json segs = Json::array();
   for (size_t i = 0; i < c.segments.size(); ++i) {
     if (c.peeks[i].status == HeaderPeek::kOk) {
-      segs.Push(HeaderSummary(c.segments[i], c.peeks[i]));
+      segs.push_back(HeaderSummary(c.segments[i], c.peeks[i]));
     } else {  // e.g. a sorted array's damaged leftover data segment
-      Json bad = Json::Object();
-      bad.Set("segment", c.segments[i].Display());
-      bad.Set("note", c.peeks[i].message);
-      segs.Push(std::move(bad));
+      Json bad = Json::object();
+      bad["segment"] = c.segments[i].Display();
+      bad["note"] = c.peeks[i].message;
+      segs.push_back(std::move(bad));
     }
   }
   if (const KindOps<Alloc>* k = FindKind<Alloc>(c.kind)) {
@@ -48,7 +48,7 @@ int InfoT(const Container& c, Json* out, std::string* err) {
     *err = c.segments[0].Display() + ": a " + c.kind +
            " segment; this shmc knows its header only";
   }
-  j.Set("segments", std::move(segs));
+  j["segments"] = std::move(segs);
   *out = std::move(j);
   return kExitOk;
 }
@@ -68,16 +68,16 @@ int CheckT(const Container& c, bool fix, Json* out, std::string* err) {
   if (rc != kExitOk) return rc;
   if (fix && !f.problems.empty() && f.fixed.empty()) {
     // Nothing could be repaired: say so rather than imply success.
-    f.fixed.Push("nothing repairable");
+    f.fixed.push_back("nothing repairable");
   }
   bool ok = f.problems.empty();
-  Json j = Json::Object();
-  j.Set("name", c.name.Display());
-  j.Set("kind", c.kind);
-  j.Set("ok", ok);
-  j.Set("problems", std::move(f.problems));
-  if (fix) j.Set("fixed", std::move(f.fixed));
-  j.Set("stats", std::move(f.stats));
+  Json j = Json::object();
+  j["name"] = c.name.Display();
+  j["kind"] = c.kind;
+  j["ok"] = ok;
+  j["problems"] = std::move(f.problems);
+  if (fix) j["fixed"] = std::move(f.fixed);
+  j["stats"] = std::move(f.stats);
   *out = std::move(j);
   if (ok) return kExitOk;
   // With --fix, a clean second pass means everything was repaired.
@@ -85,7 +85,7 @@ int CheckT(const Container& c, bool fix, Json* out, std::string* err) {
     Json again;
     std::string e2;
     rc = CheckT<Alloc>(c, false, &again, &e2);
-    out->Set("after_fix_ok", rc == kExitOk);
+    (*out)["after_fix_ok"] = rc == kExitOk;
     return rc;
   }
   return kExitProblems;
@@ -203,49 +203,49 @@ int Remove(const Container& c, bool force, Json* out, std::string* err) {
       return kExitError;
     }
   }
-  Json removed = Json::Array();
-  Json left = Json::Array();
+  Json removed = Json::array();
+  Json left = Json::array();
   std::vector<size_t> doomed;
   for (size_t i = 0; i < c.segments.size(); ++i) {
     std::string why;
     if (Removable(c.peeks[i], force, &why)) {
       doomed.push_back(i);
     } else {
-      Json l = Json::Object();
-      l.Set("segment", c.segments[i].Display());
-      l.Set("why", why);
-      left.Push(std::move(l));
+      Json l = Json::object();
+      l["segment"] = c.segments[i].Display();
+      l["why"] = why;
+      left.push_back(std::move(l));
     }
   }
-  if (doomed.empty() || (!force && !left.items().empty())) {
+  if (doomed.empty() || (!force && !left.empty())) {
     // Without --force a container goes whole or not at all.
     *err = c.name.Display() + (doomed.empty()
                                    ? ": nothing that proves to be shmc's"
                                    : ": not removed, not all of it proves "
                                      "to be shmc's (--force removes the "
                                      "rest)");
-    for (const Json& l : left.items()) {
-      *err += "; " + l.Get("why")->Plain();
+    for (const Json& l : left) {
+      *err += "; " + Plain(*Find(l, "why"));
     }
     return kExitError;
   }
   for (size_t i : doomed) {
     if (!Unlink(c.segments[i], c.peeks[i], err)) return kExitError;
-    removed.Push(c.segments[i].Display());
+    removed.push_back(c.segments[i].Display());
   }
-  Json j = Json::Object();
-  j.Set("name", c.name.Display());
-  j.Set("kind", c.kind);
-  j.Set("removed", std::move(removed));
+  Json j = Json::object();
+  j["name"] = c.name.Display();
+  j["kind"] = c.kind;
+  j["removed"] = std::move(removed);
   // A segment left behind is an operand that failed, as for rm(1).
-  const bool all = left.items().empty();
+  const bool all = left.empty();
   if (!all) {
-    for (const Json& l : left.items()) {  // a warning: the rest is done
+    for (const Json& l : left) {  // a warning: the rest is done
       if (!err->empty()) *err += "; ";
-      *err += "left " + l.Get("segment")->Plain() + ": " +
-              l.Get("why")->Plain();
+      *err += "left " + Plain(*Find(l, "segment")) + ": " +
+              Plain(*Find(l, "why"));
     }
-    j.Set("left", std::move(left));
+    j["left"] = std::move(left);
   }
   *out = std::move(j);
   return all ? kExitOk : kExitError;

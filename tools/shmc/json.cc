@@ -5,49 +5,129 @@
 
 namespace shmc_tool {
 
-Json& Json::Set(const std::string& key, Json value) {
-  for (auto& m : members_) {
-    if (m.first == key) {
-      m.second = std::move(value);
-      return *this;
-    }
-  }
-  members_.emplace_back(key, std::move(value));
-  return *this;
-}
+namespace {
 
-Json& Json::Push(Json value) {
-  items_.push_back(std::move(value));
-  return *this;
-}
-
-const Json* Json::Get(const std::string& key) const {
-  for (const auto& m : members_) {
-    if (m.first == key) return &m.second;
-  }
-  return nullptr;
-}
-
-std::string JsonQuote(const std::string& bytes) {
-  std::string out = "\"";
+// Bytes as the UTF-8 of the Latin-1 characters they are, so the library
+// prints (with ensure_ascii) each byte >= 0x80 as \u00XX.
+std::string Latin1(const std::string& bytes) {
+  std::string out;
+  out.reserve(bytes.size());
   for (unsigned char c : bytes) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+    } else {
+      out += static_cast<char>(0xc0 | (c >> 6));
+      out += static_cast<char>(0x80 | (c & 0x3f));
     }
   }
-  out += '"';
+  return out;
+}
+
+// A copy of `j` whose strings (values and member names) are Latin1's.
+Json Printable(const Json& j) {
+  if (j.is_string()) return Latin1(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& item : j) out.push_back(Printable(item));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      out[Latin1(it.key())] = Printable(it.value());
+    }
+    return out;
+  }
+  return j;
+}
+
+bool IsScalar(const Json& j) { return !j.is_array() && !j.is_object(); }
+
+// Strings people can read need no quotes in text output, and a fraction
+// needs six digits, not the seventeen that give its exact double back.
+std::string TextScalar(const Json& j) {
+  if (j.is_number_float()) {
+    const double d = j.get<double>();
+    if (!std::isfinite(d)) return "null";
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", d);
+    return buf;
+  }
+  std::string scalar = Line(j);
+  if (!j.is_string() || scalar.size() < 3) return scalar;
+  std::string inner = scalar.substr(1, scalar.size() - 2);
+  for (char c : inner) {
+    if (c == '\\' || c == '"' || c == ' ' || c == ',') return scalar;
+  }
+  return inner;
+}
+
+void TextTo(const Json& j, std::string* out, int indent) {
+  const std::string pad(static_cast<size_t>(indent) * 2, ' ');
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const Json& v = it.value();
+      *out += pad + it.key() + ":";
+      if (IsScalar(v) || v.empty()) {
+        *out += " " + (IsScalar(v) ? TextScalar(v)
+                                   : std::string(v.is_array() ? "[]" : "{}")) +
+                "\n";
+      } else if (v.is_array() && IsScalar(v[0])) {
+        std::string line;
+        for (const Json& item : v) {
+          line += (line.empty() ? " " : ", ") + TextScalar(item);
+        }
+        *out += line + "\n";
+      } else {
+        *out += "\n";
+        TextTo(v, out, indent + 1);
+      }
+    }
+  } else if (j.is_array()) {
+    for (const Json& item : j) {
+      bool flat = item.is_object() && !item.empty();
+      for (const Json& m : item) flat = flat && IsScalar(m);
+      if (IsScalar(item)) {
+        *out += pad + "- " + TextScalar(item) + "\n";
+      } else if (flat) {
+        // A record of scalars reads best on one line.
+        std::string line;
+        for (auto it = item.begin(); it != item.end(); ++it) {
+          line += (line.empty() ? "" : ", ") + it.key() + ": " +
+                  TextScalar(it.value());
+        }
+        *out += pad + "- " + line + "\n";
+      } else {
+        *out += pad + "-\n";
+        TextTo(item, out, indent + 1);
+      }
+    }
+  } else {
+    *out += pad + TextScalar(j) + "\n";
+  }
+}
+
+}  // namespace
+
+const Json* Find(const Json& j, const std::string& key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
+std::string Plain(const Json& j) {
+  if (j.is_string()) return j.get_ref<const std::string&>();
+  if (j.is_null()) return "-";
+  return Line(j);
+}
+
+std::string Line(const Json& j) {
+  return Printable(j).dump(-1, ' ', true);
+}
+
+std::string Text(const Json& j) {
+  std::string out;
+  TextTo(j, &out, 0);
   return out;
 }
 
@@ -60,124 +140,6 @@ std::string Hex(const void* data, size_t n) {
     out += kDigits[p[i] >> 4];
     out += kDigits[p[i] & 15];
   }
-  return out;
-}
-
-std::string Json::Scalar() const {
-  char buf[64];
-  switch (type_) {
-    case Type::kNull: return "null";
-    case Type::kBool: return b_ ? "true" : "false";
-    case Type::kInt: return std::to_string(i_);
-    case Type::kUint: return std::to_string(u_);
-    case Type::kDouble:
-      if (!std::isfinite(d_)) return "null";
-      std::snprintf(buf, sizeof(buf), "%.6g", d_);
-      return buf;
-    case Type::kString: return JsonQuote(s_);
-    default: return "";
-  }
-}
-
-void Json::DumpTo(std::string* out) const {
-  if (type_ == Type::kArray) {
-    *out += '[';
-    for (size_t i = 0; i < items_.size(); ++i) {
-      if (i > 0) *out += ',';
-      items_[i].DumpTo(out);
-    }
-    *out += ']';
-  } else if (type_ == Type::kObject) {
-    *out += '{';
-    for (size_t i = 0; i < members_.size(); ++i) {
-      if (i > 0) *out += ',';
-      *out += JsonQuote(members_[i].first);
-      *out += ':';
-      members_[i].second.DumpTo(out);
-    }
-    *out += '}';
-  } else {
-    *out += Scalar();
-  }
-}
-
-std::string Json::Plain() const {
-  if (type_ == Type::kString) return s_;
-  if (type_ == Type::kNull) return "-";
-  return Dump();
-}
-
-std::string Json::Dump() const {
-  std::string out;
-  DumpTo(&out);
-  return out;
-}
-
-namespace {
-// Strings people can read need no quotes in text output.
-std::string TextScalar(const Json& j, const std::string& scalar) {
-  if (j.type() != Json::Type::kString || scalar.size() < 3) return scalar;
-  std::string inner = scalar.substr(1, scalar.size() - 2);
-  for (char c : inner) {
-    if (c == '\\' || c == '"' || c == ' ' || c == ',') return scalar;
-  }
-  return inner;
-}
-
-bool IsScalar(const Json& j) {
-  return j.type() != Json::Type::kArray && j.type() != Json::Type::kObject;
-}
-}  // namespace
-
-void Json::TextTo(std::string* out, int indent) const {
-  const std::string pad(static_cast<size_t>(indent) * 2, ' ');
-  if (type_ == Type::kObject) {
-    for (const auto& m : members_) {
-      const Json& v = m.second;
-      *out += pad + m.first + ":";
-      if (IsScalar(v) || v.empty()) {
-        *out += " " + (v.empty() && !IsScalar(v)
-                           ? std::string(v.type_ == Type::kArray ? "[]" : "{}")
-                           : TextScalar(v, v.Scalar())) + "\n";
-      } else if (v.type_ == Type::kArray && IsScalar(v.items_[0])) {
-        std::string line;
-        for (const Json& item : v.items_) {
-          line += (line.empty() ? " " : ", ") +
-                  TextScalar(item, item.Scalar());
-        }
-        *out += line + "\n";
-      } else {
-        *out += "\n";
-        v.TextTo(out, indent + 1);
-      }
-    }
-  } else if (type_ == Type::kArray) {
-    for (const Json& item : items_) {
-      bool flat = item.type_ == Type::kObject;
-      for (const auto& m : item.members_) flat = flat && IsScalar(m.second);
-      if (IsScalar(item)) {
-        *out += pad + "- " + TextScalar(item, item.Scalar()) + "\n";
-      } else if (flat && !item.members_.empty()) {
-        // A record of scalars reads best on one line.
-        std::string line;
-        for (const auto& m : item.members_) {
-          line += (line.empty() ? "" : ", ") + m.first + ": " +
-                  TextScalar(m.second, m.second.Scalar());
-        }
-        *out += pad + "- " + line + "\n";
-      } else {
-        *out += pad + "-\n";
-        item.TextTo(out, indent + 1);
-      }
-    }
-  } else {
-    *out += pad + Scalar() + "\n";
-  }
-}
-
-std::string Json::Text() const {
-  std::string out;
-  TextTo(&out, 0);
   return out;
 }
 

@@ -137,7 +137,7 @@ bool ParseArgs(int argc, char** argv, Args* a, std::string* why) {
 }
 
 void Print(const Json& j, bool json) {
-  std::string s = json ? j.Dump() + "\n" : j.Text();
+  std::string s = json ? Line(j) + "\n" : Text(j);
   std::fwrite(s.data(), 1, s.size(), stdout);
 }
 
@@ -220,52 +220,51 @@ int List(const Args& a) {
       member.insert(c.segments[k].Display());
     }
   }
-  Json rows = Json::Array();
+  Json rows = Json::array();
   for (size_t i = 0; i < listed.size(); ++i) {
     const Container& c = containers[i];
     if (member.count(listed[i].Display()) != 0) continue;
     const HeaderPeek& first = c.peeks[0];
-    Json row = Json::Object();
+    Json row = Json::object();
     if (first.status != HeaderPeek::kOk) {
-      row.Set("name", ListedName(c.name));
-      row.Set("kind", first.status == HeaderPeek::kForeign ? "foreign"
+      row["name"] = ListedName(c.name);
+      row["kind"] = first.status == HeaderPeek::kForeign ? "foreign"
                       : first.status == HeaderPeek::kTruncated
-                          ? "truncated" : "unreadable");
-      row.Set("size", static_cast<uint64_t>(first.mapped));
-      row.Set("note", first.message);
-      rows.Push(std::move(row));
+                          ? "truncated" : "unreadable";
+      row["size"] = static_cast<uint64_t>(first.mapped);
+      row["note"] = first.message;
+      rows.push_back(std::move(row));
       continue;
     }
     Json summary = HeaderSummary(c.segments[0], first);
-    std::string kind = c.kind.empty() ? summary.Get("kind")->Plain() : c.kind;
+    std::string kind = c.kind.empty() ? Plain(*Find(summary, "kind")) : c.kind;
     uint64_t size = 0;
-    Json segments = Json::Array();
+    Json segments = Json::array();
     for (size_t k = 0; k < c.segments.size(); ++k) {
       if (c.peeks[k].status == HeaderPeek::kOk) {
         size += c.peeks[k].header()->total_size;
       } else {
         size += c.peeks[k].mapped;
       }
-      segments.Push(ListedName(c.segments[k]));
+      segments.push_back(ListedName(c.segments[k]));
     }
     if (kind == "hash_map") {
       // The map's writer lease lives in its values segment.
-      summary.Set("writer",
-                  *HeaderSummary(c.segments[1], c.peeks[1]).Get("writer"));
+      summary["writer"] = *Find(HeaderSummary(c.segments[1], c.peeks[1]), "writer");
     }
     // A map keeps the key its program gave (its segments are that key
     // with a digit appended); a lone SysV segment shows its key in hex.
     std::string display =
         kind == "hash_map" ? c.name.Display() : ListedName(c.segments[0]);
-    row.Set("name", display);
-    row.Set("backend", display.substr(0, display.find(':')));
-    row.Set("kind", kind);
-    row.Set("size", size);
-    row.Set("creator_pid", *summary.Get("creator_pid"));
-    row.Set("age_s", *summary.Get("age_s"));
-    row.Set("writer", *summary.Get("writer"));
-    row.Set("segments", std::move(segments));
-    rows.Push(std::move(row));
+    row["name"] = display;
+    row["backend"] = display.substr(0, display.find(':'));
+    row["kind"] = kind;
+    row["size"] = size;
+    row["creator_pid"] = *Find(summary, "creator_pid");
+    row["age_s"] = *Find(summary, "age_s");
+    row["writer"] = *Find(summary, "writer");
+    row["segments"] = std::move(segments);
+    rows.push_back(std::move(row));
   }
   if (a.json) {
     Print(rows, true);
@@ -273,29 +272,29 @@ int List(const Args& a) {
   }
   // Names wider than the column widen it, so every row stays aligned.
   int width = 32;
-  for (const Json& row : rows.items()) {
-    width = std::max(width, static_cast<int>(row.Get("name")->Plain().size()));
+  for (const Json& row : rows) {
+    width = std::max(width, static_cast<int>(Plain(*Find(row, "name")).size()));
   }
   std::printf("%-*s %-12s %10s %8s %9s  %s\n", width, "NAME", "KIND", "SIZE",
               "CREATOR", "AGE", "WRITER");
-  for (const Json& row : rows.items()) {
-    const Json* pid = row.Get("creator_pid");
-    const Json* age = row.Get("age_s");
-    const Json* w = row.Get("writer");
+  for (const Json& row : rows) {
+    const Json* pid = Find(row, "creator_pid");
+    const Json* age = Find(row, "age_s");
+    const Json* w = Find(row, "writer");
     std::string writer = "-";
-    if (w != nullptr && w->type() == Json::Type::kObject) {
-      writer = w->Get("pid")->Plain() +
-               (w->Get("alive")->Plain() == "true" ? " (alive)" : " (dead)");
-    } else if (const Json* note = row.Get("note")) {
-      writer = note->Plain();
+    if (w != nullptr && w->is_object()) {
+      writer = Plain(*Find(*w, "pid")) +
+               (Plain(*Find(*w, "alive")) == "true" ? " (alive)" : " (dead)");
+    } else if (const Json* note = Find(row, "note")) {
+      writer = Plain(*note);
     }
-    uint64_t size = std::strtoull(row.Get("size")->Plain().c_str(),
+    uint64_t size = std::strtoull(Plain(*Find(row, "size")).c_str(),
                                   nullptr, 10);
     std::printf("%-*s %-12s %10s %8s %9s  %s\n", width,
-                row.Get("name")->Plain().c_str(),
-                row.Get("kind")->Plain().c_str(), Human(size).c_str(),
-                pid ? pid->Plain().c_str() : "-",
-                age ? (age->Plain() + "s").c_str() : "-", writer.c_str());
+                Plain(*Find(row, "name")).c_str(),
+                Plain(*Find(row, "kind")).c_str(), Human(size).c_str(),
+                pid ? Plain(*pid).c_str() : "-",
+                age ? (Plain(*age) + "s").c_str() : "-", writer.c_str());
   }
   return kExitOk;
 }
@@ -374,7 +373,7 @@ int Run(int argc, char** argv) {
   }
   if (!err.empty()) std::fprintf(stderr, "shmc %s: %s\n", cmd.c_str(),
                                  err.c_str());
-  if (out.type() != Json::Type::kNull) Print(out, a.json);
+  if (out.is_null() == false) Print(out, a.json);
   return rc;
 }
 

@@ -117,37 +117,36 @@ std::string IsoTime(uint64_t ns) {
 
 Json HeaderSummary(const SegName& name, const HeaderPeek& peek) {
   const sd::SegmentHeader* h = peek.header();
-  Json j = Json::Object();
-  j.Set("segment", name.Display());
-  j.Set("kind", sd::FieldString(h->kind_name, sd::kKindNameLen));
-  j.Set("format_version", h->format_version);
-  j.Set("layout_version", h->layout_version);
-  j.Set("size", h->total_size);
-  j.Set("mapped", static_cast<uint64_t>(peek.mapped));
+  Json j = Json::object();
+  j["segment"] = name.Display();
+  j["kind"] = sd::FieldString(h->kind_name, sd::kKindNameLen);
+  j["format_version"] = h->format_version;
+  j["layout_version"] = h->layout_version;
+  j["size"] = h->total_size;
+  j["mapped"] = static_cast<uint64_t>(peek.mapped);
   uint32_t state = h->state.load(std::memory_order_acquire);
-  j.Set("state", state == sd::kStateReady ? std::string("ready")
+  j["state"] = state == sd::kStateReady ? std::string("ready")
                  : state == sd::kStateInitializing ? std::string("initializing")
-                                                   : std::string("garbage"));
-  Json params = Json::Object();
+                                                   : std::string("garbage");
+  Json params = Json::object();
   uint32_t n = h->param_count < sd::kMaxParams ? h->param_count
                                                : sd::kMaxParams;
   for (uint32_t i = 0; i < n; ++i) {
-    params.Set(sd::FieldString(h->params[i].name, sd::kParamNameLen),
-               h->params[i].value);
+    params[sd::FieldString(h->params[i].name, sd::kParamNameLen)] = h->params[i].value;
   }
-  j.Set("params", std::move(params));
+  j["params"] = std::move(params);
   uint64_t now = sd::RealtimeNs();
-  j.Set("created", IsoTime(h->create_time_ns));
-  j.Set("age_s", now > h->create_time_ns
-                     ? (now - h->create_time_ns) / 1000000000ULL : 0);
-  j.Set("creator_pid", h->creator_pid);
-  j.Set("creator_alive", sd::ProcessAlive(h->creator_pid));
+  j["created"] = IsoTime(h->create_time_ns);
+  j["age_s"] = now > h->create_time_ns
+                     ? (now - h->create_time_ns) / 1000000000ULL : 0;
+  j["creator_pid"] = h->creator_pid;
+  j["creator_alive"] = sd::ProcessAlive(h->creator_pid);
   uint64_t lease = h->lease_pid.load(std::memory_order_acquire);
-  Json w = Json::Object();
-  w.Set("pid", lease);
-  w.Set("alive", sd::LeaseHolderAlive(h, lease));
-  w.Set("epoch", h->lease_epoch.load(std::memory_order_acquire));
-  j.Set("writer", lease == 0 ? Json() : std::move(w));
+  Json w = Json::object();
+  w["pid"] = lease;
+  w["alive"] = sd::LeaseHolderAlive(h, lease);
+  w["epoch"] = h->lease_epoch.load(std::memory_order_acquire);
+  j["writer"] = lease == 0 ? Json() : std::move(w);
   return j;
 }
 

@@ -35,40 +35,40 @@ const char* LayoutName(const sd::SortedGeometry& g) {
 }  // namespace
 
 Json SortedInfo(const SortedBytes& d, uint64_t current, bool have_dir) {
-  Json j = Json::Object();
+  Json j = Json::object();
   if (have_dir) {
-    j.Set("version", current >> 1);
+    j["version"] = current >> 1;
     if (current == 0) {
-      j.Set("note", "nothing published yet");
+      j["note"] = "nothing published yet";
       return j;
     }
   } else {
-    j.Set("version", d.generation);
+    j["version"] = d.generation;
   }
-  j.Set("data_segment", d.segment);
-  j.Set("records", d.g.records);
-  j.Set("layout", LayoutName(d.g));
-  j.Set("key_size", d.g.key_size);
-  j.Set("value_size", d.g.value_size);
-  j.Set("bytes", d.g.total());
-  j.Set("sealed", d.sealed == d.generation);
-  j.Set("build_ms", static_cast<double>(d.build_ns) / 1e6);
+  j["data_segment"] = d.segment;
+  j["records"] = d.g.records;
+  j["layout"] = LayoutName(d.g);
+  j["key_size"] = d.g.key_size;
+  j["value_size"] = d.g.value_size;
+  j["bytes"] = d.g.total();
+  j["sealed"] = d.sealed == d.generation;
+  j["build_ms"] = static_cast<double>(d.build_ns) / 1e6;
   return j;
 }
 
 void SortedCheck(const SortedBytes& d, uint64_t current, bool have_dir,
                  Json* problems, Json* stats) {
-  if (have_dir) stats->Set("version", current >> 1);
+  if (have_dir) (*stats)["version"] = current >> 1;
   if (d.base == nullptr) return;  // nothing published: nothing to check
-  stats->Set("records", d.g.records);
+  (*stats)["records"] = d.g.records;
   if (d.sealed != d.generation) {
-    problems->Push("version " + std::to_string(d.generation) +
+    problems->push_back("version " + std::to_string(d.generation) +
                    " is not sealed: its build is running or died (the "
                    "next build replaces it)");
     return;
   }
   if (have_dir && d.generation != current >> 1) {
-    problems->Push("the directory names version " +
+    problems->push_back("the directory names version " +
                    std::to_string(current >> 1) + " but " + d.segment +
                    " holds version " + std::to_string(d.generation));
   }
@@ -79,7 +79,7 @@ void SortedCheck(const SortedBytes& d, uint64_t current, bool have_dir,
                   "checksum %016" PRIx64 ", stored %016" PRIx64
                   ": the records were changed after the build",
                   have, d.checksum);
-    problems->Push(buf);
+    problems->push_back(buf);
   }
 }
 
@@ -96,18 +96,18 @@ void SortedDump(const SortedBytes& d, const DumpOptions& opt,
   uint64_t i = g.eytzinger() ? sd::EytzFirst(n) : 0;
   uint64_t end = g.eytzinger() ? 0 : n;
   for (uint64_t rank = 0; i != end && more(); ++rank) {
-    Json j = Json::Object();
-    j.Set("index", rank);
+    Json j = Json::object();
+    j["index"] = rank;
     std::string key = CopyBytes(keys + i * g.key_size, g.key_size);
     if (g.key_size == 8) {
       uint64_t k;
       std::memcpy(&k, key.data(), 8);
-      j.Set("key", k);
+      j["key"] = k;
     } else {
-      j.Set("key", opt.hex ? Hex(key.data(), key.size()) : key);
+      j["key"] = opt.hex ? Hex(key.data(), key.size()) : key;
     }
     std::string v = CopyBytes(values + i * g.value_size, g.value_size);
-    j.Set("value", opt.hex ? Hex(v.data(), v.size()) : v);
+    j["value"] = opt.hex ? Hex(v.data(), v.size()) : v;
     out(std::move(j));
     i = g.eytzinger() ? sd::EytzNext(i, n) : i + 1;
   }

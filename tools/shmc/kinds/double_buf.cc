@@ -17,13 +17,13 @@ struct DoubleBufKind {
     if (!db.InitForInspect(c.segments[0].key)) {
       return Fail(db.last_error(), err);
     }
-    Json d = Json::Object();
-    d.Set("version", db.version());
-    d.Set("max_bytes", db.max_bytes());
-    d.Set("reader_slots", db.reader_slots());
-    d.Set("readers", db.readers());
-    d.Set("pins", db.pins());
-    j->Set("double_buf", std::move(d));
+    Json d = Json::object();
+    d["version"] = db.version();
+    d["max_bytes"] = db.max_bytes();
+    d["reader_slots"] = db.reader_slots();
+    d["readers"] = db.readers();
+    d["pins"] = db.pins();
+    (*j)["double_buf"] = std::move(d);
     return kExitOk;
   }
 
@@ -33,8 +33,8 @@ struct DoubleBufKind {
     if (!db.InitForInspect(c.segments[0].key)) {
       return Fail(db.last_error(), err);
     }
-    f->stats.Set("version", db.version());
-    f->stats.Set("readers", static_cast<uint64_t>(db.readers()));
+    f->stats["version"] = db.version();
+    f->stats["readers"] = static_cast<uint64_t>(db.readers());
     return kExitOk;
   }
 };

@@ -87,28 +87,28 @@ struct DoubleTableKind {
     DoubleTableView dv;
     int rc = dv.Open(c, err);
     if (rc != kExitOk) return rc;
-    Json d = Json::Object();
-    d.Set("version", dv.version());
-    d.Set("current_half", static_cast<uint64_t>(dv.current()));
-    d.Set("reader_slots", dv.lay.reader_slots());
-    d.Set("readers", dv.Count(false));
-    d.Set("pins", dv.Count(true));
-    d.Set("half_bytes", dv.lay.half_bytes());
-    Json halves = Json::Array();
+    Json d = Json::object();
+    d["version"] = dv.version();
+    d["current_half"] = static_cast<uint64_t>(dv.current());
+    d["reader_slots"] = dv.lay.reader_slots();
+    d["readers"] = dv.Count(false);
+    d["pins"] = dv.Count(true);
+    d["half_bytes"] = dv.lay.half_bytes();
+    Json halves = Json::array();
     for (uint32_t h = 0; h < 2; ++h) {
       const sd::DoubleTableHalf* hh = dv.HalfHeader(h);
       uint64_t sealed = hh->sealed.load(std::memory_order_relaxed);
-      Json one = Json::Object();
-      one.Set("half", static_cast<uint64_t>(h));
-      one.Set("sealed_version", sealed);
-      one.Set("checksum_ok", sealed != 0 ? Json(dv.SumOk(h)) : Json());
-      halves.Push(std::move(one));
+      Json one = Json::object();
+      one["half"] = static_cast<uint64_t>(h);
+      one["sealed_version"] = sealed;
+      one["checksum_ok"] = sealed != 0 ? Json(dv.SumOk(h)) : Json();
+      halves.push_back(std::move(one));
     }
-    d.Set("halves", std::move(halves));
+    d["halves"] = std::move(halves);
     if (dv.version() != 0) {
-      d.Set("table", TableInfo(dv.Half(dv.current()), "nonzero_nodes"));
+      d["table"] = TableInfo(dv.Half(dv.current()), "nonzero_nodes");
     }
-    j->Set("double_table", std::move(d));
+    (*j)["double_table"] = std::move(d);
     return kExitOk;
   }
 
@@ -117,20 +117,20 @@ struct DoubleTableKind {
     DoubleTableView dv;
     int rc = dv.Open(c, err);
     if (rc != kExitOk) return rc;
-    f->stats.Set("version", dv.version());
-    f->stats.Set("readers", dv.Count(false));
+    f->stats["version"] = dv.version();
+    f->stats["readers"] = dv.Count(false);
     if (dv.version() == 0) return kExitOk;  // nothing published
     std::string bad = dv.CurrentProblem();
     if (!bad.empty()) {
-      f->problems.Push(bad);
+      f->problems.push_back(bad);
       return kExitOk;
     }
     // The spare half serves nobody: a damaged one is a fact, not a problem.
     uint32_t spare = dv.current() ^ 1;
     if (dv.HalfHeader(spare)->sealed.load(std::memory_order_relaxed) != 0) {
-      f->stats.Set("spare_checksum_ok", dv.SumOk(spare));
+      f->stats["spare_checksum_ok"] = dv.SumOk(spare);
     }
-    Json fixed = Json::Array();
+    Json fixed = Json::array();
     CheckTable(dv.Half(dv.current()), false, &f->problems, &fixed);
     return kExitOk;
   }

@@ -16,17 +16,17 @@ struct FixedKind {
     int rc = OpenFixed(c.segments[0], c.peeks[0], false, &seg, &v, err);
     if (rc != kExitOk) return rc;
     if (v.lay.kind() == ContainerKind::kArray) {
-      Json a = Json::Object();
-      a.Set("node_size", v.lay.node_size());
-      a.Set("node_num", v.lay.slots());
+      Json a = Json::object();
+      a["node_size"] = v.lay.node_size();
+      a["node_num"] = v.lay.slots();
       uint64_t nz = 0;
       for (uint64_t i = 0; i < v.lay.slots(); ++i) nz += v.RawNodeUsed(i);
-      a.Set("nonzero_nodes", nz);
-      j->Set("array", std::move(a));
+      a["nonzero_nodes"] = nz;
+      (*j)["array"] = std::move(a);
     } else {
       // The tool cannot call a user's Node::Key(): "used" means a node
       // with any non-zero byte (erased nodes are cleared by convention).
-      j->Set("table", TableInfo(v, "nonzero_nodes"));
+      (*j)["table"] = TableInfo(v, "nonzero_nodes");
     }
     return kExitOk;
   }
@@ -68,15 +68,15 @@ void DumpNodes(const FixedView& v, Sink* sink) {
     for (uint64_t s = 0; s < span.slots && sink->more(); ++s) {
       uint64_t i = span.first + s;
       if (table && !v.RawNodeUsed(i)) continue;
-      Json j = Json::Object();
+      Json j = Json::object();
       if (table) {
-        j.Set("row", static_cast<uint64_t>(r));
-        j.Set("slot", s);
+        j["row"] = static_cast<uint64_t>(r);
+        j["slot"] = s;
       } else {
-        j.Set("index", i);
+        j["index"] = i;
       }
-      j.Set("data", Data(CopyBytes(v.node(i), v.lay.node_size()),
-                         sink->opt.hex));
+      j["data"] = Data(CopyBytes(v.node(i), v.lay.node_size()),
+                         sink->opt.hex);
       sink->out(std::move(j));
     }
   }

@@ -33,9 +33,9 @@ inline std::string Data(const std::string& bytes, bool hex) {
 
 // What `check` found in one container.
 struct Findings {
-  Json problems = Json::Array();
-  Json fixed = Json::Array();
-  Json stats = Json::Object();
+  Json problems = Json::array();
+  Json fixed = Json::array();
+  Json stats = Json::object();
 };
 
 // Where `dump` sends its records, and whether it wants more.

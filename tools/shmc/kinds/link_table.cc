@@ -18,7 +18,7 @@ struct LinkKind {
     Links lt;
     int rc = OpenLinks(c.segments[0], &lt, err);
     if (rc != kExitOk) return rc;
-    j->Set("link_table", LinkFacts(lt));
+    (*j)["link_table"] = LinkFacts(lt);
     return kExitOk;
   }
 
@@ -45,14 +45,14 @@ struct LinkKind {
     std::string val;
     lt.Travel([&](shmc::link_buf_t lb) {
       if (!sink->more()) return;
-      Json j = Json::Object();
-      j.Set("head", lb.head());
-      j.Set("tag", lb.tag());
+      Json j = Json::object();
+      j["head"] = lb.head();
+      j["tag"] = lb.tag();
       if (lt.Read(lb, &val)) {
-        j.Set("value", Data(val, sink->opt.hex));
+        j["value"] = Data(val, sink->opt.hex);
       } else {
-        j.Set("value", Json());
-        j.Set("error", "value unreadable (changed or damaged)");
+        j["value"] = Json();
+        j["error"] = "value unreadable (changed or damaged)";
       }
       sink->out(std::move(j));
     });

@@ -34,13 +34,13 @@ int OpenLinksToRepair(const SegName& n, const HeaderPeek& peek,
 
 template <class Alloc>
 Json LinkFacts(const shmc::ShmLinkTable<Alloc>& lt) {
-  Json j = Json::Object();
-  j.Set("node_num", lt.total_nodes());
-  j.Set("node_data_bytes", lt.node_capacity());
-  j.Set("free_nodes", lt.free_nodes());
-  j.Set("used_nodes", lt.total_nodes() - lt.free_nodes());
-  j.Set("values", lt.link_bufs());
-  j.Set("value_bytes", lt.link_buf_bytes());
+  Json j = Json::object();
+  j["node_num"] = lt.total_nodes();
+  j["node_data_bytes"] = lt.node_capacity();
+  j["free_nodes"] = lt.free_nodes();
+  j["used_nodes"] = lt.total_nodes() - lt.free_nodes();
+  j["values"] = lt.link_bufs();
+  j["value_bytes"] = lt.link_buf_bytes();
   return j;
 }
 
@@ -48,7 +48,7 @@ Json LinkFacts(const shmc::ShmLinkTable<Alloc>& lt) {
 template <class HealthStat>
 void LinkProblems(const HealthStat& hs, Findings* f) {
   auto add = [](Json* list, size_t n, const char* what) {
-    if (n > 0) list->Push(std::to_string(n) + " " + what);
+    if (n > 0) list->push_back(std::to_string(n) + " " + what);
   };
   add(&f->problems, hs.leaked_nodes,
       "leaked nodes (neither free nor in a value)");
@@ -62,9 +62,9 @@ void LinkProblems(const HealthStat& hs, Findings* f) {
   add(&f->fixed, hs.recycled_leaked_nodes,
       "leaked nodes returned to the pool");
   add(&f->fixed, hs.cleared_link_bufs, "broken values cleared");
-  f->stats.Set("free_nodes", hs.total_free_nodes);
-  f->stats.Set("values", hs.total_link_bufs);
-  f->stats.Set("value_bytes", hs.total_link_buf_bytes);
+  f->stats["free_nodes"] = hs.total_free_nodes;
+  f->stats["values"] = hs.total_link_bufs;
+  f->stats["value_bytes"] = hs.total_link_buf_bytes;
 }
 
 }  // namespace kinds

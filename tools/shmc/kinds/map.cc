@@ -35,9 +35,9 @@ struct MapKind {
     int rc = mv.Open(c, err);
     if (rc != kExitOk) return rc;
     Json idx = TableInfo(mv.index, "keys");
-    j->Set("keys", *idx.Get("keys"));
-    j->Set("index", std::move(idx));
-    j->Set("values", LinkFacts(mv.lt));
+    (*j)["keys"] = *Find(idx, "keys");
+    (*j)["index"] = std::move(idx);
+    (*j)["values"] = LinkFacts(mv.lt);
     return kExitOk;
   }
 
@@ -75,13 +75,13 @@ struct MapKind {
     }
     LinkProblems(hs.lt_stat, f);
     auto add = [](Json* list, size_t n, const char* what) {
-      if (n > 0) list->Push(std::to_string(n) + " " + what);
+      if (n > 0) list->push_back(std::to_string(n) + " " + what);
     };
     add(&f->problems, hs.bad_key_values, "keys pointing at no valid value");
     add(&f->problems, hs.leaked_values, "values no key points to (leaked)");
     add(&f->fixed, hs.cleared_key_values, "keys with bad values dropped");
     add(&f->fixed, hs.recycled_leaked_values, "leaked values freed");
-    f->stats.Set("keys", hs.total_key_values);
+    f->stats["keys"] = hs.total_key_values;
     return kExitOk;
   }
 
@@ -100,19 +100,19 @@ struct MapKind {
         std::string key = CopyBytes(index.node(i), key_bytes);
         bool ok = mv.lt.Read(shmc::link_buf_t::Unpack(l), &val);
         if (index.MapLink(i) != l) continue;  // changed: read again
-        Json j = Json::Object();
+        Json j = Json::object();
         if (key_bytes == 8) {
           uint64_t k;
           std::memcpy(&k, key.data(), 8);
-          j.Set("key", k);
+          j["key"] = k;
         } else {
-          j.Set("key", Data(key, sink->opt.hex));
+          j["key"] = Data(key, sink->opt.hex);
         }
         if (ok) {
-          j.Set("value", Data(val, sink->opt.hex));
+          j["value"] = Data(val, sink->opt.hex);
         } else {
-          j.Set("value", Json());
-          j.Set("error", "value unreadable (damaged: run shmc check)");
+          j["value"] = Json();
+          j["error"] = "value unreadable (damaged: run shmc check)";
         }
         sink->out(std::move(j));
         break;

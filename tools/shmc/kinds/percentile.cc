@@ -17,14 +17,14 @@ struct PercentileKind {
       return Fail(sp.last_error(), err);
     }
     shmc::PercentileEstimator all = sp.Merged();
-    Json d = Json::Object();
-    d.Set("p", all.p());
-    d.Set("group_size", all.group_size());
-    d.Set("slots", sp.slots());
-    d.Set("samples", all.count());
-    d.Set("groups", all.groups());
-    d.Set("estimate", all.count() > 0 ? Json(all.Estimate()) : Json());
-    j->Set("percentile", std::move(d));
+    Json d = Json::object();
+    d["p"] = all.p();
+    d["group_size"] = all.group_size();
+    d["slots"] = sp.slots();
+    d["samples"] = all.count();
+    d["groups"] = all.groups();
+    d["estimate"] = all.count() > 0 ? Json(all.Estimate()) : Json();
+    (*j)["percentile"] = std::move(d);
     return kExitOk;
   }
 
@@ -34,7 +34,7 @@ struct PercentileKind {
     if (!sp.InitForRead(c.segments[0].key)) {
       return Fail(sp.last_error(), err);
     }
-    f->stats.Set("samples", sp.Merged().count());
+    f->stats["samples"] = sp.Merged().count();
     return kExitOk;
   }
 };

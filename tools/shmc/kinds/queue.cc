@@ -18,17 +18,17 @@ struct QueueKind {
     if (!q.InitForInspect(c.segments[0].key)) {
       return Fail(q.last_error(), err);
     }
-    Json qj = Json::Object();
-    qj.Set("capacity", q.capacity());
-    qj.Set("used_bytes", q.used_bytes());
+    Json qj = Json::object();
+    qj["capacity"] = q.capacity();
+    qj["used_bytes"] = q.used_bytes();
     uint64_t pending = 0;
     q.Peek(0, [&](const std::string&) { ++pending; });
-    qj.Set("pending_records", pending);
-    qj.Set("pushed", q.pushed());
-    qj.Set("popped", q.popped());
-    qj.Set("high_water_bytes", q.high_water());
-    qj.Set("full_spins", q.full_spins());
-    j->Set("queue", std::move(qj));
+    qj["pending_records"] = pending;
+    qj["pushed"] = q.pushed();
+    qj["popped"] = q.popped();
+    qj["high_water_bytes"] = q.high_water();
+    qj["full_spins"] = q.full_spins();
+    (*j)["queue"] = std::move(qj);
     return kExitOk;
   }
 
@@ -41,20 +41,20 @@ struct QueueKind {
     uint64_t records = 0, bad = 0;
     auto r = q.Peek(0, [&](const std::string&) { ++records; }, &bad);
     if (r == Queue::kPeekCorrupted) {
-      f->problems.Push("damaged record header at ring position " +
+      f->problems.push_back("damaged record header at ring position " +
                        std::to_string(bad) +
                        " (the consumer will stop there)");
     }
     uint64_t bad_tail = 0;
     int64_t past = q.PublishedPastTail(&bad_tail);
     if (past < 0) {
-      f->problems.Push("damaged ring at position " +
+      f->problems.push_back("damaged ring at position " +
                        std::to_string(bad_tail) +
                        ": the word at the tail is not zero (the consumer "
                        "may read it as a record)");
     }
-    f->stats.Set("pending_records", records);
-    f->stats.Set("records_past_tail", past < 0 ? 0 : past);
+    f->stats["pending_records"] = records;
+    f->stats["records_past_tail"] = past < 0 ? 0 : past;
     return kExitOk;
   }
 
@@ -65,10 +65,10 @@ struct QueueKind {
     }
     uint64_t bad = 0, index = 0;
     auto r = q.Peek(sink->opt.limit, [&](const std::string& rec) {
-      Json j = Json::Object();
-      j.Set("index", index++);
-      j.Set("len", static_cast<uint64_t>(rec.size()));
-      j.Set("data", Data(rec, sink->opt.hex));
+      Json j = Json::object();
+      j["index"] = index++;
+      j["len"] = static_cast<uint64_t>(rec.size());
+      j["data"] = Data(rec, sink->opt.hex);
       sink->out(std::move(j));
     }, &bad);
     if (r == Queue::kPeekCorrupted) {

@@ -17,7 +17,7 @@ struct SortedKind {
     SortedView<Alloc> sv;
     int rc = sv.Open(c, err);
     if (rc != kExitOk) return rc;
-    j->Set("sorted_array", SortedInfo(sv.bytes, sv.current, sv.have_dir));
+    (*j)["sorted_array"] = SortedInfo(sv.bytes, sv.current, sv.have_dir);
     return kExitOk;
   }
 

@@ -14,9 +14,9 @@ struct SyncKind {
   using SyncBuf = shmc::ShmSyncBuf<Alloc>;
 
   static Json When(const shmc::SyncMeta& m) {
-    Json t = Json::Object();
-    t.Set("seq", m.seq);
-    t.Set("time", static_cast<double>(m.time.tv_sec) + m.time.tv_usec / 1e6);
+    Json t = Json::object();
+    t["seq"] = m.seq;
+    t["time"] = static_cast<double>(m.time.tv_sec) + m.time.tv_usec / 1e6;
     return t;
   }
 
@@ -25,11 +25,11 @@ struct SyncKind {
     if (!sb.InitForRead(c.segments[0].key)) {
       return Fail(sb.last_error(), err);
     }
-    Json s = Json::Object();
-    s.Set("capacity", sb.sync_buf_size());
-    s.Set("used_bytes", sb.used_size());
-    s.Set("pushed", sb.pushed());
-    s.Set("recycled", sb.recycled());
+    Json s = Json::object();
+    s["capacity"] = sb.sync_buf_size();
+    s["used_bytes"] = sb.used_size();
+    s["pushed"] = sb.pushed();
+    s["recycled"] = sb.recycled();
     shmc::SyncMeta first{}, last{};
     shmc::SyncIter it = sb.Head();
     bool have_first = sb.Read(it, &first) == 1;
@@ -40,10 +40,10 @@ struct SyncKind {
       ++records;
       if (!sb.Next(&it)) break;
     }
-    s.Set("records", records);
-    s.Set("first", have_first ? When(first) : Json());
-    s.Set("last", have_last ? When(last) : Json());
-    j->Set("sync_buf", std::move(s));
+    s["records"] = records;
+    s["first"] = have_first ? When(first) : Json();
+    s["last"] = have_last ? When(last) : Json();
+    (*j)["sync_buf"] = std::move(s);
     return kExitOk;
   }
 
@@ -66,12 +66,12 @@ struct SyncKind {
           expect_seq = 0;
           continue;
         }
-        f->problems.Push("damaged record at ring position " +
+        f->problems.push_back("damaged record at ring position " +
                          std::to_string(it.pos));
         break;
       }
       if (expect_seq != 0 && m.seq != expect_seq) {
-        f->problems.Push("sequence jumps from " +
+        f->problems.push_back("sequence jumps from " +
                          std::to_string(expect_seq - 1) + " to " +
                          std::to_string(m.seq));
         break;
@@ -80,7 +80,7 @@ struct SyncKind {
       ++records;
       if (!sb.Next(&it)) break;
     }
-    f->stats.Set("records", records);
+    f->stats["records"] = records;
     return kExitOk;
   }
 
@@ -109,8 +109,8 @@ struct SyncKind {
         return kExitProblems;
       }
       Json j = When(m);
-      j.Set("len", static_cast<uint64_t>(data.size()));
-      j.Set("data", Data(data, sink->opt.hex));
+      j["len"] = static_cast<uint64_t>(data.size());
+      j["data"] = Data(data, sink->opt.hex);
       sink->out(std::move(j));
       if (!sb.Next(&it)) break;
     }
