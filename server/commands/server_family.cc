@@ -9,10 +9,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "server/commands/command_util.h"
 #include "server/commands/latency_family.h"
@@ -650,35 +653,35 @@ std::string InfoText(CommandContext* c,
 }
 
 std::string StatsJson(CommandContext* c) {
+  using Json = nlohmann::ordered_json;
   StatsTotals t = c->stats != nullptr ? c->stats->Merge() : StatsTotals();
   LatencyTotals lat = MergedLatency(c);
-  std::string j = "{";
+  Json j = Json::object();
   for (const Figure& f : Figures(c, t)) {
     if (f.json == nullptr) continue;
-    j += '"';
-    j += f.json;
-    j += "\":";
-    j += f.text ? "\"" + f.value + "\"" : f.value;
-    j += ',';
+    // The figures /stats shows are counts, but for the version.
+    if (f.text) {
+      j[f.json] = f.value;
+    } else {
+      j[f.json] = static_cast<uint64_t>(std::strtoull(f.value.c_str(),
+                                                      nullptr, 10));
+    }
   }
-  j += "\"commands_stats\":{";
-  bool first = true;
+  Json& commands = j["commands_stats"] = Json::object();
   for (size_t i = 0; i < kMaxCommands; ++i) {
     if (t.calls[i] == 0) continue;
-    if (!first) j += ",";
-    first = false;
-    j += std::string("\"") + CommandName(i) + "\":{\"calls\":" +
-         std::to_string(t.calls[i]);
+    Json one = Json::object();
+    one["calls"] = t.calls[i];
     const char* names[3] = {"p50_us", "p99_us", "p999_us"};
     for (size_t q = 0; q < 3; ++q) {
       double e = LatencyUs(t, lat, i, q);
-      j += std::string(",\"") + names[q] + "\":" +
-           (std::isfinite(e) ? Fmt("%.3f", e) : std::string("null"));
+      // Microseconds to the nanosecond, as INFO prints them.
+      one[names[q]] = std::isfinite(e) ? Json(std::round(e * 1000) / 1000)
+                                       : Json();
     }
-    j += "}";
+    commands[CommandName(i)] = std::move(one);
   }
-  j += "}}";
-  return j;
+  return j.dump();
 }
 
 }  // namespace shmkv
