@@ -74,12 +74,24 @@ typename Map::TravelPos RandomPos(Map* map, uint64_t seed, uint64_t* slots) {
   return pos;
 }
 
+// Where `pos` is in the table's travel order: the slots before it.
+template <class Map>
+uint64_t SlotsBefore(Map* map, const typename Map::TravelPos& pos) {
+  const auto& table = map->hash_table();
+  uint64_t at = pos.col;
+  for (uint32_t r = 0; r < pos.row && r < table.row_count(); ++r) {
+    at += table.row_slots(r);
+  }
+  return at;
+}
+
 // INFO's avg_ttl for `db`: the mean remaining TTL (ms) of up to
-// kTtlSamples keys with one, met walking the index from a random slot (at
-// most kTtlSlots slots: a store of few such keys in a large index is
-// walked far enough to meet them, within a few milliseconds); 0 when none
-// was met. An estimate from a sample, as Redis's is (it averages the keys
-// its expiry cycle samples).
+// kTtlSamples keys with one, met walking the index from a random slot,
+// wrapping at its end (at most kTtlSlots slots: a store of few such keys
+// in a large index is walked far enough to meet them, within a few
+// milliseconds; one whose index is smaller is walked whole, each slot
+// once); 0 when none was met. An estimate from a sample, as Redis's is
+// (it averages the keys its expiry cycle samples).
 constexpr size_t kTtlSamples = 64;
 constexpr uint64_t kTtlSlots = uint64_t{1} << 21;
 template <class Map>
@@ -91,10 +103,11 @@ int64_t AverageTtlMs(Map* map, uint64_t seed, uint32_t db) {
   const uint64_t limit = std::min(slots, kTtlSlots);
   size_t n = 0;
   int64_t sum = 0;
-  constexpr size_t kStep = 4096;
-  for (uint64_t walked = 0; n < kTtlSamples && walked < limit;
-       walked += kStep) {
-    map->Travel(&pos, kStep, [&](const auto&, const std::string& blob) {
+  constexpr uint64_t kStep = 4096;
+  for (uint64_t walked = 0; n < kTtlSamples && walked < limit;) {
+    const uint64_t from = SlotsBefore(map, pos);
+    map->Travel(&pos, std::min(kStep, limit - walked),
+                [&](const auto&, const std::string& blob) {
       Blob b;
       if (n < kTtlSamples && b.Parse(blob.data(), blob.size()) && !b.part() &&
           b.db == db && b.expire_ms != 0 && !b.Expired(now)) {
@@ -102,6 +115,9 @@ int64_t AverageTtlMs(Map* map, uint64_t seed, uint32_t db) {
         ++n;
       }
     });
+    // A walk that reaches the end goes on from the first slot.
+    const uint64_t to = SlotsBefore(map, pos);
+    walked += to > from ? to - from : slots - std::min(from, slots - 1);
   }
   return n == 0 ? 0 : sum / static_cast<int64_t>(n);
 }
