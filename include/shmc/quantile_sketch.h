@@ -262,14 +262,24 @@ class QuantileSketch {
   static int Bucket(uint64_t v) { return Slot(v, detail::Sketch().bucket) - 1; }
 
  private:
-  // The slot of v: 0 for 0, 1 + its bucket for the rest.
+  // The slot of v: 0 for 0, 1 + its bucket for the rest. The exponent
+  // and the kFractionBits bits after the leading one are those of v as a
+  // double, exact below 2^53: every value from 2^kOctaves on is clamped
+  // to it first (they share the last bucket). A conversion costs less
+  // than counting leading zeros where that is BSR (x86-64 without LZCNT).
   static int Slot(uint64_t v, const uint8_t* table) {
-    const int lead = __builtin_clzll(v | 1);
-    const int e = 63 - lead;
+    static_assert(std::numeric_limits<double>::is_iec559 &&
+                      sizeof(double) == sizeof(uint64_t),
+                  "the bucket is read from an IEEE-754 double's bits");
+    constexpr uint64_t kTop = uint64_t{1} << kOctaves;
     constexpr int kBits = detail::SketchTable::kFractionBits;
-    // The kBits bits after the leading one, once it is moved to the top
-    // (zeros below the value's own).
-    const uint64_t frac = (v << lead) << 1 >> (64 - kBits);
+    const double d = static_cast<double>(static_cast<int64_t>(
+        v < kTop ? v : kTop));
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof(bits));
+    const int e = static_cast<int>(bits >> 52) - 1023;
+    const uint64_t frac = (bits >> (52 - kBits)) &
+                          (detail::SketchTable::kFractions - 1);
     int slot = 1 + e * kPerOctave + table[frac];
     slot = e >= kOctaves ? kBuckets : slot;
     return v == 0 ? 0 : slot;
