@@ -134,13 +134,13 @@ class ShmQueue {
   // 12 -O2 made them calls in queue_bench (which calls them from two
   // places) and inlined them in line_transfer, and the calls cost up to
   // half of Push/Pop's rate (queue_bench: 0.35-0.55x the ring with them,
-  // 0.61-0.72x without, alternating runs; bench/RESULTS.md).
+  // 0.61-0.72x without, alternating runs; bench/NOTES.md).
   __attribute__((always_inline)) bool Push(const void* buf, size_t len) {
     // The common case inline and small: one producer, a record that fits
     // before the ring's end, room by the cached head. Everything else is
     // out of line, so a caller's push loop keeps its state in registers: a
     // call's saved registers are stores, and every store waits behind the
-    // ring line's transfer from the consumer (bench/RESULTS.md, queue).
+    // ring line's transfer from the consumer (bench/NOTES.md, queue).
     uint64_t tail = tail_;
     uint64_t off = tail & mask_;
     if (__builtin_expect(producer_ && !resync_ && len <= cap_ / 2, 1)) {
@@ -278,7 +278,7 @@ class ShmQueue {
   // in ascending address order. Stored after its bytes, each header was a
   // step back to a lower address every record: batches of 16 ran at
   // 0.77-1.04x the 64-byte ring in queue_bench, and at 1.45-1.53x in
-  // ascending order (bench/RESULTS.md, queue_bench's earlier sets).
+  // ascending order (bench/NOTES.md, queue_bench).
   size_t PushBatch(const std::string* records, size_t n) {
     if (resync_ && !Resync()) return 0;
     if (!producer_) return 0;
@@ -419,9 +419,10 @@ class ShmQueue {
   // InitForWrite, which sets the default: 2 KiB, or a quarter of a ring
   // smaller than 8 KiB. 0 turns the claim off; more than half the ring is
   // cut to half. It lives in this handle only, not in the segment. Whether
-  // the claim helps depends on the machine (bench/RESULTS.md: Push/Pop
-  // faster with it on an Intel guest; on an AMD guest slower in one phase,
-  // no different in another); `queue_bench --write-ahead B` measures it.
+  // the claim helps depends on the machine (the git history of
+  // bench/RESULTS.md: Push/Pop faster with it on an Intel guest; on an AMD
+  // guest slower in one phase, no different in another); `queue_bench
+  // --write-ahead B` measures it.
   void SetWriteAhead(uint64_t bytes) {
     write_ahead_ = detail::WriteAheadWithin(bytes, cap_);
   }
@@ -640,8 +641,8 @@ class ShmQueue {
   // waiting for the consumer's copy to be invalidated. Unconditional: in a
   // ring over three quarters full the line is one the consumer has yet to
   // read, which then comes back from this core's cache; skipping those
-  // lines measured far slower (bench/RESULTS.md). write_ahead_ == 0: no
-  // claim.
+  // lines measured far slower (the git history of bench/RESULTS.md).
+  // write_ahead_ == 0: no claim.
   void Claim(uint64_t off) {
     if (write_ahead_ != 0) {
       detail::PrefetchLineForWrite(ring_ + ((off + write_ahead_) & mask_));
@@ -741,7 +742,7 @@ class ShmQueue {
   // last record's size, and checked by a branch, it does not, so the
   // core requests the next records' lines while this one's is on its way
   // (records of one size in a row: Push/Pop about 8% faster,
-  // bench/RESULTS.md). The empty asm statements hide that the two are
+  // bench/NOTES.md). The empty asm statements hide that the two are
   // equal, which would let the compiler use `size` again.
   uint64_t After(uint64_t at, uint64_t size) {
     uint64_t guess = at + last_size_;

@@ -140,7 +140,7 @@ inline void LoadByWords(void* dst, const std::atomic<uint64_t>* src,
 // Why it is here: half the loads of the word copy, and no general-purpose
 // register per word. A map Find of a 100-byte value went from 0.34-0.37x
 // to 0.41-0.42x unordered_map's find, the value read alone from 94-107 ns
-// to 71-72 (three paired runs, bench/RESULTS.md).
+// to 71-72 (three paired runs, bench/NOTES.md).
 // Reads exactly [src, src + n), never the word copy's rounded-up tail.
 inline void LoadBy16(void* dst, const std::atomic<uint64_t>* src, size_t n) {
   using Bytes16 = char __attribute__((vector_size(16)));

@@ -46,8 +46,8 @@ __attribute__((always_inline)) inline void RunPipeline3(size_t n,
 }
 
 // How far past its tail a ring's writer claims lines with
-// PrefetchLineForWrite: 2 KiB (measured against 512 B and 8 KiB in
-// bench/RESULTS.md), or a quarter of a smaller ring.
+// PrefetchLineForWrite: 2 KiB (measured against 512 B and 8 KiB; the git
+// history of bench/RESULTS.md), or a quarter of a smaller ring.
 inline uint64_t WriteAheadBytes(uint64_t ring_bytes) {
   return ring_bytes / 4 < 2048 ? ring_bytes / 4 : 2048;
 }

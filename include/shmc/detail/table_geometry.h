@@ -205,7 +205,7 @@ inline uint32_t MatchTagWord(uint32_t word, uint32_t tag) {
 // The two main buckets' words at once. With SSE2 (every x86-64): one byte
 // compare of the 8 bytes against the tag repeated, and its byte mask; 5
 // instructions where the portable form takes 11, on the path of every
-// lookup (callgrind: Find 92 -> 85 instructions, bench/RESULTS.md).
+// lookup (callgrind: Find 92 -> 85 instructions, bench/NOTES.md).
 inline uint32_t MatchTagPair(uint64_t words, uint32_t tag) {
 #if defined(__SSE2__)
   __m128i w = _mm_cvtsi64_si128(static_cast<long long>(words));
