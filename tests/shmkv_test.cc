@@ -325,6 +325,22 @@ TEST(Shmkv, PipeliningBinaryAndLargeValues) {
   EXPECT_EQ(c.Reply(), ":43\r\n");
 }
 
+// INFO counts the asking client (and every client of its worker) at once,
+// not at the worker's next 100 ms publication: each new connection's
+// first command is an INFO that sees it.
+TEST(Shmkv, InfoCountsTheAskingClientAtOnce) {
+  Server s("infocc");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start()) << s.log();
+  std::vector<std::unique_ptr<Client>> cs;
+  for (int i = 1; i <= 20; ++i) {
+    cs.push_back(std::make_unique<Client>(s.port()));
+    ASSERT_TRUE(cs.back()->ok()) << i;
+    EXPECT_EQ(InfoField(cs.back().get(), "connected_clients"),
+              std::to_string(i));
+  }
+}
+
 TEST(Shmkv, ThousandConnections) {
   struct rlimit rl;
   getrlimit(RLIMIT_NOFILE, &rl);

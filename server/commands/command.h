@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -70,6 +71,11 @@ struct CommandContext {
   Store* store = nullptr;
   SharedStats* stats = nullptr;  // null: no statistics (all zero)
   SharedLatency* latency = nullptr;  // null: none (the estimators' figures)
+  // Publishes this worker's own figures (connections, counts, latency)
+  // into the shared ones, so a merge that answers a client (INFO, /stats,
+  // LATENCY) counts what this worker has now, not at its last 100 ms
+  // publication: the asking client among them. Null: nothing to publish.
+  std::function<void()> publish_stats;
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
   ClientState* client = nullptr;  // the command's connection: must be set

@@ -15,8 +15,14 @@ namespace shmkv {
 namespace cmd {
 
 LatencyTotals MergedLatency(CommandContext* c) {
+  if (c->publish_stats) c->publish_stats();
   return c->latency != nullptr ? c->latency->Merge()
                                : LatencyTotals(kMaxCommands);
+}
+
+StatsTotals MergedStats(CommandContext* c) {
+  if (c->publish_stats) c->publish_stats();
+  return c->stats != nullptr ? c->stats->Merge() : StatsTotals();
 }
 
 double LatencyUs(const StatsTotals& t, const LatencyTotals& lat, size_t i,

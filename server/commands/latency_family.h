@@ -16,6 +16,8 @@ namespace cmd {
 // Every worker's latency sketches, merged per command; none when this
 // worker has no latency segment.
 LatencyTotals MergedLatency(CommandContext* c);
+// Every worker's statistics merged, this worker's published first.
+StatsTotals MergedStats(CommandContext* c);
 
 // Quantile q (kQuantiles) of command i in microseconds: from the
 // workers' sketches, or, for a command only workers of an older build

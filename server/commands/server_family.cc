@@ -573,7 +573,7 @@ std::string InfoText(CommandContext* c,
     all = all || secs.back() == "all" || secs.back() == "everything" ||
           secs.back() == "default";
   }
-  StatsTotals t = c->stats != nullptr ? c->stats->Merge() : StatsTotals();
+  StatsTotals t = MergedStats(c);
   std::string s;
   auto want = [&](const char* name) {
     return all || std::find(secs.begin(), secs.end(), name) != secs.end();
@@ -654,7 +654,7 @@ std::string InfoText(CommandContext* c,
 
 std::string StatsJson(CommandContext* c) {
   using Json = nlohmann::ordered_json;
-  StatsTotals t = c->stats != nullptr ? c->stats->Merge() : StatsTotals();
+  StatsTotals t = MergedStats(c);
   LatencyTotals lat = MergedLatency(c);
   Json j = Json::object();
   for (const Figure& f : Figures(c, t)) {

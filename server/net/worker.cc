@@ -116,6 +116,7 @@ int Worker::Run() {
     send(adopt_fd_, hello.data(), hello.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   ctx_.stats = &stats_;
+  ctx_.publish_stats = [this] { Publish(); };
   if (latency_.open()) ctx_.latency = &latency_;
   ctx_.info = &cfg_.info;
   ctx_.password = &cfg_.password;
