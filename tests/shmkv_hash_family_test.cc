@@ -142,6 +142,15 @@ TEST(HashFamily, PackedRoundTrips) {
   EXPECT_EQ(got, in.size() - 1) << "the last string overruns";
   EXPECT_FALSE(cut.Done());
   EXPECT_FALSE(shmkv::PackedReader(std::string_view()).ok());
+  // The writer makes Pack's bytes, after what *out held, whether it was
+  // sized ahead for them, for none (growing item by item) or for more.
+  for (size_t room : {size_t{0}, size_t{3}, bytes.size(), 4 * bytes.size()}) {
+    std::string w = "head";
+    shmkv::PackedWriter pw(&w, in.size(), room);
+    for (std::string_view item : in) pw.Add(item);
+    pw.Finish();
+    EXPECT_EQ(w, "head" + bytes) << room;
+  }
 }
 
 // Every hash command with its edge values and errors, byte for byte.

@@ -1,6 +1,8 @@
 // The packed form of small collections (server/commands/packed.h).
 #include "server/commands/packed.h"
 
+#include <algorithm>
+
 namespace shmkv {
 
 namespace {
@@ -26,13 +28,25 @@ void Pack(const std::vector<std::string_view>& items, std::string* out) {
   }
 }
 
-PackedWriter::PackedWriter(std::string* out, size_t count) : out_(out) {
+PackedWriter::PackedWriter(std::string* out, size_t count, size_t room)
+    : out_(out) {
   PutVarint(count, out);
+  const size_t used = out->size();
+  out->resize(used + room);
+  at_ = out->data() + used;
+  end_ = out->data() + out->size();
 }
 
-void PackedWriter::Add(std::string_view item) {
-  PutVarint(item.size(), out_);
-  out_->append(item.data(), item.size());
+void PackedWriter::Grow(size_t n) {
+  const size_t used = static_cast<size_t>(at_ - out_->data());
+  out_->resize(std::max(2 * out_->size(), used + n + kMaxVarint));
+  at_ = out_->data() + used;
+  end_ = out_->data() + out_->size();
+}
+
+void PackedWriter::Finish() {
+  out_->resize(static_cast<size_t>(at_ - out_->data()));
+  end_ = at_;
 }
 
 bool Unpack(std::string_view bytes, std::vector<std::string_view>* items) {

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,19 +27,34 @@ void Pack(const std::vector<std::string_view>& items, std::string* out);
 
 // Appends a packed list item by item, the bytes Pack makes of the same
 // items, with no list of them built first: the count, then each item.
+// Items are written straight into *out's bytes (sized ahead, at least
+// `room` bytes, and grown when an item needs more); Finish trims what was
+// not used, and must be called before *out is read.
 class PackedWriter {
  public:
-  PackedWriter(std::string* out, size_t count);
-  void Add(std::string_view item);
+  PackedWriter(std::string* out, size_t count, size_t room = 0);
   void Add(const void* p, size_t n) {
-    Add(std::string_view(static_cast<const char*>(p), n));
+    if (static_cast<size_t>(end_ - at_) < n + kMaxVarint) Grow(n);
+    uint64_t v = n;
+    while (v >= 0x80) {
+      *at_++ = static_cast<char>((v & 0x7f) | 0x80);
+      v >>= 7;
+    }
+    *at_++ = static_cast<char>(v);
+    if (n != 0) std::memcpy(at_, p, n);
+    at_ += n;
   }
+  void Add(std::string_view item) { Add(item.data(), item.size()); }
+  void Finish();
 
  private:
+  static constexpr size_t kMaxVarint = 10;
+  void Grow(size_t n);
   std::string* out_;
+  char* at_ = nullptr;
+  char* end_ = nullptr;
 };
 
-// Reads a varint below 2^32 at *p; false past `end` or when longer.
 inline bool ReadPackedVarint(const char** p, const char* end, uint32_t* v) {
   uint64_t acc = 0;
   for (int shift = 0; shift < 35; shift += 7) {

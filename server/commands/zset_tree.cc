@@ -516,11 +516,10 @@ Store::Status ZTree::Save(CommandContext* c) {
   for (auto& [index, n] : loaded_) {
     if (!n.dirty) continue;
     bytes.clear();
-    bytes.reserve(Bytes(&n) + 16);
     const size_t items = n.level == kFreeTag ? 2
                          : n.level == 0      ? 1 + 2 * n.entries.size()
                                              : 1 + 3 * n.kids.size();
-    PackedWriter w(&bytes, items);
+    PackedWriter w(&bytes, items, Bytes(&n) + 5 * items);
     const char tag = static_cast<char>(n.level);
     w.Add(&tag, 1);
     if (n.level == kFreeTag) {
@@ -538,6 +537,7 @@ Store::Status ZTree::Save(CommandContext* c) {
         w.Add(k.sep.member);
       }
     }
+    w.Finish();
     Store::Status st = c->txn->WritePart(id_, PartOf(index), bytes);
     if (st != Store::Status::kOk) return st;
     n.dirty = false;
