@@ -1,0 +1,150 @@
+// Redis's RDB serialization of values (the form of RDB files, DUMP
+// payloads and a replica's full sync), as Redis 7.0 writes and reads it:
+// RDB version 10.
+//
+// A value is its type byte, then its body:
+//   0  string                a string (below)
+//   1  list                  a length, then that many strings
+//   2  set                   a length, then that many strings
+//   3  sorted set, version 1 a length, then (member string, score as text)
+//   4  hash                  a length, then (field, value) strings
+//   5  sorted set            a length, then (member, score as 8 bytes LE)
+//   10/12/13 list/zset/hash  one string holding a ziplist
+//   11 set of integers       one string holding an intset
+//   14 list                  a length, then that many ziplist strings
+//   16/17 hash/zset          one string holding a listpack
+//   18 list                  a length, then per node: its container
+//                            (1 one plain element, 2 a listpack), a string
+// A length is 6 bits (00xxxxxx), 14 bits (01xxxxxx + 1 byte, big-endian),
+// 32 bits (0x80 + 4 bytes BE) or 64 bits (0x81 + 8 bytes BE). A string is
+// a length and its bytes, or 11xxxxxx: an integer of 8, 16 or 32 bits
+// (little-endian, signed; its decimal text is the string), or LZF: the
+// compressed length, the length, the compressed bytes.
+//
+// A DUMP payload is a value, then the RDB version (2 bytes LE) and the
+// CRC-64 of everything before it (8 bytes LE, server/rdb/crc64.h).
+//
+// Every length, count and encoding comes from outside (a file, a client)
+// and is checked before anything is sized by it; a payload is decoded
+// whole and checked whole (each ziplist, listpack and intset entry by
+// entry, sets and hashes free of repeats, scores not NaN) before any of it
+// reaches the store. What does not decode is refused with the offset and
+// the reason.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace shmkv {
+namespace rdb {
+
+constexpr uint16_t kVersion = 10;  // what Redis 7.0 writes and reads
+
+enum Type : uint8_t {
+  kTypeString = 0,
+  kTypeList = 1,
+  kTypeSet = 2,
+  kTypeZSet = 3,
+  kTypeHash = 4,
+  kTypeZSet2 = 5,
+  kTypeModule = 6,
+  kTypeModule2 = 7,
+  kTypeHashZipmap = 9,
+  kTypeListZiplist = 10,
+  kTypeSetIntset = 11,
+  kTypeZSetZiplist = 12,
+  kTypeHashZiplist = 13,
+  kTypeListQuicklist = 14,
+  kTypeStreamListpacks = 15,
+  kTypeHashListpack = 16,
+  kTypeZSetListpack = 17,
+  kTypeListQuicklist2 = 18,
+  kTypeStreamListpacks2 = 19,
+};
+
+// What a type byte holds, for messages ("a stream").
+const char* TypeName(uint8_t type);
+
+// A decoded value, whatever its encoding was.
+struct Value {
+  enum Kind { kString, kList, kSet, kZSet, kHash } kind = kString;
+  std::string str;                                         // a string
+  std::vector<std::string> items;                          // list, set
+  std::vector<std::pair<std::string, std::string>> pairs;  // hash
+  std::vector<std::pair<std::string, double>> scored;      // sorted set
+};
+
+// Appends RDB bytes.
+class Writer {
+ public:
+  explicit Writer(std::string* out) : out_(out) {}
+  void Byte(uint8_t b) { out_->push_back(static_cast<char>(b)); }
+  void Length(uint64_t n);
+  // As Redis writes a string: an integer encoding for the text of an
+  // integer that fits 32 bits (11 bytes at most), LZF for one over 20
+  // bytes that compresses, else the length and the bytes.
+  void String(std::string_view s);
+  void Double(double d);  // 8 bytes, little-endian
+  // The type byte and body of `v` (strings, lists, sets, sorted sets and
+  // hashes in their plain forms: types 0, 1, 2, 5, 4).
+  void ValueOf(const Value& v);
+
+ private:
+  std::string* out_;
+};
+
+// Reads RDB bytes, every read checked against what is left; a failed
+// read says where and why (error(), offset()) and every later one fails.
+class Reader {
+ public:
+  // `max_string`: the largest string (decompressed) accepted.
+  Reader(std::string_view bytes, size_t max_string)
+      : p_(bytes), max_string_(max_string) {}
+  bool ok() const { return err_.empty(); }
+  const std::string& error() const { return err_; }
+  size_t offset() const { return at_; }
+  size_t left() const { return p_.size() - at_; }
+
+  bool Byte(uint8_t* b);
+  bool Length(uint64_t* n);
+  bool String(std::string* s);
+  // A value's body after its type byte (`type`).
+  bool ValueBody(uint8_t type, Value* v);
+  bool Fail(const std::string& why);
+
+ private:
+  // A length, or with *encoded set, a string's special encoding (0..3).
+  bool LengthOrEncoding(uint64_t* n, bool* encoded);
+  bool Take(size_t n, std::string_view* out);
+  // A count of items each at least `min_bytes` long: no more than fit.
+  bool Count(uint64_t* n, size_t min_bytes);
+  bool Score(double* d);   // type 3: text with a length byte
+  bool Binary(double* d);  // type 5: 8 bytes LE
+  bool Listpack(std::string_view lp, std::vector<std::string>* out);
+  bool Ziplist(std::string_view zl, std::vector<std::string>* out);
+  bool Intset(std::string_view is, std::vector<std::string>* out);
+  // Items taken as pairs (hash, sorted set), and checked free of repeats.
+  bool Pairs(std::vector<std::string>* flat, Value* v);
+  bool Unique(const Value& v);
+
+  std::string_view p_;
+  size_t at_ = 0;
+  size_t max_string_;
+  std::string err_;
+};
+
+// A DUMP payload of `v`.
+std::string Dump(const Value& v);
+// Decodes a DUMP payload: false, with *why, when its version is newer than
+// kVersion, its CRC does not match, or its value does not decode whole.
+// *checksum_ok tells the first two apart from the last (RESTORE answers
+// them with different errors).
+bool Undump(std::string_view payload, size_t max_string, Value* v,
+            bool* checksum_ok, std::string* why);
+
+}  // namespace rdb
+}  // namespace shmkv
