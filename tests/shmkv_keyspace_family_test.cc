@@ -23,7 +23,7 @@ TEST(KeyspaceFamily, IdsArePinned) {
       {"pexpireat", 41}, {"ttl", 42}, {"pttl", 43}, {"expiretime", 44},
       {"pexpiretime", 45}, {"persist", 46}, {"dbsize", 47}, {"flushall", 48},
       {"flushdb", 49}, {"keys", 50}, {"scan", 51}, {"object", 66},
-      {"move", 158},
+      {"move", 158}, {"dump", 175}, {"restore", 176},
   });
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/dump_family.h"
 #include "server/commands/reply.h"
 
 namespace shmkv {
@@ -457,6 +458,8 @@ const CommandRow kKeyspaceRows[] = {
     {"keys", 50, 2, kReadOnly, 0, 0, 0, Keys},
     {"scan", 51, -2, kReadOnly, 0, 0, 0, Scan},
     {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
+    {"dump", 175, 2, kReadOnly, 1, 1, 1, Dump},
+    {"restore", 176, -4, kWrite | kDenyOom, 1, 1, 1, Restore},
 };
 
 void RegisterKeyspaceFamily(Registry* r) {
