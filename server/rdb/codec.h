@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -90,8 +91,14 @@ class Writer {
   void String(std::string_view s);
   void Double(double d);  // 8 bytes, little-endian
   // The type byte and body of `v` (strings, lists, sets, sorted sets and
-  // hashes in their plain forms: types 0, 1, 2, 5, 4).
-  void ValueOf(const Value& v);
+  // hashes in their plain forms: types 0, 1, 2, 5, 4); a file puts the
+  // key between them.
+  void ValueOf(const Value& v) {
+    TypeOf(v);
+    BodyOf(v);
+  }
+  void TypeOf(const Value& v);
+  void BodyOf(const Value& v);
 
  private:
   std::string* out_;
@@ -110,6 +117,11 @@ class Reader {
   size_t left() const { return p_.size() - at_; }
 
   bool Byte(uint8_t* b);
+  bool Skip(size_t n) {
+    std::string_view s;
+    return Take(n, &s);
+  }
+  bool Bytes(size_t n, std::string_view* out) { return Take(n, out); }
   bool Length(uint64_t* n);
   bool String(std::string* s);
   // A value's body after its type byte (`type`).
@@ -145,6 +157,60 @@ std::string Dump(const Value& v);
 // them with different errors).
 bool Undump(std::string_view payload, size_t max_string, Value* v,
             bool* checksum_ok, std::string* why);
+
+}  // namespace rdb
+}  // namespace shmkv
+
+namespace shmkv {
+namespace rdb {
+
+// RDB files: "REDIS" and the version as 4 digits, auxiliary fields
+// (0xfa, name, value), then per database 0xfe and its number, 0xfb and
+// its sizes, and its keys (an optional 0xfc and the expiry in ms, 8 bytes
+// LE; the type byte, the key, the body), 0xff, and the CRC-64 of
+// everything before it (8 bytes LE; 0: not computed).
+
+// One key as a file holds it.
+struct Entry {
+  uint32_t db = 0;
+  std::string key;
+  int64_t expire_ms = 0;  // 0: none
+  Value value;
+};
+
+// Writes a file through `sink` (called with each run of bytes as the
+// buffer fills, and at Finish), keeping its CRC as it goes.
+class FileWriter {
+ public:
+  explicit FileWriter(std::function<bool(std::string_view)> sink);
+  // The header and the auxiliary fields (redis-ver, redis-bits, ctime,
+  // used-mem, aof-base as Redis 7.0 writes them).
+  bool Begin(int64_t unix_time, uint64_t used_memory);
+  // A database's opening: its number and how many keys (and of them
+  // with an expiry) follow.
+  bool Database(uint32_t db, uint64_t keys, uint64_t expires);
+  bool Key(std::string_view key, const Value& v, int64_t expire_ms);
+  // The end marker and the CRC: false when the sink failed anywhere.
+  bool Finish();
+
+ private:
+  bool Flush(bool all);
+  std::function<bool(std::string_view)> sink_;
+  std::string buf_;
+  uint64_t crc_ = 0;
+  bool ok_ = true;
+};
+
+// Reads a whole file: calls `f` for each key (false from f stops the read
+// and fails it with f's *why); false with *why (the offset and the
+// reason) when the file is not an RDB of version 1..kVersion, does not
+// decode whole, holds what shmkv does not (a stream, a module value, a
+// function library: named), or its CRC does not match. Nothing is
+// called for a file refused before its first key; a caller that must not
+// apply part of a file reads it twice (once with a counting f).
+bool ReadFile(std::string_view bytes, size_t max_string,
+              const std::function<bool(Entry&, std::string*)>& f,
+              std::string* why);
 
 }  // namespace rdb
 }  // namespace shmkv
