@@ -238,6 +238,7 @@ class Master {
           "--journal-size", std::to_string(o_.journal),
           "--timeout", std::to_string(o_.timeout_s),
           "--maxmemory-clients", std::to_string(o_.client_memory),
+          "--dir", o_.dir, "--dbfilename", o_.dbfilename,
           "--start-ms", std::to_string(start_ms_)};
       if (o_.hugepages) args.push_back("--hugepages");
       std::vector<char*> argv;

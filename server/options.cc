@@ -3,6 +3,7 @@
 #include "server/options.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,6 +42,8 @@ const char kUsage[] =
     "  --journal-size BYTES  largest multi-key commit (MSET,\n"
     "                    RENAME, MULTI/EXEC), its old values included [64M]\n"
     "  --timeout SECS    close a client idle this long (0: never) [0]\n"
+    "  --dir DIR         where SAVE writes its RDB file       [cwd]\n"
+    "  --dbfilename NAME the RDB file's name in DIR        [dump.rdb]\n"
     "  --maxmemory-clients BYTES  bound on all clients' buffered\n"
     "                    requests and replies; above it the client\n"
     "                    holding most is closed [256M, at least\n"
@@ -141,6 +144,23 @@ int ParseArgs(int argc, char** argv, Options* o) {
         return Usage(("--timeout: bad number of seconds " + std::string(v)).c_str());
       }
       o->timeout_s = n;
+    } else if (a == "--dir") {
+      char* real = realpath(v, nullptr);
+      struct stat st;
+      if (real == nullptr || stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        std::free(real);
+        return Usage(("--dir: " + std::string(v) + " is not a directory")
+                         .c_str());
+      }
+      o->dir = real;
+      std::free(real);
+    } else if (a == "--dbfilename") {
+      std::string f = v;
+      if (f.empty() || f.find('/') != std::string::npos || f == "." ||
+          f == "..") {
+        return Usage("--dbfilename: a file name, not a path (see --dir)");
+      }
+      o->dbfilename = f;
     } else if (a == "--maxmemory-clients") {
       if (!ParseSize(v, &n) || n == 0) {
         return Usage(("--maxmemory-clients: bad size " + std::string(v)).c_str());
@@ -208,6 +228,11 @@ int ParseArgs(int argc, char** argv, Options* o) {
     } else {
       return Usage(("unknown option: " + a).c_str());
     }
+  }
+  if (o->dir.empty()) {
+    char* cwd = getcwd(nullptr, 0);
+    o->dir = cwd != nullptr ? cwd : ".";
+    std::free(cwd);
   }
   return -1;  // go on
 }
@@ -310,6 +335,8 @@ WorkerConfig WorkerConfigFrom(const Options& o, const StoreConfig& sc) {
   wc.info.timeout_s = o.timeout_s;
   wc.info.client_memory = o.client_memory;
   wc.info.max_request = MaxRequestBytes(sc);
+  wc.info.dir = o.dir;
+  wc.info.dbfilename = o.dbfilename;
   return wc;
 }
 

@@ -25,6 +25,8 @@ struct Options {
   uint64_t journal = 64ULL << 20;
   uint64_t timeout_s = 0;      // Redis's timeout: 0, never
   uint64_t client_memory = 0;  // 0: the default (ClientMemory())
+  std::string dir;                      // --dir: SAVE's directory (cwd)
+  std::string dbfilename = "dump.rdb";  // --dbfilename: its file
   bool reload = false;
   bool remove = false;  // --remove: drop the store's segments, exit
   bool hugepages = false;  // the map on SysV hugetlb segments

@@ -3,6 +3,7 @@
 // encoding redis-server 7 writes decoded equal, shmkv's payloads restored
 // into redis-server equal, and damaged payloads refused, never misread.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -623,6 +624,73 @@ TEST(RdbVsRedis, RedissFilesReadEqual) {
   EXPECT_FALSE(shmkv::rdb::ReadFile(
       fn, kMax, [](shmkv::rdb::Entry&, std::string*) { return true; }, &why));
   EXPECT_NE(why.find("function library"), std::string::npos) << why;
+}
+
+// SAVE writes every database's keys to dir/dbfilename: the file passes
+// redis-check-rdb and loads into redis-server equal, TTLs included;
+// LASTSAVE is its time; a directory that cannot be written is an error
+// that leaves the old file whole and no temporary file behind.
+TEST(DumpFamilyVsRedis, SaveWritesAFileRedisLoadsEqual) {
+  TempDir dir;
+  CommandHarness h("savecmd");
+  ASSERT_TRUE(h.ok()) << h.error();
+  h.info()->dir = dir.path;
+  h.info()->dbfilename = "s.rdb";
+  const int64_t ttl_at = shmkv::NowMs() + 3600 * 1000;
+  for (int db : {0, 3}) {
+    ASSERT_EQ(h.Run({"SELECT", std::to_string(db)}), "+OK\r\n");
+    for (const Sample& s : Samples()) {
+      for (const auto& cmd : s.make) h.Run(cmd);
+    }
+    ASSERT_EQ(h.Run({"PEXPIREAT", Samples()[0].key, std::to_string(ttl_at)}),
+              ":1\r\n");
+  }
+  ASSERT_EQ(h.Run({"SELECT", "0"}), "+OK\r\n");
+  ASSERT_EQ(h.Run({"SAVE"}), "+OK\r\n");
+  const std::string path = dir.path + "/s.rdb";
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(h.Run({"LASTSAVE"}), ":" + std::to_string(st.st_mtime) + "\r\n");
+  if (access("/usr/bin/redis-check-rdb", X_OK) == 0) {
+    const std::string cmd = "/usr/bin/redis-check-rdb '" + path + "' > '" +
+                            dir.path + "/check.txt' 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadAll(dir.path + "/check.txt");
+  }
+  {
+    RedisOracle redis({"--dir", dir.path, "--dbfilename", "s.rdb"});
+    SKIP_WITHOUT_REDIS(redis);
+    Client c(redis.port());
+    for (int db : {0, 3}) {
+      c.Call({"SELECT", std::to_string(db)});
+      EXPECT_EQ(c.Call({"DBSIZE"}),
+                ":" + std::to_string(Samples().size()) + "\r\n");
+      for (const Sample& s : Samples()) {
+        Value v;
+        bool ok = false;
+        std::string why;
+        ASSERT_TRUE(Undump(BulkOf(c.Call({"DUMP", s.key})), kMax, &v, &ok,
+                           &why))
+            << s.key << ": " << why;
+        EXPECT_TRUE(Same(v, s.want)) << db << " " << s.key;
+      }
+      EXPECT_EQ(c.Call({"PEXPIRETIME", Samples()[0].key}),
+                ":" + std::to_string(ttl_at) + "\r\n");
+    }
+  }
+  // A directory SAVE cannot write: the error names the file, and the
+  // previous file is left as it was.
+  const std::string before = ReadAll(path);
+  ASSERT_EQ(chmod(dir.path.c_str(), 0500), 0);
+  if (access(dir.path.c_str(), W_OK) == 0) {  // root writes anyway
+    h.info()->dir = dir.path + "/nosuchdir";
+  }
+  std::string reply = h.Run({"SAVE"});
+  EXPECT_EQ(reply.rfind("-ERR SAVE failed: ", 0), 0u) << reply;
+  chmod(dir.path.c_str(), 0700);
+  EXPECT_EQ(ReadAll(path), before);
+  std::string ls = dir.path + "/ls.txt";
+  std::system(("ls '" + dir.path + "' > '" + ls + "'").c_str());
+  EXPECT_EQ(ReadAll(ls).find("temp-"), std::string::npos) << ReadAll(ls);
 }
 
 }  // namespace

@@ -34,6 +34,10 @@ struct ServerInfo {
   uint64_t timeout_s = 0;      // close clients idle this long; 0: never
   uint64_t client_memory = 0;  // bound on all clients' buffers, all workers
   uint64_t max_request = 0;    // bound on one request's bytes
+  // Where SAVE writes its RDB file (Redis's dir and dbfilename): an
+  // absolute directory, a file name in it.
+  std::string dir = ".";
+  std::string dbfilename = "dump.rdb";
 };
 
 // What a connection carries between its commands.

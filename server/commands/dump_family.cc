@@ -8,6 +8,14 @@
 // the key in one commit.
 #include "server/commands/dump_family.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -27,32 +35,31 @@ namespace cmd {
 
 namespace {
 
-// The whole value at `key` as RDB sees it: false when there is none, or
-// after replying an error (a damaged value).
-bool ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out,
-               Reply* r, bool* replied) {
-  *replied = false;
+// What reading a whole value found.
+enum class Whole { kValue, kNone, kWrongType, kDamaged };
+
+// The whole value at `key` as RDB sees it.
+Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out) {
   Value meta;
-  if (!ReadValue(c, key, &meta)) return false;
-  auto fail = [&](Load l) {
-    *replied = !Opened(l, r);
-    return !*replied;
+  if (!ReadValue(c, key, &meta)) return Whole::kNone;
+  auto opened = [](Load l) {
+    return l == Load::kOk          ? Whole::kValue
+           : l == Load::kWrongType ? Whole::kWrongType
+                                   : Whole::kDamaged;
   };
   switch (meta.type) {
     case ValueType::kString:
       out->kind = rdb::Value::kString;
-      return ReadString(c, key, &out->str) == Found::kYes;
+      out->str.swap(meta.bytes);
+      return Whole::kValue;
     case ValueType::kHash:
     case ValueType::kSet: {
       const bool set = meta.type == ValueType::kSet;
       HashValue h(set ? kSetShape : kHashShape);
-      if (!fail(h.Open(c, key))) return false;
+      Whole w = opened(h.Open(c, key));
+      if (w != Whole::kValue) return w;
       std::vector<std::pair<std::string_view, std::string_view>> all;
-      if (!h.All(&all)) {
-        Damaged(r);
-        *replied = true;
-        return false;
-      }
+      if (!h.All(&all)) return Whole::kDamaged;
       out->kind = set ? rdb::Value::kSet : rdb::Value::kHash;
       for (const auto& [f, v] : all) {
         if (set) {
@@ -61,38 +68,34 @@ bool ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out,
           out->pairs.emplace_back(std::string(f), std::string(v));
         }
       }
-      return true;
+      return Whole::kValue;
     }
     case ValueType::kList: {
       ListValue l;
-      if (!fail(l.Open(c, key))) return false;
+      Whole w = opened(l.Open(c, key));
+      if (w != Whole::kValue) return w;
       std::vector<std::string_view> all;
       if (l.size() > 0 && !l.Range(0, l.size() - 1, &all)) {
-        Damaged(r);
-        *replied = true;
-        return false;
+        return Whole::kDamaged;
       }
       out->kind = rdb::Value::kList;
       out->items.assign(all.begin(), all.end());
-      return true;
+      return Whole::kValue;
     }
     case ValueType::kZSet: {
       ZSetValue z;
-      if (!fail(z.Open(c, key))) return false;
+      Whole w = opened(z.Open(c, key));
+      if (w != Whole::kValue) return w;
       std::vector<ZEntry> all;
-      if (!z.All(&all)) {
-        Damaged(r);
-        *replied = true;
-        return false;
-      }
+      if (!z.All(&all)) return Whole::kDamaged;
       out->kind = rdb::Value::kZSet;
       for (const ZEntry& e : all) {
         out->scored.emplace_back(std::string(e.member), e.score);
       }
-      return true;
+      return Whole::kValue;
     }
   }
-  return false;
+  return Whole::kDamaged;
 }
 
 // Writes `v` as the value of `key` (which holds nothing now) with no
@@ -146,12 +149,12 @@ Store::Status WriteWhole(CommandContext* c, std::string_view key,
 void Dump(const Args& a, CommandContext* c, Reply* r) {
   ReadConsistently(c, r, [&] {
     rdb::Value v;
-    bool replied = false;
-    if (!ReadWhole(c, a[1], &v, r, &replied)) {
-      if (!replied) r->Null();
-      return;
+    switch (ReadWhole(c, a[1], &v)) {
+      case Whole::kValue: return r->Bulk(rdb::Dump(v));
+      case Whole::kNone: return r->Null();
+      case Whole::kWrongType: return WrongType(r);
+      case Whole::kDamaged: return Damaged(r);
     }
-    r->Bulk(rdb::Dump(v));
   });
 }
 
@@ -218,6 +221,139 @@ void Restore(const Args& a, CommandContext* c, Reply* r) {
   }
   Notify(c, kNotifyGeneric, "restore", a[1]);
   r->Simple("OK");
+}
+
+namespace {
+
+// The store's and the transaction's database, for one walk.
+class WalkDb {
+ public:
+  WalkDb(CommandContext* c, uint32_t logical)
+      : c_(c), store_was_(c->store->db()), txn_was_(c->txn->db()) {
+    const uint32_t phys = c->txn->Physical(logical);
+    c->store->UseDb(phys);
+    c->txn->UseDb(phys);
+  }
+  ~WalkDb() {
+    c_->store->UseDb(store_was_);
+    c_->txn->UseDb(txn_was_);
+  }
+  WalkDb(const WalkDb&) = delete;
+  WalkDb& operator=(const WalkDb&) = delete;
+
+ private:
+  CommandContext* c_;
+  uint32_t store_was_, txn_was_;
+};
+
+std::string RdbPath(CommandContext* c) {
+  const std::string dir = c->info != nullptr ? c->info->dir : ".";
+  return dir + "/" + (c->info != nullptr ? c->info->dbfilename : "dump.rdb");
+}
+
+// Writes every database's live keys to the RDB file, through a temporary
+// file in the same directory that is fsynced and renamed over it (the
+// directory fsynced after), so the name holds the old file or the whole
+// new one whatever happens; false with *why.
+bool SaveRdb(CommandContext* c, std::string* why) {
+  const std::string dir = c->info != nullptr ? c->info->dir : ".";
+  const std::string path = RdbPath(c);
+  const std::string tmp = dir + "/temp-" + std::to_string(getpid()) + ".rdb";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                      0644);
+  if (fd < 0) {
+    *why = tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  int err = 0;
+  rdb::FileWriter w([&](std::string_view b) {
+    while (!b.empty()) {
+      const ssize_t n = write(fd, b.data(), b.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        err = n < 0 ? errno : EIO;
+        return false;
+      }
+      b.remove_prefix(static_cast<size_t>(n));
+    }
+    return true;
+  });
+  bool ok = w.Begin(NowMs() / 1000, c->store->MemoryUsed());
+  for (uint32_t db = 0; ok && db < kDatabases; ++db) {
+    WalkDb in(c, db);
+    // The keys as this transaction sees them (inside EXEC, with what it
+    // created and less what it deleted).
+    std::set<std::string, std::less<>> deleted;
+    std::vector<std::string> keys;
+    c->txn->Changed([&](std::string_view k, bool now, bool live) {
+      if (!now) deleted.emplace(k);
+      if (now && live) keys.emplace_back(k);
+    });
+    uint64_t cursor = 0;
+    do {
+      c->store->Scan(&cursor, 4096, [&](std::string_view k, ValueType) {
+        if (deleted.find(k) == deleted.end()) keys.emplace_back(k);
+      });
+    } while (cursor != 0);
+    std::vector<std::pair<std::string*, int64_t>> live;
+    uint64_t expires = 0;
+    for (std::string& k : keys) {
+      Value meta;
+      if (!ReadValue(c, k, &meta)) continue;
+      live.emplace_back(&k, meta.expire_ms);
+      expires += meta.expire_ms != 0;
+    }
+    if (live.empty()) continue;
+    ok = w.Database(db, live.size(), expires);
+    for (size_t i = 0; ok && i < live.size(); ++i) {
+      rdb::Value v;
+      if (ReadWhole(c, *live[i].first, &v) != Whole::kValue) {
+        *why = "key '" + live[i].first->substr(0, 64) + "' in database " +
+               std::to_string(db) + " is damaged (shmc check)";
+        close(fd);
+        unlink(tmp.c_str());
+        return false;
+      }
+      ok = w.Key(*live[i].first, v, live[i].second);
+    }
+  }
+  ok = ok && w.Finish() && fsync(fd) == 0;
+  if (!ok && err == 0) err = errno;
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (ok && rename(tmp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) {
+    unlink(tmp.c_str());
+    *why = path + ": " + std::strerror(err);
+    return false;
+  }
+  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);
+    close(dfd);
+  }
+  return true;
+}
+
+}  // namespace
+
+void Save(const Args&, CommandContext* c, Reply* r) {
+  std::string why;
+  if (!SaveRdb(c, &why)) return r->Error("ERR SAVE failed: " + why);
+  r->Simple("OK");
+}
+
+void LastSave(const Args&, CommandContext* c, Reply* r) {
+  struct stat st;
+  if (stat(RdbPath(c).c_str(), &st) == 0) {
+    return r->Int(static_cast<int64_t>(st.st_mtime));
+  }
+  r->Int(c->info != nullptr ? c->info->start_ms / 1000 : NowMs() / 1000);
 }
 
 }  // namespace cmd

@@ -1,4 +1,4 @@
-// DUMP and RESTORE: a key's value as Redis's DUMP payload
+// DUMP and RESTORE, SAVE and LASTSAVE: a key's value as Redis's DUMP payload
 // (server/rdb/codec.h), of every type shmkv holds, and back. Rows in the
 // keyspace family (Redis's "generic" group).
 #pragma once
@@ -14,6 +14,12 @@ void Dump(const Args& a, CommandContext* c, Reply* r);
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME s]
 //   [FREQ f]
 void Restore(const Args& a, CommandContext* c, Reply* r);
+// SAVE: every database to dir/dbfilename as an RDB file Redis 7 loads.
+// Runs in a write transaction: writers wait for it, readers do not.
+void Save(const Args& a, CommandContext* c, Reply* r);
+// LASTSAVE: when the RDB file was last written (its mtime), the server's
+// start when there is none.
+void LastSave(const Args& a, CommandContext* c, Reply* r);
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/commands/command_util.h"
+#include "server/commands/dump_family.h"
 #include "server/commands/latency_family.h"
 #include "server/commands/notify.h"
 #include "server/commands/pubsub_hub.h"
@@ -144,6 +145,8 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"databases", "16"},
       {"notify-keyspace-events", NotifyClassesText(c->store->NotifyFlags())},
       {"save", ""},
+      {"dir", i.dir},
+      {"dbfilename", i.dbfilename},
       {"appendonly", "no"},
       {"maxmemory", std::to_string(i.memory)},
       {"proto-max-bulk-len", std::to_string(i.max_value)},
@@ -459,6 +462,8 @@ const CommandRow kServerRows[] = {
     {"auth", 64, -2, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Auth},
     {"hello", 65, -1, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Hello},
     {"latency", 174, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Latency},
+    {"save", 177, 1, kWrite | kAdmin | kNoScript, 0, 0, 0, Save},
+    {"lastsave", 178, 1, kLoading | kStale | kFast, 0, 0, 0, LastSave},
 };
 
 void RegisterServerFamily(Registry* r) {
