@@ -65,6 +65,17 @@ Value Str(std::string s) {
   return v;
 }
 
+// `body` as a DUMP payload: the RDB version and a CRC that matches, so
+// what is tried is the decoder, not the checksum.
+std::string WithFooter(std::string body) {
+  Writer w(&body);
+  w.Byte(10);
+  w.Byte(0);
+  const uint64_t crc = Crc64(0, body.data(), body.size());
+  for (int k = 0; k < 8; ++k) w.Byte(static_cast<uint8_t>(crc >> (8 * k)));
+  return body;
+}
+
 TEST(Rdb, Crc64IsRedissCrc) {
   EXPECT_EQ(Crc64(0, "123456789", 9), 0xe9c6d914c4b8d9caULL);
   std::string b(1000, '\0');
@@ -279,13 +290,7 @@ TEST(RdbVsRedis, DamagedPayloadsAreRefusedOrDecodedWhole) {
       for (int k = 0, m = 1 + static_cast<int>(rng() % 4); k < m; ++k) {
         bad[rng() % bad.size()] = static_cast<char>(rng());
       }
-      std::string p = bad;
-      Writer w(&p);
-      w.Byte(10);
-      w.Byte(0);
-      const uint64_t crc = Crc64(0, p.data(), p.size());
-      for (int k = 0; k < 8; ++k) w.Byte(static_cast<uint8_t>(crc >> (8 * k)));
-      if (Undump(p, kMax, &v, &crc_ok, &why)) {
+      if (Undump(WithFooter(bad), kMax, &v, &crc_ok, &why)) {
         ++decoded;
         Value again;
         ASSERT_TRUE(Undump(Dump(v), kMax, &again, &crc_ok, &why)) << why;
@@ -314,15 +319,9 @@ TEST(RdbVsRedis, DamagedPayloadsAreRefusedOrDecodedWhole) {
 // sizes anything.
 TEST(Rdb, LyingLengthsAreRefusedBeforeUse) {
   auto undump_body = [](const std::string& body, std::string* why) {
-    std::string p = body;
-    Writer w(&p);
-    w.Byte(10);
-    w.Byte(0);
-    const uint64_t crc = Crc64(0, p.data(), p.size());
-    for (int k = 0; k < 8; ++k) w.Byte(static_cast<uint8_t>(crc >> (8 * k)));
     Value v;
     bool crc_ok = false;
-    return Undump(p, kMax, &v, &crc_ok, why);
+    return Undump(WithFooter(body), kMax, &v, &crc_ok, why);
   };
   std::string why;
   // A list that says 2^62 elements.
@@ -422,12 +421,7 @@ TEST(DumpFamilyVsRedis, RepliesAndErrorsAsRedis) {
   std::string newer = p.substr(0, p.size() - 10) + std::string("\x0b\x00", 2);
   newer += std::string(8, '\0');
   // A string that says 5 bytes and has 2.
-  std::string bad_body = std::string("\x00\x05", 2) + "ab";
-  bad_body += std::string("\x0a\x00", 2);
-  {
-    uint64_t crc = Crc64(0, bad_body.data(), bad_body.size());
-    for (int k = 0; k < 8; ++k) bad_body += static_cast<char>(crc >> (8 * k));
-  }
+  const std::string bad_body = WithFooter(std::string("\x00\x05", 2) + "ab");
   ExpectSameAsRedis(&h, &rc, {
       {"DUMP", "nosuch"}, {"DUMP"}, {"DUMP", "a", "b"},
       {"RESTORE", "k"}, {"RESTORE", "k", "0"},
@@ -651,6 +645,13 @@ TEST(DumpFamilyVsRedis, SaveWritesAFileRedisLoadsEqual) {
   struct stat st;
   ASSERT_EQ(stat(path.c_str(), &st), 0);
   EXPECT_EQ(h.Run({"LASTSAVE"}), ":" + std::to_string(st.st_mtime) + "\r\n");
+  const std::string info = h.Run({"INFO", "persistence"});
+  EXPECT_NE(info.find("# Persistence\r\nloading:0\r\n"), std::string::npos)
+      << info;
+  EXPECT_NE(info.find("rdb_last_save_time:" + std::to_string(st.st_mtime) +
+                      "\r\n"),
+            std::string::npos)
+      << info;
   if (access("/usr/bin/redis-check-rdb", X_OK) == 0) {
     const std::string cmd = "/usr/bin/redis-check-rdb '" + path + "' > '" +
                             dir.path + "/check.txt' 2>&1";

@@ -99,8 +99,8 @@ TEST(ServerFamily, InfoConfigAndCommandShapes) {
   EXPECT_NE(info.find("# CPU\r\nused_cpu_sys:"), std::string::npos) << info;
   EXPECT_EQ(info.find("# Memory"), std::string::npos) << info;
   std::string all = h.Run({"INFO"});
-  for (const char* sec : {"# Server", "# Clients", "# Memory", "# Stats",
-                          "# CPU", "# Keyspace"}) {
+  for (const char* sec : {"# Server", "# Clients", "# Memory",
+                          "# Persistence", "# Stats", "# CPU", "# Keyspace"}) {
     EXPECT_NE(all.find(sec), std::string::npos) << sec;
   }
   std::string cfg = h.Run({"CONFIG", "GET", "*"});

@@ -348,12 +348,16 @@ void Save(const Args&, CommandContext* c, Reply* r) {
   r->Simple("OK");
 }
 
-void LastSave(const Args&, CommandContext* c, Reply* r) {
+int64_t LastSaveTime(CommandContext* c) {
   struct stat st;
   if (stat(RdbPath(c).c_str(), &st) == 0) {
-    return r->Int(static_cast<int64_t>(st.st_mtime));
+    return static_cast<int64_t>(st.st_mtime);
   }
-  r->Int(c->info != nullptr ? c->info->start_ms / 1000 : NowMs() / 1000);
+  return c->info != nullptr ? c->info->start_ms / 1000 : NowMs() / 1000;
+}
+
+void LastSave(const Args&, CommandContext* c, Reply* r) {
+  r->Int(LastSaveTime(c));
 }
 
 }  // namespace cmd

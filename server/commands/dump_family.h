@@ -3,6 +3,8 @@
 // keyspace family (Redis's "generic" group).
 #pragma once
 
+#include <cstdint>
+
 #include "server/commands/command.h"
 #include "server/commands/registry.h"
 
@@ -20,6 +22,8 @@ void Save(const Args& a, CommandContext* c, Reply* r);
 // LASTSAVE: when the RDB file was last written (its mtime), the server's
 // start when there is none.
 void LastSave(const Args& a, CommandContext* c, Reply* r);
+// LASTSAVE's time, for INFO's rdb_last_save_time.
+int64_t LastSaveTime(CommandContext* c);
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -534,6 +534,16 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
        n(scripts != nullptr ? scripts->MemoryUsed() : 0)},
       {"memory", "number_of_cached_scripts", nullptr,
        n(scripts != nullptr ? scripts->Count() : 0)},
+      // What Redis's persistence section says that shmkv has: SAVE's
+      // file and its time; no BGSAVE or AOF to be in progress.
+      {"persistence", "loading", nullptr, "0"},
+      {"persistence", "async_loading", nullptr, "0"},
+      {"persistence", "rdb_bgsave_in_progress", nullptr, "0"},
+      {"persistence", "rdb_last_save_time", "last_save_time",
+       std::to_string(LastSaveTime(c))},
+      {"persistence", "rdb_last_bgsave_status", nullptr, "ok"},
+      {"persistence", "aof_enabled", nullptr, "0"},
+      {"persistence", "aof_rewrite_in_progress", nullptr, "0"},
       {"stats", "total_connections_received", "connections_total",
        n(t.connections_total)},
       {"stats", "total_commands_processed", "commands", n(t.commands)},
@@ -589,7 +599,8 @@ std::string InfoText(CommandContext* c,
   std::vector<Figure> figures = Figures(c, t);
   const std::pair<const char*, const char*> kSections[] = {
       {"server", "# Server"}, {"clients", "# Clients"},
-      {"memory", "# Memory"}, {"stats", "# Stats"}};
+      {"memory", "# Memory"}, {"persistence", "# Persistence"},
+      {"stats", "# Stats"}};
   for (const auto& sec : kSections) {
     if (!want(sec.first)) continue;
     s += sec.second;
