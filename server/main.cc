@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "server/load_rdb.h"
 #include "server/master.h"
 #include "server/net/worker.h"
 #include "server/options.h"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (!MakeStoreConfig(o, &sc, &err)) return Usage(err.c_str());
   if (o.reload) return SendReload(sc);
   if (o.remove) return RemoveSegments(sc);
+  if (!o.load_rdb.empty()) return LoadRdbFile(o, sc);
   if (!ResolveClientMemory(sc, &o, &err)) return Usage(err.c_str());
   RaiseFdLimit();
   if (o.worker_slot >= 0) {

@@ -448,19 +448,18 @@ int SendReload(const StoreConfig& sc) {
   return 0;
 }
 
+uint64_t MasterRunning(const StoreConfig& sc) {
+  shmc::ShmArray<ControlBlock, shmc::POSIX> ctl;
+  if (!ctl.InitForRead(ControlKey(sc))) return 0;
+  return const_cast<const ControlBlock&>(ctl[0]).master.Holder();
+}
+
 int RemoveSegments(const StoreConfig& sc) {
-  {
-    shmc::ShmArray<ControlBlock, shmc::POSIX> ctl;
-    if (ctl.InitForRead(ControlKey(sc))) {
-      uint64_t pid =
-          const_cast<const ControlBlock&>(ctl[0]).master.Holder();
-      if (pid != 0) {
-        std::fprintf(stderr, "shmkv --remove: a server is running on %s "
-                     "(master pid %" PRIu64 "): stop it first\n",
-                     SegName(sc).c_str(), pid);
-        return 1;
-      }
-    }
+  if (uint64_t pid = MasterRunning(sc)) {
+    std::fprintf(stderr, "shmkv --remove: a server is running on %s "
+                 "(master pid %" PRIu64 "): stop it first\n",
+                 SegName(sc).c_str(), pid);
+    return 1;
   }
   std::string err;
   if (!RemoveStore(sc, &err)) {

@@ -17,5 +17,7 @@ int SendReload(const StoreConfig& sc);
 // `shmkv --remove`: removes every segment of `sc`'s store (RemoveStore),
 // unless a live master holds them.
 int RemoveSegments(const StoreConfig& sc);
+// The pid of the master serving the store, 0 when none is.
+uint64_t MasterRunning(const StoreConfig& sc);
 
 }  // namespace shmkv

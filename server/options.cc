@@ -58,6 +58,8 @@ const char kUsage[] =
     "  --notify-keyspace-events CLASSES  keyspace events, Redis's\n"
     "                    letters (KEA: all)                    [none]\n"
     "  --reload          tell the running master to replace its workers\n"
+    "  --load-rdb FILE   load an RDB file (Redis's, or SAVE's) into the\n"
+    "                    store, which must be empty, and exit\n"
     "  --remove          remove the store's segments (its data) and exit;\n"
     "                    refused while a server runs on them\n"
     "  --help\n"
@@ -154,6 +156,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
       }
       o->dir = real;
       std::free(real);
+    } else if (a == "--load-rdb") {
+      o->load_rdb = v;
     } else if (a == "--dbfilename") {
       std::string f = v;
       if (f.empty() || f.find('/') != std::string::npos || f == "." ||

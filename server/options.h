@@ -29,6 +29,7 @@ struct Options {
   std::string dbfilename = "dump.rdb";  // --dbfilename: its file
   bool reload = false;
   bool remove = false;  // --remove: drop the store's segments, exit
+  std::string load_rdb;  // --load-rdb FILE: load it into the store, exit
   bool hugepages = false;  // the map on SysV hugetlb segments
   // Redis 7's defaults: loopback only, protected mode on.
   std::vector<std::string> bind = {"127.0.0.1", "::1"};

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/rdb/codec.h"
@@ -692,6 +694,76 @@ TEST(DumpFamilyVsRedis, SaveWritesAFileRedisLoadsEqual) {
   std::string ls = dir.path + "/ls.txt";
   std::system(("ls '" + dir.path + "' > '" + ls + "'").c_str());
   EXPECT_EQ(ReadAll(ls).find("temp-"), std::string::npos) << ReadAll(ls);
+}
+
+// shmkv --load-rdb: a file redis-server SAVEs (every sample, two
+// databases, a TTL, a key already expired) loads into an empty store and
+// the server started on it answers as Redis does; a damaged file, or a
+// store that holds keys, is refused with nothing written.
+TEST(RdbVsRedis, LoadRdbFillsAnEmptyStoreFromRedissFile) {
+  TempDir dir;
+  RedisOracle redis({"--dir", dir.path, "--dbfilename", "r.rdb"});
+  SKIP_WITHOUT_REDIS(redis);
+  Client rc(redis.port());
+  const int64_t ttl_at = shmkv::NowMs() + 3600 * 1000;
+  for (int db : {0, 7}) {
+    rc.Call({"SELECT", std::to_string(db)});
+    for (const Sample& s : Samples()) {
+      for (const auto& cmd : s.make) rc.Call(cmd);
+    }
+    rc.Call({"PEXPIREAT", Samples()[2].key, std::to_string(ttl_at)});
+  }
+  ASSERT_EQ(rc.Call({"SET", "soon", "x", "PX", "300"}), "+OK\r\n");
+  ASSERT_EQ(rc.Call({"SAVE"}), "+OK\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  const std::string file = dir.path + "/r.rdb";
+  shmkv_test::Server s("loadrdb");
+  auto load = [&](const std::string& f) {
+    const std::string cmd = std::string(SHMKV_BIN) + " --name " + s.name() +
+                            " --capacity 100000 --memory 64M --load-rdb '" +
+                            f + "' > '" + dir.path + "/load.txt' 2>&1";
+    return std::system(cmd.c_str());
+  };
+  // A damaged copy first: refused, and no key written.
+  std::string bad = ReadAll(file);
+  bad[bad.size() / 2] ^= 0x20;
+  ASSERT_TRUE(WriteAll(dir.path + "/bad.rdb", bad));
+  EXPECT_NE(load(dir.path + "/bad.rdb"), 0);
+  EXPECT_NE(ReadAll(dir.path + "/load.txt").find("nothing was loaded"),
+            std::string::npos)
+      << ReadAll(dir.path + "/load.txt");
+  ASSERT_EQ(load(file), 0) << ReadAll(dir.path + "/load.txt");
+  EXPECT_NE(ReadAll(dir.path + "/load.txt")
+                .find("loaded " + std::to_string(2 * Samples().size()) +
+                      " keys from"),
+            std::string::npos)
+      << ReadAll(dir.path + "/load.txt");
+  EXPECT_NE(ReadAll(dir.path + "/load.txt").find("(1 already expired"),
+            std::string::npos)
+      << ReadAll(dir.path + "/load.txt");
+  // A second load into the now full store is refused.
+  EXPECT_NE(load(file), 0);
+  EXPECT_NE(ReadAll(dir.path + "/load.txt").find("empty store only"),
+            std::string::npos)
+      << ReadAll(dir.path + "/load.txt");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client kv(s.port());
+  for (int db : {0, 7}) {
+    const std::vector<std::string> sel = {"SELECT", std::to_string(db)};
+    ASSERT_EQ(kv.Call(sel), rc.Call(sel));
+    EXPECT_EQ(kv.Call({"DBSIZE"}), rc.Call({"DBSIZE"}));
+    for (const Sample& smp : Samples()) {
+      Value v;
+      bool ok = false;
+      std::string why;
+      ASSERT_TRUE(Undump(BulkOf(kv.Call({"DUMP", smp.key})), kMax, &v, &ok,
+                         &why))
+          << smp.key << ": " << why;
+      EXPECT_TRUE(Same(v, smp.want)) << db << " " << smp.key;
+    }
+    EXPECT_EQ(kv.Call({"PEXPIRETIME", Samples()[2].key}),
+              rc.Call({"PEXPIRETIME", Samples()[2].key}));
+  }
 }
 
 }  // namespace

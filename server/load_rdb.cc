@@ -1,0 +1,163 @@
+// shmkv --load-rdb FILE (server/load_rdb.h).
+//
+// The file is read whole first (server/rdb/codec.h: every key decoded and
+// checked, the CRC matched) and nothing is written unless all of it reads.
+// Then each key goes in as a RESTORE ... ABSTTL through the command layer,
+// one commit per key, in its database; keys whose expiry is past are left
+// out, as Redis leaves them out when it loads a file.
+#include "server/load_rdb.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/commands/reply.h"
+#include "server/master.h"
+#include "server/rdb/codec.h"
+#include "server/store/dbs.h"
+
+namespace shmkv {
+
+namespace {
+
+// A read-only mapping of a whole file.
+class Mapped {
+ public:
+  explicit Mapped(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      err_ = std::strerror(errno);
+      return;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      err_ = "not a regular file";
+      close(fd);
+      return;
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ > 0) {
+      void* p = mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (p == MAP_FAILED) {
+        err_ = std::strerror(errno);
+        size_ = 0;
+      } else {
+        data_ = static_cast<const char*>(p);
+      }
+    }
+    close(fd);
+  }
+  ~Mapped() {
+    if (data_ != nullptr) munmap(const_cast<char*>(data_), size_);
+  }
+  Mapped(const Mapped&) = delete;
+  Mapped& operator=(const Mapped&) = delete;
+  const std::string& error() const { return err_; }
+  std::string_view bytes() const { return {data_ == nullptr ? "" : data_, size_}; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+  std::string err_;
+};
+
+int Refuse(const std::string& file, const std::string& why) {
+  std::fprintf(stderr, "shmkv --load-rdb %s: %s\n", file.c_str(),
+               why.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int LoadRdbFile(const Options& o, const StoreConfig& sc) {
+  const std::string& file = o.load_rdb;
+  Mapped m(file);
+  if (!m.error().empty()) return Refuse(file, m.error());
+  // First the whole file, read and checked: nothing is written before.
+  uint64_t keys = 0;
+  std::string why;
+  auto count = [&](rdb::Entry&, std::string*) {
+    ++keys;
+    return true;
+  };
+  if (!rdb::ReadFile(m.bytes(), o.max_value, count, &why)) {
+    return Refuse(file, why + "; nothing was loaded");
+  }
+  if (uint64_t pid = MasterRunning(sc)) {
+    return Refuse(file, "a server is running on " + SegName(sc) +
+                            " (master pid " + std::to_string(pid) +
+                            "): stop it first");
+  }
+  std::string err;
+  std::unique_ptr<Store> store = Store::Open(sc, true, &err);
+  if (store == nullptr) return Refuse(file, err);
+  for (uint32_t db = 0; db < kDatabases; ++db) {
+    uint64_t expires = 0;
+    const uint64_t n = store->KeysIn(store->Physical(db), &expires, false);
+    if (n != 0) {
+      return Refuse(file, SegName(sc) + " holds " + std::to_string(n) +
+                              " keys in database " + std::to_string(db) +
+                              ": a file loads into an empty store only");
+    }
+  }
+  ServerInfo info;
+  info.name = SegName(sc);
+  info.max_value = o.max_value;
+  info.memory = o.memory;
+  info.capacity = o.capacity;
+  info.journal = o.journal;
+  info.dir = o.dir;
+  info.dbfilename = o.dbfilename;
+  ClientState client;
+  client.authed = true;
+  CommandContext ctx;
+  ctx.store = store.get();
+  ctx.info = &info;
+  ctx.client = &client;
+  uint64_t loaded = 0, expired = 0;
+  uint32_t db = 0;
+  const int64_t now = NowMs();
+  auto apply = [&](rdb::Entry& e, std::string* stop) {
+    if (e.expire_ms != 0 && e.expire_ms <= now) {
+      ++expired;
+      return true;
+    }
+    std::string out;
+    Reply reply(&out);
+    if (e.db != db) {
+      const std::string n = std::to_string(e.db);
+      Execute({"SELECT", n}, &ctx, &reply);
+      db = e.db;
+      out.clear();
+    }
+    const std::string payload = rdb::Dump(e.value);
+    const std::string ttl = std::to_string(e.expire_ms);
+    Execute({"RESTORE", e.key, ttl, payload, "ABSTTL"}, &ctx, &reply);
+    if (out != "+OK\r\n") {
+      *stop = "not loaded: " + out.substr(0, out.find('\r')) + " (" +
+              std::to_string(loaded) + " keys before it were)";
+      return false;
+    }
+    ++loaded;
+    return true;
+  };
+  if (!rdb::ReadFile(m.bytes(), o.max_value, apply, &why)) {
+    return Refuse(file, why);
+  }
+  std::printf("shmkv: loaded %" PRIu64 " keys from %s into %s (%" PRIu64
+              " already expired, left out)\n",
+              loaded, file.c_str(), SegName(sc).c_str(), expired);
+  return 0;
+}
+
+}  // namespace shmkv
