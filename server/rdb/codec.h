@@ -67,6 +67,9 @@ enum Type : uint8_t {
   kTypeStreamListpacks2 = 19,
 };
 
+// The n-byte little-endian number at p (n <= 8).
+uint64_t LoadLE(const char* p, int n);
+
 // What a type byte holds, for messages ("a stream").
 const char* TypeName(uint8_t type);
 
