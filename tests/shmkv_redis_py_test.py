@@ -528,10 +528,14 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(seen, ["a", "b", "stop"])
         for p in subs:
             p.close()
+        # Closed connections leave their channels and their pattern as
+        # the server notices each close: wait for both.
         deadline = time.time() + 5
-        while r.pubsub_numsub("jobs.done")[0][1] and time.time() < deadline:
+        while (r.pubsub_numsub("jobs.done")[0][1] or r.pubsub_numpat()) \
+                and time.time() < deadline:
             time.sleep(0.05)
         self.assertEqual(r.pubsub_numsub("jobs.done"), [("jobs.done", 0)])
+        self.assertEqual(r.pubsub_numpat(), 0)
         self.assertEqual(r.publish("jobs.done", "nobody"), 0)
 
     def test_auth(self):
