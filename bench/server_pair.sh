@@ -5,7 +5,8 @@
 # both answer, and stops both and removes shmkv's segments when the
 # script exits. With kv_hugepages=1 shmkv's map is on hugepages
 # (--hugepages, a System V name). Sets redis_port, kv_port, seg, seg_name,
-# redis_pid and kv_pid.
+# redis_pid and kv_pid. An array redis_extra, if set, adds redis-server
+# options.
 . bench/ports.sh  # free_port, ticks
 
 for t in redis-server redis-benchmark redis-cli python3; do
@@ -52,6 +53,7 @@ start_server_pair() {
   trap stop_server_pair EXIT
   remove_segments
   redis-server --port $redis_port --save '' --appendonly no --daemonize no \
+    ${redis_extra[@]+"${redis_extra[@]}"} \
     --logfile /dev/null &
   redis_pid=$!
   "$shmkv" --port $kv_port --http-port $kv_http --name "$seg_name" \

@@ -79,64 +79,56 @@ int Refuse(const std::string& file, const std::string& why) {
 
 }  // namespace
 
-int LoadRdbFile(const Options& o, const StoreConfig& sc) {
-  const std::string& file = o.load_rdb;
+bool LoadRdbInto(Store* store, const Options& o, const std::string& file,
+                 LoadCounts* n, std::string* why) {
   Mapped m(file);
-  if (!m.error().empty()) return Refuse(file, m.error());
+  if (!m.error().empty()) {
+    *why = m.error();
+    return false;
+  }
   // First the whole file, read and checked: nothing is written before.
-  uint64_t keys = 0;
-  std::string why;
-  auto count = [&](rdb::Entry&, std::string*) {
-    ++keys;
-    return true;
-  };
-  if (!rdb::ReadFile(m.bytes(), o.max_value, count, &why)) {
-    return Refuse(file, why + "; nothing was loaded");
+  auto count = [&](rdb::Entry&, std::string*) { return true; };
+  if (!rdb::ReadFile(m.bytes(), o.max_value, count, why)) {
+    *why += "; nothing was loaded";
+    return false;
   }
-  if (uint64_t pid = MasterRunning(sc)) {
-    return Refuse(file, "a server is running on " + SegName(sc) +
-                            " (master pid " + std::to_string(pid) +
-                            "): stop it first");
-  }
-  std::string err;
-  std::unique_ptr<Store> store = Store::Open(sc, true, &err);
-  if (store == nullptr) return Refuse(file, err);
   for (uint32_t db = 0; db < kDatabases; ++db) {
     uint64_t expires = 0;
-    const uint64_t n = store->KeysIn(store->Physical(db), &expires, false);
-    if (n != 0) {
-      return Refuse(file, SegName(sc) + " holds " + std::to_string(n) +
-                              " keys in database " + std::to_string(db) +
-                              ": a file loads into an empty store only");
+    const uint64_t keys = store->KeysIn(store->Physical(db), &expires, false);
+    if (keys != 0) {
+      *why = SegName(store->config()) + " holds " + std::to_string(keys) +
+             " keys in database " + std::to_string(db) +
+             ": a file loads into an empty store only";
+      return false;
     }
   }
   ServerInfo info;
-  info.name = SegName(sc);
+  info.name = SegName(store->config());
   info.max_value = o.max_value;
   info.memory = o.memory;
   info.capacity = o.capacity;
   info.journal = o.journal;
   info.dir = o.dir;
   info.dbfilename = o.dbfilename;
+  info.save = o.save;
   ClientState client;
   client.authed = true;
   CommandContext ctx;
-  ctx.store = store.get();
+  ctx.store = store;
   ctx.info = &info;
   ctx.client = &client;
-  uint64_t loaded = 0, expired = 0;
   uint32_t db = 0;
   const int64_t now = NowMs();
   auto apply = [&](rdb::Entry& e, std::string* stop) {
     if (e.expire_ms != 0 && e.expire_ms <= now) {
-      ++expired;
+      ++n->expired;
       return true;
     }
     std::string out;
     Reply reply(&out);
     if (e.db != db) {
-      const std::string n = std::to_string(e.db);
-      Execute({"SELECT", n}, &ctx, &reply);
+      const std::string num = std::to_string(e.db);
+      Execute({"SELECT", num}, &ctx, &reply);
       db = e.db;
       out.clear();
     }
@@ -145,18 +137,30 @@ int LoadRdbFile(const Options& o, const StoreConfig& sc) {
     Execute({"RESTORE", e.key, ttl, payload, "ABSTTL"}, &ctx, &reply);
     if (out != "+OK\r\n") {
       *stop = "not loaded: " + out.substr(0, out.find('\r')) + " (" +
-              std::to_string(loaded) + " keys before it were)";
+              std::to_string(n->loaded) + " keys before it were)";
       return false;
     }
-    ++loaded;
+    ++n->loaded;
     return true;
   };
-  if (!rdb::ReadFile(m.bytes(), o.max_value, apply, &why)) {
-    return Refuse(file, why);
+  return rdb::ReadFile(m.bytes(), o.max_value, apply, why);
+}
+
+int LoadRdbFile(const Options& o, const StoreConfig& sc) {
+  const std::string& file = o.load_rdb;
+  if (uint64_t pid = MasterRunning(sc)) {
+    return Refuse(file, "a server is running on " + SegName(sc) +
+                            " (master pid " + std::to_string(pid) +
+                            "): stop it first");
   }
+  std::string err;
+  std::unique_ptr<Store> store = Store::Open(sc, true, &err);
+  if (store == nullptr) return Refuse(file, err);
+  LoadCounts n;
+  if (!LoadRdbInto(store.get(), o, file, &n, &err)) return Refuse(file, err);
   std::printf("shmkv: loaded %" PRIu64 " keys from %s into %s (%" PRIu64
               " already expired, left out)\n",
-              loaded, file.c_str(), SegName(sc).c_str(), expired);
+              n.loaded, file.c_str(), SegName(sc).c_str(), n.expired);
   return 0;
 }
 

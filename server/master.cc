@@ -13,6 +13,7 @@
 #include <sys/select.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +30,8 @@
 #include "server/commands/command.h"
 #include "server/commands/notify.h"
 #include "server/commands/pubsub_hub.h"
+#include "server/commands/reply.h"
+#include "server/load_rdb.h"
 #include "server/net/fdpass.h"
 #include "server/store/pages.h"
 #include "server/net/sockets.h"
@@ -38,6 +41,8 @@
 #include "server/net/worker.h"
 
 #include "server/master.h"
+
+#include "server/store/cow.h"
 
 namespace shmkv {
 namespace {
@@ -95,6 +100,19 @@ class Master {
       return 1;
     }
     store_->SetNotifyFlags(o_.notify_events);
+    // What a save killed before this start left: its log and its
+    // unfinished RDB file (the RDB file itself is untouched).
+    ReapSnapshot();
+    if (size_t n = RemoveStaleSnapshotFiles(o_.dir)) {
+      std::fprintf(stderr, "shmkv: removed %zu temporary file(s) of a save "
+                   "that was killed, in %s\n", n, o_.dir.c_str());
+    }
+    if (!LoadAtStart()) return 1;
+    std::string why;
+    ParseSavePoints(o_.save, &save_points_, &why);  // checked by ParseArgs
+    save_base_ = store_->ChangeCount();
+    save_last_s_ = NowMs() / 1000;
+    save_seen_mtime_ = RdbFileTime();
     OpenExpiryEvents();
     if (!stats_.Open(ControlKey(sc_) + ".stats", true, &err)) {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
@@ -238,7 +256,7 @@ class Master {
           "--journal-size", std::to_string(o_.journal),
           "--timeout", std::to_string(o_.timeout_s),
           "--maxmemory-clients", std::to_string(o_.client_memory),
-          "--dir", o_.dir, "--dbfilename", o_.dbfilename,
+          "--dir", o_.dir, "--dbfilename", o_.dbfilename, "--save", o_.save,
           "--start-ms", std::to_string(start_ms_)};
       if (o_.hugepages) args.push_back("--hugepages");
       std::vector<char*> argv;
@@ -294,8 +312,107 @@ class Master {
         }
       }
       if (give_up_all_) return Shutdown(1);
+      ReapSnapshot();
+      SavePoints();
       // Active expiry: a full pass over the index about every 2 s.
       store_->Sweep(std::max<uint64_t>(2000, sc_.capacity / 16));
+    }
+  }
+
+  // An empty store (a fresh start, after a reboot) is filled from
+  // dir/dbfilename when it exists, as Redis loads its file at start; a
+  // file that does not read whole stops the start, as it stops Redis's.
+  // A store that holds keys (kept in shared memory) is left as it is.
+  bool LoadAtStart() {
+    const std::string file = RdbFile();
+    if (access(file.c_str(), F_OK) != 0) return true;
+    uint64_t held = 0;
+    for (uint32_t db = 0; db < kDatabases; ++db) {
+      uint64_t expires = 0;
+      held += store_->KeysIn(db, &expires, false);
+    }
+    if (held != 0) {
+      std::fprintf(stderr, "shmkv: %s not loaded: the store holds %" PRIu64
+                   " keys already\n", file.c_str(), held);
+      return true;
+    }
+    const int64_t began = NowMs();
+    LoadCounts n;
+    std::string why;
+    if (!LoadRdbInto(store_.get(), o_, file, &n, &why)) {
+      std::fprintf(stderr, "shmkv: %s: %s; not starting (move the file away "
+                   "to start with an empty store)\n", file.c_str(),
+                   why.c_str());
+      return false;
+    }
+    std::fprintf(stderr, "shmkv: loaded %" PRIu64 " keys from %s in %" PRId64
+                 " ms (%" PRIu64 " already expired, left out)\n", n.loaded,
+                 file.c_str(), NowMs() - began, n.expired);
+    return true;
+  }
+
+  std::string RdbFile() const { return o_.dir + "/" + o_.dbfilename; }
+  int64_t RdbFileTime() const {
+    struct stat st;
+    return stat(RdbFile().c_str(), &st) == 0 ? st.st_mtime : 0;
+  }
+
+  // Redis's save points (--save): a BGSAVE once a point's seconds have
+  // passed since the last save and its count of changes was made. Any
+  // save (a client's SAVE or BGSAVE too) is seen by the file's time
+  // changing, and starts the count again. After a failed save the next
+  // try waits 5 s, as Redis's does.
+  void SavePoints() {
+    if (save_points_.empty()) return;
+    const int64_t mtime = RdbFileTime();
+    if (mtime != save_seen_mtime_) {
+      save_seen_mtime_ = mtime;
+      save_base_ = store_->ChangeCount();
+      save_last_s_ = mtime;
+    }
+    const Store::SnapshotState snap = store_->Snapshot();
+    const int64_t now_ms = NowMs();
+    if (snap.pid != 0 || (snap.last_failed && now_ms - save_try_ms_ < 5000)) {
+      return;
+    }
+    const uint64_t changes = store_->ChangeCount() - save_base_;
+    const int64_t elapsed = now_ms / 1000 - save_last_s_;
+    for (const SavePoint& p : save_points_) {
+      if (changes < static_cast<uint64_t>(p.changes) || elapsed <= p.secs) {
+        continue;
+      }
+      std::fprintf(stderr, "shmkv: %" PRIu64 " changes in %" PRId64
+                   " seconds: saving\n", changes, elapsed);
+      save_try_ms_ = now_ms;
+      ServerInfo info;
+      info.dir = o_.dir;
+      info.dbfilename = o_.dbfilename;
+      info.save = o_.save;
+      info.max_value = o_.max_value;
+      ClientState client;
+      client.authed = true;
+      CommandContext ctx;
+      ctx.store = store_.get();
+      ctx.info = &info;
+      ctx.client = &client;
+      std::string out;
+      Reply reply(&out);
+      Execute({"BGSAVE"}, &ctx, &reply);
+      if (reply.error()) {
+        std::fprintf(stderr, "shmkv: the save point's BGSAVE: %s\n",
+                     out.c_str());
+      }
+      return;
+    }
+  }
+
+  // A background save whose process is gone without ending it.
+  void ReapSnapshot() {
+    if (store_->Snapshot().pid == 0) return;
+    const pid_t pid = store_->Snapshot().pid;
+    if (store_->ReapSnapshot()) {
+      std::fprintf(stderr, "shmkv: background save (pid %d) was killed; "
+                   "its temporary files are removed\n", pid);
     }
   }
 
@@ -394,6 +511,11 @@ class Master {
 
   Options o_;
   StoreConfig sc_;
+  std::vector<SavePoint> save_points_;
+  uint64_t save_base_ = 0;       // ChangeCount() at the last save seen
+  int64_t save_last_s_ = 0;      // the last save's time (or the start's)
+  int64_t save_seen_mtime_ = 0;  // the RDB file's time when last looked
+  int64_t save_try_ms_ = 0;      // the last BGSAVE this master started
   std::string self_;
   // The "expired" events of keys the active expiry removes: published
   // on the shared ring like any worker's (no local subscribers; workers

@@ -42,8 +42,11 @@ const char kUsage[] =
     "  --journal-size BYTES  largest multi-key commit (MSET,\n"
     "                    RENAME, MULTI/EXEC), its old values included [64M]\n"
     "  --timeout SECS    close a client idle this long (0: never) [0]\n"
-    "  --dir DIR         where SAVE writes its RDB file       [cwd]\n"
+    "  --dir DIR         where SAVE and BGSAVE write the RDB   [cwd]\n"
     "  --dbfilename NAME the RDB file's name in DIR        [dump.rdb]\n"
+    "  --save \"SECS CHANGES ...\"  BGSAVE when SECS have passed and\n"
+    "                    CHANGES keys changed since the last save,\n"
+    "                    as Redis's save points (\"\": none)        [\"\"]\n"
     "  --maxmemory-clients BYTES  bound on all clients' buffered\n"
     "                    requests and replies; above it the client\n"
     "                    holding most is closed [256M, at least\n"
@@ -85,6 +88,51 @@ std::string ModeText() {
   std::snprintf(buf, sizeof(buf), "%04o",
                 static_cast<unsigned>(shmc::DefaultSegmentMode()));
   return buf;
+}
+
+bool ParseSavePoints(std::string_view text, std::vector<SavePoint>* out,
+                     std::string* why) {
+  out->clear();
+  std::vector<int64_t> nums;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == ' ') {
+      ++i;
+      continue;
+    }
+    size_t e = text.find(' ', i);
+    if (e == std::string_view::npos) e = text.size();
+    const std::string word(text.substr(i, e - i));
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(word.c_str(), &end, 10);
+    if (word.empty() || *end != '\0' || errno != 0 || v < 0) {
+      *why = "'" + word + "' is not a number of seconds or changes";
+      return false;
+    }
+    nums.push_back(v);
+    i = e;
+  }
+  if (nums.size() % 2 != 0) {
+    *why = "give pairs: SECS CHANGES [SECS CHANGES ...]";
+    return false;
+  }
+  for (size_t k = 0; k < nums.size(); k += 2) {
+    out->push_back(SavePoint{nums[k], nums[k + 1]});
+  }
+  return true;
+}
+
+bool NormalizeSavePoints(std::string_view text, std::string* out,
+                         std::string* why) {
+  std::vector<SavePoint> points;
+  if (!ParseSavePoints(text, &points, why)) return false;
+  out->clear();
+  for (const SavePoint& p : points) {
+    if (!out->empty()) out->push_back(' ');
+    *out += std::to_string(p.secs) + " " + std::to_string(p.changes);
+  }
+  return true;
 }
 
 int Usage(const char* why) {
@@ -165,6 +213,11 @@ int ParseArgs(int argc, char** argv, Options* o) {
         return Usage("--dbfilename: a file name, not a path (see --dir)");
       }
       o->dbfilename = f;
+    } else if (a == "--save") {
+      std::string why;
+      if (!NormalizeSavePoints(v, &o->save, &why)) {
+        return Usage(("--save: " + why).c_str());
+      }
     } else if (a == "--maxmemory-clients") {
       if (!ParseSize(v, &n) || n == 0) {
         return Usage(("--maxmemory-clients: bad size " + std::string(v)).c_str());
@@ -277,6 +330,7 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   c->journal = o.journal;
   c->name = o.seg;
   c->hugepages = o.hugepages;
+  c->dir = o.dir;
   if (!MakeStoreName(o, c, err)) return false;
   if (c->hugepages && c->backend != Backend::kSysv) {
     *err = "--hugepages puts the map on System V hugetlb segments: name it "
@@ -341,6 +395,7 @@ WorkerConfig WorkerConfigFrom(const Options& o, const StoreConfig& sc) {
   wc.info.max_request = MaxRequestBytes(sc);
   wc.info.dir = o.dir;
   wc.info.dbfilename = o.dbfilename;
+  wc.info.save = o.save;
   return wc;
 }
 

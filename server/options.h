@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/net/worker.h"
@@ -27,6 +28,8 @@ struct Options {
   uint64_t client_memory = 0;  // 0: the default (ClientMemory())
   std::string dir;                      // --dir: SAVE's directory (cwd)
   std::string dbfilename = "dump.rdb";  // --dbfilename: its file
+  // --save: Redis's save points, "SECS CHANGES ..." ("": none).
+  std::string save;
   bool reload = false;
   bool remove = false;  // --remove: drop the store's segments, exit
   std::string load_rdb;  // --load-rdb FILE: load it into the store, exit
@@ -50,6 +53,20 @@ struct Options {
 // Parses the command line: -1 to go on, else the exit code (after --help
 // or a usage error, which it has reported).
 int ParseArgs(int argc, char** argv, Options* o);
+
+// One of Redis's save points: a BGSAVE once `secs` have passed since the
+// last save and at least `changes` keys changed.
+struct SavePoint {
+  int64_t secs = 0;
+  int64_t changes = 0;
+};
+// "SECS CHANGES [SECS CHANGES ...]" (or "": none) as Redis's `save`
+// takes it: pairs of integers, none negative; false with *why.
+bool ParseSavePoints(std::string_view text, std::vector<SavePoint>* out,
+                     std::string* why);
+// The same, written back as CONFIG GET shows it ("3600 1 300 100").
+bool NormalizeSavePoints(std::string_view text, std::string* out,
+                         std::string* why);
 // Reports a usage error; returns the exit code (2).
 int Usage(const char* why);
 // The store the options name (--name, --backend, sizes); false with *err.

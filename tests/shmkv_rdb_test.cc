@@ -18,6 +18,7 @@
 #include "server/rdb/codec.h"
 #include "server/rdb/crc64.h"
 #include "server/store/store.h"
+#include "tests/support/temp_files.h"
 #include "tests/support/command_harness.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/redis_oracle.h"
@@ -34,6 +35,9 @@ using shmkv_test::Client;
 using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
+using shmkv_test::ReadAll;
+using shmkv_test::TempDir;
+using shmkv_test::WriteAll;
 
 constexpr size_t kMax = 64 << 20;
 
@@ -458,34 +462,6 @@ TEST(DumpFamilyVsRedis, RepliesAndErrorsAsRedis) {
 }
 
 // ---- RDB files -------------------------------------------------------
-
-// A directory for one test's files, removed with them.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/shmkv_rdb_test_XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
-
-std::string ReadAll(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string out;
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
-  std::fclose(f);
-  return out;
-}
-
-bool WriteAll(const std::string& path, const std::string& bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return false;
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  return std::fclose(f) == 0 && ok;
-}
 
 // The samples in database 0, and again in database 3 under "db3:" with a
 // TTL on every other one, as one RDB file.

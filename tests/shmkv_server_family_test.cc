@@ -21,7 +21,8 @@ TEST(ServerFamily, IdsArePinned) {
       {"ping", 1}, {"echo", 2}, {"time", 57}, {"info", 58}, {"command", 59},
       {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
       {"auth", 64}, {"hello", 65}, {"swapdb", 157}, {"reset", 173},
-      {"latency", 174}, {"save", 177}, {"lastsave", 178},
+      {"latency", 174}, {"save", 177}, {"lastsave", 178}, {"bgsave", 179},
+      {"shutdown", 180},
   });
 }
 

@@ -38,6 +38,9 @@ struct ServerInfo {
   // absolute directory, a file name in it.
   std::string dir = ".";
   std::string dbfilename = "dump.rdb";
+  // Redis's save points ("SECS CHANGES ...", "" none), which the master
+  // keeps (server/master.cc) and SHUTDOWN honours.
+  std::string save;
 };
 
 // What a connection carries between its commands.
@@ -80,6 +83,9 @@ struct CommandContext {
   // LATENCY) counts what this worker has now, not at its last 100 ms
   // publication: the asking client among them. Null: nothing to publish.
   std::function<void()> publish_stats;
+  // SHUTDOWN: asks the server (its master) to stop. Null: it cannot be
+  // stopped from here (SHUTDOWN answers an error).
+  std::function<void()> shutdown;
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
   ClientState* client = nullptr;  // the command's connection: must be set

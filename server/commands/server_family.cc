@@ -144,8 +144,8 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"client-query-buffer-limit", std::to_string(i.max_request)},
       {"databases", "16"},
       {"notify-keyspace-events", NotifyClassesText(c->store->NotifyFlags())},
-      {"save", ""},
       {"dir", i.dir},
+      {"save", i.save},
       {"dbfilename", i.dbfilename},
       {"appendonly", "no"},
       {"maxmemory", std::to_string(i.memory)},
@@ -464,6 +464,10 @@ const CommandRow kServerRows[] = {
     {"latency", 174, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Latency},
     {"save", 177, 1, kWrite | kAdmin | kNoScript, 0, 0, 0, Save},
     {"lastsave", 178, 1, kLoading | kStale | kFast, 0, 0, 0, LastSave},
+    {"bgsave", 179, -1, kAdmin | kNoScript, 0, 0, 0, BgSave},
+    {"shutdown", 180, -1,
+     kWrite | kAdmin | kNoScript | kLoading | kStale | kNotQueued, 0, 0, 0,
+     Shutdown},
 };
 
 void RegisterServerFamily(Registry* r) {
@@ -496,6 +500,7 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
   };
   uint64_t used = c->store->MemoryUsed(), total = c->store->MemoryTotal();
   Store::JournalStats js = c->store->journal_stats();
+  const Store::SnapshotState snap = c->store->Snapshot();
   std::string err;
   ScriptCache* scripts = c->store->Scripts(&err);
   return {
@@ -534,14 +539,24 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
        n(scripts != nullptr ? scripts->MemoryUsed() : 0)},
       {"memory", "number_of_cached_scripts", nullptr,
        n(scripts != nullptr ? scripts->Count() : 0)},
-      // What Redis's persistence section says that shmkv has: SAVE's
-      // file and its time; no BGSAVE or AOF to be in progress.
+      // What Redis's persistence section says that shmkv has: the RDB
+      // file's time, the background save in progress and the last one's
+      // outcome; no AOF. The copy-on-write size is the save's log of
+      // blobs changed while it ran (server/store/cow.h), on disk.
       {"persistence", "loading", nullptr, "0"},
       {"persistence", "async_loading", nullptr, "0"},
-      {"persistence", "rdb_bgsave_in_progress", nullptr, "0"},
+      {"persistence", "rdb_bgsave_in_progress", nullptr,
+       snap.pid != 0 ? "1" : "0"},
       {"persistence", "rdb_last_save_time", "last_save_time",
        std::to_string(LastSaveTime(c))},
-      {"persistence", "rdb_last_bgsave_status", nullptr, "ok"},
+      {"persistence", "rdb_last_bgsave_status", nullptr,
+       snap.last_failed ? "err" : "ok"},
+      {"persistence", "rdb_current_bgsave_time_sec", nullptr,
+       snap.pid != 0 ? std::to_string(std::max<int64_t>(
+                           0, NowMs() / 1000 - snap.started_s))
+                     : "-1"},
+      {"persistence", "rdb_last_cow_size", "last_cow_size",
+       n(snap.log_bytes)},
       {"persistence", "aof_enabled", nullptr, "0"},
       {"persistence", "aof_rewrite_in_progress", nullptr, "0"},
       {"stats", "total_connections_received", "connections_total",

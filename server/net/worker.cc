@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,6 +118,11 @@ int Worker::Run() {
   }
   ctx_.stats = &stats_;
   ctx_.publish_stats = [this] { Publish(); };
+  // SHUTDOWN stops the server: its master, which stops every worker. A
+  // worker whose master is gone (another parent now) stops nobody else.
+  ctx_.shutdown = [master = getppid()] {
+    if (master > 1 && getppid() == master) kill(master, SIGTERM);
+  };
   if (latency_.open()) ctx_.latency = &latency_;
   ctx_.info = &cfg_.info;
   ctx_.password = &cfg_.password;
@@ -247,6 +253,9 @@ int Worker::Loop() {
     PollPubSub();
     double now = MonoUs();
     if (now - last_publish >= 100000) {
+      // A background save this worker forked (BGSAVE) that has ended.
+      while (waitpid(-1, nullptr, WNOHANG) > 0) {
+      }
       Publish();
       CheckBlocked(now);
       last_publish = now;

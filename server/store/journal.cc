@@ -85,6 +85,12 @@ void Journal::Bump(uint64_t hash) {
   StoreWord(v, LoadWord(v) + 1);
 }
 
+uint64_t Journal::VersionSum() const {
+  uint64_t sum = 0;
+  for (size_t i = 0; i < kWatchSlots; ++i) sum += LoadWord(&w_[kVersions + i]);
+  return sum;
+}
+
 uint64_t Journal::Epoch() const { return LoadWord(&w_[kEpoch]); }
 
 uint64_t Journal::Counter(Word w) const { return LoadWord(&w_[w]); }

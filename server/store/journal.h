@@ -49,6 +49,10 @@ class Journal {
     kNextCollection = 11,  // the last collection id given (parts' ids)
     kParts = 12,           // part blobs in the map (not keys: DBSIZE)
     kPartsCounted = 13,    // 1 once kParts was counted from the map
+    // A background save (server/store/cow.h): the one in progress
+    // (0: none) and what its log holds.
+    kSnapshot = 14,
+    kSnapshotLog = 15,
     kVersions = 16,
   };
   static constexpr size_t kWatchSlots = 16384;
@@ -80,6 +84,9 @@ class Journal {
   void EndUnjournaled();
 
   uint64_t Version(uint64_t hash) const;
+  // The sum of every version: keys changed so far, in commits (a part
+  // of a collection counts as its own key), for save points.
+  uint64_t VersionSum() const;
   void Bump(uint64_t hash);  // after the key's new value is in the map
   uint64_t Epoch() const;
 
@@ -99,8 +106,8 @@ class Journal {
   void Recover(const ApplyFn& apply);
 
   uint64_t Counter(Word w) const;
-  // The store's own words (kNextCollection .. kPartsCounted): read and
-  // written under the write lock.
+  // The store's own words (kNextCollection .. kSnapshotLog): written
+  // under the write lock.
   void SetWord(Word w, uint64_t v);
 
  private:

@@ -1,8 +1,10 @@
 #include "server/store/store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <utility>
+#include <vector>
 #include <random>
 
 #include "server/store/blob.h"
+#include "server/store/cow.h"
 #include "server/store/graves.h"
 #include "server/store/journal.h"
 #include "server/store/key_hash.h"
@@ -39,7 +44,7 @@ static_assert(kNodeCost == 80, "--memory's accounting (docs/server.md)");
 template <class Alloc>
 class StoreT : public Store {
  public:
-  using Map = shmc::ShmHashMap<KeyHash, Alloc>;
+  using Map = CowMap<shmc::ShmHashMap<KeyHash, Alloc>>;
 
   bool Init(const StoreConfig& cfg, bool master, std::string* err) {
     cfg_ = cfg;
@@ -62,6 +67,8 @@ class StoreT : public Store {
         !dbs_.Open(DbsKey(cfg), err)) {
       return false;
     }
+    cow_.Init(&journal_, cfg.dir);
+    map_.set_cow(&cow_);
     ctl_ = const_cast<ControlBlock*>(&ctl_arr_[0]);
     uint64_t magic = ctl_->magic.load(std::memory_order_acquire);
     if (magic != 0 && magic != kControlMagic) {
@@ -138,7 +145,7 @@ class StoreT : public Store {
     std::string_view key = PartKeyBytes(PartKey{id, index}, kb);
     KeyHash h = HashPart(id, index);
     size_t len = 0;
-    if (max >= cfg_.max_value) {  // the whole part
+    if (max >= cfg_.max_value || asof_ != nullptr) {  // the whole part
       if (!ReadBlob(h)) return false;
       len = scratch_len_;
     } else {
@@ -267,6 +274,178 @@ class StoreT : public Store {
     return (lt.total_nodes() - lt.free_nodes()) * kNodeCost;
   }
   ControlBlock* control() override { return ctl_; }
+
+  pid_t ForkSnapshot(bool locked, SnapshotPoint* at, bool* busy,
+                     std::string* err) override {
+    *busy = false;
+    // Held into the child by fork, released by the caller only: no
+    // guard that the child would run too.
+    if (!locked) Lock();
+    auto unlock = [&] {
+      if (!locked) Unlock();
+    };
+    const uint64_t s = journal_.Counter(Journal::kSnapshot);
+    if (s != 0 && ProcessRuns(SnapshotPid(s), SnapshotStart(s))) {
+      unlock();
+      *busy = true;
+      *err = "a background save is in progress";
+      return -1;
+    }
+    if (s != 0) EndDeadSnapshot(s);
+    at->ms = NowMs();
+    const uint64_t parts = journal_.Counter(Journal::kParts);
+    for (uint32_t l = 0; l < kDatabases; ++l) {
+      const uint32_t p = dbs_.Physical(l);
+      at->physical[l] = p;
+      at->keys[p] = dbs_.KeysOf(p, map_.size(), parts);
+      at->expires[p] = dbs_.Expires(p);
+    }
+    int go[2];
+    if (pipe2(go, O_CLOEXEC) != 0) {
+      unlock();
+      *err = std::string("pipe: ") + std::strerror(errno);
+      return -1;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {  // waits until the log exists and writers use it
+      close(go[1]);
+      char c = 0;
+      while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      close(go[0]);
+      if (c != 1) _exit(1);
+      return 0;
+    }
+    close(go[0]);
+    char c = 0;
+    if (pid < 0) {
+      *err = std::string("fork: ") + std::strerror(errno);
+    } else {
+      const std::string log = SnapshotLogPath(cfg_.dir, pid);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                          0600);
+      if (fd < 0) {
+        *err = log + ": " + std::strerror(errno);
+      } else {
+        close(fd);
+        // The last save's outcome stays until this one's is known.
+        journal_.SetWord(Journal::kSnapshotLog,
+                         journal_.Counter(Journal::kSnapshotLog) & kSaveFailed);
+        journal_.SetWord(Journal::kSnapshot, SnapshotWord(at->ms / 1000, pid));
+        c = 1;
+      }
+    }
+    unlock();
+    if (pid > 0) {
+      while (write(go[1], &c, 1) < 0 && errno == EINTR) {
+      }
+    }
+    close(go[1]);
+    if (pid > 0 && c != 1) {
+      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return -1;
+    }
+    return pid;
+  }
+
+  bool ReadAsOfSnapshot(const SnapshotPoint& at, std::string* err) override {
+    cow_.Forget();
+    if (SnapshotPid(journal_.Counter(Journal::kSnapshot)) != getpid()) {
+      *err = "the save was ended by another process";
+      return false;
+    }
+    auto r = std::make_unique<CowReader>();
+    if (!r->Open(SnapshotLogPath(cfg_.dir, getpid()), &journal_, err)) {
+      return false;
+    }
+    asof_ = std::move(r);
+    asof_ms_ = at.ms;
+    return true;
+  }
+
+  bool SnapshotKeys(uint32_t physical,
+                    const std::function<void(std::string_view)>& f) override {
+    if (asof_ == nullptr) return false;
+    // The keys the map holds, each read as of the instant; then those
+    // logged (changed or removed since) that the walk did not meet.
+    std::vector<KeyHash> seen;
+    std::string key;
+    map_.Travel([&](const KeyHash& h, const std::string& blob) {
+      Blob b;
+      if (!b.Parse(blob.data(), blob.size()) || b.part() || b.db != physical) {
+        return;
+      }
+      seen.push_back(h);
+      key.assign(b.key.data(), b.key.size());
+      f(key);
+    });
+    auto less = [](const KeyHash& x, const KeyHash& y) {
+      return x.a != y.a ? x.a < y.a : x.b < y.b;
+    };
+    std::sort(seen.begin(), seen.end(), less);
+    asof_->Refresh();
+    asof_->Each([&](const KeyHash& h, const std::string& blob) {
+      Blob b;
+      if (!b.Parse(blob.data(), blob.size()) || b.part() || b.db != physical ||
+          std::binary_search(seen.begin(), seen.end(), h, less)) {
+        return;
+      }
+      key.assign(b.key.data(), b.key.size());
+      f(key);
+    });
+    return !asof_->damaged();
+  }
+
+  bool EndSnapshot() override {
+    bool whole = asof_ != nullptr && !asof_->damaged();
+    {
+      Locked lock(this);
+      if (SnapshotPid(journal_.Counter(Journal::kSnapshot)) == getpid()) {
+        whole = whole &&
+                (journal_.Counter(Journal::kSnapshotLog) & kLogFailed) == 0;
+        journal_.SetWord(Journal::kSnapshot, 0);
+      } else {
+        whole = false;  // ended by another process: its log is gone
+      }
+    }
+    unlink(SnapshotLogPath(cfg_.dir, getpid()).c_str());
+    asof_.reset();
+    return whole;
+  }
+
+  void SnapshotResult(bool ok) override {
+    Locked lock(this);
+    if (journal_.Counter(Journal::kSnapshot) != 0) return;  // a newer one
+    const uint64_t w = journal_.Counter(Journal::kSnapshotLog);
+    journal_.SetWord(Journal::kSnapshotLog,
+                     ok ? (w & ~kSaveFailed) : (w | kSaveFailed));
+  }
+
+  SnapshotState Snapshot() override {
+    SnapshotState st;
+    const uint64_t s = journal_.Counter(Journal::kSnapshot);
+    const uint64_t w = journal_.Counter(Journal::kSnapshotLog);
+    if (s != 0) {
+      st.pid = SnapshotPid(s);
+      st.started_s = SnapshotStart(s);
+    }
+    st.log_bytes = w & kLogLength;
+    st.last_failed = (w & kSaveFailed) != 0;
+    return st;
+  }
+
+  uint64_t ChangeCount() override { return journal_.VersionSum(); }
+
+  bool ReapSnapshot() override {
+    const uint64_t s = journal_.Counter(Journal::kSnapshot);
+    if (s == 0 || ProcessRuns(SnapshotPid(s), SnapshotStart(s))) return false;
+    Locked lock(this);
+    if (journal_.Counter(Journal::kSnapshot) != s) return false;
+    EndDeadSnapshot(s);
+    return true;
+  }
+
   JournalStats journal_stats() override {
     JournalStats j;
     j.recovered = journal_.Counter(Journal::kRecovered);
@@ -391,6 +570,7 @@ class StoreT : public Store {
       if (ReadValid(t)) break;
     }
     if (!found) return false;
+    if (asof_ != nullptr) return !b->Expired(asof_ms_);  // nothing removed
     if (b->Expired(NowMs())) {
       ExpireNow(db_, key);
       return false;
@@ -408,16 +588,33 @@ class StoreT : public Store {
 
   bool ReadBlob(const KeyHash& h) {
     if (scratch_.size() < 4096) scratch_.resize(4096);
+    bool found = false;
     for (int i = 0; i < 4; ++i) {
       size_t len = scratch_.size();
-      if (!map_.Find(h, scratch_.data(), &len)) return false;
+      if (!map_.Find(h, scratch_.data(), &len)) break;
       if (len <= scratch_.size()) {
         scratch_len_ = len;
-        return true;
+        found = true;
+        break;
       }
       scratch_.resize(len);  // a bigger value: read again
     }
-    return false;
+    return asof_ == nullptr ? found : AsOf(h, found);
+  }
+
+  // In a saving process: the blob `h` as the save's instant had it, given
+  // what the map holds now (read just before: a writer logs first).
+  bool AsOf(const KeyHash& h, bool found) {
+    asof_->Refresh();
+    switch (asof_->Find(h, &asof_blob_)) {
+      case CowReader::Found::kNone: return found;
+      case CowReader::Found::kAbsent: return false;
+      case CowReader::Found::kBlob: break;
+    }
+    if (scratch_.size() < asof_blob_.size()) scratch_.resize(asof_blob_.size());
+    std::memcpy(scratch_.data(), asof_blob_.data(), asof_blob_.size());
+    scratch_len_ = asof_blob_.size();
+    return true;
   }
 
   // Under the lock: the current, unexpired blob of `key` (a part's when
@@ -499,7 +696,20 @@ class StoreT : public Store {
     return true;
   }
 
+  // Ends, under the lock, the save `s` whose process is gone.
+  void EndDeadSnapshot(uint64_t s) {
+    journal_.SetWord(Journal::kSnapshot, 0);
+    journal_.SetWord(Journal::kSnapshotLog,
+                     journal_.Counter(Journal::kSnapshotLog) | kSaveFailed);
+    unlink(SnapshotLogPath(cfg_.dir, SnapshotPid(s)).c_str());
+    unlink(SnapshotRdbPath(cfg_.dir, SnapshotPid(s)).c_str());
+  }
+
   ExpiryListener on_expiry_, on_create_;
+  CowLog cow_;
+  std::unique_ptr<CowReader> asof_;  // a saving process's view
+  int64_t asof_ms_ = 0;
+  std::string asof_blob_;
   Map map_;
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl_arr_;
   ControlBlock* ctl_ = nullptr;

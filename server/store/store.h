@@ -73,6 +73,8 @@ struct StoreConfig {
   uint64_t journal = 64ULL << 20;  // bytes for one multi-key commit
   // The map's two segments on 2 MiB hugepages (SVIPC_HugeTLB; kSysv only).
   bool hugepages = false;
+  // Where background saves keep their logs (--dir; server/store/cow.h).
+  std::string dir = ".";
 };
 
 // The map's name as `shmc` takes it: posix:/shmkv, sysv:53670, file:PATH.
@@ -363,6 +365,55 @@ class Store {
   // The script cache every worker shares (server/store/scripts.h),
   // attached on first use; null with *err when it cannot be.
   ScriptCache* Scripts(std::string* err);
+
+  // Background saves (BGSAVE; server/store/cow.h). The instant a save
+  // reads: its time, the databases' places and their keys then.
+  struct SnapshotPoint {
+    int64_t ms = 0;
+    uint32_t physical[kDatabases] = {};
+    uint64_t keys[kDatabases] = {};
+    uint64_t expires[kDatabases] = {};
+  };
+  // Forks, under the write lock (which the caller holds already when
+  // `locked`: a command in EXEC), a process that reads the store as it is
+  // at this instant, and makes every writer log what it changes from now
+  // on until that process calls EndSnapshot. Returns the child's pid in
+  // the caller and 0 in the child (which reads as of *at once it called
+  // ReadAsOfSnapshot); -1 with *err when it cannot, *busy when a save is
+  // in progress already.
+  virtual pid_t ForkSnapshot(bool locked, SnapshotPoint* at, bool* busy,
+                             std::string* err) = 0;
+  // In the forked process: from now on the key and part reads answer as
+  // of the instant (no key expires); false with *err.
+  virtual bool ReadAsOfSnapshot(const SnapshotPoint& at,
+                                std::string* err) = 0;
+  // In the forked process: f(key) for every key physical database
+  // `physical` held at the instant and that had not expired then (it
+  // may be called for a key made since: reading it finds nothing).
+  // False when the log was unreadable.
+  virtual bool SnapshotKeys(
+      uint32_t physical, const std::function<void(std::string_view)>& f) = 0;
+  // In the forked process, when it has read all it needs: writers stop
+  // logging and the log is removed. False when a writer could not log a
+  // change (the copy read is not the instant's).
+  virtual bool EndSnapshot() = 0;
+  // After EndSnapshot: whether the save as a whole succeeded.
+  virtual void SnapshotResult(bool ok) = 0;
+  // Anyone: the save in progress and the last one's outcome.
+  struct SnapshotState {
+    pid_t pid = 0;           // 0: none in progress
+    int64_t started_s = 0;   // when it began (CLOCK_REALTIME seconds)
+    uint64_t log_bytes = 0;  // its log (or the last save's), in bytes
+    bool last_failed = false;
+  };
+  virtual SnapshotState Snapshot() = 0;
+  // Changes counted since the store was made (every key a commit
+  // changes, each part of a collection as one): save points compare two
+  // readings.
+  virtual uint64_t ChangeCount() = 0;
+  // When the save in progress has lost its process (killed): ends it as
+  // failed and removes its files. True when it did.
+  virtual bool ReapSnapshot() = 0;
 
   // Told, after each commit a transaction (Txn::Commit) makes and still
   // under the write lock, of every Redis key the commit changed (its
