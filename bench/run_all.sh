@@ -91,5 +91,6 @@ if [ "$shmkv" = 1 ]; then
   bench/shmkv_worker_cpu.sh --runs "$runs" | tee "$out/shmkv_worker_cpu.txt"
   bench/shmkv_collections_bench.sh --out "$out" |
     tee "$out/shmkv_collections_bench.txt"
+  bench/shmkv_bgsave_bench.sh --runs "$runs" --out "$out" >/dev/null
 fi
 echo "results in $out"

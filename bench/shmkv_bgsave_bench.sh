@@ -3,7 +3,10 @@
 # shmkv (a logging copy, server/store/cow.h) and of redis-server (a
 # fork), in the same run, with the same client (bench/bgsave_stall.py):
 # KEYS keys of 100 bytes, then one client writing SET to random keys one
-# request at a time while a BGSAVE runs; each write's latency before,
+# request at a time while a BGSAVE runs; BGSAVE's own reply time and
+# the slowest write pending while it was (held_us: how long starting the
+# save held writers; Redis forks the whole server in it, shmkv forks the
+# worker outside the write lock); each write's latency before,
 # during and after the save, the save's time, the copy-on-write bytes
 # each server reports (rdb_last_cow_size: shmkv's log on disk, Redis's
 # copied pages) and each server's memory (the sum of its processes'
@@ -63,13 +66,14 @@ for ln in open(sys.argv[1]):
     target = head.split()[1].split("=")[1]
     rows.setdefault(target, []).append(json.loads("{" + js))
 print("# median over runs (latencies in us; memory in MiB)")
-print("%-6s %8s %9s %9s %9s %9s %9s %10s %10s" % (
-    "server", "save_ms", "p99_bef", "p99_dur", "p999_dur", "max_bef",
-    "max_dur", "cow_MiB", "extra_MiB"))
+print("%-6s %8s %9s %9s %9s %9s %9s %9s %9s %10s %10s" % (
+    "server", "save_ms", "bgsave_us", "held_us", "p99_bef", "p99_dur",
+    "p999_dur", "max_bef", "max_dur", "cow_MiB", "extra_MiB"))
 med = lambda xs: sorted(xs)[len(xs) // 2]
 for t, rs in rows.items():
-    print("%-6s %8.0f %9.0f %9.0f %9.0f %9.0f %9.0f %10.1f %10.1f" % (
-        t, med([r["save_ms"] for r in rs]),
+    print("%-6s %8.0f %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %10.1f %10.1f" % (
+        t, med([r["save_ms"] for r in rs]), med([r["bgsave_us"] for r in rs]),
+        med([r["held_us"] for r in rs]),
         med([r["before"]["p99"] for r in rs]),
         med([r["during"]["p99"] for r in rs]),
         med([r["during"]["p999"] for r in rs]),

@@ -2,9 +2,9 @@
 // docs/server.md, "Snapshots").
 //
 // A save reads the store as it was at one instant while every worker
-// goes on writing. At that instant, under the write lock, the worker
-// that was asked forks the saving process and publishes it in the
-// journal's kSnapshot word; from then on, until the saver clears the
+// goes on writing. The worker that was asked forks the saving process;
+// the instant is when it then publishes that process, under the write
+// lock, in the journal's kSnapshot word; from then on, until the saver clears the
 // word, every process that changes a blob of the map (a key's or a
 // collection's part's) first appends the blob as it was to the save's
 // log, a file beside the RDB file:

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <time.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <utility>
 #include <vector>
 #include <random>
+#include <type_traits>
 
 #include "server/store/blob.h"
 #include "server/store/cow.h"
@@ -278,74 +280,71 @@ class StoreT : public Store {
   pid_t ForkSnapshot(bool locked, SnapshotPoint* at, bool* busy,
                      std::string* err) override {
     *busy = false;
-    // Held into the child by fork, released by the caller only: no
-    // guard that the child would run too.
-    if (!locked) Lock();
-    auto unlock = [&] {
-      if (!locked) Unlock();
+    auto running = [&](uint64_t s) {
+      return s != 0 && ProcessRuns(SnapshotPid(s), SnapshotStart(s));
     };
-    const uint64_t s = journal_.Counter(Journal::kSnapshot);
-    if (s != 0 && ProcessRuns(SnapshotPid(s), SnapshotStart(s))) {
-      unlock();
+    if (running(journal_.Counter(Journal::kSnapshot))) {  // spares a fork
       *busy = true;
       *err = "a background save is in progress";
       return -1;
     }
-    if (s != 0) EndDeadSnapshot(s);
-    at->ms = NowMs();
-    const uint64_t parts = journal_.Counter(Journal::kParts);
-    for (uint32_t l = 0; l < kDatabases; ++l) {
-      const uint32_t p = dbs_.Physical(l);
-      at->physical[l] = p;
-      at->keys[p] = dbs_.KeysOf(p, map_.size(), parts);
-      at->expires[p] = dbs_.Expires(p);
-    }
     int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) {
-      unlock();
       *err = std::string("pipe: ") + std::strerror(errno);
       return -1;
     }
+    // The child is forked before the write lock is taken (a fork takes
+    // milliseconds); the instant is taken under the lock after, and the
+    // child is told it through the pipe before it reads anything.
+    struct Go {
+      char ok;
+      SnapshotPoint at;
+    };
+    static_assert(std::is_trivially_copyable<Go>::value &&
+                      sizeof(Go) <= PIPE_BUF,
+                  "one write, whole");
     const pid_t pid = fork();
-    if (pid == 0) {  // waits until the log exists and writers use it
+    if (pid == 0) {
       close(go[1]);
-      char c = 0;
-      while (read(go[0], &c, 1) < 0 && errno == EINTR) {
+      Go g{};
+      size_t got = 0;
+      while (got < sizeof(g)) {
+        const ssize_t n = read(go[0], reinterpret_cast<char*>(&g) + got,
+                               sizeof(g) - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += static_cast<size_t>(n);
       }
       close(go[0]);
-      if (c != 1) _exit(1);
+      if (got != sizeof(g) || g.ok != 1) _exit(1);
+      *at = g.at;
       return 0;
     }
     close(go[0]);
-    char c = 0;
+    Go g{};
     if (pid < 0) {
       *err = std::string("fork: ") + std::strerror(errno);
     } else {
-      const std::string log = SnapshotLogPath(cfg_.dir, pid);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                          0600);
-      if (fd < 0) {
-        *err = log + ": " + std::strerror(errno);
+      if (!locked) Lock();
+      const uint64_t s = journal_.Counter(Journal::kSnapshot);
+      if (running(s)) {
+        *busy = true;
+        *err = "a background save is in progress";
       } else {
-        close(fd);
-        // The last save's outcome stays until this one's is known.
-        journal_.SetWord(Journal::kSnapshotLog,
-                         journal_.Counter(Journal::kSnapshotLog) & kSaveFailed);
-        journal_.SetWord(Journal::kSnapshot, SnapshotWord(at->ms / 1000, pid));
-        c = 1;
+        if (s != 0) EndDeadSnapshot(s);
+        g.ok = MarkSnapshot(pid, &g.at, err) ? 1 : 0;
       }
-    }
-    unlock();
-    if (pid > 0) {
-      while (write(go[1], &c, 1) < 0 && errno == EINTR) {
+      if (!locked) Unlock();
+      while (write(go[1], &g, sizeof(g)) < 0 && errno == EINTR) {
       }
     }
     close(go[1]);
-    if (pid > 0 && c != 1) {
+    if (pid > 0 && g.ok != 1) {
       while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
       return -1;
     }
+    *at = g.at;
     return pid;
   }
 
@@ -693,6 +692,32 @@ class StoreT : public Store {
     if (!b.Root(&root)) root = PartsRoot{0, 0};
     std::string name(key);  // (key may point into scratch_)
     EraseExpired(h, root, db, name);
+    return true;
+  }
+
+  // Under the lock: the instant of the save `pid` makes (*at), its log
+  // made and the save published, so writers log from here on.
+  bool MarkSnapshot(pid_t pid, SnapshotPoint* at, std::string* err) {
+    at->ms = NowMs();
+    const uint64_t parts = journal_.Counter(Journal::kParts);
+    for (uint32_t l = 0; l < kDatabases; ++l) {
+      const uint32_t p = dbs_.Physical(l);
+      at->physical[l] = p;
+      at->keys[p] = dbs_.KeysOf(p, map_.size(), parts);
+      at->expires[p] = dbs_.Expires(p);
+    }
+    const std::string log = SnapshotLogPath(cfg_.dir, pid);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                        0600);
+    if (fd < 0) {
+      *err = log + ": " + std::strerror(errno);
+      return false;
+    }
+    close(fd);
+    // The last save's outcome stays until this one's is known.
+    journal_.SetWord(Journal::kSnapshotLog,
+                     journal_.Counter(Journal::kSnapshotLog) & kSaveFailed);
+    journal_.SetWord(Journal::kSnapshot, SnapshotWord(at->ms / 1000, pid));
     return true;
   }
 

@@ -374,10 +374,11 @@ class Store {
     uint64_t keys[kDatabases] = {};
     uint64_t expires[kDatabases] = {};
   };
-  // Forks, under the write lock (which the caller holds already when
-  // `locked`: a command in EXEC), a process that reads the store as it is
-  // at this instant, and makes every writer log what it changes from now
-  // on until that process calls EndSnapshot. Returns the child's pid in
+  // Forks a process that reads the store as it is at one instant, taken
+  // under the write lock after the fork (the caller holds the lock
+  // already when `locked`: a command in EXEC), and makes every writer log
+  // what it changes from that instant until the process calls
+  // EndSnapshot. Returns the child's pid in
   // the caller and 0 in the child (which reads as of *at once it called
   // ReadAsOfSnapshot); -1 with *err when it cannot, *busy when a save is
   // in progress already.
