@@ -24,6 +24,7 @@ TEST(KeyspaceFamily, IdsArePinned) {
       {"pexpiretime", 45}, {"persist", 46}, {"dbsize", 47}, {"flushall", 48},
       {"flushdb", 49}, {"keys", 50}, {"scan", 51}, {"object", 66},
       {"move", 158}, {"dump", 175}, {"restore", 176},
+      {"migrate", 181},
   });
 }
 

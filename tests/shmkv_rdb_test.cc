@@ -742,4 +742,120 @@ TEST(RdbVsRedis, LoadRdbFillsAnEmptyStoreFromRedissFile) {
   }
 }
 
+// MIGRATE from shmkv and from redis-server, each to a redis-server of
+// its own, replies as Redis's (moves, NOKEY, COPY, BUSYKEY, REPLACE, the
+// KEYS form into another database, the target's AUTH error, syntax,
+// nothing listening) and leaves both sides as Redis's; and redis-server
+// migrates into shmkv (its SELECT and RESTOREs of every type).
+TEST(DumpFamilyVsRedis, MigrateMovesKeysAsRedis) {
+  RedisOracle src;
+  SKIP_WITHOUT_REDIS(src);
+  RedisOracle to_redis, to_shmkv;
+  CommandHarness h("migrate");
+  ASSERT_TRUE(h.ok()) << h.error();
+  Client rc(src.port()), tr(to_redis.port()), ts(to_shmkv.port());
+  const std::string nobody = std::to_string(shmkv_test::FreePort());
+  // The same command from both sources; {port} is each one's target.
+  auto both = [&](std::vector<std::string> cmd) {
+    std::vector<std::string> for_redis = cmd, for_shmkv = cmd;
+    for (size_t i = 0; i < cmd.size(); ++i) {
+      if (cmd[i] == "{port}") {
+        for_redis[i] = std::to_string(to_redis.port());
+        for_shmkv[i] = std::to_string(to_shmkv.port());
+      }
+    }
+    const std::string want = rc.Call(for_redis);
+    EXPECT_EQ(h.Run(for_shmkv), want) << cmd[0] << " " << cmd[3];
+    return want;
+  };
+  // Both targets hold the same keys, equal.
+  auto same_targets = [&](int db, const std::vector<std::string>& keys) {
+    for (Client* t : {&tr, &ts}) t->Call({"SELECT", std::to_string(db)});
+    for (const std::string& k : keys) {
+      const std::string a = tr.Call({"DUMP", k}), b = ts.Call({"DUMP", k});
+      Value va, vb;
+      bool ok = false;
+      std::string why;
+      ASSERT_TRUE(Undump(BulkOf(a), kMax, &va, &ok, &why)) << k << " " << a;
+      ASSERT_TRUE(Undump(BulkOf(b), kMax, &vb, &ok, &why)) << k << " " << b;
+      EXPECT_TRUE(Same(va, vb)) << k;
+      EXPECT_EQ(tr.Call({"PTTL", k}) == ":-1\r\n",
+                ts.Call({"PTTL", k}) == ":-1\r\n") << k;
+    }
+  };
+  for (const std::vector<std::string>& cmd :
+       std::vector<std::vector<std::string>>{
+           {"SET", "s", "v"},
+           {"RPUSH", "l", "a", "b", "c"},
+           {"HSET", "h", "f", "v", "g", "w"},
+           {"ZADD", "z", "1", "a", "2.5", "b"},
+           {"SADD", "st", "x", "y", "7"},
+           {"SET", "ttl", "v", "PX", "100000"}}) {
+    both(cmd);
+  }
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "s", "0", "1000"}),
+            "+OK\r\n");
+  EXPECT_EQ(both({"EXISTS", "s"}), ":0\r\n");
+  same_targets(0, {"s"});
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "nosuch", "0", "1000"}),
+            "+NOKEY\r\n");
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "l", "0", "1000",
+                  "COPY"}),
+            "+OK\r\n");
+  EXPECT_EQ(both({"EXISTS", "l"}), ":1\r\n");
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "l", "0", "1000"}),
+            "-ERR Target instance replied with error: BUSYKEY Target key "
+            "name already exists.\r\n");
+  EXPECT_EQ(both({"EXISTS", "l"}), ":1\r\n");
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "l", "0", "1000",
+                  "REPLACE"}),
+            "+OK\r\n");
+  EXPECT_EQ(both({"EXISTS", "l"}), ":0\r\n");
+  same_targets(0, {"l"});
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "x", "3", "1000",
+                  "KEYS", "h"}),
+            "-ERR When using MIGRATE KEYS option, the key argument must be "
+            "set to the empty string\r\n");
+  EXPECT_EQ(both({"MIGRATE", "127.0.0.1", "{port}", "", "3", "1000", "KEYS",
+                  "h", "z", "nosuch", "st", "ttl"}),
+            "+OK\r\n");
+  EXPECT_EQ(both({"DBSIZE"}), ":0\r\n");
+  same_targets(3, {"h", "z", "st", "ttl"});
+  EXPECT_NE(ts.Call({"PTTL", "ttl"}), ":-1\r\n");
+  both({"SET", "a", "1"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a", "0", "1000", "AUTH", "pw"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a", "0", "1000", "AUTH2", "u",
+        "pw"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a", "0", "1000", "AUTH"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a", "0", "1000", "BOGUS"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a", "x", "1000"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a", "0", "soon"});
+  both({"MIGRATE", "127.0.0.1", nobody, "a", "0", "200"});
+  both({"MIGRATE", "127.0.0.1", "{port}", "a"});
+  EXPECT_EQ(both({"GET", "a"}), "$1\r\n1\r\n");
+
+  // redis-server migrates every type into shmkv.
+  shmkv_test::Server kv("migrate_into");
+  ASSERT_TRUE(kv.Start()) << kv.log();
+  Client kc(kv.port());
+  for (const Sample& smp : Samples()) {
+    for (const auto& cmd : smp.make) rc.Call(cmd);
+    ASSERT_EQ(rc.Call({"MIGRATE", "127.0.0.1", std::to_string(kv.port()),
+                       smp.key, "2", "1000"}),
+              "+OK\r\n")
+        << smp.key;
+  }
+  ASSERT_EQ(kc.Call({"SELECT", "2"}), "+OK\r\n");
+  EXPECT_EQ(kc.Call({"DBSIZE"}), ":" + std::to_string(Samples().size()) + "\r\n");
+  for (const Sample& smp : Samples()) {
+    Value v;
+    bool ok = false;
+    std::string why;
+    ASSERT_TRUE(Undump(BulkOf(kc.Call({"DUMP", smp.key})), kMax, &v, &ok,
+                       &why))
+        << smp.key << ": " << why;
+    EXPECT_TRUE(Same(v, smp.want)) << smp.key;
+  }
+}
+
 }  // namespace

@@ -460,6 +460,7 @@ const CommandRow kKeyspaceRows[] = {
     {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
     {"dump", 175, 2, kReadOnly, 1, 1, 1, Dump},
     {"restore", 176, -4, kWrite | kDenyOom, 1, 1, 1, Restore},
+    {"migrate", 181, -6, kWrite | kMayReplicate, 3, 3, 1, Migrate},
 };
 
 void RegisterKeyspaceFamily(Registry* r) {

@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/commands/command_util.h"
-#include "server/commands/dump_family.h"
+#include "server/commands/persist_family.h"
 #include "server/commands/latency_family.h"
 #include "server/commands/notify.h"
 #include "server/commands/pubsub_hub.h"

@@ -1,0 +1,122 @@
+#include "server/commands/whole_value.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "server/commands/command_util.h"
+#include "server/commands/hash_value.h"
+#include "server/commands/list_value.h"
+#include "server/commands/zset_value.h"
+
+namespace shmkv {
+namespace cmd {
+
+// The whole value at `key` as RDB sees it.
+Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out) {
+  Value meta;
+  if (!ReadValue(c, key, &meta)) return Whole::kNone;
+  auto opened = [](Load l) {
+    return l == Load::kOk          ? Whole::kValue
+           : l == Load::kWrongType ? Whole::kWrongType
+                                   : Whole::kDamaged;
+  };
+  switch (meta.type) {
+    case ValueType::kString:
+      out->kind = rdb::Value::kString;
+      out->str.swap(meta.bytes);
+      return Whole::kValue;
+    case ValueType::kHash:
+    case ValueType::kSet: {
+      const bool set = meta.type == ValueType::kSet;
+      HashValue h(set ? kSetShape : kHashShape);
+      Whole w = opened(h.Open(c, key));
+      if (w != Whole::kValue) return w;
+      std::vector<std::pair<std::string_view, std::string_view>> all;
+      if (!h.All(&all)) return Whole::kDamaged;
+      out->kind = set ? rdb::Value::kSet : rdb::Value::kHash;
+      for (const auto& [f, v] : all) {
+        if (set) {
+          out->items.emplace_back(f);
+        } else {
+          out->pairs.emplace_back(std::string(f), std::string(v));
+        }
+      }
+      return Whole::kValue;
+    }
+    case ValueType::kList: {
+      ListValue l;
+      Whole w = opened(l.Open(c, key));
+      if (w != Whole::kValue) return w;
+      std::vector<std::string_view> all;
+      if (l.size() > 0 && !l.Range(0, l.size() - 1, &all)) {
+        return Whole::kDamaged;
+      }
+      out->kind = rdb::Value::kList;
+      out->items.assign(all.begin(), all.end());
+      return Whole::kValue;
+    }
+    case ValueType::kZSet: {
+      ZSetValue z;
+      Whole w = opened(z.Open(c, key));
+      if (w != Whole::kValue) return w;
+      std::vector<ZEntry> all;
+      if (!z.All(&all)) return Whole::kDamaged;
+      out->kind = rdb::Value::kZSet;
+      for (const ZEntry& e : all) {
+        out->scored.emplace_back(std::string(e.member), e.score);
+      }
+      return Whole::kValue;
+    }
+  }
+  return Whole::kDamaged;
+}
+
+// Writes `v` as the value of `key` (which holds nothing now) with no
+// TTL: the store's status.
+Store::Status WriteWhole(CommandContext* c, std::string_view key,
+                         const rdb::Value& v, bool* whole) {
+  *whole = true;
+  switch (v.kind) {
+    case rdb::Value::kString:
+      return c->txn->Put(key, v.str, 0);
+    case rdb::Value::kHash:
+    case rdb::Value::kSet: {
+      const bool set = v.kind == rdb::Value::kSet;
+      HashValue h(set ? kSetShape : kHashShape);
+      if (h.Open(c, key) != Load::kOk) return Store::Status::kCollision;
+      if (set) {
+        for (const std::string& m : v.items) {
+          h.Grow(m);
+          h.Set(m, std::string_view());
+        }
+      } else {
+        for (const auto& [f, val] : v.pairs) {
+          h.Grow(f);
+          h.Grow(val);
+          h.Set(f, val);
+        }
+      }
+      *whole = h.ok();
+      return h.ok() ? h.Save(c, key) : Store::Status::kOk;
+    }
+    case rdb::Value::kList: {
+      ListValue l;
+      if (l.Open(c, key) != Load::kOk) return Store::Status::kCollision;
+      for (const std::string& s : v.items) l.Push(false, s);
+      *whole = l.ok();
+      return l.ok() ? l.Save(c, key) : Store::Status::kOk;
+    }
+    case rdb::Value::kZSet: {
+      ZSetValue z;
+      if (z.Open(c, key) != Load::kOk) return Store::Status::kCollision;
+      for (const auto& [m, score] : v.scored) z.Set(m, score);
+      *whole = z.ok();
+      return z.ok() ? z.Save(c, key) : Store::Status::kOk;
+    }
+  }
+  return Store::Status::kOk;
+}
+
+}  // namespace cmd
+}  // namespace shmkv
