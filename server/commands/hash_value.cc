@@ -1,8 +1,11 @@
 // A hash in its packed or bucketed form (server/commands/hash_value.h).
 #include "server/commands/hash_value.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "server/commands/command_util.h"
 #include "server/commands/packed.h"
@@ -150,6 +153,39 @@ bool HashValue::Set(std::string_view field, std::string_view value) {
   ++count_;
   root_dirty_ = true;
   return true;
+}
+
+void HashValue::SetAllNew(
+    const std::vector<std::pair<std::string_view, std::string_view>>& pairs) {
+  for (const auto& [field, value] : pairs) {
+    Bucket* b = BucketFor(field);
+    if (b == nullptr) {
+      ok_ = false;
+      return;
+    }
+    b->dirty = true;
+    b->items.push_back(field);
+    b->items.push_back(value);
+    ++count_;
+  }
+  root_dirty_ = true;
+  if (buckets_mode_ || !shape_.sorted_ints) return;
+  // Packed integers sorted by value, as Set keeps them (when all are
+  // integers: a value with another member is no intset anyway).
+  std::vector<std::pair<int64_t, std::pair<std::string_view, std::string_view>>>
+      sorted;
+  for (size_t i = 0; i + 1 < packed_.items.size(); i += 2) {
+    int64_t v = 0;
+    if (!ParseInt64(packed_.items[i], &v)) return;
+    sorted.push_back({v, {packed_.items[i], packed_.items[i + 1]}});
+  }
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto& x, const auto& y) { return x.first < y.first; });
+  packed_.items.clear();
+  for (const auto& [v, fv] : sorted) {
+    packed_.items.push_back(fv.first);
+    packed_.items.push_back(fv.second);
+  }
 }
 
 bool HashValue::Remove(std::string_view field) {

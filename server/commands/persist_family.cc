@@ -146,23 +146,23 @@ bool SaveRdb(CommandContext* c, std::string* why) {
           if (deleted.find(k) == deleted.end()) keys.emplace_back(k);
         });
       } while (cursor != 0);
-      std::vector<std::pair<std::string*, int64_t>> live;
+      if (keys.empty()) continue;
+      // The database's counts as resize hints (a hint: inside EXEC they
+      // do not have the transaction's changes yet).
       uint64_t expires = 0;
-      for (std::string& k : keys) {
-        Value meta;
-        if (!ReadValue(c, k, &meta)) continue;
-        live.emplace_back(&k, meta.expire_ms);
-        expires += meta.expire_ms != 0;
-      }
-      if (live.empty()) continue;
-      if (!w->Database(db, live.size(), expires)) return false;
-      for (const auto& [key, expire] : live) {
+      const uint64_t n = c->store->KeysIn(c->txn->db(), &expires, true);
+      if (!w->Database(db, n, expires)) return false;
+      for (const std::string& key : keys) {
         rdb::Value v;
-        if (ReadWhole(c, *key, &v) != Whole::kValue) {
-          *why = DamagedKey(*key, db);
-          return false;
+        int64_t expire = 0;
+        switch (ReadWhole(c, key, &v, &expire)) {
+          case Whole::kValue: break;
+          case Whole::kNone: continue;  // expired since the scan
+          default:
+            *why = DamagedKey(key, db);
+            return false;
         }
-        if (!w->Key(*key, v, expire)) return false;
+        if (!w->Key(key, v, expire)) return false;
       }
     }
     return true;
@@ -189,12 +189,11 @@ bool SaveSnapshot(CommandContext* c, const Store::SnapshotPoint& at,
       bool ok = true;
       const bool read = c->store->SnapshotKeys(phys, [&](std::string_view k) {
         if (!ok) return;
-        Value meta;
-        if (!c->store->Get(k, &meta)) return;  // made since, or expired
         rdb::Value v;
-        switch (ReadWhole(c, k, &v)) {
-          case Whole::kValue: ok = w->Key(k, v, meta.expire_ms); return;
-          case Whole::kNone: return;
+        int64_t expire = 0;
+        switch (ReadWhole(c, k, &v, &expire)) {
+          case Whole::kValue: ok = w->Key(k, v, expire); return;
+          case Whole::kNone: return;  // made since, or expired
           default:
             *why = DamagedKey(k, db);
             ok = false;

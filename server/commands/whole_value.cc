@@ -13,9 +13,11 @@ namespace shmkv {
 namespace cmd {
 
 // The whole value at `key` as RDB sees it.
-Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out) {
+Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out,
+                int64_t* expire_ms) {
   Value meta;
   if (!ReadValue(c, key, &meta)) return Whole::kNone;
+  if (expire_ms != nullptr) *expire_ms = meta.expire_ms;
   auto opened = [](Load l) {
     return l == Load::kOk          ? Whole::kValue
            : l == Load::kWrongType ? Whole::kWrongType
@@ -85,18 +87,21 @@ Store::Status WriteWhole(CommandContext* c, std::string_view key,
       const bool set = v.kind == rdb::Value::kSet;
       HashValue h(set ? kSetShape : kHashShape);
       if (h.Open(c, key) != Load::kOk) return Store::Status::kCollision;
+      // Members and fields arrive checked free of repeats (rdb::Undump).
+      std::vector<std::pair<std::string_view, std::string_view>> all;
       if (set) {
         for (const std::string& m : v.items) {
           h.Grow(m);
-          h.Set(m, std::string_view());
+          all.emplace_back(m, std::string_view());
         }
       } else {
         for (const auto& [f, val] : v.pairs) {
           h.Grow(f);
           h.Grow(val);
-          h.Set(f, val);
+          all.emplace_back(f, val);
         }
       }
+      h.SetAllNew(all);
       *whole = h.ok();
       return h.ok() ? h.Save(c, key) : Store::Status::kOk;
     }
@@ -110,7 +115,10 @@ Store::Status WriteWhole(CommandContext* c, std::string_view key,
     case rdb::Value::kZSet: {
       ZSetValue z;
       if (z.Open(c, key) != Load::kOk) return Store::Status::kCollision;
-      for (const auto& [m, score] : v.scored) z.Set(m, score);
+      std::vector<ZEntry> all;
+      all.reserve(v.scored.size());
+      for (const auto& [m, score] : v.scored) all.push_back(ZEntry{m, score});
+      z.SetAllNew(all);
       *whole = z.ok();
       return z.ok() ? z.Save(c, key) : Store::Status::kOk;
     }

@@ -15,8 +15,10 @@ namespace cmd {
 // What reading a whole value found.
 enum class Whole { kValue, kNone, kWrongType, kDamaged };
 
-// The whole value at `key` as RDB sees it.
-Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out);
+// The whole value at `key` as RDB sees it, and its expiry (absolute ms,
+// 0: none) in *expire_ms when asked.
+Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out,
+                int64_t* expire_ms = nullptr);
 
 // Writes `v` as the value of `key` (which holds nothing now) with no
 // TTL, in the command's transaction: the store's status; *whole is false

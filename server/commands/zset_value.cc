@@ -159,6 +159,23 @@ bool ZSetValue::Set(std::string_view member, double score) {
   return !had;
 }
 
+void ZSetValue::SetAllNew(const std::vector<ZEntry>& entries) {
+  if (entries.empty()) return;
+  changed_ = true;
+  if (in_parts_) {
+    for (const ZEntry& e : entries) {
+      tree_.Insert(e);
+      dict_.Set(e.member, ScoreBytes(e.score));
+    }
+    return;
+  }
+  for (const ZEntry& e : entries) {
+    entries_.push_back(e);
+    if (e.member.size() > kListpackValue) encoding_ = kZSetSkiplist;
+  }
+  std::sort(entries_.begin(), entries_.end(), ZLess);
+}
+
 bool ZSetValue::Remove(std::string_view member) {
   double old = 0;
   if (!Score(member, &old)) return false;

@@ -61,6 +61,10 @@ class ZSetValue {
   int64_t Rank(std::string_view member);
   // Sets a member's score (inserted when new): true when new.
   bool Set(std::string_view member, double score);
+  // Adds every entry to a value that holds none of their members, no two
+  // alike (a value decoded whole), in O(n log n) rather than n look-ups
+  // and inserts into a growing packed value.
+  void SetAllNew(const std::vector<ZEntry>& entries);
   bool Remove(std::string_view member);
   bool At(uint64_t rank, ZEntry* e);
   // How many entries `less` holds for (true for a prefix of the order).
