@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
-#include "server/commands/reply.h"
+#include "server/local_commands.h"
 #include "server/master.h"
 #include "server/rdb/codec.h"
 #include "server/store/dbs.h"
@@ -102,21 +102,7 @@ bool LoadRdbInto(Store* store, const Options& o, const std::string& file,
       return false;
     }
   }
-  ServerInfo info;
-  info.name = SegName(store->config());
-  info.max_value = o.max_value;
-  info.memory = o.memory;
-  info.capacity = o.capacity;
-  info.journal = o.journal;
-  info.dir = o.dir;
-  info.dbfilename = o.dbfilename;
-  info.save = o.save;
-  ClientState client;
-  client.authed = true;
-  CommandContext ctx;
-  ctx.store = store;
-  ctx.info = &info;
-  ctx.client = &client;
+  LocalCommands local(store, ServerInfoFrom(o, store->config()));
   uint32_t db = 0;
   const int64_t now = NowMs();
   auto apply = [&](rdb::Entry& e, std::string* stop) {
@@ -124,17 +110,14 @@ bool LoadRdbInto(Store* store, const Options& o, const std::string& file,
       ++n->expired;
       return true;
     }
-    std::string out;
-    Reply reply(&out);
     if (e.db != db) {
-      const std::string num = std::to_string(e.db);
-      Execute({"SELECT", num}, &ctx, &reply);
+      local.Run({"SELECT", std::to_string(e.db)});
       db = e.db;
-      out.clear();
     }
     const std::string payload = rdb::Dump(e.value);
     const std::string ttl = std::to_string(e.expire_ms);
-    Execute({"RESTORE", e.key, ttl, payload, "ABSTTL"}, &ctx, &reply);
+    const std::string out =
+        local.Run({"RESTORE", e.key, ttl, payload, "ABSTTL"});
     if (out != "+OK\r\n") {
       *stop = "not loaded: " + out.substr(0, out.find('\r')) + " (" +
               std::to_string(n->loaded) + " keys before it were)";

@@ -30,8 +30,8 @@
 #include "server/commands/command.h"
 #include "server/commands/notify.h"
 #include "server/commands/pubsub_hub.h"
-#include "server/commands/reply.h"
 #include "server/load_rdb.h"
+#include "server/local_commands.h"
 #include "server/net/fdpass.h"
 #include "server/store/pages.h"
 #include "server/net/sockets.h"
@@ -384,21 +384,9 @@ class Master {
       std::fprintf(stderr, "shmkv: %" PRIu64 " changes in %" PRId64
                    " seconds: saving\n", changes, elapsed);
       save_try_ms_ = now_ms;
-      ServerInfo info;
-      info.dir = o_.dir;
-      info.dbfilename = o_.dbfilename;
-      info.save = o_.save;
-      info.max_value = o_.max_value;
-      ClientState client;
-      client.authed = true;
-      CommandContext ctx;
-      ctx.store = store_.get();
-      ctx.info = &info;
-      ctx.client = &client;
-      std::string out;
-      Reply reply(&out);
-      Execute({"BGSAVE"}, &ctx, &reply);
-      if (reply.error()) {
+      LocalCommands local(store_.get(), ServerInfoFrom(o_, sc_));
+      const std::string out = local.Run({"BGSAVE"});
+      if (out.empty() || out[0] == '-') {
         std::fprintf(stderr, "shmkv: the save point's BGSAVE: %s\n",
                      out.c_str());
       }

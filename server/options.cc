@@ -323,6 +323,32 @@ bool MakeStoreName(const Options& o, StoreConfig* c, std::string* err) {
   return true;
 }
 
+ServerInfo ServerInfoFrom(const Options& o, const StoreConfig& sc) {
+  ServerInfo info;
+  info.resp_port = static_cast<uint64_t>(o.port);
+  info.http_port = static_cast<uint64_t>(o.http_port);
+  info.udp_port = static_cast<uint64_t>(o.udp_port);
+  info.workers = static_cast<uint64_t>(o.workers);
+  info.start_ms = o.start_ms;
+  info.name = SegName(sc);
+  for (const std::string& b : o.bind) {
+    if (!info.bind.empty()) info.bind += ' ';
+    info.bind += b;
+  }
+  info.protected_mode = o.worker_protected;
+  info.max_value = o.max_value;
+  info.memory = o.memory;
+  info.capacity = o.capacity;
+  info.journal = o.journal;
+  info.timeout_s = o.timeout_s;
+  info.client_memory = o.client_memory;
+  info.max_request = MaxRequestBytes(sc);
+  info.dir = o.dir;
+  info.dbfilename = o.dbfilename;
+  info.save = o.save;
+  return info;
+}
+
 bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   c->capacity = o.capacity;
   c->memory = o.memory;
@@ -372,30 +398,10 @@ WorkerConfig WorkerConfigFrom(const Options& o, const StoreConfig& sc) {
   wc.adopt_fd = o.adopt_fd;
   wc.slot = static_cast<size_t>(o.worker_slot);
   wc.store = sc;
-  wc.info.resp_port = static_cast<uint64_t>(o.port);
-  wc.info.http_port = static_cast<uint64_t>(o.http_port);
-  wc.info.udp_port = static_cast<uint64_t>(o.udp_port);
-  wc.info.workers = static_cast<uint64_t>(o.workers);
-  wc.info.start_ms = o.start_ms;
-  wc.info.name = SegName(sc);
-  for (const std::string& b : o.bind) {
-    if (!wc.info.bind.empty()) wc.info.bind += ' ';
-    wc.info.bind += b;
-  }
-  wc.info.protected_mode = o.worker_protected;
-  wc.info.max_value = o.max_value;
-  wc.info.memory = o.memory;
-  wc.info.capacity = o.capacity;
-  wc.info.journal = o.journal;
+  wc.info = ServerInfoFrom(o, sc);
   wc.timeout_s = static_cast<int64_t>(o.timeout_s);
   wc.client_memory = o.client_memory;
   wc.workers = static_cast<size_t>(std::max(o.workers, 1));
-  wc.info.timeout_s = o.timeout_s;
-  wc.info.client_memory = o.client_memory;
-  wc.info.max_request = MaxRequestBytes(sc);
-  wc.info.dir = o.dir;
-  wc.info.dbfilename = o.dbfilename;
-  wc.info.save = o.save;
   return wc;
 }
 

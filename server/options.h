@@ -71,6 +71,9 @@ bool NormalizeSavePoints(std::string_view text, std::string* out,
 int Usage(const char* why);
 // The store the options name (--name, --backend, sizes); false with *err.
 bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err);
+// The settings CONFIG GET and the commands read (a worker's, or the
+// server's own context: server/local_commands.h).
+ServerInfo ServerInfoFrom(const Options& o, const StoreConfig& sc);
 // Settles the worker count and the client-buffer bound: 256 MiB by
 // default, and never so small that a worker cannot hold one request of
 // the largest size.

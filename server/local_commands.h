@@ -1,0 +1,42 @@
+// Commands the server runs itself, not for a client: loading an RDB file
+// (RESTORE per key), a save point's BGSAVE. A context over the store with
+// the server's settings and a client of its own, already authenticated.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/commands/reply.h"
+#include "server/store/store.h"
+
+namespace shmkv {
+
+class LocalCommands {
+ public:
+  LocalCommands(Store* store, ServerInfo info) : info_(std::move(info)) {
+    client_.authed = true;
+    ctx_.store = store;
+    ctx_.info = &info_;
+    ctx_.client = &client_;
+  }
+  LocalCommands(const LocalCommands&) = delete;
+  LocalCommands& operator=(const LocalCommands&) = delete;
+
+  // Runs one command; its reply, as RESP.
+  std::string Run(const std::vector<std::string_view>& args) {
+    std::string out;
+    Reply reply(&out);
+    Execute(args, &ctx_, &reply);
+    return out;
+  }
+
+ private:
+  ServerInfo info_;
+  ClientState client_;
+  CommandContext ctx_;
+};
+
+}  // namespace shmkv
