@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -288,8 +289,10 @@ TEST(ShmkvPersistence, AKilledSaveLeavesThePreviousFile) {
   EXPECT_NE(ReadAll(dir.path + "/b.rdb"), before);
 }
 
-// The whole server killed during a BGSAVE and during a SAVE: after the
-// next start no temporary file is left and the previous file is whole.
+// The whole server killed during a BGSAVE and during a SAVE, as soon as
+// its temporary file appears and then at random points of it: the file
+// under the name is always whole, and after the next start no temporary
+// file is left.
 TEST(ShmkvPersistence, AServerKilledMidSaveLeavesNoTemporaryFile) {
   TempDir dir;
   Server s("bgsave4");
@@ -321,6 +324,40 @@ TEST(ShmkvPersistence, AServerKilledMidSaveLeavesNoTemporaryFile) {
     EXPECT_EQ(TempFiles(dir.path), std::vector<std::string>()) << how;
     Client c(s.port());
     EXPECT_EQ(c.Call({"GET", "first"}), "$1\r\n1\r\n");
+  }
+  // Then at random points of a save: what is under the name is always
+  // a whole file (the old one, or the new one if the save got that far)
+  // and the next start leaves no temporary file.
+  int64_t save_ms = 0;
+  {
+    Client c(s.port());
+    const auto t0 = std::chrono::steady_clock::now();
+    ASSERT_EQ(c.Call({"BGSAVE"}), "+Background saving started\r\n");
+    ASSERT_TRUE(WaitSaved(&c));
+    save_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - t0).count();
+  }
+  std::mt19937 rng(static_cast<unsigned>(getpid()));
+  for (int round = 0; round < 6; ++round) {
+    const char* how = round % 2 == 0 ? "BGSAVE" : "SAVE";
+    const int delay = static_cast<int>(rng() % (save_ms + 20));
+    {
+      Client c(s.port());
+      ASSERT_TRUE(c.SendRaw(Client::Encode({how})));
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      if (pid_t saver = SaverPid(dir.path)) kill(saver, SIGKILL);
+      s.KillAll();
+    }
+    size_t keys = 0;
+    std::string why;
+    EXPECT_TRUE(shmkv::rdb::ReadFile(
+        ReadAll(dir.path + "/b.rdb"), kMax,
+        [&](shmkv::rdb::Entry&, std::string*) { return ++keys, true; }, &why))
+        << how << " killed after " << delay << " ms: " << why;
+    EXPECT_TRUE(keys == 1 || keys == 100001) << keys;
+    ASSERT_TRUE(s.Start(args)) << s.log();
+    EXPECT_EQ(TempFiles(dir.path), std::vector<std::string>())
+        << how << " killed after " << delay << " ms";
   }
   Client c(s.port());
   EXPECT_EQ(InfoField(&c, "rdb_bgsave_in_progress"), "0");
