@@ -250,6 +250,41 @@ TEST(ShmkvPersistence, OneSaveAtATime) {
   EXPECT_EQ(c.Call({"SAVE"}), "+OK\r\n");
   EXPECT_EQ(InfoField(&c, "rdb_last_bgsave_status"), "ok");
   EXPECT_EQ(InfoField(&c, "rdb_current_bgsave_time_sec"), "-1");
+  // A directory where the log cannot be made: refused, nothing running.
+  ASSERT_EQ(chmod(dir.path.c_str(), 0500), 0);
+  if (access(dir.path.c_str(), W_OK) != 0) {
+    const std::string r = c.Call({"BGSAVE"});
+    EXPECT_EQ(r.rfind("-ERR Background save failed: ", 0), 0u) << r;
+    EXPECT_NE(r.find("Permission denied"), std::string::npos) << r;
+    EXPECT_EQ(InfoField(&c, "rdb_bgsave_in_progress"), "0");
+  }
+  chmod(dir.path.c_str(), 0700);
+}
+
+// A hot restart (SIGHUP) while a BGSAVE runs: the saver is a process of
+// its own and finishes the file, whole, after the worker that forked it
+// has handed its clients over and exited.
+TEST(ShmkvPersistence, ABackgroundSaveOutlivesAHotRestart) {
+  TempDir dir;
+  Server s("bgsave_reload");
+  ASSERT_TRUE(s.Start({"--dir", dir.path, "--memory", "256M", "--capacity",
+                       "400000"}))
+      << s.log();
+  Client c(s.port());
+  Fill(&c, 100000, 2000);
+  ASSERT_EQ(c.Call({"BGSAVE"}), "+Background saving started\r\n");
+  s.Signal(SIGHUP);
+  ASSERT_TRUE(WaitSaved(&c));
+  EXPECT_EQ(InfoField(&c, "rdb_last_bgsave_status"), "ok") << s.log();
+  EXPECT_NE(s.log().find("reloading"), std::string::npos);
+  size_t keys = 0;
+  std::string why;
+  EXPECT_TRUE(shmkv::rdb::ReadFile(
+      ReadAll(dir.path + "/dump.rdb"), kMax,
+      [&](shmkv::rdb::Entry&, std::string*) { return ++keys, true; }, &why))
+      << why;
+  EXPECT_EQ(keys, 100003u);
+  EXPECT_EQ(TempFiles(dir.path), std::vector<std::string>());
 }
 
 // A saving process killed mid-save: the previous file stays whole, the
