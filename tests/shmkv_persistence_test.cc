@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -224,6 +225,108 @@ TEST(ShmkvPersistence, TheFileIsOneInstantWhileWritersGoOn) {
                             "/b.rdb' > '" + dir.path + "/check.txt' 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << ReadAll(dir.path + "/check.txt");
   }
+}
+
+// The worker processes (the master's children).
+std::vector<pid_t> Workers(pid_t master) {
+  std::vector<pid_t> out;
+  if (DIR* d = opendir("/proc")) {
+    while (struct dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string stat = ReadAll("/proc/" + name + "/stat");
+      const size_t paren = stat.rfind(')');
+      if (paren == std::string::npos || paren + 4 > stat.size()) continue;
+      if (std::atol(stat.c_str() + paren + 4) == master) {
+        out.push_back(static_cast<pid_t>(std::stol(name)));
+      }
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+// Workers killed (SIGKILL, at random points) while a BGSAVE runs and two
+// clients write: the writes of a dead worker are finished or dropped
+// whole by the next writer, logging as any write does, so the file is
+// still the store at one instant: every step (a MULTI of eight INCRs, an
+// RPUSH, an HINCRBY and a ZINCRBY) in it whole or not at all.
+TEST(ShmkvPersistence, WorkersKilledDuringASaveLeaveItOneInstant) {
+  TempDir dir;
+  Server s("bgsave_kills");
+  ASSERT_TRUE(s.Start({"--dir", dir.path, "--dbfilename", "k.rdb",
+                       "--memory", "256M", "--capacity", "400000"}))
+      << s.log();
+  {
+    Client c(s.port());
+    Fill(&c, 60000, 0);
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> steps{0};
+  std::vector<std::thread> writers;
+  for (int t = 0; t < 2; ++t) {
+    writers.emplace_back([&] {
+      auto c = std::make_unique<Client>(s.port());
+      std::vector<std::vector<std::string>> step = {{"MULTI"}};
+      for (int k = 0; k < 8; ++k) step.push_back({"INCR", "c:" + std::to_string(k)});
+      step.push_back({"RPUSH", "lc", "x"});
+      step.push_back({"HINCRBY", "hc", "v", "1"});
+      step.push_back({"ZINCRBY", "zc", "1", "m"});
+      step.push_back({"EXEC"});
+      while (!stop) {
+        if (Pipeline(c.get(), step)) {
+          ++steps;
+        } else {  // its worker was killed: a new connection
+          std::this_thread::sleep_for(20ms);
+          c = std::make_unique<Client>(s.port());
+        }
+      }
+    });
+  }
+  while (steps < 50) std::this_thread::sleep_for(1ms);
+  Client admin(s.port());
+  ASSERT_EQ(admin.Call({"BGSAVE"}), "+Background saving started\r\n");
+  std::mt19937 rng(static_cast<unsigned>(getpid()));
+  int killed = 0;
+  for (int k = 0; k < 3; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 80));
+    if (InfoField(&admin, "rdb_bgsave_in_progress") != "1") break;
+    const std::vector<pid_t> w = Workers(s.pid());
+    if (w.empty()) continue;
+    kill(w[rng() % w.size()], SIGKILL);
+    ++killed;
+  }
+  for (int i = 0; i < 3000; ++i) {
+    Client c(s.port());
+    if (InfoField(&c, "rdb_bgsave_in_progress") == "0") break;
+    std::this_thread::sleep_for(10ms);
+  }
+  stop = true;
+  for (auto& t : writers) t.join();
+  Client c(s.port());
+  EXPECT_EQ(InfoField(&c, "rdb_last_bgsave_status"), "ok") << s.log();
+  EXPECT_GT(killed, 0) << "the save ended before a worker was killed";
+  std::map<std::string, shmkv::rdb::Value> keys;
+  std::string why;
+  ASSERT_TRUE(shmkv::rdb::ReadFile(
+      ReadAll(dir.path + "/k.rdb"), kMax,
+      [&](shmkv::rdb::Entry& e, std::string*) {
+        keys[e.key] = std::move(e.value);
+        return true;
+      },
+      &why))
+      << why;
+  ASSERT_TRUE(keys.count("c:0"));
+  const std::string n = keys["c:0"].str;
+  for (int k = 1; k < 8; ++k) EXPECT_EQ(keys["c:" + std::to_string(k)].str, n);
+  EXPECT_EQ(keys["lc"].items.size(), std::stoul(n));
+  ASSERT_EQ(keys["hc"].pairs.size(), 1u);
+  EXPECT_EQ(keys["hc"].pairs[0].second, n);
+  ASSERT_EQ(keys["zc"].scored.size(), 1u);
+  EXPECT_EQ(keys["zc"].scored[0].second, std::stod(n));
+  size_t fill = 0;
+  for (const auto& [k, v] : keys) fill += k.rfind("fill:", 0) == 0;
+  EXPECT_EQ(fill, 60000u);
 }
 
 // The replies around a save: a second BGSAVE or a SAVE while one runs
