@@ -27,11 +27,7 @@
 #ifndef SHMKV_FUZZ_DEFAULT_INPUTS
 #define SHMKV_FUZZ_DEFAULT_INPUTS 300
 #endif
-#ifndef SHMKV_FUZZ_SUITE
-#define SHMKV_FUZZ_SUITE Short
-#endif
-#define SHMKV_FUZZ_NAME2(a, b) a##b
-#define SHMKV_FUZZ_NAME(a, b) SHMKV_FUZZ_NAME2(a, b)
+#include "tests/support/fuzz_suite.h"
 
 namespace {
 
@@ -40,12 +36,6 @@ using shmkv::rdb::Value;
 using shmkv_test::Client;
 
 constexpr size_t kMax = 1 << 20;
-
-size_t Inputs() {
-  const char* e = std::getenv("SHMKV_FUZZ_INPUTS");
-  return e != nullptr ? std::strtoul(e, nullptr, 10)
-                      : SHMKV_FUZZ_DEFAULT_INPUTS;
-}
 
 // A file of every type and encoding from redis-server ("" without it):
 // listpacks and hash tables, an intset and a set of strings, a
@@ -195,7 +185,7 @@ void FuzzFile(const std::string& seed, uint64_t salt) {
         return true;
       },
       &why);
-  for (size_t i = 0; i < Inputs(); ++i) {
+  for (uint64_t i = 0; i < shmkv_test::FuzzInputs(); ++i) {
     std::string bad = Mutate(seed, rng);
     const bool crc_fixed = rng() % 2 == 0;
     if (crc_fixed) bad = WithCrc(bad);

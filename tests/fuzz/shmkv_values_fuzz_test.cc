@@ -22,11 +22,7 @@
 #ifndef SHMKV_FUZZ_DEFAULT_INPUTS
 #define SHMKV_FUZZ_DEFAULT_INPUTS 24
 #endif
-#ifndef SHMKV_FUZZ_SUITE
-#define SHMKV_FUZZ_SUITE Short
-#endif
-#define SHMKV_FUZZ_NAME2(a, b) a##b
-#define SHMKV_FUZZ_NAME(a, b) SHMKV_FUZZ_NAME2(a, b)
+#include "tests/support/fuzz_suite.h"
 
 namespace {
 
@@ -164,10 +160,7 @@ std::string Mutate(std::string b, std::mt19937_64* rng) {
 
 TEST(SHMKV_FUZZ_NAME(ShmkvValuesFuzz, SHMKV_FUZZ_SUITE),
      DamagedValuesGetAnswersNeverCrashes) {
-  uint64_t inputs = SHMKV_FUZZ_DEFAULT_INPUTS;
-  if (const char* e = std::getenv("SHMKV_FUZZ_INPUTS")) {
-    inputs = std::strtoull(e, nullptr, 10);
-  }
+  const uint64_t inputs = shmkv_test::FuzzInputs();
   CommandHarness h("valuesfuzz", 50000, 128ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();
   std::mt19937_64 rng(0x5eed);
