@@ -276,9 +276,13 @@ class Master {
     } while (r < 0 && errno == EINTR);
     close(ready[0]);
     if (r != 1) {
-      std::fprintf(stderr, "shmkv: worker %zu failed to start\n", i);
       close(ctl[0]);
-      waitpid(pid, nullptr, 0);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      std::fprintf(stderr, "shmkv: worker %zu failed to start (%s %d)\n", i,
+                   WIFSIGNALED(status) ? "killed by signal" : "exit code",
+                   WIFSIGNALED(status) ? WTERMSIG(status)
+                                       : WEXITSTATUS(status));
       return false;
     }
     if (!first && s.pid > 0) {
@@ -423,11 +427,14 @@ class Master {
         std::fprintf(stderr, "shmkv: worker %zu (pid %d) %s %d; restarting\n",
                      i, pid, WIFSIGNALED(status) ? "killed by signal" : "exited",
                      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        if (slots_[i].quick_deaths > 5) {
-          GiveUp(i);
-          continue;
+        // A replacement that dies before it serves (killed while it
+        // starts) is a quick death too, and is replaced at once: a slot
+        // left without a worker would leave the connections its
+        // listening sockets queue unanswered.
+        while (slots_[i].quick_deaths <= 5 && !Spawn(i, true)) {
+          ++slots_[i].quick_deaths;
         }
-        Spawn(i, true);
+        if (slots_[i].quick_deaths > 5) GiveUp(i);
       }
     }
   }

@@ -227,25 +227,6 @@ TEST(ShmkvPersistence, TheFileIsOneInstantWhileWritersGoOn) {
   }
 }
 
-// The worker processes (the master's children).
-std::vector<pid_t> Workers(pid_t master) {
-  std::vector<pid_t> out;
-  if (DIR* d = opendir("/proc")) {
-    while (struct dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      const std::string stat = ReadAll("/proc/" + name + "/stat");
-      const size_t paren = stat.rfind(')');
-      if (paren == std::string::npos || paren + 4 > stat.size()) continue;
-      if (std::atol(stat.c_str() + paren + 4) == master) {
-        out.push_back(static_cast<pid_t>(std::stol(name)));
-      }
-    }
-    closedir(d);
-  }
-  return out;
-}
-
 // Workers killed (SIGKILL, at random points) while a BGSAVE runs and two
 // clients write: the writes of a dead worker are finished or dropped
 // whole by the next writer, logging as any write does, so the file is
@@ -291,7 +272,7 @@ TEST(ShmkvPersistence, WorkersKilledDuringASaveLeaveItOneInstant) {
   for (int k = 0; k < 3; ++k) {  // the first at once, then 5-45 ms apart
     Client probe(s.port());
     if (InfoField(&probe, "rdb_bgsave_in_progress") != "1") break;
-    const std::vector<pid_t> w = Workers(s.pid());
+    const std::vector<pid_t> w = shmkv_test::WorkerPids(s.pid());
     if (w.empty()) continue;
     kill(w[rng() % w.size()], SIGKILL);
     ++killed;

@@ -523,6 +523,42 @@ TEST(Shmkv, FileBackendKeepsData) {
 
 // SIGHUP replaces every worker while clients keep writing and reading: no
 // request fails, and each connection moves, open, to a new worker process.
+// A worker killed, and its replacement killed again while it starts
+// (before it serves): the master replaces that one too, so no slot is
+// left without a worker and every new connection is answered. (A
+// replacement that died at start used to leave its slot empty: the
+// connections its listening socket queued were never answered.)
+TEST(Shmkv, AWorkerKilledWhileItStartsIsReplaced) {
+  Server s("startkill");
+  ASSERT_TRUE(s.Start()) << s.log();
+  const std::vector<pid_t> before = shmkv_test::WorkerPids(s.pid());
+  ASSERT_EQ(before.size(), 2u);
+  ASSERT_EQ(kill(before[0], SIGKILL), 0);
+  // Its replacement, killed as soon as it exists.
+  pid_t replacement = 0;
+  for (int i = 0; i < 20000 && replacement == 0; ++i) {
+    for (pid_t p : shmkv_test::WorkerPids(s.pid())) {
+      if (p != before[0] && p != before[1]) replacement = p;
+    }
+    if (replacement == 0) std::this_thread::sleep_for(50us);
+  }
+  ASSERT_GT(replacement, 0);
+  kill(replacement, SIGKILL);
+  for (int i = 0; i < 300; ++i) {
+    if (shmkv_test::WorkerPids(s.pid()).size() == 2 &&
+        s.log().find("failed to start") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  // Connections land on both slots' listening sockets: each answers.
+  for (int i = 0; i < 40; ++i) {
+    Client c(s.port());
+    ASSERT_EQ(c.Call({"PING"}), "+PONG\r\n") << "connection " << i << "\n"
+                                              << s.log();
+  }
+}
+
 TEST(Shmkv, HotRestartUnderLoadFailsNothing) {
   Server s("hot");
   ASSERT_TRUE(s.Start()) << s.log();

@@ -310,6 +310,26 @@ uint64_t WorkersAnonRss(pid_t master) {
   return total;
 }
 
+// The master's worker processes (its children), by /proc.
+std::vector<pid_t> WorkerPids(pid_t master) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string pid = e.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    char state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == master) out.push_back(static_cast<pid_t>(std::stol(pid)));
+  }
+  return out;
+}
+
 // A field of INFO's reply ("" if absent).
 std::string InfoField(Client* c, const std::string& field) {
   std::string r = c->Call({"INFO"});
