@@ -283,33 +283,6 @@ class Server {
   int exit_code_ = -1;
 };
 
-// The anonymous memory (heap and buffers, not the shared segments) of the
-// master's worker processes, in bytes.
-uint64_t WorkersAnonRss(pid_t master) {
-  uint64_t total = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    std::string pid = e.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream stat(e.path() / "stat");
-    std::string line;
-    std::getline(stat, line);
-    size_t close_paren = line.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::istringstream rest(line.substr(close_paren + 2));
-    char state;
-    long ppid = 0;
-    rest >> state >> ppid;
-    if (ppid != master) continue;
-    std::ifstream status(e.path() / "status");
-    while (std::getline(status, line)) {
-      if (line.rfind("RssAnon:", 0) == 0) {
-        total += std::stoull(line.substr(8)) * 1024;  // kB
-      }
-    }
-  }
-  return total;
-}
-
 // The master's worker processes (its children), by /proc.
 std::vector<pid_t> WorkerPids(pid_t master) {
   std::vector<pid_t> out;
@@ -329,6 +302,23 @@ std::vector<pid_t> WorkerPids(pid_t master) {
   }
   return out;
 }
+
+// The anonymous memory (heap and buffers, not the shared segments) of the
+// master's worker processes, in bytes.
+uint64_t WorkersAnonRss(pid_t master) {
+  uint64_t total = 0;
+  for (pid_t pid : WorkerPids(master)) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("RssAnon:", 0) == 0) {
+        total += std::stoull(line.substr(8)) * 1024;  // kB
+      }
+    }
+  }
+  return total;
+}
+
 
 // A field of INFO's reply ("" if absent).
 std::string InfoField(Client* c, const std::string& field) {
