@@ -316,6 +316,48 @@ TEST(ShmkvPubSub, HotRestartMovesSubscribersWithoutLoss) {
   for (int k = 0; k < 4; ++k) EXPECT_EQ(Payload(subs[k]->Reply()), "after");
 }
 
+// A hot restart while a subscriber that does not read has megabytes of
+// messages waiting in its worker (far more than one handoff message
+// holds): they go along in pieces, and it reads every one, in order,
+// then what was published after, from the new worker.
+TEST(ShmkvPubSub, HotRestartMovesASubscribersLongBacklog) {
+  Server s("pubsub_backlog");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client sub(s.port()), pub(s.port());
+  ASSERT_EQ(sub.Call({"HELLO", "3"}).substr(0, 4), "%7\r\n");
+  pid_t before = std::stoi(InfoField(&sub, "process_id"));
+  ASSERT_EQ(sub.Call({"SUBSCRIBE", "big"}).substr(0, 4), ">3\r\n");
+  auto payload = [](int i) {
+    std::string p = std::to_string(i) + ":";
+    p.resize(16 << 10, 'b');
+    return p;
+  };
+  constexpr int kBefore = 1500;  // 24 MiB: under Redis's 32 MiB limit
+  for (int i = 0; i < kBefore; ++i) {
+    ASSERT_EQ(pub.Call({"PUBLISH", "big", payload(i)}), ":1\r\n");
+  }
+  s.Signal(SIGHUP);
+  // The old worker is gone only when it has handed everything over (or
+  // closed what it could not, at the drain's end).
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (kill(before, 0) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_NE(kill(before, 0), 0) << "the old worker did not end: " << s.log();
+  constexpr int kAfter = 100;
+  for (int i = kBefore; i < kBefore + kAfter; ++i) {
+    ASSERT_EQ(pub.Call({"PUBLISH", "big", payload(i)}), ":1\r\n");
+  }
+  for (int i = 0; i < kBefore + kAfter; ++i) {
+    std::string r = sub.Reply();
+    ASSERT_FALSE(r.empty()) << "lost the connection after " << i
+                            << " messages: " << s.log();
+    ASSERT_EQ(Payload(r), payload(i)) << "message " << i;
+  }
+  EXPECT_NE(std::stoi(InfoField(&sub, "process_id")), before);
+  EXPECT_EQ(s.log().find("damaged"), std::string::npos) << s.log();
+}
+
 // A worker killed while it holds subscribers: the next worker of its
 // place (or any worker) drops its registrations, and publishing counts
 // only the live subscribers.

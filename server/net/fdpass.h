@@ -6,14 +6,20 @@
 #include <errno.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
 namespace shmkv {
 
-// Largest partial request passed along with a connection.
+// The largest message one send carries (a connection's state, its
+// partial request). A longer one travels in pieces (SendLong), up to
+// kMaxLongMessage bytes in all.
 constexpr size_t kMaxHandoffBytes = 60 << 10;
+constexpr uint64_t kMaxLongMessage = uint64_t{256} << 20;
 
 // One message of `len` bytes at `buf` with room for one passed fd.
 struct FdMessage {
@@ -64,5 +70,96 @@ inline ssize_t RecvFd(int sock, std::string* data, int* fd) {
   }
   return n;
 }
+
+// Sends `fd` with `data`, however long: one message when it fits, else
+// 'C', its length (8 bytes, host order) and its start with the fd, then
+// the rest in messages of kMaxHandoffBytes. Only to a receiver that said
+// it reassembles them (LongMessage).
+inline bool SendLong(int sock, int fd, const std::string& data) {
+  if (data.size() <= kMaxHandoffBytes) return SendFd(sock, fd, data);
+  constexpr size_t kHead = 1 + sizeof(uint64_t);
+  uint64_t total = data.size();
+  std::string first(1, 'C');
+  first.append(reinterpret_cast<const char*>(&total), sizeof(total));
+  first.append(data, 0, kMaxHandoffBytes - kHead);
+  if (!SendFd(sock, fd, first)) return false;
+  for (size_t off = kMaxHandoffBytes - kHead; off < data.size();) {
+    size_t n = std::min(kMaxHandoffBytes, data.size() - off);
+    ssize_t sent;
+    do {
+      sent = send(sock, data.data() + off, n, MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent != static_cast<ssize_t>(n)) return false;
+    off += n;
+  }
+  return true;
+}
+
+// The receiving side of SendLong: puts the pieces of a long message back
+// together. Owns the fd of a message under way.
+class LongMessage {
+ public:
+  LongMessage() = default;
+  LongMessage(const LongMessage&) = delete;
+  LongMessage& operator=(const LongMessage&) = delete;
+  ~LongMessage() { Abandon(); }
+
+  // Takes one received message (*msg, *fd). True when *msg and *fd hold
+  // a whole message to use; false when it was a piece (read on) or was
+  // damaged. *why says what was damaged and dropped (its fd closed), ""
+  // if nothing was.
+  bool Feed(std::string* msg, int* fd, std::string* why) {
+    why->clear();
+    if (fd_ >= 0) {
+      if (*fd >= 0) {  // a new connection before this one's end
+        *why = "a long message ended early";
+        Abandon();
+      } else {
+        buf_ += *msg;
+        if (buf_.size() > total_) {
+          *why = "a long message ran past its length";
+          Abandon();
+          return false;
+        }
+        if (buf_.size() < total_) return false;
+        *msg = std::move(buf_);
+        *fd = fd_;
+        fd_ = -1;
+        buf_.clear();
+        return true;
+      }
+    }
+    constexpr size_t kHead = 1 + sizeof(uint64_t);
+    if (*fd < 0 || msg->empty() || (*msg)[0] != 'C') return true;
+    uint64_t total = 0;
+    if (msg->size() >= kHead) std::memcpy(&total, msg->data() + 1, 8);
+    if (msg->size() < kHead || total <= msg->size() - kHead ||
+        total > kMaxLongMessage) {
+      *why = "a long message with a bad length";
+      close(*fd);
+      *fd = -1;
+      return false;
+    }
+    fd_ = *fd;
+    *fd = -1;
+    total_ = total;
+    buf_.assign(*msg, kHead, std::string::npos);
+    return false;
+  }
+
+  // The sender is gone: a message under way is dropped. True if one was.
+  bool Abandon() {
+    if (fd_ < 0) return false;
+    close(fd_);
+    fd_ = -1;
+    buf_.clear();
+    return true;
+  }
+
+ private:
+  int fd_ = -1;
+  uint64_t total_ = 0;
+  std::string buf_;
+};
 
 }  // namespace shmkv

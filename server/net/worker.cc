@@ -107,13 +107,15 @@ int Worker::Run() {
   OpenBlocking();
   ctx_.store = store_.get();
   OpenPubSub();
-  if (hub_ != nullptr && adopt_fd_ >= 0) {
-    // Tells the worker it replaces that it adopts subscribers, and its
-    // pid (worker_handoff.cc, ReadReplacementHello).
-    hub_->set_adopting(true);
+  if (adopt_fd_ >= 0) {
+    // Tells the worker it replaces whether it adopts subscribers, its
+    // pid, and that it reassembles long messages (worker_handoff.cc,
+    // ReadReplacementHello).
+    if (hub_ != nullptr) hub_->set_adopting(true);
     // (appended, not "A" + temporary: g++ 12 -O3 warns on that spuriously)
-    std::string hello(1, 'A');
+    std::string hello(1, hub_ != nullptr ? 'A' : 'a');
     hello += std::to_string(getpid());
+    hello += ",long";
     send(adopt_fd_, hello.data(), hello.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
   ctx_.stats = &stats_;

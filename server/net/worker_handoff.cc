@@ -87,27 +87,43 @@ bool DecodeSubscriber(std::string_view* in, Subscriber* s) {
 
 }  // namespace
 
-// The replacement's first words on the handoff socket, "A<pid>": it
-// adopts subscribers, and its pid is the one their registrations move
-// to. A replacement of an older build says nothing: subscribers stay
-// here and close at the drain's end, as that build expects.
+// The replacement's first words on the handoff socket: 'A' (it adopts
+// subscribers) or 'a' (it does not: pub/sub is off there), its pid (the
+// one subscribers' registrations move to), then ",long" when it puts
+// long messages back together (SendLong). A replacement of an older
+// build says "A<pid>" or nothing: subscribers stay here and close at
+// the drain's end, and every message fits in one.
 void Worker::ReadReplacementHello() {
-  char buf[32];
+  char buf[64];
   ssize_t n = recv(handoff_fd_, buf, sizeof(buf) - 1, MSG_DONTWAIT);
-  if (n < 2 || buf[0] != 'A') return;
+  if (n < 2 || (buf[0] != 'A' && buf[0] != 'a')) return;
   buf[n] = '\0';
-  handoff_pid_ = static_cast<uint32_t>(std::strtoul(buf + 1, nullptr, 10));
+  hello_seen_ = true;
+  char* end = nullptr;
+  auto pid = static_cast<uint32_t>(std::strtoul(buf + 1, &end, 10));
+  if (buf[0] == 'A') handoff_pid_ = pid;
+  handoff_long_ = std::strcmp(end, ",long") == 0;
 }
 
-bool Worker::HandOverSubscriber(Conn* c, std::string* out) {
+// The subscriber's section, if it fits in `budget` bytes: then its
+// registrations move to the replacement. What the ring holds for it is
+// delivered first (under the lock: nothing is published between), so
+// the size counted is the size sent.
+bool Worker::HandOverSubscriber(Conn* c, size_t budget, std::string* out) {
   auto lock = store_->Begin();
+  hub_->Poll();
   std::vector<std::pair<char, std::string>> subs;
+  size_t size = sizeof(uint64_t) + 2 * sizeof(uint32_t) + c->pending_out();
   for (char kind : {'c', 'p', 's'}) {
     const auto& names = kind == 'p'   ? c->client.patterns
                         : kind == 's' ? c->client.shards
                                       : c->client.channels;
-    for (const std::string& n : names) subs.emplace_back(kind, n);
+    for (const std::string& n : names) {
+      subs.emplace_back(kind, n);
+      size += 1 + sizeof(uint32_t) + n.size();
+    }
   }
+  if (size > budget) return false;
   uint64_t pos = 0;
   if (!hub_->HandOver(&c->client, handoff_pid_, &pos)) return false;
   out->append(reinterpret_cast<const char*>(&pos), sizeof(pos));
@@ -117,7 +133,7 @@ bool Worker::HandOverSubscriber(Conn* c, std::string* out) {
     Put32(out, static_cast<uint32_t>(n.size()));
     *out += n;
   }
-  // (HandOver delivered what the ring held into the output: sent along)
+  // (its unsent output, with what Poll delivered, goes along)
   Put32(out, static_cast<uint32_t>(c->pending_out()));
   out->append(c->out, c->out_off, std::string::npos);
   c->out.resize(c->out_off);
@@ -125,6 +141,10 @@ bool Worker::HandOverSubscriber(Conn* c, std::string* out) {
 }
 
 void Worker::HandOff() {
+  if (!hello_seen_) ReadReplacementHello();
+  // What one connection's message may hold: one send's worth, or much
+  // more in pieces when the replacement reassembles them.
+  const size_t limit = handoff_long_ ? kMaxLongMessage : kMaxHandoffBytes;
   std::vector<int> moved;
   for (auto& kv : conns_) {
     Conn* c = kv.second.get();
@@ -133,16 +153,13 @@ void Worker::HandOff() {
     // subscriber moves with its subscriptions and its unsent messages
     // when the replacement's pid is known.
     bool sub = c->client.subscribed();
-    if (sub && handoff_pid_ == 0) ReadReplacementHello();
     if (sub ? (c->closing || c->client.in_multi || handoff_pid_ == 0 ||
                hub_ == nullptr)
             : !c->movable()) {
       continue;
     }
     size_t partial = c->in.size() - c->in_off;
-    if (partial + c->pending_out() > kMaxHandoffBytes / 2) continue;
-    std::string subs;  // the flag-32 section, built under the lock
-    if (sub && !HandOverSubscriber(c, &subs)) continue;
+    if (partial > limit / 2) continue;
     // 'S', the kind, a digit ('0' + 1 if AUTH passed + 2 if the client
     // WATCHes keys: their versions do not travel, so its next EXEC
     // fails and it retries + 4 if it is blocked + 8 if it SELECTed a
@@ -166,9 +183,11 @@ void Worker::HandOff() {
     msg += c->client.name;
     if (c->client.db != 0) msg += static_cast<char>(c->client.db);
     if (c->blocked) c->blocked->Encode(&msg);
-    msg += subs;
+    size_t used = msg.size() + partial;
+    if (used > limit) continue;  // it finishes here, or closes at the end
+    if (sub && !HandOverSubscriber(c, limit - used, &msg)) continue;
     msg.append(c->in, c->in_off, partial);
-    if (!SendFd(handoff_fd_, c->fd, msg)) {
+    if (!SendLong(handoff_fd_, c->fd, msg)) {
       // The replacement is gone: finish the drain by closing instead.
       close(handoff_fd_);
       handoff_fd_ = -1;
@@ -196,13 +215,24 @@ void Worker::Adopt() {
     if (n < 0 && errno == ECONNRESET) continue;
     if (n <= 0) {
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+      if (adopt_long_.Abandon()) {
+        std::fprintf(stderr, "shmkv worker %zu: the worker replaced ended "
+                     "while it handed a connection over: closed\n",
+                     cfg_.slot);
+      }
       epoll_ctl(ep_, EPOLL_CTL_DEL, adopt_fd_, nullptr);
       close(adopt_fd_);  // the old worker is done
       adopt_fd_ = -1;
       if (hub_ != nullptr) hub_->set_adopting(false);
       return;
     }
-    if (fd < 0) continue;
+    std::string why;
+    bool whole = adopt_long_.Feed(&msg, &fd, &why);
+    if (!why.empty()) {
+      std::fprintf(stderr, "shmkv worker %zu: a connection handed over was "
+                   "damaged (%s): closed\n", cfg_.slot, why.c_str());
+    }
+    if (!whole || fd < 0) continue;
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     auto c = std::make_unique<Conn>();
     c->fd = fd;

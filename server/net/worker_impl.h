@@ -23,6 +23,7 @@
 #include "server/commands/pubsub_hub.h"
 #include "server/commands/reply.h"
 #include "server/net/blocked.h"
+#include "server/net/fdpass.h"
 #include "server/net/resp.h"
 #include "server/net/udp.h"
 #include "server/net/waker.h"
@@ -249,11 +250,14 @@ class Worker {
   // Hot restart of a subscriber: its registrations moved to the
   // replacement and its section of the handoff message in *out; false
   // (it stays) when the registry has no room.
-  bool HandOverSubscriber(Conn* c, std::string* out);
+  bool HandOverSubscriber(Conn* c, size_t budget, std::string* out);
   void ReadReplacementHello();
   int handoff_fd_ = -1;
+  bool hello_seen_ = false;   // the replacement's hello was read
   uint32_t handoff_pid_ = 0;  // the replacement's pid (0: it did not say)
+  bool handoff_long_ = false;  // it reassembles long messages (SendLong)
   int adopt_fd_ = -1;
+  LongMessage adopt_long_;  // a long message from the worker replaced
   uint64_t next_id_ = 0;
   // Blocking commands: the shared board, this worker's wake socket, its
   // blocked clients, keys written by its commits with clients waiting
