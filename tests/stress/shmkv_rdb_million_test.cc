@@ -16,12 +16,15 @@
 
 #include "server/rdb/codec.h"
 #include "tests/support/redis_oracle.h"
+#include "tests/support/same_data.h"
 #include "tests/support/shmkv_server.h"
 #include "tests/support/temp_files.h"
 
 namespace {
 
 using shmkv_test::Client;
+using shmkv_test::Pipeline;
+using shmkv_test::RunAll;
 using shmkv_test::ReadAll;
 using shmkv_test::RedisOracle;
 using shmkv_test::Server;
@@ -29,30 +32,6 @@ using shmkv_test::TempDir;
 
 constexpr int kStrings = 1000000;
 constexpr int kBig = 100000;  // elements in each large collection
-constexpr size_t kMax = 64 << 20;
-
-// The replies to `cmds`, sent as one pipeline.
-std::vector<std::string> Pipeline(Client* c,
-                                  const std::vector<std::vector<std::string>>& cmds) {
-  std::string out;
-  for (const auto& cmd : cmds) out += Client::Encode(cmd);
-  std::vector<std::string> replies;
-  if (!c->SendRaw(out)) return replies;
-  for (size_t i = 0; i < cmds.size(); ++i) replies.push_back(c->Reply());
-  return replies;
-}
-
-// Every command of `cmds`, in pipelines of 5,000; true if none failed.
-bool RunAll(Client* c, const std::vector<std::vector<std::string>>& cmds) {
-  for (size_t i = 0; i < cmds.size(); i += 5000) {
-    std::vector<std::vector<std::string>> part(
-        cmds.begin() + i, cmds.begin() + std::min(cmds.size(), i + 5000));
-    for (const std::string& r : Pipeline(c, part)) {
-      if (r.empty() || r[0] == '-') return false;
-    }
-  }
-  return true;
-}
 
 // The collections: large ones (in parts in shmkv; quicklists, hash
 // tables and skiplists in Redis) and small ones (listpacks, an intset).
@@ -90,16 +69,6 @@ std::vector<std::string> CollectionKeys() {
   return keys;
 }
 
-// The bytes of a bulk reply ("" for anything else).
-std::string BulkBody(const std::string& reply) {
-  const size_t nl = reply.find("\r\n");
-  if (reply.empty() || reply[0] != '$' || nl == std::string::npos ||
-      reply.size() < nl + 4) {
-    return "";
-  }
-  return reply.substr(nl + 2, reply.size() - nl - 4);
-}
-
 // Both servers hold the same keys: every string byte for byte with its
 // TTL, every collection equal as a value.
 void ExpectSame(Client* a, Client* b) {
@@ -113,28 +82,7 @@ void ExpectSame(Client* a, Client* b) {
     ASSERT_EQ(Pipeline(a, gets), Pipeline(b, gets)) << "from key:" << i;
     ASSERT_EQ(Pipeline(a, ttls), Pipeline(b, ttls)) << "from key:" << i;
   }
-  for (const std::string& k : CollectionKeys()) {
-    shmkv::rdb::Value va, vb;
-    bool ok = false;
-    std::string why;
-    ASSERT_TRUE(shmkv::rdb::Undump(BulkBody(a->Call({"DUMP", k})), kMax, &va,
-                                   &ok, &why))
-        << k << ": " << why;
-    ASSERT_TRUE(shmkv::rdb::Undump(BulkBody(b->Call({"DUMP", k})), kMax, &vb,
-                                   &ok, &why))
-        << k << ": " << why;
-    std::sort(va.pairs.begin(), va.pairs.end());
-    std::sort(vb.pairs.begin(), vb.pairs.end());
-    std::sort(va.scored.begin(), va.scored.end());
-    std::sort(vb.scored.begin(), vb.scored.end());
-    if (va.kind == shmkv::rdb::Value::kSet) {
-      std::sort(va.items.begin(), va.items.end());
-      std::sort(vb.items.begin(), vb.items.end());
-    }
-    EXPECT_TRUE(va.kind == vb.kind && va.items == vb.items &&
-                va.pairs == vb.pairs && va.scored == vb.scored)
-        << k;
-  }
+  EXPECT_EQ(shmkv_test::ExpectSameKeys(a, b, CollectionKeys()), 0u);
 }
 
 TEST(RdbMillion, AMillionKeysBothWaysEqual) {
