@@ -1,5 +1,5 @@
 // Commands the server runs itself, not for a client: loading an RDB file
-// (RESTORE per key), a save point's BGSAVE. A context over the store with
+// (RESTORE per key), a save point's BGSAVE, the replication link's. A context over the store with
 // the server's settings and a client of its own, already authenticated.
 #pragma once
 
@@ -21,8 +21,13 @@ class LocalCommands {
     ctx_.store = store;
     ctx_.info = &info_;
     ctx_.client = &client_;
+    // The server's own commands run on a replica too (which refuses
+    // clients' writes): the replication link's, a file it loads.
+    ctx_.from_master = true;
   }
   LocalCommands(const LocalCommands&) = delete;
+  ClientState* client() { return &client_; }
+  CommandContext* context() { return &ctx_; }
   LocalCommands& operator=(const LocalCommands&) = delete;
 
   // Runs one command; its reply, as RESP.

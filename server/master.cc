@@ -32,6 +32,7 @@
 #include "server/commands/pubsub_hub.h"
 #include "server/load_rdb.h"
 #include "server/local_commands.h"
+#include "server/replica_link.h"
 #include "server/net/fdpass.h"
 #include "server/store/pages.h"
 #include "server/net/sockets.h"
@@ -43,6 +44,7 @@
 #include "server/master.h"
 
 #include "server/store/cow.h"
+#include "server/store/repl.h"
 
 namespace shmkv {
 namespace {
@@ -107,6 +109,7 @@ class Master {
       std::fprintf(stderr, "shmkv: removed %zu temporary file(s) of a save "
                    "that was killed, in %s\n", n, o_.dir.c_str());
     }
+    if (!SettleReplication()) return 1;
     if (!LoadAtStart()) return 1;
     std::string why;
     ParseSavePoints(o_.save, &save_points_, &why);  // checked by ParseArgs
@@ -318,6 +321,7 @@ class Master {
       if (give_up_all_) return Shutdown(1);
       ReapSnapshot();
       SavePoints();
+      FollowMaster();
       // Active expiry: a full pass over the index about every 2 s.
       store_->Sweep(std::max<uint64_t>(2000, sc_.capacity / 16));
     }
@@ -398,6 +402,119 @@ class Master {
     }
   }
 
+  // Replication (server/replica_link.h). At start: a link a killed
+  // master left running is stopped first (two would apply the stream
+  // twice), a load it did not finish leaves the store a replica that
+  // syncs again, and a promotion it did not finish is finished.
+  bool SettleReplication() {
+    std::string err;
+    SharedRepl* repl = store_->Repl(&err);
+    if (repl == nullptr) {
+      std::fprintf(stderr, "shmkv: %s\n", err.c_str());
+      return false;
+    }
+    ReplBlock* b = repl->block();
+    if (const pid_t old = RunningLink(b)) {
+      kill(old, SIGTERM);
+      for (int i = 0; i < 500 && RunningLink(b) != 0; ++i) usleep(10000);
+      if (RunningLink(b) != 0) kill(old, SIGKILL);
+      for (int i = 0; i < 500 && RunningLink(b) != 0; ++i) usleep(10000);
+    }
+    b->link_pid.store(0);
+    auto lock = store_->Begin();
+    switch (repl->Mode()) {
+      case ReplMode::kLoading:
+        repl->SetMode(ReplMode::kReplica);
+        break;
+      case ReplMode::kPromoting:
+        repl->Promote();
+        repl->SetMode(ReplMode::kMaster);
+        break;
+      default:
+        break;
+    }
+    repl->SetState(LinkState::kDown);
+    return true;
+  }
+
+  // Each tick: a link while the store is a replica, none otherwise, and
+  // a new one when REPLICAOF names another master.
+  void FollowMaster() {
+    SharedRepl* repl = store_->Repl();
+    if (repl == nullptr) return;
+    const ReplMode m = repl->Mode();
+    const bool want = m == ReplMode::kReplica || m == ReplMode::kLoading;
+    const int64_t now = NowMs();
+    if (link_pid_ > 0) {
+      if (!want || repl->Generation() != link_gen_) {
+        if (link_term_ms_ == 0) {
+          kill(link_pid_, SIGTERM);
+          link_term_ms_ = now;
+        } else if (now - link_term_ms_ > 10000) {
+          kill(link_pid_, SIGKILL);
+        }
+      }
+      return;
+    }
+    if (!want || now < link_next_ms_) return;
+    std::string host;
+    uint64_t port = 0;
+    repl->Target(&host, &port, &link_gen_);
+    pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("shmkv: fork (replica link)");
+      link_next_ms_ = now + 1000;
+      return;
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      // Nothing of the master's but the store: not its listening sockets
+      // (a port must close when the server stops), nor its signals.
+      for (Slot& sl : slots_) {
+        for (auto* fds : {&sl.resp_fds, &sl.http_fds, &sl.udp_fds}) {
+          for (int fd : *fds) {
+            if (fd >= 0) close(fd);
+          }
+        }
+        if (sl.ctl_fd >= 0) close(sl.ctl_fd);
+      }
+      for (auto& kv : draining_) {
+        if (kv.second >= 0) close(kv.second);
+      }
+      close(sig_fd_);
+      _exit(RunReplicaLink(o_, sc_));
+    }
+    link_pid_ = pid;
+    link_term_ms_ = 0;
+    repl->block()->link_started_s.store(static_cast<uint64_t>(now / 1000));
+    repl->block()->link_pid.store(static_cast<uint64_t>(pid));
+  }
+
+  void ReapLink(int status) {
+    SharedRepl* repl = store_->Repl();
+    const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!clean) {
+      std::fprintf(stderr, "shmkv: replica link (pid %d) %s %d\n", link_pid_,
+                   WIFSIGNALED(status) ? "killed by signal" : "exited",
+                   WIFSIGNALED(status) ? WTERMSIG(status)
+                                       : WEXITSTATUS(status));
+    }
+    if (repl != nullptr) {
+      uint64_t pid = static_cast<uint64_t>(link_pid_);
+      repl->block()->link_pid.compare_exchange_strong(pid, 0);
+      auto lock = store_->Begin();
+      if (repl->Mode() == ReplMode::kLoading) {
+        repl->SetMode(ReplMode::kReplica);
+      }
+      repl->SetState(LinkState::kDown);
+    }
+    link_pid_ = 0;
+    link_next_ms_ = NowMs() + (clean ? 0 : 1000);
+  }
+
   // A background save whose process is gone without ending it.
   void ReapSnapshot() {
     if (store_->Snapshot().pid == 0) return;
@@ -413,6 +530,10 @@ class Master {
       int status = 0;
       pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid <= 0) return;
+      if (pid == link_pid_) {
+        ReapLink(status);
+        continue;
+      }
       auto d = draining_.find(pid);
       if (d != draining_.end()) {  // a replaced worker finished
         if (d->second >= 0) close(d->second);
@@ -496,6 +617,7 @@ class Master {
       if (s.pid > 0) kill(s.pid, SIGTERM);
     }
     for (auto& kv : draining_) kill(kv.first, SIGTERM);
+    if (link_pid_ > 0) kill(link_pid_, SIGTERM);
     while (waitpid(-1, nullptr, 0) > 0) {
     }
     store_->control()->master.Release();
@@ -544,6 +666,13 @@ class Master {
   int sig_fd_ = -1;
   int64_t start_ms_ = 0;
   bool give_up_all_ = false;  // every worker kept dying: stop
+  // The replica link (FollowMaster): its pid (0: none), the generation
+  // of the target it follows, when it was told to stop, when the next
+  // may start.
+  pid_t link_pid_ = 0;
+  uint64_t link_gen_ = 0;
+  int64_t link_term_ms_ = 0;
+  int64_t link_next_ms_ = 0;
 };
 
 }  // namespace

@@ -22,7 +22,7 @@ TEST(ServerFamily, IdsArePinned) {
       {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
       {"auth", 64}, {"hello", 65}, {"swapdb", 157}, {"reset", 173},
       {"latency", 174}, {"save", 177}, {"lastsave", 178}, {"bgsave", 179},
-      {"shutdown", 180},
+      {"shutdown", 180}, {"replicaof", 182}, {"slaveof", 183}, {"role", 184},
   });
 }
 

@@ -103,6 +103,10 @@ struct CommandContext {
   PubSubHub* pubsub = nullptr;
   bool may_block = false;
   bool deny_blocking = false;
+  // The server's own commands (server/local_commands.h: the replication
+  // link's, a file loaded): a replica runs them while it refuses clients'
+  // writes.
+  bool from_master = false;
   // Nonzero while a script's command runs: the protocol it replies in
   // (redis.setresp), whatever the client's.
   int script_resp = 0;

@@ -6,6 +6,7 @@
 #include "server/commands/command_util.h"
 #include "server/commands/notify.h"
 #include "server/commands/script_lua.h"
+#include "server/store/repl.h"
 
 namespace shmkv {
 
@@ -109,6 +110,23 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
     refuse("BUSY Redis is busy running a script. You can only call SCRIPT "
            "KILL or SHUTDOWN NOSAVE.");
     return row->id;
+  }
+  // A replica (docs/server.md, "Replicating from Redis"): clients' writes
+  // are refused, and while it loads its master's dataset, everything but
+  // the commands Redis allows then.
+  if (!ctx->from_master) {
+    if (SharedRepl* repl = ctx->store->Repl()) {
+      ReplMode mode = repl->Mode();
+      if (mode != ReplMode::kMaster && (row->flags & kWrite) != 0 &&
+          (row->flags & kAdmin) == 0) {
+        refuse("READONLY You can't write against a read only replica.");
+        return row->id;
+      }
+      if (mode == ReplMode::kLoading && (row->flags & kLoading) == 0) {
+        refuse("LOADING Redis is loading the dataset in memory");
+        return row->id;
+      }
+    }
   }
   if (cl->in_multi && (row->flags & kNotQueued) == 0) {
     cl->queued.emplace_back(args.begin(), args.end());

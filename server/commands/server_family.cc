@@ -19,6 +19,7 @@
 
 #include "server/commands/command_util.h"
 #include "server/commands/persist_family.h"
+#include "server/commands/repl_family.h"
 #include "server/commands/latency_family.h"
 #include "server/commands/notify.h"
 #include "server/commands/pubsub_hub.h"
@@ -468,6 +469,9 @@ const CommandRow kServerRows[] = {
     {"shutdown", 180, -1,
      kWrite | kAdmin | kNoScript | kLoading | kStale | kNotQueued, 0, 0, 0,
      Shutdown},
+    {"replicaof", 182, 3, kAdmin | kNoScript | kStale, 0, 0, 0, ReplicaOf},
+    {"slaveof", 183, 3, kAdmin | kNoScript | kStale, 0, 0, 0, ReplicaOf},
+    {"role", 184, 1, kNoScript | kLoading | kStale | kFast, 0, 0, 0, Role},
 };
 
 void RegisterServerFamily(Registry* r) {
@@ -625,6 +629,11 @@ std::string InfoText(CommandContext* c,
         line(f.info, f.value);
       }
     }
+    s += "\r\n";
+  }
+  if (want("replication")) {
+    s += "# Replication\r\n";
+    s += ReplicationInfo(c);
     s += "\r\n";
   }
   if (want("cpu")) {

@@ -9,6 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+
 namespace shmkv {
 namespace cmd {
 
@@ -100,6 +103,32 @@ bool SyncConn::ReadLine(std::string* line, int timeout_ms, size_t max) {
     } else {
       return false;  // EOF or an error
     }
+  }
+}
+
+ssize_t SyncConn::Read(char* out, size_t n, int timeout_ms) {
+  if (pos_ < buf_.size()) {
+    const size_t k = std::min(n, buf_.size() - pos_);
+    std::memcpy(out, buf_.data() + pos_, k);
+    pos_ += k;
+    if (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+    }
+    return static_cast<ssize_t>(k);
+  }
+  for (;;) {
+    const ssize_t got = recv(fd_, out, n, 0);
+    if (got > 0) return got;
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd p = {fd_, POLLIN, 0};
+      const int r = poll(&p, 1, timeout_ms);
+      if (r == 0 || (r < 0 && errno == EINTR)) return 0;
+      if (r < 0) return -1;
+      continue;
+    }
+    return -1;  // EOF or an error
   }
 }
 

@@ -3,6 +3,8 @@
 // do: the worker waits for it, bounded by the command's timeout.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,10 @@ class SyncConn {
   // timeout_ms for each read; false on EOF, a timeout, or a line longer
   // than `max` bytes.
   bool ReadLine(std::string* line, int timeout_ms, size_t max = 64 << 10);
+  // Up to `n` bytes (what ReadLine buffered first), waiting at most
+  // timeout_ms: the count, 0 on a timeout, -1 at EOF or on an error.
+  ssize_t Read(char* out, size_t n, int timeout_ms);
+  int fd() const { return fd_; }
 
  private:
   bool Wait(short events, int timeout_ms);

@@ -37,6 +37,10 @@ std::string DbsKey(const StoreConfig& cfg) {
   return ControlKey(cfg) + ".dbs";
 }
 
+std::string ReplKey(const StoreConfig& cfg) {
+  return ControlKey(cfg) + ".repl";
+}
+
 namespace {
 
 template <class Alloc>
@@ -71,6 +75,7 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(ControlKey(cfg) + ".latency", err) &&
          UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(ReplKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(pubsub.first, err) &&

@@ -24,6 +24,7 @@
 #include "server/store/journal.h"
 #include "server/store/key_hash.h"
 #include "server/store/owners.h"
+#include "server/store/repl.h"
 #include "server/store/txn_entries.h"
 #include "server/store/walks.h"
 #include "shmc/mapfile_alloc.h"
@@ -248,7 +249,11 @@ class StoreT : public Store {
     std::vector<uint64_t> graves;
     SweepStep(&map_, &sweep_pos_, count, NowMs(), &expired, &graves);
     uint64_t n = 0;
-    for (const auto& [db, k] : expired) n += ExpireNow(db, k);
+    // A replica removes no key itself: its master's DELs do (as Redis's
+    // replicas: a key the master extended meanwhile stays).
+    if (!Replica()) {
+      for (const auto& [db, k] : expired) n += ExpireNow(db, k);
+    }
     // A grave is a collection whose removal a killed process left.
     for (uint64_t id : graves) {
       Locked lock(this);
@@ -571,10 +576,17 @@ class StoreT : public Store {
     if (!found) return false;
     if (asof_ != nullptr) return !b->Expired(asof_ms_);  // nothing removed
     if (b->Expired(NowMs())) {
-      ExpireNow(db_, key);
+      if (!Replica()) ExpireNow(db_, key);  // (a replica's: hidden only)
       return false;
     }
     return true;
+  }
+
+  // A replica (server/store/repl.h) reads expired keys as gone but
+  // leaves their removal to its master's stream.
+  bool Replica() {
+    SharedRepl* r = Repl();
+    return r != nullptr && r->Mode() != ReplMode::kMaster;
   }
 
   // Copies the blob of `key` into scratch_; false if absent or not this key.

@@ -60,6 +60,7 @@
 namespace shmkv {
 
 class ScriptCache;  // server/store/scripts.h
+class SharedRepl;   // server/store/repl.h
 
 using Backend = shmc::SegmentBackend;
 
@@ -153,11 +154,13 @@ std::string JournalKey(const StoreConfig& cfg);
 std::string WaitsKey(const StoreConfig& cfg);
 // The POSIX segment of the databases' words (server/store/dbs.h).
 std::string DbsKey(const StoreConfig& cfg);
+// The POSIX segment of the replication role and link (server/store/repl.h).
+std::string ReplKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
 // control block, the journal, the statistics and latency sketches, the
 // wait board, the databases, the script cache, pub/sub's registry and
-// ring); segments that do not exist are skipped.
+// ring, the replication state); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
@@ -365,6 +368,9 @@ class Store {
   // The script cache every worker shares (server/store/scripts.h),
   // attached on first use; null with *err when it cannot be.
   ScriptCache* Scripts(std::string* err);
+  // The replication role and link (server/store/repl.h), attached on
+  // first use; null with *err when it cannot be.
+  SharedRepl* Repl(std::string* err = nullptr);
 
   // Background saves (BGSAVE; server/store/cow.h). The instant a save
   // reads: its time, the databases' places and their keys then.
@@ -437,6 +443,7 @@ class Store {
   StoreConfig cfg_;
   uint32_t db_ = 0;
   std::shared_ptr<ScriptCache> scripts_;
+  std::shared_ptr<SharedRepl> repl_;
   CommitObserver observer_ = nullptr;
   void* observer_arg_ = nullptr;
 };

@@ -1,0 +1,23 @@
+// REPLICAOF (and SLAVEOF), ROLE and INFO's replication section: the role
+// a client sets and reads (docs/server.md, "Replicating from Redis"). The
+// link that follows the master is server/replica_link.h. Rows in the
+// server family.
+#pragma once
+
+#include <string>
+
+#include "server/commands/command.h"
+#include "server/commands/registry.h"
+
+namespace shmkv {
+namespace cmd {
+
+// REPLICAOF host port | REPLICAOF NO ONE
+void ReplicaOf(const Args& a, CommandContext* c, Reply* r);
+// ROLE
+void Role(const Args& a, CommandContext* c, Reply* r);
+// INFO replication's lines (after its header).
+std::string ReplicationInfo(CommandContext* c);
+
+}  // namespace cmd
+}  // namespace shmkv
