@@ -47,6 +47,18 @@ TEST(ReplBlockGolden, WordsAreWhereAnOlderBuildReadsThem) {
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&w[53]), 40).size(), 40u);
   EXPECT_EQ(h.Run({"SET", "k", "v"}),
             "-READONLY You can't write against a read only replica.\r\n");
+  // Loading its master's dataset: INFO says so, and reads wait.
+  r->SetMode(ReplMode::kLoading);
+  EXPECT_EQ(w[1], 2u);
+  EXPECT_NE(h.Run({"INFO", "persistence"}).find("\r\nloading:1\r\n"),
+            std::string::npos);
+  EXPECT_EQ(h.Run({"GET", "k"}),
+            "-LOADING Redis is loading the dataset in memory\r\n");
+  EXPECT_EQ(h.Run({"REPLICAOF", "NO", "ONE"}),
+            "-LOADING Redis is loading the dataset in memory\r\n");
+  r->SetMode(ReplMode::kReplica);
+  EXPECT_NE(h.Run({"INFO", "persistence"}).find("\r\nloading:0\r\n"),
+            std::string::npos);
   EXPECT_EQ(h.Run({"REPLICAOF", "NO", "ONE"}), "+OK\r\n");
   EXPECT_EQ(w[1], 0u);
   // The master's id became the second, from the next offset.

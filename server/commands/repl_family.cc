@@ -124,6 +124,11 @@ void Role(const Args&, CommandContext* c, Reply* r) {
   r->Int(v.state == LinkState::kUp ? static_cast<int64_t>(v.offset) : -1);
 }
 
+bool ReplicaLoading(CommandContext* c) {
+  SharedRepl* repl = c->store->Repl();
+  return repl != nullptr && repl->Mode() == ReplMode::kLoading;
+}
+
 std::string ReplicationInfo(CommandContext* c) {
   std::string s;
   auto line = [&](const char* k, const std::string& v) {

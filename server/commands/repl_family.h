@@ -16,6 +16,9 @@ namespace cmd {
 void ReplicaOf(const Args& a, CommandContext* c, Reply* r);
 // ROLE
 void Role(const Args& a, CommandContext* c, Reply* r);
+// Whether the store is a replica loading its master's dataset (INFO's
+// loading).
+bool ReplicaLoading(CommandContext* c);
 // INFO replication's lines (after its header).
 std::string ReplicationInfo(CommandContext* c);
 

@@ -546,8 +546,9 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       // What Redis's persistence section says that shmkv has: the RDB
       // file's time, the background save in progress and the last one's
       // outcome; no AOF. The copy-on-write size is the save's log of
-      // blobs changed while it ran (server/store/cow.h), on disk.
-      {"persistence", "loading", nullptr, "0"},
+      // blobs changed while it ran (server/store/cow.h), on disk. Loading:
+      // a replica loading its master's dataset (server/replica_link.h).
+      {"persistence", "loading", nullptr, ReplicaLoading(c) ? "1" : "0"},
       {"persistence", "async_loading", nullptr, "0"},
       {"persistence", "rdb_bgsave_in_progress", nullptr,
        snap.pid != 0 ? "1" : "0"},

@@ -121,7 +121,7 @@ void SharedRepl::Target(std::string* host, uint64_t* port,
                         uint64_t* generation) const {
   for (int tries = 0;; ++tries) {
     uint64_t seq = b_->seq.load(std::memory_order_acquire);
-    if ((seq & 1) != 0 && tries < 10000) {
+    if ((seq & 1) != 0 && tries < 200) {
       sched_yield();
       continue;
     }
@@ -131,7 +131,7 @@ void SharedRepl::Target(std::string* host, uint64_t* port,
     std::atomic_thread_fence(std::memory_order_acquire);
     // (a writer that died half way leaves seq odd: its words are read as
     // they are)
-    if (b_->seq.load(std::memory_order_relaxed) == seq || tries >= 10000) {
+    if (b_->seq.load(std::memory_order_relaxed) == seq || tries >= 200) {
       return;
     }
   }
