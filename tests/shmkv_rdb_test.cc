@@ -602,6 +602,23 @@ TEST(RdbVsRedis, RedissFilesReadEqual) {
 // redis-check-rdb and loads into redis-server equal, TTLs included;
 // LASTSAVE is its time; a directory that cannot be written is an error
 // that leaves the old file whole and no temporary file behind.
+// SAVE inside MULTI is refused as it is queued, and EXEC then runs
+// nothing, as in Redis (BGSAVE there runs: it is not refused).
+TEST(DumpFamilyVsRedis, SaveIsRefusedInsideMulti) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  TempDir dir;
+  CommandHarness h("savemulti");
+  ASSERT_TRUE(h.ok()) << h.error();
+  h.info()->dir = dir.path;
+  Client rc(redis.port());
+  ExpectSameAsRedis(&h, &rc, {
+      {"MULTI"}, {"SET", "k", "v"}, {"SAVE"}, {"EXEC"}, {"EXISTS", "k"},
+  });
+  struct stat st;
+  EXPECT_NE(stat((dir.path + "/dump.rdb").c_str(), &st), 0) << "it saved";
+}
+
 TEST(DumpFamilyVsRedis, SaveWritesAFileRedisLoadsEqual) {
   TempDir dir;
   CommandHarness h("savecmd");

@@ -223,6 +223,12 @@ bool SaveSnapshot(CommandContext* c, const Store::SnapshotPoint& at,
 }  // namespace
 
 void Save(const Args&, CommandContext* c, Reply* r) {
+  // As Redis (SAVE is no-multi there): refused while queueing, which
+  // dooms the transaction.
+  if (c->client != nullptr && c->client->in_multi) {
+    c->client->multi_failed = true;
+    return r->Error("ERR Command not allowed inside a transaction");
+  }
   if (c->store->Snapshot().pid != 0) {
     return r->Error("ERR Background save already in progress");
   }

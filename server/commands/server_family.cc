@@ -463,7 +463,7 @@ const CommandRow kServerRows[] = {
     {"auth", 64, -2, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Auth},
     {"hello", 65, -1, kNoScript | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Hello},
     {"latency", 174, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Latency},
-    {"save", 177, 1, kWrite | kAdmin | kNoScript, 0, 0, 0, Save},
+    {"save", 177, 1, kWrite | kAdmin | kNoScript | kNotQueued, 0, 0, 0, Save},
     {"lastsave", 178, 1, kLoading | kStale | kFast, 0, 0, 0, LastSave},
     {"bgsave", 179, -1, kAdmin | kNoScript, 0, 0, 0, BgSave},
     {"shutdown", 180, -1,
