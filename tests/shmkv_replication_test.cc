@@ -196,6 +196,8 @@ TEST(ShmkvReplication, FullSyncThenStreamEqualsTheMasterAndPromotes) {
 
   // 10,000 writes streamed while it replicates.
   ASSERT_TRUE(Send(&m, Writes(7, 10000)));
+  // The master's WAIT counts it: its acknowledgements carry its offset.
+  EXPECT_EQ(m.Call({"WAIT", "1", "10000"}), ":1\r\n");
   ASSERT_TRUE(WaitSynced(&m, &r, 60)) << s.log();
   ExpectSameData(&m, &r, {0, 2});
   EXPECT_EQ(ReplField(&r, "shmkv_stream_errors"), "0") << s.log();
