@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <string_view>
 
 #include "server/store/cow.h"
 #include "server/store/store.h"
@@ -38,13 +39,21 @@ std::string GetText(const std::atomic<uint64_t>* words, size_t n) {
 pid_t RunningLink(const ReplBlock* b) {
   const uint64_t pid = b->link_pid.load(std::memory_order_acquire);
   if (pid <= 1 || pid > static_cast<uint64_t>(INT_MAX)) return 0;
+  // The same program: its path, or that path's file replaced since (an
+  // upgrade in place: " (deleted)" after the old one's name).
   char self[PATH_MAX], other[PATH_MAX];
   const std::string path = "/proc/" + std::to_string(pid) + "/exe";
   const ssize_t a = readlink("/proc/self/exe", self, sizeof(self));
   const ssize_t o = readlink(path.c_str(), other, sizeof(other));
-  if (a <= 0 || a != o || std::memcmp(self, other, static_cast<size_t>(a)) != 0) {
-    return 0;
+  if (a <= 0 || o <= 0) return 0;
+  std::string_view mine(self, static_cast<size_t>(a));
+  std::string_view theirs(other, static_cast<size_t>(o));
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (theirs.size() > kDeleted.size() &&
+      theirs.substr(theirs.size() - kDeleted.size()) == kDeleted) {
+    theirs.remove_suffix(kDeleted.size());
   }
+  if (mine != theirs) return 0;
   const auto started = static_cast<int64_t>(
       b->link_started_s.load(std::memory_order_relaxed));
   if (started <= 0) return 0;
