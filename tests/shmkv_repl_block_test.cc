@@ -33,11 +33,11 @@ TEST(ReplBlockGolden, WordsAreWhereAnOlderBuildReadsThem) {
   const uint64_t* w = Words(r);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&w[0]), 8), "smkvrpl1");
   EXPECT_EQ(w[1], 0u) << "a new store is a master";
-  EXPECT_EQ(h.Run({"REPLICAOF", "example.org", "6380"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"REPLICAOF", "example.org", "17001"}), "+OK\r\n");
   EXPECT_EQ(w[1], 1u);  // kReplica
   EXPECT_EQ(w[2] % 2, 0u);  // the target's sequence: even when written
   EXPECT_EQ(w[3], 1u);  // the generation
-  EXPECT_EQ(w[4], 6380u);
+  EXPECT_EQ(w[4], 17001u);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>(&w[5])), "example.org");
   r->block()->offset.store(12345);
   EXPECT_EQ(w[43], 12345u);

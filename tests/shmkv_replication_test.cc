@@ -206,6 +206,11 @@ TEST(ShmkvReplication, FullSyncThenStreamEqualsTheMasterAndPromotes) {
   // Promoted: it keeps the data, takes writes, and follows no more.
   ASSERT_EQ(r.Call({"REPLICAOF", "NO", "ONE"}), "+OK\r\n");
   EXPECT_EQ(ReplField(&r, "role"), "master");
+  // It answered once the link had stopped, not before.
+  const std::string log = s.log();
+  const size_t stopped = log.find("stopped at offset");
+  ASSERT_NE(stopped, std::string::npos) << log;
+  EXPECT_LT(stopped, log.find("MASTER MODE enabled")) << log;
   EXPECT_EQ(r.Call({"SET", "mine", "1"}), "+OK\r\n");
   ASSERT_EQ(m.Call({"SET", "after", "1"}), "+OK\r\n");
   std::this_thread::sleep_for(300ms);
