@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/command_util.h"
 #include "server/commands/pubsub_hub.h"
 #include "server/commands/sync_conn.h"
 #include "server/load_rdb.h"
@@ -369,47 +369,36 @@ class Link {
     }
   }
 
+  // One command of the stream, then the offset past its bytes. PING and
+  // REPLCONF are the link's own (GETACK answered); the rest run here.
   bool Apply(cmd::SyncConn* c, const std::vector<std::string_view>& args,
              size_t used) {
-    if (args.empty()) {
-      offset_ += used;
-      b_->offset.store(offset_);
-      return true;
+    const bool replconf = !args.empty() && cmd::Eq(args[0], "replconf");
+    const bool own = args.empty() || replconf || cmd::Eq(args[0], "ping");
+    if (replconf && args.size() > 1 && cmd::Eq(args[1], "getack") &&
+        !Ack(c)) {
+      why_ = "the link to the master broke";
+      return false;
     }
-    const std::string_view name = args[0];
-    if (strncasecmp(name.data(), "replconf", name.size()) == 0 &&
-        name.size() == 8) {
-      bool getack = args.size() > 1 && args[1].size() == 6 &&
-                    strncasecmp(args[1].data(), "getack", 6) == 0;
-      if (getack && !Ack(c)) {
-        why_ = "the link to the master broke";
-        return false;
-      }
-      offset_ += used;
-      b_->offset.store(offset_);
-      return true;
-    }
-    if (name.size() == 4 && strncasecmp(name.data(), "ping", 4) == 0) {
-      offset_ += used;
-      b_->offset.store(offset_);
-      return true;
-    }
-    // Inside a command (or a MULTI not executed yet) the offset does not
-    // describe the data: a link killed there leaves a full sync to come.
-    b_->resumable.store(0);
-    const std::string out = local_.Run(args);
-    if (!out.empty() && out[0] == '-') {
-      if (b_->stream_errors.fetch_add(1) < 20) {
+    if (!own) {
+      // Inside a command (or a MULTI not executed yet) the offset does
+      // not describe the data: a link killed there leaves a full sync.
+      b_->resumable.store(0);
+      const std::string out = local_.Run(args);
+      if (!out.empty() && out[0] == '-' &&
+          b_->stream_errors.fetch_add(1) < 20) {
         std::fprintf(stderr, "shmkv replica link: the master's %.*s failed "
-                     "here: %.*s\n", static_cast<int>(name.size()),
-                     name.data(),
-                     static_cast<int>(out.find('\r')), out.c_str());
+                     "here: %.*s\n", static_cast<int>(args[0].size()),
+                     args[0].data(), static_cast<int>(out.find('\r')),
+                     out.c_str());
       }
     }
     offset_ += used;
     b_->offset.store(offset_);
-    b_->stream_db.store(local_.client()->db);
-    b_->resumable.store(local_.client()->in_multi ? 0 : 1);
+    if (!own) {
+      b_->stream_db.store(local_.client()->db);
+      b_->resumable.store(local_.client()->in_multi ? 0 : 1);
+    }
     return true;
   }
 
