@@ -119,14 +119,14 @@ void WrongType(Reply* r) {
 // The absolute expiry time in ms of `v`, given in seconds or ms, relative
 // to now or absolute; false when it does not fit in 64 bits (the sum once
 // wrapped into the past and deleted the key).
-bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t* when) {
+bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t now,
+                    int64_t* when) {
   if (secs && (v > INT64_MAX / 1000 || v < INT64_MIN / 1000)) return false;
   int64_t ms = secs ? v * 1000 : v;
   if (abs) {
     *when = ms;
     return true;
   }
-  int64_t now = NowMs();
   if (ms > INT64_MAX - now) return false;
   *when = now + ms;
   return true;

@@ -66,7 +66,11 @@ bool EqualFold(std::string_view a, std::string_view b);
 // The absolute expiry in ms of `v` seconds or ms, relative to now or
 // absolute; false when it does not fit in 64 bits (the sum once wrapped
 // into the past and deleted the key): Redis's "invalid expire time".
-bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t* when);
+// `now` is the command's one reading of the clock: a time it then calls
+// past or future is judged against that same reading (so PX 1 is never
+// already gone, however long the command takes).
+bool AbsoluteExpiry(int64_t v, bool secs, bool abs, int64_t now,
+                    int64_t* when);
 std::string InvalidExpire(std::string_view command);
 // Redis's long double rule for INCRBYFLOAT and HINCRBYFLOAT arguments and
 // values: the whole argument, no leading space, no NaN.

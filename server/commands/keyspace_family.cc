@@ -221,9 +221,11 @@ void ExpireCommon(const Args& a, bool secs, bool abs, CommandContext* c,
     return r->Error("ERR GT and LT options at the same time are not "
                      "compatible");
   }
-  int64_t v = 0, when = 0;
+  int64_t v = 0, when = 0, now = NowMs();
   if (!ToInt(a[2], &v)) return NotInt(r);
-  if (!AbsoluteExpiry(v, secs, abs, &when)) return r->Error(InvalidExpire(a[0]));
+  if (!AbsoluteExpiry(v, secs, abs, now, &when)) {
+    return r->Error(InvalidExpire(a[0]));
+  }
   Value value;
   if (!ReadValue(c, a[1], &value)) return r->Int(0);
   int64_t cur = value.expire_ms;
@@ -232,7 +234,7 @@ void ExpireCommon(const Args& a, bool secs, bool abs, CommandContext* c,
       (lt && cur != 0 && when >= cur)) {
     return r->Int(0);
   }
-  bool past = when <= NowMs();
+  bool past = when <= now;
   Status st = past ? c->txn->Delete(a[1])
                    : c->txn->Write(a[1], value.type, value.encoding,
                                    value.bytes, when);

@@ -74,8 +74,8 @@ bool ParseExpiryArgs(const Args& a, size_t from, bool for_set,
 
 // The absolute expiry the options ask for (0: none); false after replying
 // the error.
-bool ExpiryOf(const ExpiryArgs& x, std::string_view command, int64_t* when,
-              Reply* r) {
+bool ExpiryOf(const ExpiryArgs& x, std::string_view command, int64_t now,
+              int64_t* when, Reply* r) {
   *when = 0;
   if (x.unit == nullptr) return true;
   int64_t v = 0;
@@ -86,7 +86,7 @@ bool ExpiryOf(const ExpiryArgs& x, std::string_view command, int64_t* when,
   std::string_view u = x.unit;
   bool secs = u == "ex" || u == "exat";
   bool abs = u == "exat" || u == "pxat";
-  if (v <= 0 || !AbsoluteExpiry(v, secs, abs, when) || *when <= 0) {
+  if (v <= 0 || !AbsoluteExpiry(v, secs, abs, now, when) || *when <= 0) {
     r->Error(InvalidExpire(command));
     return false;
   }
@@ -150,7 +150,7 @@ void Set(const Args& a, CommandContext* c, Reply* r) {
   ExpiryArgs x;
   if (!ParseExpiryArgs(a, 3, true, &x)) return r->Error("ERR syntax error");
   int64_t when = 0;
-  if (!ExpiryOf(x, a[0], &when, r)) return;
+  if (!ExpiryOf(x, a[0], NowMs(), &when, r)) return;
   // A plain SET needs nothing of the old value (Put checks the key). NX,
   // XX and KEEPTTL look at a value of any type (SET replaces it); GET
   // answers WRONGTYPE for one that is not a string, and sets nothing.
@@ -182,10 +182,10 @@ void GetEx(const Args& a, CommandContext* c, Reply* r) {
   Found f = ReadString(c, a[1], &v);
   if (f == Found::kWrongType) return WrongType(r);
   if (f == Found::kNo) return r->Null();
-  int64_t when = 0;
-  if (!ExpiryOf(x, a[0], &when, r)) return;
+  int64_t now = NowMs(), when = 0;
+  if (!ExpiryOf(x, a[0], now, &when, r)) return;
   Status st = Status::kOk;
-  if (x.unit != nullptr && when <= NowMs()) {
+  if (x.unit != nullptr && when <= now) {
     st = c->txn->Delete(a[1]);
     Notify(c, kNotifyGeneric, "del", a[1]);
   } else if (x.unit != nullptr || x.persist) {
@@ -241,7 +241,7 @@ namespace {
 void SetWithTtl(const Args& a, bool secs, CommandContext* c, Reply* r) {
   int64_t v = 0, when = 0;
   if (!ToInt(a[2], &v)) return NotInt(r);
-  if (v <= 0 || !AbsoluteExpiry(v, secs, false, &when)) {
+  if (v <= 0 || !AbsoluteExpiry(v, secs, false, NowMs(), &when)) {
     return r->Error(InvalidExpire(a[0]));
   }
   Status st = c->txn->Put(a[1], a[3], when);
