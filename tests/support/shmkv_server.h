@@ -238,12 +238,19 @@ class Server {
       }
       Client c(port_);
       std::string pong = c.ok() ? c.Call({"PING"}) : "";
-      if (pong == "+PONG\r\n" || pong.rfind("-NOAUTH", 0) == 0) return true;
+      if (pong == "+PONG\r\n" || pong.rfind("-NOAUTH", 0) == 0) {
+        WaitForWorkers(args);
+        return true;
+      }
       std::this_thread::sleep_for(10ms);
     }
     return false;
   }
   int exit_code() const { return exit_code_; }
+  // The first worker answers while the master still starts the others
+  // (one after the other): a test that counts or kills workers waits for
+  // all of them (the last --workers given), up to a few seconds.
+  void WaitForWorkers(const std::vector<std::string>& args);
   // The server's open files limit (soft and hard), from the next Start.
   void set_fd_limit(rlim_t n) { fd_limit_ = n; }
   // Worker processes, from the next Start (2 unless set).
@@ -301,6 +308,18 @@ std::vector<pid_t> WorkerPids(pid_t master) {
     if (ppid == master) out.push_back(static_cast<pid_t>(std::stol(pid)));
   }
   return out;
+}
+
+inline void Server::WaitForWorkers(const std::vector<std::string>& args) {
+  size_t want = 0;
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--workers") {
+      want = std::strtoul(args[i + 1].c_str(), nullptr, 10);
+    }
+  }
+  for (int i = 0; i < 500 && WorkerPids(pid_).size() < want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 // The anonymous memory (heap and buffers, not the shared segments) of the
