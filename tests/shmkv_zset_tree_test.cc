@@ -12,6 +12,7 @@
 #include <chrono>
 #include <thread>
 #include <cstring>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -328,6 +329,87 @@ TEST(ZSetTree, KilledWorkersNeverShowHalfAChange) {
   h.Run({"DEL", "a", "b"});
   for (int i = 0; i < 100; ++i) h.store()->Sweep(1 << 20);
   EXPECT_EQ(h.store()->Parts(), 0u);
+}
+
+// Inner nodes are kept parsed by each process while their parts' stamps
+// hold (zset_tree.cc): a second store on the same segments (as another
+// worker is) rescores, adds and removes members of a tree of three
+// levels, and every answer of the first, whose kept nodes its own reads
+// warmed, follows each change at once. Its own writes (a transaction's
+// view) do too.
+TEST(ZSetTree, KeptNodesFollowEveryWrite) {
+  CommandHarness h("zsettreekept", 100000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  shmkv_test::CommandWorker other(h.config());
+  ASSERT_TRUE(other.ok());
+  // The model: score -> member, both unique; score i * 10 at first.
+  std::map<int, std::string> model;
+  std::map<std::string, int> score_of;
+  for (int i = 0; i < 6000; i += 100) {
+    Cmd add = {"ZADD", "k"};
+    for (int k = i; k < i + 100; ++k) {
+      std::string m = "m" + std::to_string(k);
+      add.push_back(std::to_string(k * 10));
+      add.push_back(m);
+      model[k * 10] = m;
+      score_of[m] = k * 10;
+    }
+    ASSERT_EQ(h.Run(add), ":100\r\n");
+  }
+  Root root;
+  ASSERT_TRUE(ReadRoot(&h, "k", &root));
+  ASSERT_GE(root.height(), 3u);
+  auto rank_of = [&](const std::string& m) {
+    return std::distance(model.begin(), model.find(score_of[m]));
+  };
+  std::mt19937_64 rng(11);
+  for (int step = 0; step < 3000; ++step) {
+    // A member to move (one of the model's) and an unused score.
+    auto pick = std::next(model.begin(),
+                          static_cast<long>(rng() % model.size()));
+    std::string m = pick->second;
+    int to = 0;
+    do {
+      to = static_cast<int>(rng() % 120000) - 30000;
+    } while (model.count(to) != 0);
+    bool mine = step % 5 == 0;
+    Cmd write;
+    if (step % 7 == 3 && model.size() > 1000) {
+      write = {"ZREM", "k", m};
+      model.erase(score_of[m]);
+      score_of.erase(m);
+    } else {
+      if (step % 7 == 5) m = "n" + std::to_string(step);  // a new one
+      write = {"ZADD", "k", std::to_string(to), m};
+      if (score_of.count(m) != 0) model.erase(score_of[m]);
+      model[to] = m;
+      score_of[m] = to;
+    }
+    std::string got = mine ? h.Run(write) : other.Run(write);
+    ASSERT_EQ(got[0], ':') << got;
+    // The first store's answers, through the nodes it keeps.
+    auto probe = std::next(model.begin(),
+                           static_cast<long>(rng() % model.size()));
+    ASSERT_EQ(h.Run({"ZRANK", "k", probe->second}),
+              ":" + std::to_string(rank_of(probe->second)) + "\r\n")
+        << "step " << step;
+    if (score_of.count(m) != 0) {
+      ASSERT_EQ(h.Run({"ZRANK", "k", m}),
+                ":" + std::to_string(rank_of(m)) + "\r\n")
+          << "step " << step;
+    }
+    long r = static_cast<long>(rng() % model.size());
+    std::string at = std::next(model.begin(), r)->second;
+    ASSERT_EQ(h.Run({"ZRANGE", "k", std::to_string(r), std::to_string(r)}),
+              "*1\r\n$" + std::to_string(at.size()) + "\r\n" + at +
+                  "\r\n")
+        << "step " << step;
+    ASSERT_EQ(h.Run({"ZCOUNT", "k", "-inf", std::to_string(probe->first)}),
+              ":" + std::to_string(rank_of(probe->second) + 1) + "\r\n")
+        << "step " << step;
+  }
+  ASSERT_EQ(h.Run({"ZCARD", "k"}), ":" + std::to_string(model.size()) +
+                                       "\r\n");
 }
 
 // A change to a set in parts that leaves its root as it was (a score

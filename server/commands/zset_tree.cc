@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <unordered_map>
 #include <utility>
 
 #include "server/commands/packed.h"
@@ -119,20 +120,118 @@ ZTree::Node* ZTree::Get(uint64_t index, uint8_t level, uint64_t count) {
     ok_ = false;
     return nullptr;
   }
-  arena_.emplace_back();
-  std::string& bytes = arena_.back();
-  bool found = c_->txn != nullptr
-                   ? c_->txn->ReadPart(id_, PartOf(index), &bytes) ==
-                         Store::Status::kOk
-                   : c_->store->GetPart(id_, PartOf(index), &bytes);
   Node n;
-  n.index = index;
-  if (!found || !Parse(bytes, &n) || n.level != level ||
+  if (!Load(index, level, &n) || n.level != level ||
       (count != kNone && Total(&n) != count)) {
     ok_ = false;
     return nullptr;
   }
   return &(loaded_[index] = std::move(n));
+}
+
+// A parsed inner node, its bytes and the stamp its part had before they
+// were read.
+struct ZTree::Cached {
+  PartStamp stamp;
+  std::string bytes;
+  Node node;  // views `bytes`
+  size_t cost = 0;
+};
+
+// This process's inner nodes, by store, collection and node: a few
+// thousand for a set of a million members, read by every walk from the
+// top. Bounded in bytes; full, it starts again empty.
+class ZTree::NodeCache {
+ public:
+  static constexpr size_t kMaxBytes = size_t{32} << 20;
+
+  std::shared_ptr<const Cached> Find(uint64_t id, uint64_t node,
+                                     const PartStamp& s) const {
+    auto it = map_.find(Key{s.store, id, node});
+    if (it == map_.end() || !(it->second->stamp == s)) return nullptr;
+    return it->second;
+  }
+  void Put(uint64_t id, uint64_t node, std::shared_ptr<const Cached> c) {
+    if (bytes_ + c->cost > kMaxBytes) {
+      map_.clear();
+      bytes_ = 0;
+    }
+    std::shared_ptr<const Cached>& slot = map_[Key{c->stamp.store, id, node}];
+    if (slot != nullptr) bytes_ -= slot->cost;
+    bytes_ += c->cost;
+    slot = std::move(c);
+  }
+
+ private:
+  struct Key {
+    uint64_t store, id, node;
+    bool operator==(const Key& o) const {
+      return store == o.store && id == o.id && node == o.node;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = k.id * 0x9e3779b97f4a7c15ULL ^ k.node;
+      h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL ^ k.store;
+      return static_cast<size_t>(h ^ (h >> 32));
+    }
+  };
+  std::unordered_map<Key, std::shared_ptr<const Cached>, KeyHash> map_;
+  size_t bytes_ = 0;
+};
+
+ZTree::NodeCache& ZTree::Nodes() {
+  thread_local NodeCache cache;
+  return cache;
+}
+
+// Reads and parses node `index`: an inner node from this process's cache
+// while its part's stamp is the one it was read under (a node is far
+// more often read than written: every walk passes the top ones).
+bool ZTree::Load(uint64_t index, uint8_t level, Node* n) {
+  const uint64_t part = PartOf(index);
+  PartStamp stamp;
+  const bool stamped =
+      level > 0 && level != kFreeTag &&
+      (c_->txn != nullptr ? c_->txn->StampPart(id_, part, &stamp)
+                          : c_->store->StampPart(id_, part, &stamp));
+  if (stamped) {
+    std::shared_ptr<const Cached> hit = Nodes().Find(id_, index, stamp);
+    if (hit != nullptr) {
+      // Checked against the shape it was parsed under: again against
+      // this one.
+      for (const Child& k : hit->node.kids) {
+        if (k.node >= shape_.nodes) return false;
+      }
+      *n = hit->node;
+      held_.push_back(std::move(hit));
+      return true;
+    }
+  }
+  std::shared_ptr<Cached> fresh;
+  std::string* bytes = nullptr;
+  if (stamped) {
+    fresh = std::make_shared<Cached>();
+    fresh->stamp = stamp;
+    bytes = &fresh->bytes;
+  } else {
+    arena_.emplace_back();
+    bytes = &arena_.back();
+  }
+  bool found = c_->txn != nullptr
+                   ? c_->txn->ReadPart(id_, part, bytes) == Store::Status::kOk
+                   : c_->store->GetPart(id_, part, bytes);
+  n->index = index;
+  if (!found || !Parse(*bytes, n)) return false;
+  n->orig = *bytes;
+  if (fresh != nullptr && n->level == level) {
+    fresh->node = *n;
+    fresh->cost = sizeof(Cached) + bytes->size() +
+                  n->kids.capacity() * sizeof(Child) + 64;
+    Nodes().Put(id_, index, fresh);
+    held_.push_back(std::move(fresh));
+  }
+  return true;
 }
 
 ZTree::Node* ZTree::Top() {
@@ -538,9 +637,16 @@ Store::Status ZTree::Save(CommandContext* c) {
       }
     }
     w.Finish();
+    // A node whose changes cancel out (a member moved within its
+    // children: one count down, one up) is not written again.
+    if (!n.orig.empty() && bytes == n.orig) {
+      n.dirty = false;
+      continue;
+    }
     Store::Status st = c->txn->WritePart(id_, PartOf(index), bytes);
     if (st != Store::Status::kOk) return st;
     n.dirty = false;
+    n.orig = {};  // no longer what the transaction holds
   }
   return Store::Status::kOk;
 }

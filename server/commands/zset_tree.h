@@ -36,6 +36,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,13 +117,20 @@ class ZTree {
     std::vector<Child> kids;      // an inner node's
     uint64_t next_free = kNone;   // a free node's
     bool dirty = false;
+    std::string_view orig;  // the bytes it was read from (none: made here)
   };
+  // An inner node this process parsed, kept while its part's stamp holds
+  // (zset_tree.cc), and the bounded table of them.
+  struct Cached;
+  class NodeCache;
+  static NodeCache& Nodes();
   struct Step {
     Node* node;
     size_t pos;  // the child taken
   };
 
   Node* Get(uint64_t index, uint8_t level, uint64_t count);
+  bool Load(uint64_t index, uint8_t level, Node* n);
   Node* Top();
   bool Parse(std::string_view bytes, Node* n);
   uint64_t Total(const Node* n) const;
@@ -147,6 +155,7 @@ class ZTree {
   bool fresh_ = false;  // built here: no node is read from the map
   std::map<uint64_t, Node> loaded_;
   std::deque<std::string> arena_;  // the bytes read; entries view them
+  std::vector<std::shared_ptr<const Cached>> held_;  // cached ones viewed
 };
 
 }  // namespace cmd

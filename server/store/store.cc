@@ -185,6 +185,18 @@ class StoreT : public Store {
   }
   bool ReadValid(uint64_t token) override { return journal_.SeqValid(token); }
 
+  bool StampPart(uint64_t id, uint64_t index, PartStamp* s) override {
+    if (asof_ != nullptr) return false;
+    StampPartNow(id, index, s);
+    return true;
+  }
+  // Acquire loads: the part read after them is at least as new as they.
+  void StampPartNow(uint64_t id, uint64_t index, PartStamp* s) const {
+    s->store = instance_;
+    s->epoch = journal_.Epoch();
+    s->version = journal_.Version(HashPart(id, index).a);
+  }
+
   bool RandomKey(std::string* key) override {
     return RandomLiveKey(&map_, rng_(), db_, key);
   }
@@ -491,15 +503,21 @@ class StoreT : public Store {
   class TxnImpl;
 
   // The map side of a journal record.
+  // Applies one record and bumps its key's version at once, while the
+  // sequence is odd: a reader whose sequence did not change saw every
+  // bump of the commits before it (PartStamp).
   Journal::ApplyFn Applier() {
     return [this](uint64_t ha, uint64_t hb, bool present,
                   std::string_view blob) {
       KeyHash h{ha, hb};
+      bool ok = true;
       if (!present) {
         map_.Erase(h);
-        return true;
+      } else {
+        ok = map_.Replace(h, blob.data(), blob.size());
       }
-      return map_.Replace(h, blob.data(), blob.size());
+      if (ok) journal_.Bump(ha);
+      return ok;
     };
   }
 
@@ -535,8 +553,9 @@ class StoreT : public Store {
     }
     if (rec.size() > journal_.capacity()) return Status::kTxnTooLarge;
     if (nodes > links.free_nodes()) return Status::kFull;
+    // (An undone commit bumped what it applied and undid: a WATCH of
+    // those keys fails, as it did when the bumps came after.)
     bool ok = journal_.Commit(rec, dirty.size(), Applier());
-    for (const Entry* e : dirty) journal_.Bump(e->h.a);
     return ok ? Status::kOk : Status::kFull;
   }
 
@@ -760,6 +779,12 @@ class StoreT : public Store {
   DbWords<Map> dbs_;
   typename Map::TravelPos sweep_pos_;
   std::mt19937_64 rng_{std::random_device{}()};
+  // This attachment, among every store this process opens (PartStamp).
+  const uint64_t instance_ = NextInstance();
+  static uint64_t NextInstance() {
+    static std::atomic<uint64_t> last{0};
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
 
 #include "server/store/store_txn.h"  // StoreT<Alloc>::TxnImpl

@@ -93,6 +93,23 @@ struct WatchStamp {
   uint32_t db = 0;  // the physical database the key was watched in
 };
 
+// What changes whenever a part of a collection may have changed: which
+// store (this process's attachment) read it, the part's WATCH version and
+// the journal's recovery epoch. A process may keep what it parsed of a
+// part while the stamp it read before the part is still the part's stamp
+// (server/commands/zset_tree.cc): every write of a part bumps its version
+// inside the journal's odd sequence, and a writer that died before its
+// bumps leaves an odd sequence that readers wait out by recovering, which
+// bumps the epoch.
+struct PartStamp {
+  uint64_t store = 0;
+  uint64_t version = 0;
+  uint64_t epoch = 0;
+  bool operator==(const PartStamp& o) const {
+    return store == o.store && version == o.version && epoch == o.epoch;
+  }
+};
+
 // A value as the store holds it: its type, its encoding and its bytes,
 // and its expiry (absolute CLOCK_REALTIME ms; 0: none).
 struct Value {
@@ -226,6 +243,9 @@ class Store {
                              std::string_view bytes) = 0;
     // kOk when the part existed, kNotFound, kCollision or kTxnTooLarge.
     virtual Status DeletePart(uint64_t id, uint64_t index) = 0;
+    // The part's stamp (PartStamp), taken before it is read: false when
+    // this transaction holds the part itself (what it reads is its own).
+    virtual bool StampPart(uint64_t, uint64_t, PartStamp*) { return false; }
     // Marks `key` changed for WATCH although its own blob may not be
     // written (a collection whose parts changed, its root unchanged).
     virtual void Touched(std::string_view key) = 0;
@@ -313,6 +333,9 @@ class Store {
                            std::string* bytes) = 0;
   virtual uint64_t ReadBegin() = 0;
   virtual bool ReadValid(uint64_t token) = 0;
+  // The part's stamp (PartStamp), taken before it is read: false when no
+  // stamp holds for what this store reads (a save's view of the past).
+  virtual bool StampPart(uint64_t, uint64_t, PartStamp*) { return false; }
   // Some live key, chosen at random; false when the store is empty.
   virtual bool RandomKey(std::string* key) = 0;
 

@@ -90,6 +90,14 @@ class StoreT<Alloc>::TxnImpl : public Store::Txn {
     return Touch(e);
   }
 
+  bool StampPart(uint64_t id, uint64_t index, PartStamp* s) override {
+    char kb[16];
+    MakeTxnIdent(&ident_, true, 0, PartKeyBytes(PartKey{id, index}, kb));
+    if (entries_->Find(ident_) != nullptr) return false;
+    s_->StampPartNow(id, index, s);
+    return true;
+  }
+
   Status DeletePart(uint64_t id, uint64_t index) override {
     char kb[16];
     Entry* e = nullptr;
@@ -183,15 +191,21 @@ class StoreT<Alloc>::TxnImpl : public Store::Txn {
     Status st = Status::kOk;
     if (dirty.size() == 1) {
       // One key: one map write, crash-safe on its own.
+      // A part is written inside an odd sequence, its version bumped
+      // there (PartStamp); a key alone needs no sequence.
       Entry& e = *dirty[0];
+      bool ok = true;
+      if (e.part) s_->journal_.BeginUnjournaled();
       if (e.present) {
         MakeBlob(&s_->blob_, e.key, e.type, e.encoding, e.value, e.expire,
                  e.db);
-        if (!s_->map_.Replace(e.h, s_->blob_)) return Status::kFull;
+        ok = s_->map_.Replace(e.h, s_->blob_);
       } else {
         s_->map_.Erase(e.h);
       }
-      s_->journal_.Bump(e.h.a);
+      if (ok) s_->journal_.Bump(e.h.a);
+      if (e.part) s_->journal_.EndUnjournaled();
+      if (!ok) return Status::kFull;
     } else if (!dirty.empty()) {
       st = s_->CommitJournaled(dirty);
     }
