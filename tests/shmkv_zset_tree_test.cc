@@ -412,6 +412,61 @@ TEST(ZSetTree, KeptNodesFollowEveryWrite) {
                                        "\r\n");
 }
 
+// The same while the other store runs in its own process, at once: it
+// moves members (the count stays) as fast as it can while this one asks
+// for ranks and ranges from the nodes it keeps. A kept node out of date
+// would disagree with a child read fresh (the damaged-value error) or
+// with the counts: the last member's rank is always the count less one.
+TEST(ZSetTree, KeptNodesHoldWhileAnotherProcessWrites) {
+  CommandHarness h("zsettreekeptproc", 100000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  constexpr int kMembers = 6000;
+  for (int i = 0; i < kMembers; i += 100) {
+    Cmd add = {"ZADD", "k"};
+    for (int k = i; k < i + 100; ++k) {
+      add.push_back(std::to_string(k));
+      add.push_back("m" + std::to_string(k));
+    }
+    ASSERT_EQ(h.Run(add), ":100\r\n");
+  }
+  ASSERT_EQ(h.Run({"ZADD", "k", "1e9", "last"}), ":1\r\n");
+  const std::string n = std::to_string(kMembers + 1);
+  const std::string last_rank = ":" + std::to_string(kMembers) + "\r\n";
+  pid_t pid = fork();
+  if (pid == 0) {
+    shmkv_test::CommandWorker w(h.config());
+    if (!w.ok()) _exit(90);
+    std::mt19937_64 rng(getpid());
+    for (;;) {
+      std::string m = "m" + std::to_string(rng() % kMembers);
+      if (w.Run({"ZADD", "k", std::to_string(rng() % 1000000), m}) !=
+          ":0\r\n") {
+        _exit(91);
+      }
+    }
+  }
+  ASSERT_GT(pid, 0);
+  std::mt19937_64 rng(5);
+  int reads = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ(h.Run({"ZRANK", "k", "last"}), last_rank) << reads;
+    ASSERT_EQ(h.Run({"ZRANGE", "k", "-1", "-1"}), "*1\r\n$4\r\nlast\r\n")
+        << reads;
+    ASSERT_EQ(h.Run({"ZCOUNT", "k", "-inf", "+inf"}), ":" + n + "\r\n");
+    std::string r =
+        h.Run({"ZRANK", "k", "m" + std::to_string(rng() % kMembers)});
+    ASSERT_EQ(r[0], ':') << r;
+    ASSERT_LT(std::stol(r.substr(1)), kMembers) << r;
+    ++reads;
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, WNOHANG), 0) << "the writer stopped";
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_GT(reads, 10);
+}
+
 // A change to a set in parts that leaves its root as it was (a score
 // moved within one leaf) is a change to the key for WATCH; so is an
 // expiry, and the expired set's parts go with it.
