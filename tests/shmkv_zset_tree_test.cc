@@ -205,6 +205,21 @@ TEST(ZSetTreeVsRedis, LargeSetsReplyAsRedis) {
   EXPECT_EQ(h.store()->Parts(), 0u);
 }
 
+// ZADDs members m0 .. m<n-1> to `key`, member k with score k * step, in
+// ZADDs of 100.
+void AddMembers(CommandHarness* h, const std::string& key, int n,
+                int step = 1) {
+  for (int i = 0; i < n; i += 100) {
+    Cmd add = {"ZADD", key};
+    for (int k = i; k < i + 100 && k < n; ++k) {
+      add.push_back(std::to_string(k * step));
+      add.push_back("m" + std::to_string(k));
+    }
+    ASSERT_EQ(h->Run(add), ":" + std::to_string(add.size() / 2 - 1) +
+                               "\r\n");
+  }
+}
+
 // A set drained from one end loses its emptied nodes and then its
 // levels: a tree of four levels ends one leaf or two, and ZRANK still
 // counts right on the way down.
@@ -212,14 +227,7 @@ TEST(ZSetTree, DrainedSetsLoseTheirLevels) {
   CommandHarness h("zsettreedrain", 100000, 128ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();
   const int n = 6000;
-  for (int i = 0; i < n; i += 100) {
-    Cmd add = {"ZADD", "d"};
-    for (int k = i; k < i + 100; ++k) {
-      add.push_back(std::to_string(k));
-      add.push_back("m" + std::to_string(k));
-    }
-    ASSERT_EQ(h.Run(add), ":100\r\n");
-  }
+  AddMembers(&h, "d", n);
   Root root;
   ASSERT_TRUE(ReadRoot(&h, "d", &root));
   uint64_t tall = root.height();
@@ -345,16 +353,10 @@ TEST(ZSetTree, KeptNodesFollowEveryWrite) {
   // The model: score -> member, both unique; score i * 10 at first.
   std::map<int, std::string> model;
   std::map<std::string, int> score_of;
-  for (int i = 0; i < 6000; i += 100) {
-    Cmd add = {"ZADD", "k"};
-    for (int k = i; k < i + 100; ++k) {
-      std::string m = "m" + std::to_string(k);
-      add.push_back(std::to_string(k * 10));
-      add.push_back(m);
-      model[k * 10] = m;
-      score_of[m] = k * 10;
-    }
-    ASSERT_EQ(h.Run(add), ":100\r\n");
+  AddMembers(&h, "k", 6000, 10);
+  for (int k = 0; k < 6000; ++k) {
+    model[k * 10] = "m" + std::to_string(k);
+    score_of["m" + std::to_string(k)] = k * 10;
   }
   Root root;
   ASSERT_TRUE(ReadRoot(&h, "k", &root));
@@ -421,14 +423,7 @@ TEST(ZSetTree, KeptNodesHoldWhileAnotherProcessWrites) {
   CommandHarness h("zsettreekeptproc", 100000, 128ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();
   constexpr int kMembers = 6000;
-  for (int i = 0; i < kMembers; i += 100) {
-    Cmd add = {"ZADD", "k"};
-    for (int k = i; k < i + 100; ++k) {
-      add.push_back(std::to_string(k));
-      add.push_back("m" + std::to_string(k));
-    }
-    ASSERT_EQ(h.Run(add), ":100\r\n");
-  }
+  AddMembers(&h, "k", kMembers);
   ASSERT_EQ(h.Run({"ZADD", "k", "1e9", "last"}), ":1\r\n");
   const std::string n = std::to_string(kMembers + 1);
   const std::string last_rank = ":" + std::to_string(kMembers) + "\r\n";
