@@ -105,36 +105,14 @@ void ZTree::Build(CommandContext* c, uint64_t id,
   shape_.height = static_cast<uint64_t>(level) + 1;
 }
 
-ZTree::Node* ZTree::Get(uint64_t index, uint8_t level, uint64_t count) {
-  if (!ok_) return nullptr;
-  auto it = loaded_.find(index);
-  if (it != loaded_.end()) {
-    Node* n = &it->second;
-    if (n->level != level || (count != kNone && Total(n) != count)) {
-      ok_ = false;
-      return nullptr;
-    }
-    return n;
-  }
-  if (index >= shape_.nodes || fresh_) {
-    ok_ = false;
-    return nullptr;
-  }
-  Node n;
-  if (!Load(index, level, &n) || n.level != level ||
-      (count != kNone && Total(&n) != count)) {
-    ok_ = false;
-    return nullptr;
-  }
-  return &(loaded_[index] = std::move(n));
-}
-
 // A parsed inner node, its bytes and the stamp its part had before they
 // were read.
 struct ZTree::Cached {
   PartStamp stamp;
   std::string bytes;
   Node node;  // views `bytes`
+  uint64_t total = 0;         // the entries under it
+  uint64_t parsed_nodes = 0;  // its children were checked below this
   size_t cost = 0;
 };
 
@@ -185,47 +163,90 @@ ZTree::NodeCache& ZTree::Nodes() {
   return cache;
 }
 
-// Reads and parses node `index`: an inner node from this process's cache
-// while its part's stamp is the one it was read under (a node is far
-// more often read than written: every walk passes the top ones).
-bool ZTree::Load(uint64_t index, uint8_t level, Node* n) {
-  const uint64_t part = PartOf(index);
+ZTree::Node* ZTree::Get(uint64_t index, uint8_t level, uint64_t count) {
+  if (!ok_) return nullptr;
+  auto it = loaded_.find(index);
+  if (it != loaded_.end()) {
+    Node* n = &it->second;
+    if (n->level != level || (count != kNone && Total(n) != count)) {
+      ok_ = false;
+      return nullptr;
+    }
+    return n;
+  }
+  if (index >= shape_.nodes || fresh_) {
+    ok_ = false;
+    return nullptr;
+  }
+  // An inner node this process keeps, while its part's stamp holds.
   PartStamp stamp;
-  const bool stamped =
-      level > 0 && level != kFreeTag &&
-      (c_->txn != nullptr ? c_->txn->StampPart(id_, part, &stamp)
-                          : c_->store->StampPart(id_, part, &stamp));
+  const bool stamped = level > 0 && level != kFreeTag && Stamp(index, &stamp);
   if (stamped) {
     std::shared_ptr<const Cached> hit = Nodes().Find(id_, index, stamp);
-    if (hit != nullptr) {
-      // Checked against the shape it was parsed under: again against
-      // this one.
-      for (const Child& k : hit->node.kids) {
-        if (k.node >= shape_.nodes) return false;
-      }
-      *n = hit->node;
+    if (hit != nullptr && hit->node.level == level &&
+        (count == kNone || hit->total == count) && Fits(*hit)) {
+      const Node* kept = &hit->node;
       held_.push_back(std::move(hit));
-      return true;
+      // A read without a transaction changes nothing (Insert and Erase
+      // refuse to): it walks the kept node itself. A write changes a
+      // copy.
+      if (c_->txn == nullptr) return const_cast<Node*>(kept);
+      return &(loaded_[index] = *kept);
     }
   }
+  Node n;
+  // Only a read keeps what it loads: a write's nodes are mostly the ones
+  // it is about to change (keeping them cost a ZADD at 10^6 members a
+  // third more CPU, bench/RESULTS.md), and a read will keep them after.
+  const bool keep = stamped && c_->txn == nullptr;
+  if (!Load(index, keep ? &stamp : nullptr, &n) || n.level != level ||
+      (count != kNone && Total(&n) != count)) {
+    ok_ = false;
+    return nullptr;
+  }
+  return &(loaded_[index] = std::move(n));
+}
+
+bool ZTree::Stamp(uint64_t index, PartStamp* s) {
+  return c_->txn != nullptr ? c_->txn->StampPart(id_, PartOf(index), s)
+                            : c_->store->StampPart(id_, PartOf(index), s);
+}
+
+// A kept node's children were checked against the shape it was read
+// under; a tree only gains node indexes, so that check holds while the
+// shape has as many (else it is made again).
+bool ZTree::Fits(const Cached& c) const {
+  if (shape_.nodes >= c.parsed_nodes) return true;
+  for (const Child& k : c.node.kids) {
+    if (k.node >= shape_.nodes) return false;
+  }
+  return true;
+}
+
+// Reads and parses node `index`; with a stamp (taken before the read),
+// an inner node is kept for the next walks.
+bool ZTree::Load(uint64_t index, const PartStamp* stamp, Node* n) {
   std::shared_ptr<Cached> fresh;
   std::string* bytes = nullptr;
-  if (stamped) {
+  if (stamp != nullptr) {
     fresh = std::make_shared<Cached>();
-    fresh->stamp = stamp;
+    fresh->stamp = *stamp;
     bytes = &fresh->bytes;
   } else {
     arena_.emplace_back();
     bytes = &arena_.back();
   }
+  const uint64_t part = PartOf(index);
   bool found = c_->txn != nullptr
                    ? c_->txn->ReadPart(id_, part, bytes) == Store::Status::kOk
                    : c_->store->GetPart(id_, part, bytes);
   n->index = index;
   if (!found || !Parse(*bytes, n)) return false;
   n->orig = *bytes;
-  if (fresh != nullptr && n->level == level) {
+  if (fresh != nullptr && n->level > 0 && n->level != kFreeTag) {
     fresh->node = *n;
+    fresh->total = Total(n);
+    fresh->parsed_nodes = shape_.nodes;
     fresh->cost = sizeof(Cached) + bytes->size() +
                   n->kids.capacity() * sizeof(Child) + 64;
     Nodes().Put(id_, index, fresh);
@@ -374,6 +395,10 @@ bool ZTree::Descend(const ZEntry& e, std::vector<Step>* path) {
 }
 
 void ZTree::Insert(const ZEntry& e) {
+  if (c_->txn == nullptr && !fresh_) {
+    ok_ = false;  // a write outside a transaction: refused, never applied
+    return;
+  }
   Node* top = Top();
   if (top == nullptr) return;
   if (top->level > 0 && top->kids.empty()) {
@@ -462,6 +487,10 @@ void ZTree::GrowTop(Edge edge) {
 }
 
 bool ZTree::Erase(const ZEntry& e) {
+  if (c_->txn == nullptr && !fresh_) {
+    ok_ = false;  // as Insert
+    return false;
+  }
   std::vector<Step> path;
   if (!Descend(e, &path)) return false;
   Node* leaf = path.back().node;

@@ -130,7 +130,9 @@ class ZTree {
   };
 
   Node* Get(uint64_t index, uint8_t level, uint64_t count);
-  bool Load(uint64_t index, uint8_t level, Node* n);
+  bool Stamp(uint64_t index, PartStamp* s);
+  bool Fits(const Cached& c) const;
+  bool Load(uint64_t index, const PartStamp* stamp, Node* n);
   Node* Top();
   bool Parse(std::string_view bytes, Node* n);
   uint64_t Total(const Node* n) const;
