@@ -502,10 +502,9 @@ class StoreT : public Store {
   // The transaction: an overlay of the keys it touched (store_txn.h).
   class TxnImpl;
 
-  // The map side of a journal record.
-  // Applies one record and bumps its key's version at once, while the
-  // sequence is odd: a reader whose sequence did not change saw every
-  // bump of the commits before it (PartStamp).
+  // The map side of a journal record: applies it and bumps its key's
+  // version at once, while the sequence is odd (a reader whose sequence
+  // did not change saw every bump of the commits before it: PartStamp).
   Journal::ApplyFn Applier() {
     return [this](uint64_t ha, uint64_t hb, bool present,
                   std::string_view blob) {
