@@ -94,6 +94,42 @@ TYPED_TEST(ShmLinkTableTest, StaleHandlesAndFullPoolAreRefused) {
   EXPECT_EQ(out, "new");
 }
 
+// Overwrite (shmc addition) changes bytes of a live value in place, across
+// node boundaries, and refuses, writing nothing, a range past the value's
+// end or a stale handle.
+TYPED_TEST(ShmLinkTableTest, OverwriteChangesBytesInPlaceOrNone) {
+  shmc::ShmLinkTable<TypeParam> t;
+  ASSERT_TRUE(t.InitForWrite(this->key_, 16, 100));
+  const size_t cap = t.node_capacity();
+  std::string v = shmc_test::MakeValue(3, 7, 10 * cap + 5);
+  shmc::link_buf_t lb = t.New(v.data(), v.size());
+  ASSERT_TRUE(lb);
+  std::string out;
+  for (size_t offset : {size_t{0}, size_t{3}, cap - 1, cap, 3 * cap + 5,
+                        v.size() - 1}) {
+    for (size_t n : {size_t{1}, size_t{2}, size_t{9}, cap + 3, 4 * cap}) {
+      if (n > v.size() - offset) continue;
+      const std::string bytes = shmc_test::MakeValue(offset, n, n);
+      ASSERT_TRUE(t.Overwrite(lb, offset, bytes.data(), n)) << offset << "+" << n;
+      v.replace(offset, n, bytes);
+      ASSERT_TRUE(t.Read(lb, &out));
+      ASSERT_EQ(out, v) << offset << "+" << n;
+    }
+  }
+  EXPECT_TRUE(t.Overwrite(lb, v.size(), "x", 0)) << "nothing to write";
+  EXPECT_FALSE(t.Overwrite(lb, v.size(), "x", 1)) << "past the end";
+  EXPECT_FALSE(t.Overwrite(lb, v.size() - 1, "xy", 2)) << "past the end";
+  EXPECT_FALSE(t.Overwrite(lb, size_t{1} << 40, "x", 1)) << "far past";
+  EXPECT_FALSE(t.Overwrite(shmc::link_buf_t(99999, 1), 0, "x", 1));
+  EXPECT_FALSE(t.Overwrite(shmc::link_buf_t(lb.head(), lb.tag() + 1), 0, "x", 1))
+      << "another tag";
+  ASSERT_TRUE(t.Read(lb, &out));
+  EXPECT_EQ(out, v) << "a refused call wrote";
+  shmc::link_buf_t w = t.New("abc", 3);
+  ASSERT_TRUE(t.Free(w));
+  EXPECT_FALSE(t.Overwrite(w, 0, "x", 1)) << "freed";
+}
+
 TYPED_TEST(ShmLinkTableTest, HealthCheckFindsAndFixesDamage) {
   if (!shmc_test::AllocTraits<TypeParam>::kNamed) {
     GTEST_SKIP() << "an ANON or HEAP segment has no name: nothing can "

@@ -347,6 +347,20 @@ class ShmHashMap {
     return Replace(key, val.data(), val.size());
   }
 
+  // Changes `n` bytes of the key's value in place, from byte `offset` on
+  // (shmc addition): false, with nothing written, when the key is absent
+  // or the range passes the value's end. The map's lock-free readers do
+  // not see a value change under them (its handle stays the same): only
+  // for a writer whose readers check a sequence of their own around each
+  // read, as shmkv's store does (its journal's seqlock).
+  bool Overwrite(const KeyType& key, size_t offset, const void* p,
+                 size_t n) {
+    volatile Node* node = hash_table_.Find(key);
+    if (node == nullptr) return false;
+    link_buf_t lb = link_buf_t::Unpack(node->LoadLink());
+    return lb && link_table_.Overwrite(lb, offset, p, n);
+  }
+
   bool Erase(const KeyType& key) {
     volatile Node* n = hash_table_.Find(key);
     if (n == nullptr) return false;

@@ -263,6 +263,59 @@ class ShmLinkTable {
     });
   }
 
+  // Changes `n` bytes of a live value in place, from byte `offset` on:
+  // false, with nothing written, when the handle is stale, the chain does
+  // not check out, or the range passes the value's end. Readers of this
+  // table cannot tell a value that changes under them (its tags stay):
+  // only for a writer whose readers check a sequence of their own
+  // (ShmHashMap::Overwrite).
+  bool Overwrite(link_buf_t lb, size_t offset, const void* data, size_t n) {
+    if (!Writable() || n == 0) return n == 0;
+    const uint32_t head = lb.head(), tag = lb.tag();
+    if (head == 0 || head > nodes_ || tag == 0 ||
+        (tag & detail::kLinkHeadFlag) ||
+        Head(head)->tag.load(std::memory_order_relaxed) !=
+            (tag | detail::kLinkHeadFlag)) {
+      return false;
+    }
+    const uint64_t len = Head(head)->len.load(std::memory_order_relaxed);
+    const uint64_t cap = words_ * 8;
+    if (offset > len || n > len - offset || (len + cap - 1) / cap > nodes_) {
+      return false;
+    }
+    // The chain to the range's last node checked whole, then written: no
+    // byte is written unless every node it needs checks out.
+    const uint64_t first = offset / cap, last = (offset + n - 1) / cap;
+    uint64_t i = head;
+    for (uint64_t k = 0; k <= last; ++k) {
+      if (i == 0 || i > nodes_) return false;
+      const uint32_t t = Head(i)->tag.load(std::memory_order_relaxed);
+      if (t != (k == 0 ? (tag | detail::kLinkHeadFlag) : tag)) return false;
+      i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    const auto* src = static_cast<const unsigned char*>(data);
+    uint64_t at = offset;  // byte of the value
+    i = head;
+    for (uint64_t k = 0; k <= last; ++k) {
+      if (k >= first) {
+        std::atomic<uint64_t>* words = Data(i);
+        const uint64_t base = k * cap;
+        const uint64_t end = std::min<uint64_t>(base + cap, offset + n);
+        while (at < end) {
+          const uint64_t w = (at - base) / 8, b = (at - base) % 8;
+          const uint64_t take = std::min<uint64_t>(8 - b, end - at);
+          uint64_t v = words[w].load(std::memory_order_relaxed);
+          std::memcpy(reinterpret_cast<unsigned char*>(&v) + b,
+                      src + (at - offset), take);
+          words[w].store(v, std::memory_order_relaxed);
+          at += take;
+        }
+      }
+      i = Head(i)->next.load(std::memory_order_relaxed);
+    }
+    return true;
+  }
+
   // Requests the lines of the value's first node (at most its first 256
   // bytes: the header and 240 bytes of data), for batched readers. Never
   // faults: a stale or invalid handle is ignored.
