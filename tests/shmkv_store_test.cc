@@ -1164,3 +1164,264 @@ TEST(ShmkvStats, WorkersPublishIntoTheFirstLayoutsSegment) {
 }
 
 }  // namespace
+
+// --- Parts rewritten at the same length: patch records (journal.h) ----
+
+namespace {
+
+std::string PatchPart(uint64_t i, char fill) {
+  std::string v(1000, fill);
+  v[10 + i] = 'x';
+  return v;
+}
+
+}  // namespace
+
+// A commit that rewrites parts at their length, a few bytes changed, is
+// journaled as those bytes (the journal's record area holds a few dozen
+// bytes, not the parts), and every reader then sees each part whole.
+TEST_F(StoreFixture, SameLengthPartRewritesAreJournaledAsTheirChanges) {
+  auto t = master_->Begin();
+  const uint64_t id = t->NewCollection();
+  for (uint64_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(t->WritePart(id, i, PatchPart(i, 'a')), Status::kOk);
+  }
+  ASSERT_EQ(t->Commit(), Status::kOk);
+  t.reset();
+  t = master_->Begin();
+  for (uint64_t i = 0; i < 3; ++i) {
+    std::string v;
+    ASSERT_EQ(t->ReadPart(id, i, &v), Status::kOk);
+    v[500] = 'y';
+    v[501 + i] = 'z';
+    ASSERT_EQ(t->WritePart(id, i, v), Status::kOk);
+  }
+  ASSERT_EQ(t->Commit(), Status::kOk);
+  t.reset();
+  shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
+  ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)));
+  using J = shmkv::Journal;
+  EXPECT_LT(jnl[J::kBytes], 3 * 64u) << "three parts journaled whole";
+  auto w = OpenWorker();
+  for (uint64_t i = 0; i < 3; ++i) {
+    std::string want = PatchPart(i, 'a'), got;
+    want[500] = 'y';
+    want[501 + i] = 'z';
+    ASSERT_TRUE(w->GetPart(id, i, &got));
+    EXPECT_EQ(got, want) << i;
+  }
+  // A rewrite that changes most bytes is written whole.
+  t = master_->Begin();
+  ASSERT_EQ(t->WritePart(id, 0, std::string(1000, 'q')), Status::kOk);
+  ASSERT_EQ(t->WritePart(id, 1, std::string(1000, 'r')), Status::kOk);
+  ASSERT_EQ(t->Commit(), Status::kOk);
+  EXPECT_GT(jnl[J::kBytes], 2000u);
+  std::string got;
+  ASSERT_TRUE(w->GetPart(id, 1, &got));
+  EXPECT_EQ(got, std::string(1000, 'r'));
+}
+
+// A writer that dies while its patches are applied: whoever takes the
+// lock next applies the commit again from the record not counted done,
+// once or twice over the same bytes, and the parts end as it meant; a
+// patch that does not fit its part leaves the part as it was.
+TEST_F(StoreFixture, PatchesOfADeadWriterAreAppliedAgain) {
+  auto t = master_->Begin();
+  const uint64_t id = t->NewCollection();
+  for (uint64_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(t->WritePart(id, i, PatchPart(i, 'a')), Status::kOk);
+  }
+  ASSERT_EQ(t->Commit(), Status::kOk);
+  t.reset();
+  shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
+  ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)));
+  using J = shmkv::Journal;
+  const size_t base = shmkv::kBlobHeader + 16;  // a part's key: 16 bytes
+  for (int round = 0; round < 3; ++round) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto s = OpenWorker();
+      shmc::ShmArray<uint64_t, shmc::POSIX> wj;
+      if (!wj.InitForWrite(shmkv::JournalKey(cfg_), jnl.size())) _exit(90);
+      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
+      std::string rec;
+      for (uint64_t i = 0; i < 2; ++i) {
+        shmkv::KeyHash h = shmkv::HashPart(id, i);
+        std::string pieces;
+        // Round 2: part 1's piece runs past the part's end.
+        const uint32_t head[2] = {
+            static_cast<uint32_t>(base + (round == 2 && i == 1 ? 995 : 100)),
+            6};
+        pieces.append(reinterpret_cast<const char*>(head), sizeof(head));
+        pieces.append("patch" + std::to_string(round));
+        J::AppendPatch(&rec, h.a, h.b, pieces);
+      }
+      auto* w = const_cast<uint64_t*>(&wj[0]);
+      std::memcpy(&w[J::kRecords], rec.data(), rec.size());
+      w[J::kCount] = 2;
+      w[J::kBytes] = rec.size();
+      w[J::kSum] = shmc::HashBytes(rec.data(), rec.size());
+      w[J::kDone] = round == 1 ? 1 : 0;
+      w[J::kState] = J::kApplying;
+      w[J::kSeq] |= 1;
+      _exit(0);  // holding the lock
+    }
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
+    ASSERT_EQ(master_->Set("b", "2", 0, SetMode::kAlways, false), Status::kOk);
+    for (uint64_t i = 0; i < 2; ++i) {
+      std::string got;
+      ASSERT_TRUE(master_->GetPart(id, i, &got));
+      std::string want = PatchPart(i, 'a');
+      // Round 1 counted part 0's patch done: only part 1's is applied.
+      int last = round;
+      if (round == 1 && i == 0) last = 0;
+      if (round == 2 && i == 1) last = 1;  // did not fit: round 1's
+      want.replace(100, 6, "patch" + std::to_string(last));
+      EXPECT_EQ(got, want) << "round " << round << " part " << i;
+    }
+  }
+  EXPECT_EQ(master_->journal_stats().recovered, 3u);
+}
+
+// Patch records of random pieces (offsets, lengths and bytes drawn, the
+// checksum right, so the record parses): a record is written whole when
+// its pieces follow each other within the part's blob, else not at all,
+// and never past the part; the store goes on either way.
+TEST_F(StoreFixture, RandomPatchPiecesNeverWritePastTheirPart) {
+  auto t = master_->Begin();
+  const uint64_t id = t->NewCollection();
+  ASSERT_EQ(t->WritePart(id, 0, PatchPart(0, 'a')), Status::kOk);
+  ASSERT_EQ(t->WritePart(id, 1, PatchPart(1, 'a')), Status::kOk);
+  ASSERT_EQ(t->Commit(), Status::kOk);
+  t.reset();
+  shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
+  ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)));
+  using J = shmkv::Journal;
+  // The part's value starts after the blob's head and its 16-byte key.
+  const uint64_t base = shmkv::kBlobHeader + 16, blob = base + 1000;
+  std::string want = PatchPart(0, 'a');
+  std::mt19937_64 rng(11);
+  int applied = 0, refused = 0;
+  for (int round = 0; round < 60; ++round) {
+    // The record, drawn here; the child only writes it.
+    std::string pieces;
+    uint64_t end = 0;
+    for (int k = 0, n = static_cast<int>(rng() % 4) + 1; k < n; ++k) {
+      uint32_t head[2] = {static_cast<uint32_t>(end + rng() % 400),
+                          static_cast<uint32_t>(rng() % 200)};
+      if (end == 0) head[0] += base;
+      if (rng() % 8 == 0) head[0] = static_cast<uint32_t>(base + rng() % 1200);
+      if (rng() % 12 == 0) head[1] = static_cast<uint32_t>(rng());
+      size_t bytes = std::min<size_t>(head[1], 200);
+      if (bytes > 0 && rng() % 7 == 0) --bytes;
+      pieces.append(reinterpret_cast<const char*>(head), sizeof(head));
+      pieces.append(bytes, static_cast<char>('b' + rng() % 20));
+      end = uint64_t{head[0]} + head[1];
+    }
+    // What the record must do, read by journal.h's words: pieces that
+    // parse, each after the one before, the last ending within the blob.
+    std::string next = want;
+    bool fits = true;
+    end = 0;
+    for (size_t at = 0; fits && at < pieces.size();) {
+      uint32_t head[2];
+      fits = pieces.size() - at >= sizeof(head);
+      if (!fits) break;
+      std::memcpy(head, pieces.data() + at, sizeof(head));
+      at += sizeof(head);
+      fits = head[1] > 0 && head[1] <= pieces.size() - at && head[0] >= end;
+      if (!fits) break;
+      end = uint64_t{head[0]} + head[1];
+      fits = head[0] >= base && end <= blob;  // (the draw keeps off the head)
+      if (fits) next.replace(head[0] - base, head[1], pieces, at, head[1]);
+      at += head[1];
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto s = OpenWorker();
+      shmc::ShmArray<uint64_t, shmc::POSIX> wj;
+      if (!wj.InitForWrite(shmkv::JournalKey(cfg_), jnl.size())) _exit(90);
+      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
+      shmkv::KeyHash h = shmkv::HashPart(id, 0);
+      std::string rec;
+      J::AppendPatch(&rec, h.a, h.b, pieces);
+      auto* w = const_cast<uint64_t*>(&wj[0]);
+      std::memcpy(&w[J::kRecords], rec.data(), rec.size());
+      w[J::kCount] = 1;
+      w[J::kBytes] = rec.size();
+      w[J::kSum] = shmc::HashBytes(rec.data(), rec.size());
+      w[J::kDone] = 0;
+      w[J::kState] = J::kApplying;
+      _exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
+    ASSERT_EQ(master_->Set("b", "2", 0, SetMode::kAlways, false), Status::kOk);
+    if (fits) {
+      want = next;
+      ++applied;
+    } else {
+      ++refused;
+    }
+    std::string got;
+    ASSERT_TRUE(master_->GetPart(id, 0, &got));
+    EXPECT_EQ(got, want) << "round " << round << (fits ? ": applied" : ": refused");
+    ASSERT_TRUE(master_->GetPart(id, 1, &got));
+    EXPECT_EQ(got, PatchPart(1, 'a')) << "a neighbour was written";
+  }
+  // The draw gives both kinds.
+  EXPECT_GT(applied, 5);
+  EXPECT_GT(refused, 5);
+  EXPECT_EQ(master_->journal_stats().recovered, 60u);
+}
+
+// Diff's pieces, handed on by ApplyPieces, turn the value before into the
+// value after; it declines when nothing changed or the pieces would pass
+// half the value.
+TEST(JournalPieces, DiffThenApplyGivesTheValueAfter) {
+  using J = shmkv::Journal;
+  std::mt19937_64 rng(5);
+  int patched = 0, whole = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const size_t n = 1 + rng() % 700, base = rng() % 40;
+    std::string before(n, 'a');
+    for (char& c : before) c = static_cast<char>('a' + rng() % 3);
+    std::string after = before;
+    const int changes = static_cast<int>(rng() % 6);
+    for (int k = 0; k < changes; ++k) {
+      const size_t at = rng() % n, len = 1 + rng() % (1 + rng() % 60);
+      for (size_t j = at; j < std::min(n, at + len); ++j) after[j] = 'z';
+    }
+    std::string pieces;
+    if (!J::Diff(before, after, base, &pieces)) {
+      ++whole;
+      size_t differ = 0;
+      for (size_t j = 0; j < n; ++j) differ += before[j] != after[j];
+      // Declined: nothing changed, or enough did: a piece of d changed
+      // bytes costs at most 8 + 16d (its head, gaps under 16), so pieces
+      // past half the value mean 24 * differ > n / 2.
+      EXPECT_TRUE(differ == 0 || 24 * differ > n / 2)
+          << "round " << round << ": " << differ << " of " << n;
+      continue;
+    }
+    ++patched;
+    EXPECT_LE(pieces.size(), n / 2);
+    std::string blob = std::string(base, 'h') + before;
+    ASSERT_TRUE(J::ApplyPieces(
+        pieces, [&](uint32_t offset, std::string_view bytes) {
+          if (offset < base || offset + bytes.size() > blob.size()) {
+            return false;
+          }
+          blob.replace(offset, bytes.size(), bytes);
+          return true;
+        }))
+        << "round " << round;
+    EXPECT_EQ(blob, std::string(base, 'h') + after) << "round " << round;
+  }
+  EXPECT_GT(patched, 500);
+  EXPECT_GT(whole, 100);
+  // Lengths that differ are never a patch.
+  std::string pieces;
+  EXPECT_FALSE(J::Diff("abc", "abcd", 0, &pieces));
+}

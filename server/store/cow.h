@@ -139,6 +139,10 @@ class CowMap : public Base {
     Before(k);
     return Base::Erase(k);
   }
+  bool Overwrite(const KeyHash& k, size_t offset, const void* p, size_t n) {
+    Before(k);
+    return Base::Overwrite(k, offset, p, n);
+  }
 
  private:
   void Before(const KeyHash& k) {

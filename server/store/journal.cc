@@ -113,6 +113,52 @@ void Journal::AppendRecord(std::string* rec, uint64_t ha, uint64_t hb,
   rec->resize((rec->size() + 7) & ~size_t{7}, '\0');
 }
 
+void Journal::AppendPatch(std::string* rec, uint64_t ha, uint64_t hb,
+                          std::string_view pieces) {
+  RecordHead head{ha, hb, static_cast<uint32_t>(pieces.size()) | kPatch, 0};
+  rec->append(reinterpret_cast<const char*>(&head), sizeof(head));
+  rec->append(pieces.data(), pieces.size());
+  rec->resize((rec->size() + 7) & ~size_t{7}, '\0');
+}
+
+bool Journal::Diff(std::string_view before, std::string_view after,
+                   size_t base, std::string* pieces) {
+  const size_t n = after.size();
+  if (before.size() != n || n == 0 || base + n > kNoBlob) return false;
+  pieces->clear();
+  const char* a = before.data();
+  const char* b = after.data();
+  constexpr size_t kGap = 16;
+  size_t i = 0;
+  while (i < n) {
+    // Equal blocks pass by memcmp; then to the first difference.
+    const size_t block = std::min<size_t>(64, n - i);
+    if (std::memcmp(a + i, b + i, block) == 0) {
+      i += block;
+      continue;
+    }
+    while (a[i] == b[i]) ++i;
+    // The piece ends at the last difference that has fewer than kGap
+    // equal bytes before the next one.
+    size_t end = i + 1;
+    for (size_t j = end, same = 0; j < n && same < kGap; ++j) {
+      if (a[j] == b[j]) {
+        ++same;
+      } else {
+        end = j + 1;
+        same = 0;
+      }
+    }
+    const uint32_t head[2] = {static_cast<uint32_t>(base + i),
+                              static_cast<uint32_t>(end - i)};
+    pieces->append(reinterpret_cast<const char*>(head), sizeof(head));
+    pieces->append(b + i, end - i);
+    if (pieces->size() > n / 2) return false;
+    i = end;
+  }
+  return !pieces->empty();
+}
+
 bool Journal::Commit(const std::string& rec, uint64_t count,
                      const ApplyFn& apply) {
   std::memcpy(&w_[kRecords], rec.data(), rec.size());
@@ -154,6 +200,11 @@ bool Journal::Parse(std::vector<Record>* out, bool sum) const {
     off += sizeof(head);
     r.has_new = nl != kNoBlob;
     r.has_old = ol != kNoBlob;
+    if (r.has_new && (nl & kPatch) != 0) {
+      r.patch = true;
+      nl &= ~kPatch;
+      if (ol != 0) return false;  // a patch keeps nothing
+    }
     size_t n = r.has_new ? nl : 0, o = r.has_old ? ol : 0;
     if (n > bytes - off || o > bytes - off - n) return false;
     r.next = std::string_view(p + off, n);
@@ -184,7 +235,8 @@ bool Journal::Finish(const ApplyFn& apply, bool sum) {
     // each record sets its key's final state.
     for (; done < recs.size(); ++done) {
       const Record& r = recs[done];
-      if (!apply(r.ha, r.hb, r.has_new, r.next)) break;
+      const Op op = r.patch ? Op::kPatch : r.has_new ? Op::kPut : Op::kErase;
+      if (!apply(r.ha, r.hb, op, r.next)) break;
       StoreWord(&w_[kDone], done + 1);
     }
     if (done < recs.size()) {
@@ -202,8 +254,9 @@ bool Journal::Finish(const ApplyFn& apply, bool sum) {
     // records that can fail: none of them is among those undone.
     while (done > 0) {
       const Record& r = recs[done - 1];
-      bool kept = !r.has_old || !r.old.empty();
-      if (!kept || !apply(r.ha, r.hb, r.has_old, r.old)) {
+      bool kept = !r.patch && (!r.has_old || !r.old.empty());
+      if (!kept ||
+          !apply(r.ha, r.hb, r.has_old ? Op::kPut : Op::kErase, r.old)) {
         std::fprintf(stderr, "shmkv: cannot undo a journal record\n");
       }
       StoreWord(&w_[kDone], --done);

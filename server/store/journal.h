@@ -12,7 +12,11 @@
 //                     a length of kNoBlob: no key (a delete, or a key
 //                     that did not exist); an old length of 0: the key
 //                     existed and its old blob was not kept (the store
-//                     writes these; journals of earlier builds keep it)
+//                     writes these; journals of earlier builds keep it);
+//                     a new length with kPatch set: a patch of the key's
+//                     blob in place, its bytes pieces of
+//                       u32 offset (into the blob)  u32 n  n bytes
+//                     (old length 0: nothing kept)
 //
 // Writers call every method under the store's write lock; lock-free
 // readers use only Seq()/SeqValid(), and INFO reads Counter().
@@ -20,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -59,6 +64,7 @@ class Journal {
   static constexpr size_t kRecords = kVersions + kWatchSlots;
   static constexpr uint64_t kIdle = 0, kApplying = 1, kUndoing = 2;
   static constexpr uint32_t kNoBlob = 0xffffffffu;
+  static constexpr uint32_t kPatch = 0x80000000u;  // in new_len
   // Each record: this head, the new blob, the old blob, zeros to a multiple
   // of 8 bytes.
   struct RecordHead {
@@ -94,8 +100,30 @@ class Journal {
   static void AppendRecord(std::string* rec, uint64_t ha, uint64_t hb,
                            const std::string_view* next,
                            const std::string_view* old);
-  // Applies one record's side: present ? replace with blob : erase.
-  using ApplyFn = std::function<bool(uint64_t ha, uint64_t hb, bool present,
+  // A patch's record: `pieces` as the header above says. A patch is never
+  // undone (nothing of the old blob is kept): a commit journals its
+  // patches after every key it adds, as it does its replacements.
+  static void AppendPatch(std::string* rec, uint64_t ha, uint64_t hb,
+                          std::string_view pieces);
+  // A patch's pieces for a value rewritten at its length, `before` ->
+  // `after`, the value starting at byte `base` of its blob: a piece per
+  // run of changed bytes (runs fewer than 16 equal bytes apart joined, a
+  // piece's head costing 8). False, *pieces undefined, when nothing
+  // changed, the lengths differ, or the pieces would pass half the value
+  // (then it is written whole).
+  static bool Diff(std::string_view before, std::string_view after,
+                   size_t base, std::string* pieces);
+  // Hands a patch's pieces to write(offset, bytes), all or none: they must
+  // parse and follow each other without overlap (as Diff makes them), and
+  // the last one, handed first, must be written (write returns false when
+  // a piece passes the blob's end); every other one then ends within it.
+  // False when the pieces do not parse or the last one was refused.
+  template <class Write>
+  static bool ApplyPieces(std::string_view pieces, Write&& write);
+  // Applies one record's side: kPut: replace with blob; kErase; kPatch:
+  // write the pieces in `blob` over the key's blob.
+  enum class Op { kErase, kPut, kPatch };
+  using ApplyFn = std::function<bool(uint64_t ha, uint64_t hb, Op op,
                                      std::string_view blob)>;
   // Writes the records, marks them applying (from here on the commit
   // happens, whoever finishes it), makes the sequence odd and applies
@@ -113,7 +141,7 @@ class Journal {
  private:
   struct Record {
     uint64_t ha, hb;
-    bool has_new = false, has_old = false;
+    bool has_new = false, has_old = false, patch = false;
     std::string_view next, old;
   };
   bool Parse(std::vector<Record>* out, bool sum) const;
@@ -128,5 +156,41 @@ static_assert(sizeof(Journal::RecordHead) == 24 &&
                   offsetof(Journal::RecordHead, new_len) == 16 &&
                   offsetof(Journal::RecordHead, old_len) == 20,
               "journal records of segments already written keep this head");
+
+template <class Write>
+bool Journal::ApplyPieces(std::string_view pieces, Write&& write) {
+  struct Head {
+    uint32_t offset, n;
+  };
+  auto head_at = [&](size_t at) {
+    Head h;
+    std::memcpy(&h, pieces.data() + at, sizeof(h));
+    return h;
+  };
+  // Pass 1 checks every piece and finds the last.
+  uint64_t end = 0;
+  size_t last = 0;
+  for (size_t at = 0; at < pieces.size();) {
+    if (pieces.size() - at < sizeof(Head)) return false;
+    const Head h = head_at(at);
+    if (h.n == 0 || h.n > pieces.size() - at - sizeof(Head) ||
+        h.offset < end) {
+      return false;
+    }
+    last = at;
+    end = uint64_t{h.offset} + h.n;
+    at += sizeof(Head) + h.n;
+  }
+  if (end == 0) return false;
+  auto hand = [&](size_t at) {
+    const Head h = head_at(at);
+    return write(h.offset, pieces.substr(at + sizeof(Head), h.n));
+  };
+  if (!hand(last)) return false;
+  for (size_t at = 0; at < last; at += sizeof(Head) + head_at(at).n) {
+    if (!hand(at)) return false;  // (not once the last one was written)
+  }
+  return true;
+}
 
 }  // namespace shmkv

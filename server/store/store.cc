@@ -497,6 +497,11 @@ class StoreT : public Store {
     bool old_ttl = false;  // it had a TTL there
     PartsRoot old_root{0, 0};  // the collection it held in the map, if any
     bool dirty = false;
+    // A part's value as the map holds it, kept by its first rewrite when
+    // it was read whole (kept_orig), so that the commit can journal what
+    // changed (Patch); `pristine` while `value` is still the map's.
+    bool pristine = false, kept_orig = false;
+    std::string orig;
   };
 
   // The transaction: an overlay of the keys it touched (store_txn.h).
@@ -506,18 +511,31 @@ class StoreT : public Store {
   // version at once, while the sequence is odd (a reader whose sequence
   // did not change saw every bump of the commits before it: PartStamp).
   Journal::ApplyFn Applier() {
-    return [this](uint64_t ha, uint64_t hb, bool present,
+    return [this](uint64_t ha, uint64_t hb, Journal::Op op,
                   std::string_view blob) {
       KeyHash h{ha, hb};
       bool ok = true;
-      if (!present) {
+      if (op == Journal::Op::kErase) {
         map_.Erase(h);
-      } else {
+      } else if (op == Journal::Op::kPut) {
         ok = map_.Replace(h, blob.data(), blob.size());
+      } else if (!ApplyPatch(h, blob)) {
+        // Only a damaged map or journal: the commit goes on (a patch is
+        // never undone), the key is left as it was.
+        std::fprintf(stderr, "shmkv: a journal patch does not fit its key's "
+                             "blob; the key is left as it was\n");
       }
       if (ok) journal_.Bump(ha);
       return ok;
     };
+  }
+
+  // A patch record's pieces written over the key's blob, all or none.
+  bool ApplyPatch(const KeyHash& h, std::string_view pieces) {
+    return Journal::ApplyPieces(
+        pieces, [&](uint32_t offset, std::string_view bytes) {
+          return map_.Overwrite(h, offset, bytes.data(), bytes.size());
+        });
   }
 
   // Journals every change and lets the journal apply them. Keys new to
@@ -538,6 +556,10 @@ class StoreT : public Store {
       for (const Entry* e : dirty) {
         bool added = e->present && !e->had_old;
         if (added != (pass == 0)) continue;
+        if (!added && Patch(*e, &blob)) {
+          Journal::AppendPatch(&rec, e->h.a, e->h.b, blob);
+          continue;
+        }
         std::string_view next_view;
         if (e->present) {
           MakeBlob(&blob, e->key, e->type, e->encoding, e->value, e->expire,
@@ -556,6 +578,14 @@ class StoreT : public Store {
     // those keys fails, as it did when the bumps came after.)
     bool ok = journal_.Commit(rec, dirty.size(), Applier());
     return ok ? Status::kOk : Status::kFull;
+  }
+
+  // A part rewritten at the same length (a sorted-set node whose counts
+  // changed, a member's new score) is journaled as the bytes that differ
+  // (Journal::Diff): false when it must be written whole.
+  static bool Patch(const Entry& e, std::string* pieces) {
+    return e.part && e.kept_orig && e.present && e.had_old &&
+           Journal::Diff(e.orig, e.value, kBlobHeader + e.key.size(), pieces);
   }
 
   void Lock() {

@@ -82,6 +82,10 @@ class StoreT<Alloc>::TxnImpl : public Store::Txn {
     Status st =
         LoadEntry(PartKeyBytes(PartKey{id, index}, kb), true, &e, false);
     if (st != Status::kOk) return st;
+    if (e->pristine) {
+      e->orig.swap(e->value);
+      e->kept_orig = true;
+    }
     e->present = true;
     e->type = static_cast<ValueType>(kPartType);
     e->encoding = 0;
@@ -272,6 +276,10 @@ class StoreT<Alloc>::TxnImpl : public Store::Txn {
       e->expire = b.expire_ms;
       e->old_ttl = b.expire_ms != 0;
       e->old_root = s_->last_root_;
+      // (A part as WritePart writes them: only its value bytes differ.)
+      e->pristine = part && with_value &&
+                    b.type == static_cast<ValueType>(kPartType) &&
+                    b.encoding == 0 && b.expire_ms == 0;
     }
     *out = e;
     return Status::kOk;
@@ -285,6 +293,7 @@ class StoreT<Alloc>::TxnImpl : public Store::Txn {
 
   // Marks `e` written; refuses once the journal could not hold it all.
   Status Touch(Entry* e) {
+    e->pristine = false;
     if (!e->dirty) {
       e->dirty = true;
       entries_->order().push_back(e);
