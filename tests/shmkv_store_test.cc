@@ -103,6 +103,35 @@ class StoreFixture : public ::testing::Test {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   }
 
+  // A child that takes the write lock, leaves `rec` (`count` records,
+  // `done` of them counted applied) in the journal as a commit being
+  // applied, and dies holding the lock; returns once it is gone.
+  void PlantApplyingCommit(const std::string& rec, uint64_t count,
+                           uint64_t done) {
+    using J = shmkv::Journal;
+    pid_t pid = fork();
+    if (pid == 0) {
+      auto s = OpenWorker();
+      shmc::ShmArray<uint64_t, shmc::POSIX> rj, wj;
+      if (!rj.InitForRead(shmkv::JournalKey(cfg_)) ||
+          !wj.InitForWrite(shmkv::JournalKey(cfg_), rj.size())) {
+        _exit(90);
+      }
+      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
+      auto* w = const_cast<uint64_t*>(&wj[0]);
+      std::memcpy(&w[J::kRecords], rec.data(), rec.size());
+      w[J::kCount] = count;
+      w[J::kBytes] = rec.size();
+      w[J::kSum] = shmc::HashBytes(rec.data(), rec.size());
+      w[J::kDone] = done;
+      w[J::kState] = J::kApplying;
+      w[J::kSeq] |= 1;
+      _exit(0);  // holding the lock
+    }
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
+  }
+
   ScopedKey<shmc::POSIX> key_;
   shmkv::StoreConfig cfg_;
   std::unique_ptr<shmkv::Store> master_;
@@ -1233,41 +1262,22 @@ TEST_F(StoreFixture, PatchesOfADeadWriterAreAppliedAgain) {
   }
   ASSERT_EQ(t->Commit(), Status::kOk);
   t.reset();
-  shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
-  ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)));
   using J = shmkv::Journal;
   const size_t base = shmkv::kBlobHeader + 16;  // a part's key: 16 bytes
   for (int round = 0; round < 3; ++round) {
-    pid_t pid = fork();
-    if (pid == 0) {
-      auto s = OpenWorker();
-      shmc::ShmArray<uint64_t, shmc::POSIX> wj;
-      if (!wj.InitForWrite(shmkv::JournalKey(cfg_), jnl.size())) _exit(90);
-      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
-      std::string rec;
-      for (uint64_t i = 0; i < 2; ++i) {
-        shmkv::KeyHash h = shmkv::HashPart(id, i);
-        std::string pieces;
-        // Round 2: part 1's piece runs past the part's end.
-        const uint32_t head[2] = {
-            static_cast<uint32_t>(base + (round == 2 && i == 1 ? 995 : 100)),
-            6};
-        pieces.append(reinterpret_cast<const char*>(head), sizeof(head));
-        pieces.append("patch" + std::to_string(round));
-        J::AppendPatch(&rec, h.a, h.b, pieces);
-      }
-      auto* w = const_cast<uint64_t*>(&wj[0]);
-      std::memcpy(&w[J::kRecords], rec.data(), rec.size());
-      w[J::kCount] = 2;
-      w[J::kBytes] = rec.size();
-      w[J::kSum] = shmc::HashBytes(rec.data(), rec.size());
-      w[J::kDone] = round == 1 ? 1 : 0;
-      w[J::kState] = J::kApplying;
-      w[J::kSeq] |= 1;
-      _exit(0);  // holding the lock
+    std::string rec;
+    for (uint64_t i = 0; i < 2; ++i) {
+      shmkv::KeyHash h = shmkv::HashPart(id, i);
+      std::string pieces;
+      // Round 2: part 1's piece runs past the part's end.
+      const uint32_t head[2] = {
+          static_cast<uint32_t>(base + (round == 2 && i == 1 ? 995 : 100)),
+          6};
+      pieces.append(reinterpret_cast<const char*>(head), sizeof(head));
+      pieces.append("patch" + std::to_string(round));
+      J::AppendPatch(&rec, h.a, h.b, pieces);
     }
-    ASSERT_GT(pid, 0);
-    ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
+    PlantApplyingCommit(rec, 2, round == 1 ? 1 : 0);
     ASSERT_EQ(master_->Set("b", "2", 0, SetMode::kAlways, false), Status::kOk);
     for (uint64_t i = 0; i < 2; ++i) {
       std::string got;
@@ -1295,8 +1305,6 @@ TEST_F(StoreFixture, RandomPatchPiecesNeverWritePastTheirPart) {
   ASSERT_EQ(t->WritePart(id, 1, PatchPart(1, 'a')), Status::kOk);
   ASSERT_EQ(t->Commit(), Status::kOk);
   t.reset();
-  shmc::ShmArray<uint64_t, shmc::POSIX> jnl;
-  ASSERT_TRUE(jnl.InitForRead(shmkv::JournalKey(cfg_)));
   using J = shmkv::Journal;
   // The part's value starts after the blob's head and its 16-byte key.
   const uint64_t base = shmkv::kBlobHeader + 16, blob = base + 1000;
@@ -1337,26 +1345,10 @@ TEST_F(StoreFixture, RandomPatchPiecesNeverWritePastTheirPart) {
       if (fits) next.replace(head[0] - base, head[1], pieces, at, head[1]);
       at += head[1];
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-      auto s = OpenWorker();
-      shmc::ShmArray<uint64_t, shmc::POSIX> wj;
-      if (!wj.InitForWrite(shmkv::JournalKey(cfg_), jnl.size())) _exit(90);
-      if (pthread_mutex_lock(&s->control()->write_lock) != 0) _exit(91);
-      shmkv::KeyHash h = shmkv::HashPart(id, 0);
-      std::string rec;
-      J::AppendPatch(&rec, h.a, h.b, pieces);
-      auto* w = const_cast<uint64_t*>(&wj[0]);
-      std::memcpy(&w[J::kRecords], rec.data(), rec.size());
-      w[J::kCount] = 1;
-      w[J::kBytes] = rec.size();
-      w[J::kSum] = shmc::HashBytes(rec.data(), rec.size());
-      w[J::kDone] = 0;
-      w[J::kState] = J::kApplying;
-      _exit(0);
-    }
-    ASSERT_GT(pid, 0);
-    ASSERT_EQ(Wait(pid, std::chrono::seconds(10)), 0);
+    shmkv::KeyHash h = shmkv::HashPart(id, 0);
+    std::string rec;
+    J::AppendPatch(&rec, h.a, h.b, pieces);
+    PlantApplyingCommit(rec, 1, 0);
     ASSERT_EQ(master_->Set("b", "2", 0, SetMode::kAlways, false), Status::kOk);
     if (fits) {
       want = next;
