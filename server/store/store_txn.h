@@ -279,7 +279,7 @@ class StoreT<Alloc>::TxnImpl : public Store::Txn {
       // (A part as WritePart writes them: only its value bytes differ.)
       e->pristine = part && with_value &&
                     b.type == static_cast<ValueType>(kPartType) &&
-                    b.encoding == 0 && b.expire_ms == 0;
+                    b.encoding == 0 && b.expire_ms == 0 && b.db == 0;
     }
     *out = e;
     return Status::kOk;
