@@ -38,6 +38,13 @@ namespace {
 
 using shmc_test::ScopedKey;
 
+// A 1,000-byte part, its byte 10 + i marked (the patch record tests).
+std::string PatchPart(uint64_t i, char fill) {
+  std::string v(1000, fill);
+  v[10 + i] = 'x';
+  return v;
+}
+
 // A store config on a fresh key; the control segment is removed with it.
 class StoreFixture : public ::testing::Test {
  protected:
@@ -101,6 +108,17 @@ class StoreFixture : public ::testing::Test {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+
+  // A new collection of `n` parts, part i PatchPart(i, 'a'), committed.
+  uint64_t CommitPatchParts(uint64_t n) {
+    auto t = master_->Begin();
+    const uint64_t id = t->NewCollection();
+    for (uint64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(t->WritePart(id, i, PatchPart(i, 'a')), shmkv::Store::Status::kOk);
+    }
+    EXPECT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+    return id;
   }
 
   // A child that takes the write lock, leaves `rec` (`count` records,
@@ -1196,28 +1214,12 @@ TEST(ShmkvStats, WorkersPublishIntoTheFirstLayoutsSegment) {
 
 // --- Parts rewritten at the same length: patch records (journal.h) ----
 
-namespace {
-
-std::string PatchPart(uint64_t i, char fill) {
-  std::string v(1000, fill);
-  v[10 + i] = 'x';
-  return v;
-}
-
-}  // namespace
-
 // A commit that rewrites parts at their length, a few bytes changed, is
 // journaled as those bytes (the journal's record area holds a few dozen
 // bytes, not the parts), and every reader then sees each part whole.
 TEST_F(StoreFixture, SameLengthPartRewritesAreJournaledAsTheirChanges) {
+  const uint64_t id = CommitPatchParts(3);
   auto t = master_->Begin();
-  const uint64_t id = t->NewCollection();
-  for (uint64_t i = 0; i < 3; ++i) {
-    ASSERT_EQ(t->WritePart(id, i, PatchPart(i, 'a')), Status::kOk);
-  }
-  ASSERT_EQ(t->Commit(), Status::kOk);
-  t.reset();
-  t = master_->Begin();
   for (uint64_t i = 0; i < 3; ++i) {
     std::string v;
     ASSERT_EQ(t->ReadPart(id, i, &v), Status::kOk);
@@ -1255,13 +1257,7 @@ TEST_F(StoreFixture, SameLengthPartRewritesAreJournaledAsTheirChanges) {
 // once or twice over the same bytes, and the parts end as it meant; a
 // patch that does not fit its part leaves the part as it was.
 TEST_F(StoreFixture, PatchesOfADeadWriterAreAppliedAgain) {
-  auto t = master_->Begin();
-  const uint64_t id = t->NewCollection();
-  for (uint64_t i = 0; i < 2; ++i) {
-    ASSERT_EQ(t->WritePart(id, i, PatchPart(i, 'a')), Status::kOk);
-  }
-  ASSERT_EQ(t->Commit(), Status::kOk);
-  t.reset();
+  const uint64_t id = CommitPatchParts(2);
   using J = shmkv::Journal;
   const size_t base = shmkv::kBlobHeader + 16;  // a part's key: 16 bytes
   for (int round = 0; round < 3; ++round) {
@@ -1299,12 +1295,7 @@ TEST_F(StoreFixture, PatchesOfADeadWriterAreAppliedAgain) {
 // its pieces follow each other within the part's blob, else not at all,
 // and never past the part; the store goes on either way.
 TEST_F(StoreFixture, RandomPatchPiecesNeverWritePastTheirPart) {
-  auto t = master_->Begin();
-  const uint64_t id = t->NewCollection();
-  ASSERT_EQ(t->WritePart(id, 0, PatchPart(0, 'a')), Status::kOk);
-  ASSERT_EQ(t->WritePart(id, 1, PatchPart(1, 'a')), Status::kOk);
-  ASSERT_EQ(t->Commit(), Status::kOk);
-  t.reset();
+  const uint64_t id = CommitPatchParts(2);
   using J = shmkv::Journal;
   // The part's value starts after the blob's head and its 16-byte key.
   const uint64_t base = shmkv::kBlobHeader + 16, blob = base + 1000;
