@@ -34,6 +34,11 @@ enum ShmCreateFlag {
   // owns or that others may write (refused by default: such a segment may
   // have been crafted to attack a privileged writer).
   kAllowForeignOwner = 0x200,
+  // shmc addition: a ShmLinkTable created with it reserves its pool's
+  // memory in steps as values fill it (2 MiB at a time), not all at once;
+  // a step the system cannot reserve fails the write that needed it
+  // (kNoSpace) instead of raising SIGBUS later. Other containers ignore it.
+  kGrowInSteps = 0x400,
 };
 
 namespace detail {

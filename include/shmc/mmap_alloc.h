@@ -35,7 +35,7 @@ class MmapAlloc : public ShmAlloc {
       set_from_errno();
       return nullptr;
     }
-    if (kShared && !(flags & kReadOnly) && !Populate(addr, size)) {
+    if (kShared && !(flags & (kReadOnly | kSparse)) && !Populate(addr, size)) {
       munmap(addr, size);
       return nullptr;
     }

@@ -55,8 +55,20 @@ class ShmArray {
   // Errors: create errors; kWriterBusy; kInvalidArgument for size 0 or
   // too large.
   bool InitForWrite(const std::string& shm_key, size_t size) {
+    return InitForWrite(shm_key, size, size);
+  }
+
+  // shmc addition: the same, but an array this call creates has the
+  // memory of its first `reserved` nodes reserved only; the rest is
+  // reserved by Reserve() before it is first touched (a node never
+  // reserved may not be read or written: on a full tmpfs that faults).
+  // An array that exists is attached as it is.
+  bool InitForWrite(const std::string& shm_key, size_t size, size_t reserved) {
     error_.Clear();
     detail::SegmentSpec spec = Spec(size);
+    if (reserved < size) {
+      spec.reserve_bytes = Layout(0).nodes_offset() + reserved * sizeof(Node);
+    }
     if (size == 0 || spec.total_size == 0) {
       return detail::Segment<Alloc>::Fail(
           &error_, ErrorCode::kInvalidArgument, 0, shm_key,
@@ -99,6 +111,16 @@ class ShmArray {
   size_t size() const { return size_; }
 
   // shmc additions
+  // Reserves the memory of nodes [first, first + count) (see the
+  // three-argument InitForWrite): false, kNoSpace, when the system has no
+  // room for it; already reserved memory is kept as it is.
+  bool Reserve(size_t first, size_t count) {
+    if (nodes_ == nullptr || first > size_ || count > size_ - first) {
+      return false;
+    }
+    return seg_.Reserve(Layout(0).nodes_offset() + first * sizeof(Node),
+                        count * sizeof(Node), "ShmArray::Reserve", &error_);
+  }
   const Error& last_error() const { return error_; }
   bool is_initialized() const { return nodes_ != nullptr; }
   // For MAPFILE: flush to disk now (also done when the array is destroyed).

@@ -455,6 +455,15 @@ class ShmHashMap {
   const Error& last_error() const { return error_; }
   const Table& hash_table() const { return hash_table_; }
   const Links& link_table() const { return link_table_; }
+  // shmc addition (writer): makes sure the value pool has `nodes` nodes on
+  // its free list, reserving further steps of a pool made with
+  // kGrowInSteps (ShmLinkTable::Reserve): a writer that must not fail
+  // halfway through several writes asks for all their nodes first.
+  bool ReserveNodes(uint64_t nodes) {
+    if (link_table_.Reserve(nodes)) return true;
+    error_ = link_table_.last_error();
+    return false;
+  }
 
  private:
   static constexpr int kReadTries = 8;  // then "not found", as the reference

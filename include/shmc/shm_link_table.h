@@ -30,6 +30,7 @@
 // O(value size) (Recover), so nothing leaks and counters stay right.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <cinttypes>
@@ -206,8 +207,7 @@ class ShmLinkTable {
       return link_buf_t();
     }
     uint32_t n = NodesFor(size);
-    uint64_t free = hdr_->free_nodes.load(std::memory_order_relaxed);
-    if (n > free || !FreeListHolds(n, "ShmLinkTable::New")) {
+    if (!Reserve(n) || !FreeListHolds(n, "ShmLinkTable::New")) {
       return link_buf_t();
     }
     link_buf_t lb = BeginNew(detail::kLinkOpNew, 0, link_buf_t(), 0, n,
@@ -272,8 +272,7 @@ class ShmLinkTable {
   bool Overwrite(link_buf_t lb, size_t offset, const void* data, size_t n) {
     if (!Writable() || n == 0) return n == 0;
     const uint32_t head = lb.head(), tag = lb.tag();
-    if (head == 0 || head > nodes_ || tag == 0 ||
-        (tag & detail::kLinkHeadFlag) ||
+    if (!Linkable(head) || tag == 0 || (tag & detail::kLinkHeadFlag) ||
         Head(head)->tag.load(std::memory_order_relaxed) !=
             (tag | detail::kLinkHeadFlag)) {
       return false;
@@ -288,7 +287,7 @@ class ShmLinkTable {
     const uint64_t first = offset / cap, last = (offset + n - 1) / cap;
     uint64_t i = head;
     for (uint64_t k = 0; k <= last; ++k) {
-      if (i == 0 || i > nodes_) return false;
+      if (!Linkable(i)) return false;
       const uint32_t t = Head(i)->tag.load(std::memory_order_relaxed);
       if (t != (k == 0 ? (tag | detail::kLinkHeadFlag) : tag)) return false;
       i = Head(i)->next.load(std::memory_order_relaxed);
@@ -320,7 +319,7 @@ class ShmLinkTable {
   // bytes: the header and 240 bytes of data), for batched readers. Never
   // faults: a stale or invalid handle is ignored.
   void Prefetch(link_buf_t lb) const {
-    if (hdr_ == nullptr || lb.head() == 0 || lb.head() > nodes_) return;
+    if (hdr_ == nullptr || !Linkable(lb.head())) return;
     const char* p = reinterpret_cast<const char*>(Head(lb.head()));
     uint64_t bytes = stride_ < 4 * detail::kCacheLine ? stride_
                                                        : 4 * detail::kCacheLine;
@@ -368,7 +367,8 @@ class ShmLinkTable {
   // Calls f for every live value (found by scanning for head nodes).
   bool Travel(std::function<void(link_buf_t)> f) const {
     if (hdr_ == nullptr) return false;
-    for (uint64_t i = 1; i <= nodes_; ++i) {
+    const uint64_t linked = Linked();
+    for (uint64_t i = 1; i <= linked; ++i) {
       uint32_t t = Head(i)->tag.load(std::memory_order_acquire);
       if (t & detail::kLinkHeadFlag) {
         f(link_buf_t(static_cast<uint32_t>(i), t & ~detail::kLinkHeadFlag));
@@ -403,10 +403,31 @@ class ShmLinkTable {
   // Writer only when auto_fix is set.
   bool HealthCheck(HealthStat* hs, bool auto_fix);
 
+  // Nodes no value holds: those on the free list and, in a table that
+  // grows in steps, those not reserved yet.
   size_t free_nodes() const {
-    return hdr_ ? hdr_->free_nodes.load(std::memory_order_relaxed) : 0;
+    return hdr_ ? hdr_->free_nodes.load(std::memory_order_relaxed) +
+                      (nodes_ - Linked())
+                : 0;
   }
   size_t total_nodes() const { return nodes_; }
+  // shmc addition: the nodes whose memory the table has reserved (all of
+  // them unless it was made with kGrowInSteps), and the bytes they span
+  // from the segment's start.
+  size_t reserved_nodes() const { return hdr_ ? Linked() : 0; }
+  uint64_t reserved_bytes() const {
+    return hdr_ ? kNodesOffset + (Linked() + 1) * stride_ : 0;
+  }
+
+  // shmc addition (writer): makes sure `n` nodes are on the free list,
+  // reserving further steps of a table made with kGrowInSteps. False when
+  // the pool lacks them, or (kNoSpace in last_error()) when the system
+  // cannot reserve the memory: nothing is changed then.
+  bool Reserve(uint64_t n) {
+    if (!Writable()) return false;
+    if (n <= hdr_->free_nodes.load(std::memory_order_relaxed)) return true;
+    return Extend(n);
+  }
   size_t link_bufs() const {
     return hdr_ ? hdr_->bufs.load(std::memory_order_relaxed) : 0;
   }
@@ -478,6 +499,110 @@ class ShmLinkTable {
     hdr_ = reinterpret_cast<detail::LinkTableHeader*>(
         seg_.base() + sizeof(detail::SegmentHeader));
     base_ = seg_.base() + kNodesOffset;
+    seen_.store(Linked(), std::memory_order_relaxed);
+  }
+
+  // The bytes of one growth step (kGrowInSteps), in nodes of `stride`.
+  static uint64_t StepNodes(uint64_t stride) {
+    return std::max<uint64_t>(1, kStepBytes / stride);
+  }
+  static constexpr uint64_t kStepBytes = uint64_t{2} << 20;
+
+  // Nodes 1 .. Linked() have been linked (and their memory reserved); the
+  // count of the others is checked, damage reading as none linked past
+  // the first node.
+  uint64_t Linked() const {
+    uint64_t u = hdr_->unlinked.load(std::memory_order_acquire);
+    return u >= nodes_ ? 1 : nodes_ - u;
+  }
+  // Whether node i is one that may be read: 1 .. Linked(). The linked
+  // count only grows, so the last one seen answers most checks; past it,
+  // the header is read again.
+  bool Linkable(uint64_t i) const {
+    if (__builtin_expect(i - 1 < seen_.load(std::memory_order_relaxed), 1)) {
+      return true;
+    }
+    return LinkableSlow(i);
+  }
+  __attribute__((noinline)) bool LinkableSlow(uint64_t i) const {
+    if (i == 0 || hdr_ == nullptr) return false;
+    uint64_t l = Linked();
+    seen_.store(l, std::memory_order_relaxed);
+    return i <= l;
+  }
+
+  // Links the pool's next unlinked nodes onto the free list, a step (or
+  // what `n` free nodes need) at a time, each reserved first.
+  bool Extend(uint64_t n) {
+    const char* who = "ShmLinkTable::Reserve";
+    for (;;) {
+      const uint64_t free = hdr_->free_nodes.load(std::memory_order_relaxed);
+      if (n <= free) return true;
+      const uint64_t unlinked = hdr_->unlinked.load(std::memory_order_relaxed);
+      if (unlinked >= nodes_) {
+        return detail::Segment<Alloc>::Fail(
+            &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
+            "the header counts %llu unlinked nodes of %llu (`shmc check "
+            "--fix` repairs it)", static_cast<unsigned long long>(unlinked),
+            static_cast<unsigned long long>(nodes_));
+      }
+      if (n - free > unlinked) return false;  // the pool is full
+      const uint64_t first = nodes_ - unlinked + 1;
+      const uint64_t count = std::min(
+          unlinked, std::max(n - free, StepNodes(stride_)));
+      // The step's nodes were never written: what a failed reservation
+      // took of them is given back (fresh).
+      if (!seg_.Reserve(kNodesOffset + first * stride_, count * stride_, who,
+                        &error_, true)) {
+        return false;
+      }
+      detail::LinkIntent& in = hdr_->intent;
+      const uint64_t pb = hdr_->bufs.load(std::memory_order_relaxed);
+      const uint64_t py = hdr_->buf_bytes.load(std::memory_order_relaxed);
+      in.slot.store(0, std::memory_order_relaxed);
+      in.new_lb.store(detail::PackLink(static_cast<uint32_t>(first), 0),
+                      std::memory_order_relaxed);
+      in.old_lb.store(0, std::memory_order_relaxed);
+      in.new_nodes.store(static_cast<uint32_t>(count),
+                         std::memory_order_relaxed);
+      in.old_nodes.store(0, std::memory_order_relaxed);
+      in.cut_next.store(hdr_->free_head.load(std::memory_order_relaxed),
+                        std::memory_order_relaxed);
+      in.step.store(detail::kLinkStepFill, std::memory_order_relaxed);
+      in.pre_free.store(free, std::memory_order_relaxed);
+      in.pre_bufs.store(pb, std::memory_order_relaxed);
+      in.pre_bytes.store(py, std::memory_order_relaxed);
+      in.post_free.store(free + count, std::memory_order_relaxed);
+      in.post_bufs.store(pb, std::memory_order_relaxed);
+      in.post_bytes.store(py, std::memory_order_relaxed);
+      in.op.store(detail::kLinkOpExtend, std::memory_order_release);
+      SHMC_CRASH_POINT(12);
+      LinkStep(first, count, in.cut_next.load(std::memory_order_relaxed));
+      Commit();
+    }
+  }
+
+  // Links nodes first .. first + count - 1 into a list ahead of `rest`,
+  // makes it the free list and counts the nodes linked. Idempotent while
+  // no value took one of them (recovery runs it again).
+  void LinkStep(uint64_t first, uint64_t count, uint32_t rest) {
+    const uint64_t last = first + count - 1;
+    for (uint64_t i = first; i <= last; ++i) {
+      detail::LinkNodeHead* h = Head(i);
+      h->tag.store(0, std::memory_order_relaxed);
+      h->len.store(0, std::memory_order_relaxed);
+      h->hint.store(0, std::memory_order_relaxed);
+      h->next.store(i == last ? rest : static_cast<uint32_t>(i + 1),
+                    std::memory_order_relaxed);
+    }
+    SHMC_CRASH_POINT(13);
+    hdr_->free_head.store(static_cast<uint32_t>(first),
+                          std::memory_order_release);
+    SHMC_CRASH_POINT(14);
+    // SYNC POINT (release): a reader that sees a handle into the new nodes
+    // (published after this) sees them counted as linked (Linkable).
+    hdr_->unlinked.store(nodes_ - last, std::memory_order_release);
+    seen_.store(last, std::memory_order_relaxed);
   }
 
   bool Writable() const { return hdr_ != nullptr && !seg_.read_only(); }
@@ -489,15 +614,16 @@ class ShmLinkTable {
   // must stop it before it writes anywhere (kCorrupted, naming the link).
   bool FreeListHolds(uint32_t n, const char* who) {
     uint64_t i = hdr_->free_head.load(std::memory_order_relaxed);
+    const uint64_t linked = Linked();
     for (uint32_t k = 0; k <= n; ++k) {
       bool end_ok = k == n && i == 0;  // the list may end right after them
-      if (!end_ok && (i == 0 || i > nodes_)) {
+      if (!end_ok && (i == 0 || i > linked)) {
         return detail::Segment<Alloc>::Fail(
             &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
             "free list damaged: link %u of it is %llu, not a node of 1..%llu "
             "(`shmc check --fix` rebuilds it)",
             k, static_cast<unsigned long long>(i),
-            static_cast<unsigned long long>(nodes_));
+            static_cast<unsigned long long>(linked));
       }
       if (k < n) i = Head(i)->next.load(std::memory_order_relaxed);
     }
@@ -529,8 +655,7 @@ class ShmLinkTable {
       link_buf_t lb, uint32_t* len_out, const Sink& sink,
       uint64_t limit = ~uint64_t{0}) const {
     const uint32_t head = lb.head(), tag = lb.tag();
-    if (head == 0 || head > nodes_ || tag == 0 ||
-        (tag & detail::kLinkHeadFlag)) {
+    if (!Linkable(head) || tag == 0 || (tag & detail::kLinkHeadFlag)) {
       return false;
     }
     const uint32_t want = tag | detail::kLinkHeadFlag;
@@ -571,7 +696,7 @@ class ShmLinkTable {
     uint32_t want = lb.tag() | detail::kLinkHeadFlag;
     uint64_t offset = 0;
     for (uint64_t k = 0; k < n; ++k) {
-      if (k % detail::kChainHintBlock == 0 && i != 0 && i <= nodes_) {
+      if (k % detail::kChainHintBlock == 0 && Linkable(i)) {
         // The block as the writer laid it out (its hints follow that), of
         // which the first n - k nodes are wanted.
         ReadAhead(static_cast<uint32_t>(i),
@@ -581,7 +706,7 @@ class ShmLinkTable {
                       n - k, detail::kChainHintBlock)));
       }
       if (k > 0) {
-        if (i == 0 || i > nodes_ ||
+        if (!Linkable(i) ||
             Head(i)->tag.load(std::memory_order_acquire) != lb.tag()) {
           return false;
         }
@@ -616,7 +741,7 @@ class ShmLinkTable {
     std::memset(index, 0, m * sizeof(index[0]));
     uint32_t head = 0, tail = 0;
     auto learn = [&](uint32_t p, uint32_t node) {
-      if (p < need && index[p] == 0 && node != 0 && node <= nodes_) {
+      if (p < need && index[p] == 0 && Linkable(node)) {
         index[p] = node;
         const char* a = reinterpret_cast<const char*>(Head(node));
         __builtin_prefetch(a);
@@ -738,9 +863,9 @@ class ShmLinkTable {
   // Returns a value's n nodes to the free list. Idempotent, so recovery can
   // run it again over a half-done free.
   void FreeChain(link_buf_t lb, uint32_t n) {
-    if (lb.head() == 0 || lb.head() > nodes_) return;  // checked by callers
+    if (!Linkable(lb.head())) return;  // checked by callers
     uint64_t i = lb.head(), tail = lb.head();
-    for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
+    for (uint32_t k = 0; k < n && Linkable(i); ++k) {
       Head(i)->tag.store(0, std::memory_order_relaxed);
       tail = i;
       i = Head(i)->next.load(std::memory_order_relaxed);
@@ -761,9 +886,9 @@ class ShmLinkTable {
   // Undoes a New whose handle was never published.
   void RollbackNew(link_buf_t lb, uint32_t n, uint32_t step,
                    uint32_t cut_next) {
-    if (lb.head() == 0 || lb.head() > nodes_) return;  // checked by callers
+    if (!Linkable(lb.head())) return;  // checked by callers
     uint64_t i = lb.head(), tail = lb.head();
-    for (uint32_t k = 0; k < n && i != 0 && i <= nodes_; ++k) {
+    for (uint32_t k = 0; k < n && Linkable(i); ++k) {
       Head(i)->tag.store(0, std::memory_order_relaxed);
       tail = i;
       if (k + 1 < n) i = Head(i)->next.load(std::memory_order_relaxed);
@@ -826,6 +951,8 @@ class ShmLinkTable {
   uint64_t words_ = 0;
   uint64_t nodes_ = 0;
   uint64_t stride_ = 0;
+  // The most nodes this handle has seen linked (Linkable).
+  mutable std::atomic<uint64_t> seen_{0};
 };
 
 }  // namespace shmc

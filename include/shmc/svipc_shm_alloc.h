@@ -83,7 +83,8 @@ class SVIPCShmAlloc : public ShmAlloc {
       return nullptr;
     }
     bool created_excl = (flags & kCreate) && (flags & kCreateExcl);
-    if (created_excl && !kHugeTLB && !Populate(addr, ds.shm_segsz)) {
+    if (created_excl && !kHugeTLB && !(flags & kSparse) &&
+        !Populate(addr, ds.shm_segsz)) {
       // Hugetlb pages were reserved by shmget itself; others are not.
       shmdt(addr);
       shmctl(id, IPC_RMID, nullptr);

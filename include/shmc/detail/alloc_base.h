@@ -20,9 +20,11 @@
 
 #include <sys/mman.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "shmc/common_utils.h"
@@ -39,6 +41,10 @@ enum ShmAllocFlag {
   kCreate = 0x1,
   kCreateExcl = 0x2,
   kReadOnly = 0x4,
+  // With kCreate: reserve none of the segment's pages; the creator
+  // reserves ranges as it uses them (ShmAlloc::Reserve). Allocators whose
+  // pages are reserved by the system call itself (hugetlb) ignore it.
+  kSparse = 0x8,
 };
 
 enum ShmAllocErrno {
@@ -151,6 +157,28 @@ class ShmAlloc {
   virtual size_t AlignSize() = 0;
   // Makes the bytes durable where the backing store is a file.
   virtual bool Sync(void* /*addr*/, size_t /*size*/) { return true; }
+
+  // Reserves the pages of [addr, addr + size) inside a mapping this
+  // allocator made (Populate over the whole pages the range touches).
+  // (shmc addition; false, kErrNoSpace, where a write there would have
+  // raised SIGBUS.)
+  bool Reserve(void* addr, size_t size) {
+    if (size == 0) return true;
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t from = reinterpret_cast<uintptr_t>(addr) / page * page;
+    const uintptr_t to = reinterpret_cast<uintptr_t>(addr) + size;
+    return Populate(reinterpret_cast<void*>(from), to - from);
+  }
+  // Gives back the memory of the whole pages inside [addr, addr + size)
+  // (they read as zero after), e.g. what a Reserve that failed halfway
+  // took. Best effort: where the system cannot, they stay.
+  void Release(void* addr, size_t size) {
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t from =
+        (reinterpret_cast<uintptr_t>(addr) + page - 1) / page * page;
+    const uintptr_t to = (reinterpret_cast<uintptr_t>(addr) + size) / page * page;
+    if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_REMOVE);
+  }
 
  protected:
   void set_last_errno(ShmAllocErrno err, int sys = 0) {

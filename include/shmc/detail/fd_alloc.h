@@ -92,7 +92,7 @@ class FdShmAlloc : public ShmAlloc {
   // Creates a segment of `size` bytes under a private name next to `key`
   // (*stage receives it) and maps it read-write. Nothing is at `key` yet.
   void* AttachStaged(const std::string& key, size_t size, size_t* mapped_size,
-                     std::string* stage) {
+                     std::string* stage, int extra_flags = 0) {
     if (key.empty() || size == 0) {
       set_last_errno(kErrBadParam, EINVAL);
       return nullptr;
@@ -102,7 +102,8 @@ class FdShmAlloc : public ShmAlloc {
     *stage = Policy::InDir(
         key, kStagePrefix + std::to_string(getpid()) + "." +
                  std::to_string(counter.fetch_add(1) % 1000000000u));
-    return Attach(*stage, size, kCreate | kCreateExcl, mapped_size);
+    return Attach(*stage, size, kCreate | kCreateExcl | extra_flags,
+                  mapped_size);
   }
 
   // Moves the staged segment onto `key`, never replacing what is there:
@@ -220,8 +221,12 @@ class FdShmAlloc : public ShmAlloc {
         return nullptr;
       }
       // Reserve the blocks now: on a full tmpfs or disk this fails with
-      // ENOSPC instead of the mapping raising SIGBUS on first touch.
-      int rc = posix_fallocate(fd, 0, static_cast<off_t>(size));
+      // ENOSPC instead of the mapping raising SIGBUS on first touch. A
+      // sparse segment only gets its size: its creator reserves the
+      // ranges it uses (ShmAlloc::Reserve) before it touches them.
+      int rc = (flags & kSparse)
+                   ? (ftruncate(fd, static_cast<off_t>(size)) == 0 ? 0 : errno)
+                   : posix_fallocate(fd, 0, static_cast<off_t>(size));
       if (rc != 0) {
         set_last_errno(FromErrno(rc), rc);
         if (created) {

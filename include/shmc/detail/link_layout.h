@@ -32,6 +32,8 @@ enum LinkOp : uint32_t {
   kLinkOpInsert = 3,   // map: new value published into an empty slot
   kLinkOpReplace = 4,  // map: new value replaces old_lb in the slot
   kLinkOpErase = 5,    // map: slot cleared, old value freed
+  kLinkOpExtend = 6,   // nodes never used linked onto the free list:
+                       // always rolled forward
 };
 
 enum LinkStep : uint32_t {
@@ -67,10 +69,16 @@ struct LinkTableHeader {
   std::atomic<uint64_t> free_nodes;
   std::atomic<uint64_t> bufs;
   std::atomic<uint64_t> buf_bytes;
-  uint8_t reserved0[32];
+  // The nodes at the top of the pool (the last `unlinked` indexes) that
+  // were never linked into the free list: a table made with kGrowInSteps
+  // has not reserved their pages yet. 0 in every other table (and in
+  // segments made before this field, whose reserved bytes were zero).
+  std::atomic<uint64_t> unlinked;
+  uint8_t reserved0[24];
   LinkIntent intent;
 };
 static_assert(sizeof(LinkTableHeader) == 256, "link table header");
+static_assert(offsetof(LinkTableHeader, unlinked) == 32, "layout");
 static_assert(offsetof(LinkTableHeader, intent) == 64,
               "intent on its own lines, away from the hot counters");
 

@@ -24,22 +24,29 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
   }
   uint64_t words = (node_size + 7) / 8;
   uint64_t stride = 16 + words * 8;
+  int flags = DefaultCreateFlags();
+  // A table made to grow in steps links (and reserves) its first step
+  // only; the rest stays untouched until values need it (Extend).
+  const uint64_t linked = (flags & kGrowInSteps)
+                              ? std::min<uint64_t>(node_num, StepNodes(stride))
+                              : node_num;
   auto init = [&](char* base) {
     auto* h = reinterpret_cast<detail::LinkTableHeader*>(
         base + sizeof(detail::SegmentHeader));
     char* nodes = base + kNodesOffset;
-    for (uint64_t i = 1; i <= node_num; ++i) {
+    for (uint64_t i = 1; i <= linked; ++i) {
       auto* n = reinterpret_cast<detail::LinkNodeHead*>(nodes + i * stride);
-      n->next.store(i == node_num ? 0 : static_cast<uint32_t>(i + 1),
+      n->next.store(i == linked ? 0 : static_cast<uint32_t>(i + 1),
                     std::memory_order_relaxed);
     }
     h->free_head.store(1, std::memory_order_relaxed);
     h->next_tag.store(1, std::memory_order_relaxed);
-    h->free_nodes.store(node_num, std::memory_order_relaxed);
+    h->free_nodes.store(linked, std::memory_order_relaxed);
+    h->unlinked.store(node_num - linked, std::memory_order_relaxed);
   };
-  int flags = DefaultCreateFlags();
-  if (!seg_.OpenForWrite(shm_key, Spec(words, node_num), flags, init, who,
-                         &error_)) {
+  detail::SegmentSpec spec = Spec(words, node_num);
+  if (linked < node_num) spec.reserve_bytes = kNodesOffset + (linked + 1) * stride;
+  if (!seg_.OpenForWrite(shm_key, spec, flags, init, who, &error_)) {
     return false;
   }
   detail::LeaseResult lease;
@@ -71,7 +78,7 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
 
 template <class Alloc>
 bool ShmLinkTable<Alloc>::HeadLength(link_buf_t lb, uint32_t* len) const {
-  if (lb.head() == 0 || lb.head() > nodes_ || lb.tag() == 0 ||
+  if (!Linkable(lb.head()) || lb.tag() == 0 ||
       (lb.tag() & detail::kLinkHeadFlag)) {
     return false;
   }
@@ -100,7 +107,7 @@ bool ShmLinkTable<Alloc>::PublishValue(std::atomic<uint64_t>* slot,
   uint32_t n_old = old ? NodesFor(old_len) : 0;
   uint32_t n_new = NodesFor(size);
   // The new value is complete before the old one goes: room for both.
-  if (n_new > hdr_->free_nodes.load(std::memory_order_relaxed)) return false;
+  if (!Reserve(n_new)) return false;
   if (!FreeListHolds(n_new, "ShmLinkTable::PublishValue")) return false;
   uint32_t op = old ? detail::kLinkOpReplace : detail::kLinkOpInsert;
   link_buf_t lb = BeginNew(op, slot_id, old, n_old, n_new, size, old ? 0 : 1,
@@ -145,7 +152,20 @@ bool ShmLinkTable<Alloc>::IntentIsSane(const char* who) {
                    op == detail::kLinkOpReplace;
   uint32_t step = in.step.load(o);
   const char* bad = nullptr;
-  if (op < detail::kLinkOpNew || op > detail::kLinkOpErase) {
+  const uint64_t first = nlb.head(), count = in.new_nodes.load(o);
+  if (op == detail::kLinkOpExtend) {
+    // The step linked nodes first .. first + count - 1, the pool's lowest
+    // unlinked ones, onto the free list that began at cut_next.
+    const uint64_t now = hdr_->unlinked.load(o);
+    if (first == 0 || first > nodes_ || count == 0 ||
+        count > nodes_ - first + 1) {
+      bad = "new_lb.head";
+    } else if (now != nodes_ - first + 1 && now != nodes_ - (first + count - 1)) {
+      bad = "unlinked";  // the step is not at the pool's unlinked top
+    } else if (in.cut_next.load(o) > nodes_) {
+      bad = "cut_next";
+    }
+  } else if (op < detail::kLinkOpNew || op > detail::kLinkOpErase) {
     bad = "op";
   } else if (step < detail::kLinkStepFill || step > detail::kLinkStepPublished) {
     bad = "step";
@@ -177,6 +197,17 @@ bool ShmLinkTable<Alloc>::Recover(const SlotResolver* resolve) {
   uint32_t op = in.op.load(std::memory_order_acquire);
   if (op == detail::kLinkOpNone) return true;
   if (!IntentIsSane("ShmLinkTable::Recover")) return false;
+  if (op == detail::kLinkOpExtend) {
+    // No value used the step's nodes yet (the record stands until the
+    // step is done): linking them again is linking them once.
+    LinkStep(link_buf_t::Unpack(in.new_lb.load(o)).head(),
+             in.new_nodes.load(o), in.cut_next.load(o));
+    SetCounters(true);
+    in.op.store(detail::kLinkOpNone, std::memory_order_release);
+    detail::Log(kWarning, "ShmLinkTable(%s): recovered an interrupted "
+                "growth step (rolled forward)\n", seg_.key().c_str());
+    return true;
+  }
   link_buf_t nlb = link_buf_t::Unpack(in.new_lb.load(o));
   link_buf_t olb = link_buf_t::Unpack(in.old_lb.load(o));
   uint64_t slot_id = in.slot.load(o);
@@ -223,12 +254,29 @@ bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
   if (auto_fix && !Writable()) return false;
   std::memset(hs, 0, sizeof(*hs));
   enum : uint8_t { kUnknown, kFree, kUsed };
-  std::vector<uint8_t> state(nodes_ + 1, kUnknown);
+  // Only the linked part of the pool is read: the unlinked top may not be
+  // reserved (reading it could raise SIGBUS). A count of unlinked nodes
+  // that leaves none linked is damage: auto_fix reserves the whole pool
+  // and links all of it.
+  uint64_t unlinked = hdr_->unlinked.load(std::memory_order_acquire);
+  if (unlinked >= nodes_) {
+    ++hs->counter_mismatches;
+    if (!auto_fix) return true;
+    if (!seg_.Reserve(kNodesOffset, (nodes_ + 1) * stride_,
+                      "ShmLinkTable::HealthCheck", &error_)) {
+      return false;
+    }
+    unlinked = 0;
+    hdr_->unlinked.store(0, std::memory_order_release);
+    seen_.store(nodes_, std::memory_order_relaxed);
+  }
+  const uint64_t top = nodes_ - unlinked;  // the last linked node
+  std::vector<uint8_t> state(top + 1, kUnknown);
   // Free list: must be acyclic, in range, and made of untagged nodes.
   uint64_t free_count = 0;
   for (uint64_t i = hdr_->free_head.load(std::memory_order_acquire); i != 0;
        i = Head(i)->next.load(std::memory_order_relaxed)) {
-    if (i > nodes_ || state[i] != kUnknown || free_count > nodes_) {
+    if (i > top || state[i] != kUnknown || free_count > top) {
       hs->bad_free_list = 1;
       break;
     }
@@ -244,7 +292,7 @@ bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
   uint64_t bufs = 0, bytes = 0;
   bool give = false;
   std::vector<uint64_t> chain;
-  for (uint64_t h = 1; h <= nodes_; ++h) {
+  for (uint64_t h = 1; h <= top; ++h) {
     uint32_t t = Head(h)->tag.load(std::memory_order_acquire);
     if (!(t & detail::kLinkHeadFlag) || state[h] != kUnknown) continue;
     uint32_t tag = t & ~detail::kLinkHeadFlag;
@@ -256,7 +304,7 @@ bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
     // Each node joins at most one chain, so this ends within nodes_ steps.
     for (uint64_t i = Head(h)->next.load(std::memory_order_relaxed); i != 0;
          i = Head(i)->next.load(std::memory_order_relaxed)) {
-      if (i > nodes_ || state[i] != kUnknown ||
+      if (i > top || state[i] != kUnknown ||
           Head(i)->tag.load(std::memory_order_relaxed) != tag) {
         linked = false;
         break;
@@ -288,14 +336,14 @@ bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
       ++hs->cleared_link_bufs;
     }
   }
-  for (uint64_t i = 1; i <= nodes_; ++i) {
+  for (uint64_t i = 1; i <= top; ++i) {
     if (state[i] == kUnknown) ++hs->leaked_nodes;
   }
   if (auto_fix && (hs->leaked_nodes > 0 || hs->bad_free_list || give)) {
     // Rebuild the free list from every node that holds no valid value.
     uint32_t head = 0;
     free_count = 0;
-    for (uint64_t i = nodes_; i >= 1; --i) {
+    for (uint64_t i = top; i >= 1; --i) {
       if (state[i] == kUsed) continue;
       if (state[i] == kUnknown) ++hs->recycled_leaked_nodes;
       Head(i)->tag.store(0, std::memory_order_relaxed);
@@ -314,7 +362,7 @@ bool ShmLinkTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix) {
     hdr_->bufs.store(bufs, std::memory_order_relaxed);
     hdr_->buf_bytes.store(bytes, std::memory_order_relaxed);
   }
-  hs->total_free_nodes = free_count;
+  hs->total_free_nodes = free_count + unlinked;
   hs->total_link_bufs = bufs;
   hs->total_link_buf_bytes = bytes;
   return true;

@@ -65,6 +65,10 @@ struct SegmentSpec {
   uint32_t header_size = sizeof(SegmentHeader);  // where the data starts
   uint64_t total_size = 0;                       // whole segment, for create
   std::vector<ParamSpec> params;
+  // For create, when nonzero: only the first `reserve_bytes` have their
+  // pages reserved (the container reserves the rest as it uses it,
+  // Segment::Reserve). Not part of the geometry or the fingerprint.
+  uint64_t reserve_bytes = 0;
 
   // The spec of a container whose params are all geometry (sizes chosen
   // at creation and read back by readers; no element type to match).
@@ -281,6 +285,29 @@ class Segment {
 
   // Flushes a file-backed segment to disk (no-op for memory-only ones).
   bool Sync() { return base_ == nullptr || alloc_.Sync(base_, mapped_size_); }
+
+  // Reserves the pages of bytes [offset, offset + size) of a segment made
+  // with SegmentSpec::reserve_bytes, before they are first written: false
+  // (kNoSpace in *err, nothing written) when the system has no room, where
+  // a write would have raised SIGBUS.
+  // With `fresh` (the range has never held data), what a failed
+  // reservation took before it stopped is given back.
+  bool Reserve(uint64_t offset, uint64_t size, const char* who, Error* err,
+               bool fresh = false) {
+    if (base_ == nullptr || offset > mapped_size_ ||
+        size > mapped_size_ - offset) {
+      return Fail(err, ErrorCode::kInvalidArgument, 0, key_, who,
+                  "range %" PRIu64 "+%" PRIu64 " is not in the segment",
+                  offset, size);
+    }
+    if (alloc_.Reserve(base_ + offset, static_cast<size_t>(size))) return true;
+    // Only pages wholly inside the range are given back (their neighbours
+    // may hold data).
+    if (fresh) alloc_.Release(base_ + offset, static_cast<size_t>(size));
+    return Fail(err, ErrorCode::kNoSpace, alloc_.sys_errno(), key_, who,
+                "cannot reserve %" PRIu64 " more bytes of the segment "
+                "(tmpfs, disk or memory full)", size);
+  }
 
   // Attaches read-write, creating the segment as `create_flags` allow. On a
   // fresh segment `init` runs on the whole mapping before it is published.
@@ -566,10 +593,28 @@ class Segment {
     size_t mapped = 0;
     std::string stage;
     void* addr;
+    const bool sparse =
+        spec.reserve_bytes != 0 && spec.reserve_bytes < spec.total_size;
+    const int extra = sparse ? impl::kSparse : 0;
     if constexpr (CanStage<Alloc>::value) {
-      addr = alloc_.AttachStaged(key, spec.total_size, &mapped, &stage);
+      addr = alloc_.AttachStaged(key, spec.total_size, &mapped, &stage, extra);
     } else {
-      addr = alloc_.Attach_ExclCreate(key, spec.total_size, &mapped);
+      addr = alloc_.Attach(key, spec.total_size,
+                           impl::kCreate | impl::kCreateExcl | extra, &mapped);
+    }
+    if (addr != nullptr && sparse &&
+        !alloc_.Reserve(addr, static_cast<size_t>(spec.reserve_bytes))) {
+      // Not even the first part fits: the segment made here goes.
+      int se = alloc_.sys_errno();
+      alloc_.Detach(addr, mapped);
+      if constexpr (CanStage<Alloc>::value) {
+        alloc_.Unlink(stage);
+      } else {
+        alloc_.Unlink(key);
+      }
+      return Fail(err, ErrorCode::kNoSpace, se, key, who,
+                  "cannot reserve the first %" PRIu64 " bytes of the segment "
+                  "(tmpfs, disk or memory full)", spec.reserve_bytes);
     }
     if (addr == nullptr) {
       int ae = alloc_.last_errno();
