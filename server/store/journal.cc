@@ -36,7 +36,10 @@ void StoreWord(uint64_t* w, uint64_t v) {
 
 bool Journal::Open(const std::string& key, uint64_t bytes, bool master,
                    std::string* err) {
-  if (!arr_.InitForWrite(key, kRecords + (bytes + 7) / 8)) {
+  // Only the header words are reserved when the journal is made: the
+  // records' memory is reserved as commits need it (Commit), so a store
+  // holds what its largest commit used, not --journal-size.
+  if (!arr_.InitForWrite(key, kRecords + (bytes + 7) / 8, kRecords)) {
     *err = arr_.last_error().message;
     return false;
   }
@@ -159,8 +162,25 @@ bool Journal::Diff(std::string_view before, std::string_view after,
   return !pieces->empty();
 }
 
+bool Journal::ReserveRecords(uint64_t bytes) {
+  if (bytes > cap_) return true;  // no commit's: Parse refuses it
+  const size_t words = (bytes + 7) / 8;
+  if (words <= reserved_words_) return true;
+  const size_t want = std::min(arr_.size() - kRecords,
+                               std::max(words, reserved_words_ * 2));
+  if (!arr_.Reserve(kRecords + reserved_words_, want - reserved_words_)) {
+    return false;
+  }
+  reserved_words_ = want;
+  return true;
+}
+
 bool Journal::Commit(const std::string& rec, uint64_t count,
                      const ApplyFn& apply) {
+  // Records past what this process reserved before: reserve them first (a
+  // full /dev/shm fails the commit here, before anything changed). Another
+  // process may have reserved them already; reserving again keeps them.
+  if (!ReserveRecords(rec.size())) return false;
   std::memcpy(&w_[kRecords], rec.data(), rec.size());
   StoreWord(&w_[kCount], count);
   StoreWord(&w_[kBytes], rec.size());
@@ -222,7 +242,10 @@ bool Journal::Finish(const ApplyFn& apply, bool sum) {
   std::vector<Record> recs;
   bool applied = true;
   uint64_t state = LoadWord(&w_[kState]);
-  if (state != kIdle && !Parse(&recs, sum)) {
+  // The records a dead writer left were reserved by it; a length it never
+  // wrote (damage) is reserved before it is read, or read as damage.
+  if (state != kIdle &&
+      (!ReserveRecords(LoadWord(&w_[kBytes])) || !Parse(&recs, sum))) {
     std::fprintf(stderr, "shmkv: the commit journal is damaged; its commit "
                          "is dropped\n");
     Add(kDropped);

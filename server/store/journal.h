@@ -149,6 +149,10 @@ class Journal {
   void Add(Word w);
 
   shmc::ShmArray<uint64_t, shmc::POSIX> arr_;
+  // Reserves the memory of the records' first `bytes` (what this process
+  // reserved before stays: reserved_words_, doubled as it grows).
+  bool ReserveRecords(uint64_t bytes);
+  size_t reserved_words_ = 0;  // record words this process reserved
   uint64_t* w_ = nullptr;
   size_t cap_ = 0;
 };

@@ -31,7 +31,9 @@ ScriptCache::~ScriptCache() { delete impl_; }
 
 bool ScriptCache::Open(const StoreConfig& cfg, std::string* err) {
   int flags = shmc::DefaultCreateFlags();
-  shmc::SetDefaultCreateFlags(shmc::kSharedWriters | shmc::kCreateIfNotExist);
+  // Its value pool reserves memory as entries arrive (kGrowInSteps).
+  shmc::SetDefaultCreateFlags(shmc::kSharedWriters | shmc::kCreateIfNotExist |
+                              shmc::kGrowInSteps);
   constexpr uint64_t kNodeCost =
       shmc::ShmLinkTable<shmc::POSIX>::NodeCost(kNodeBytes);
   bool ok = impl_->map.InitForWrite(ScriptsKey(cfg), kCapacity, kNodeBytes,

@@ -53,7 +53,9 @@ class StoreT : public Store {
     cfg_ = cfg;
     graves_ = Graves<Map>(&map_, &journal_, cfg.capacity);
     // Every process writes: the program serializes writers (the lock).
-    int flags = shmc::kSharedWriters |
+    // The value pool is made to reserve its memory as data arrives
+    // (kGrowInSteps): --memory is a limit, not what a fresh store holds.
+    int flags = shmc::kSharedWriters | shmc::kGrowInSteps |
                 (master ? shmc::kCreateIfNotExist : shmc::kNoCreate);
     shmc::SetDefaultCreateFlags(flags);
     uint64_t nodes = cfg.memory / kNodeCost;
@@ -573,7 +575,12 @@ class StoreT : public Store {
       }
     }
     if (rec.size() > journal_.capacity()) return Status::kTxnTooLarge;
-    if (nodes > links.free_nodes()) return Status::kFull;
+    // The map's pool reserves its memory in steps: the nodes the commit
+    // may take are reserved before its first record applies, so that a
+    // full /dev/shm fails it whole (-OOM), never halfway.
+    if (nodes > links.free_nodes() || !map_.ReserveNodes(nodes)) {
+      return Status::kFull;
+    }
     // (An undone commit bumped what it applied and undid: a WATCH of
     // those keys fails, as it did when the bumps came after.)
     bool ok = journal_.Commit(rec, dirty.size(), Applier());

@@ -1,0 +1,152 @@
+// shmkv's memory as data arrives: a fresh store of a large --memory holds
+// shared memory for what it was given (its value pool grows in steps, its
+// journal by its largest commit), and a /dev/shm-like tmpfs that fills
+// answers -OOM at the step that does not fit, with every key kept.
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "tests/support/shmkv_server.h"
+
+namespace {
+
+using shmkv_test::Client;
+using shmkv_test::Server;
+
+// Bytes a file holds blocks for (-1: no such file).
+long long Blocks(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return -1;
+  return static_cast<long long>(st.st_blocks) * 512;
+}
+
+std::string Bulk(const std::string& s) {
+  return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
+}
+
+std::string Value(int i, size_t n) {
+  std::string v(n, static_cast<char>('a' + i % 26));
+  std::string k = std::to_string(i);
+  v.replace(0, k.size(), k);
+  return v;
+}
+
+constexpr long long kStep = 2LL << 20;
+
+// A store of --memory 4G: its value pool holds blocks for one step when
+// it starts and for what its keys take (in 80-byte nodes) a step at most
+// more once they are written; the journal holds its header and the
+// largest commit's records, not --journal-size.
+TEST(ShmkvMemory, FreshStoreHoldsWhatItsDataNeeds) {
+  Server s("grow");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start({"--memory", "4G"})) << s.log();
+  const std::string pool = "/dev/shm" + s.name() + "1";
+  const std::string journal = "/dev/shm" + s.name() + ".ctl.journal";
+  const long long pool_at_start = Blocks(pool);
+  ASSERT_GT(pool_at_start, 0) << pool;
+  EXPECT_LE(pool_at_start, kStep + (64 << 10)) << "the pool was reserved whole";
+  EXPECT_LE(Blocks(journal), 1LL << 20) << "the journal was reserved whole";
+  Client c(s.port());
+  constexpr int kKeys = 20000;
+  constexpr size_t kBytes = 1000;  // 16 nodes of 64 bytes with the key
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_EQ(c.Call({"SET", "k" + std::to_string(i), Value(i, kBytes)}),
+              "+OK\r\n");
+  }
+  // A commit of 100 keys: its records are reserved, and only they.
+  std::vector<std::string> mset = {"MSET"};
+  for (int i = 0; i < 100; ++i) {
+    mset.push_back("m" + std::to_string(i));
+    mset.push_back(Value(i, kBytes));
+  }
+  ASSERT_EQ(c.Call(mset), "+OK\r\n");
+  const long long nodes_bytes = (kKeys + 100) * 16LL * 80;
+  const long long pool_after = Blocks(pool);
+  EXPECT_GE(pool_after, (kKeys + 100) * static_cast<long long>(kBytes));
+  EXPECT_LE(pool_after, nodes_bytes + 2 * kStep)
+      << "the pool holds more than its values and a step";
+  EXPECT_LE(Blocks(journal), 1LL << 20);
+  EXPECT_EQ(c.Call({"GET", "k77"}), Bulk(Value(77, kBytes)));
+  EXPECT_EQ(c.Call({"DBSIZE"}), ":" + std::to_string(kKeys + 100) + "\r\n");
+}
+
+// A tmpfs of its own for the store's map (skipped where mounting is not
+// allowed), unmounted at the end.
+class SmallTmpfs {
+ public:
+  explicit SmallTmpfs(const std::string& size) {
+    char tmpl[] = "/tmp/shmkv_oom_XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return;
+    dir_ = tmpl;
+    mounted_ = mount("shmkv_oom", dir_.c_str(), "tmpfs", 0,
+                     ("size=" + size + ",mode=0700").c_str()) == 0;
+  }
+  ~SmallTmpfs() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+    if (!dir_.empty()) rmdir(dir_.c_str());
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+// The map on a 24 MiB tmpfs, with --memory far past it: writes go on
+// until a growth step does not fit, which answers -OOM (no SIGBUS, no
+// worker lost); every key written before reads back, and keys deleted
+// make room that the next writes take.
+TEST(ShmkvMemory, FullTmpfsAnswersOomAndKeepsEveryKey) {
+  SmallTmpfs fs("24m");
+  if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
+  const std::string name = "file:" + fs.dir() + "/store";
+  Server s("oomfs");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start({"--name", name, "--memory", "256M", "--capacity",
+                       "50000"}))
+      << s.log();
+  Client c(s.port());
+  const pid_t worker_before = shmkv_test::WorkerPids(s.pid()).at(0);
+  int written = 0;
+  std::string reply;
+  for (; written < 100000; ++written) {
+    reply = c.Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
+    if (reply != "+OK\r\n") break;
+  }
+  EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");
+  EXPECT_GT(written, 5000) << "stopped well before the tmpfs was full";
+  EXPECT_EQ(c.Call({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(shmkv_test::WorkerPids(s.pid()).at(0), worker_before)
+      << "the worker died on the full tmpfs";
+  EXPECT_EQ(c.Call({"DBSIZE"}), ":" + std::to_string(written) + "\r\n");
+  for (int i = 0; i < written; i += 97) {
+    ASSERT_EQ(c.Call({"GET", "k" + std::to_string(i)}), Bulk(Value(i, 1000)))
+        << i;
+  }
+  // A multi-key commit that does not fit fails whole.
+  EXPECT_EQ(c.Call({"MSET", "x1", Value(1, 1000), "x2", Value(2, 1000), "x3",
+                    std::string(3 << 20, 'z')}).substr(0, 4),
+            "-OOM");
+  EXPECT_EQ(c.Call({"EXISTS", "x1", "x2", "x3"}), ":0\r\n");
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(c.Call({"DEL", "k" + std::to_string(i)}), ":1\r\n");
+  }
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(c.Call({"SET", "again" + std::to_string(i), Value(i, 1000)}),
+              "+OK\r\n")
+        << i;
+  }
+  s.Stop();
+  shmkv::StoreConfig cfg;
+  cfg.backend = shmkv::Backend::kFile;
+  cfg.name = fs.dir() + "/store";
+  std::string err;
+  EXPECT_TRUE(shmkv::RemoveStore(cfg, &err)) << err;
+}
+
+}  // namespace
