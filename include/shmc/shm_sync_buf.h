@@ -34,6 +34,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -124,7 +125,12 @@ class ShmSyncBuf {
       h->first_seq.store(1, std::memory_order_relaxed);
     };
     int flags = DefaultCreateFlags();
-    if (!seg_.OpenForWrite(shm_key, Spec(cap), flags, init, who, &error_) ||
+    detail::SegmentSpec spec = Spec(cap);
+    // kGrowInSteps (shmc addition): a buffer this call creates reserves
+    // the memory of its index and ring as records first reach it (Push),
+    // not at once.
+    if (flags & kGrowInSteps) spec.reserve_bytes = kIndexOffset;
+    if (!seg_.OpenForWrite(shm_key, spec, flags, init, who, &error_) ||
         !seg_.TakeWriterLease(flags, who, &error_)) {
       return false;
     }
@@ -161,8 +167,20 @@ class ShmSyncBuf {
     }
     uint64_t tail = hdr_->tail.load(std::memory_order_relaxed);
     uint64_t off = Off(tail);
-    ClaimAhead(off, size);
     uint64_t pad = cap_ - off < size ? cap_ - off : 0;
+    // The bytes this record writes are reserved first: false (kNoSpace),
+    // with nothing written, where a write would have raised SIGBUS.
+    // A record that wraps ends the ring's first pass: all of it is then
+    // reserved (the pad at its end included).
+    const uint64_t index_bytes = IndexBytes(cap_);
+    if (!Reserved(&ring_reserved_, index_bytes, index_bytes + cap_,
+                  index_bytes + (pad > 0 ? cap_ : off + size)) ||
+        !Reserved(&index_reserved_, 0, index_bytes,
+                  (Slot(hdr_->next_seq.load(std::memory_order_relaxed)) + 1) *
+                      4)) {
+      return false;
+    }
+    ClaimAhead(off, size);
     Recycle(tail + pad + size);
     if (pad >= sizeof(detail::SyncRecord)) {  // shorter: an implicit pad
       detail::SyncRecord p{static_cast<uint32_t>(pad - sizeof(detail::SyncRecord)),
@@ -397,6 +415,22 @@ class ShmSyncBuf {
     }
   }
 
+  // Makes sure bytes [begin, end) past kIndexOffset (the index, or the
+  // ring, ending at `limit`) are reserved: from *mark, what this handle
+  // reserved of them before, on, a step at least at a time.
+  bool Reserved(uint64_t* mark, uint64_t begin, uint64_t limit, uint64_t end) {
+    if (*mark < begin) *mark = begin;
+    if (end <= *mark) return true;
+    const uint64_t to = std::min(limit, std::max(end, *mark + kReserveStep));
+    if (!seg_.Reserve(kIndexOffset + *mark, to - *mark, "ShmSyncBuf::Push",
+                      &error_)) {
+      return false;
+    }
+    *mark = to;
+    return true;
+  }
+  static constexpr uint64_t kReserveStep = uint64_t{2} << 20;
+
   // Ring offsets are multiples of 8: copy whole words (TSan-clean).
   void StoreBytes(uint64_t off, const void* src, size_t n) {
     detail::StoreWords(ring_ + off / 8, src, n);
@@ -490,6 +524,9 @@ class ShmSyncBuf {
   std::atomic<uint64_t>* ring_ = nullptr;
   uint64_t write_ahead_ = 0;  // how far ahead Push claims lines; 0: none
   uint64_t cap_ = 0, index_size_ = 0;
+  // What this handle reserved of the index and of the ring (from
+  // kIndexOffset; Push).
+  uint64_t index_reserved_ = 0, ring_reserved_ = 0;
   bool ring_pow2_ = false, index_pow2_ = false;
   bool writer_ = false;
   detail::OwnedCounter pushed_, recycled_;  // the writer's

@@ -23,6 +23,7 @@
 #include "shmc/shm_array.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_link_table.h"
+#include "shmc/shm_sync_buf.h"
 #include "tests/support/test_util.h"
 #include "tests/support/values.h"
 
@@ -400,6 +401,43 @@ TEST(LinkGrowthFull, ArrayReservedByRange) {
   f[999] = 3;
   EXPECT_EQ(f[999], 3u);
   shmc::MAPFILE().Unlink(fs.dir() + "/arr.seg");
+}
+
+// A ShmSyncBuf made with kGrowInSteps reserves its index and ring as
+// records reach them: a few steps for the first megabytes, all of it once
+// the ring wraps; on a full tmpfs a Push fails (kNoSpace) and the records
+// before it read back.
+TEST(LinkGrowthFull, SyncBufReservesAsRecordsArrive) {
+  ScopedCreateFlags grow(kGrow);
+  ScopedKey<shmc::POSIX> key;
+  const std::string path = "/dev/shm" + key.str();
+  shmc::ShmSyncBuf<shmc::POSIX> b;
+  ASSERT_TRUE(b.InitForWrite(key, 64 << 20)) << b.last_error().message;
+  EXPECT_LT(FileBlocks(path), 64 << 10);
+  std::string rec(1000, 'r');
+  for (int i = 0; i < 1000; ++i) ASSERT_TRUE(b.Push(rec)) << i;
+  EXPECT_LE(FileBlocks(path), 2 * (2 << 20) + (1 << 20));
+  for (int i = 0; i < 200000; ++i) ASSERT_TRUE(b.Push(rec)) << i;
+  EXPECT_GE(FileBlocks(path), 64LL << 20) << "the ring wrapped: all reserved";
+  shmc::SyncIter it;
+  ASSERT_TRUE(b.FindBySeq(201000, &it));
+  std::string out;
+  ASSERT_EQ(b.Read(it, nullptr, &out), 1);
+  EXPECT_EQ(out, rec);
+
+  SmallTmpfs fs("12m");
+  if (!fs.mounted()) return;
+  shmc::ShmSyncBuf<shmc::MAPFILE> f;
+  ASSERT_TRUE(f.InitForWrite(fs.dir() + "/ring.seg", 64 << 20))
+      << f.last_error().message;
+  int pushed = 0;
+  while (f.Push(rec)) ASSERT_LT(++pushed, 100000);
+  EXPECT_EQ(f.last_error().code, shmc::ErrorCode::kNoSpace);
+  EXPECT_GT(pushed, 1000);
+  ASSERT_TRUE(f.FindBySeq(pushed, &it));
+  ASSERT_EQ(f.Read(it, nullptr, &out), 1);
+  EXPECT_EQ(out, rec);
+  shmc::MAPFILE().Unlink(fs.dir() + "/ring.seg");
 }
 
 }  // namespace
