@@ -39,6 +39,8 @@ Json LinkFacts(const shmc::ShmLinkTable<Alloc>& lt) {
   j["node_data_bytes"] = lt.node_capacity();
   j["free_nodes"] = lt.free_nodes();
   j["used_nodes"] = lt.total_nodes() - lt.free_nodes();
+  // A pool made with kGrowInSteps: the nodes whose memory it holds so far.
+  j["reserved_nodes"] = lt.reserved_nodes();
   j["values"] = lt.link_bufs();
   j["value_bytes"] = lt.link_buf_bytes();
   return j;
