@@ -3,25 +3,20 @@
 // journal by its largest commit), and a /dev/shm-like tmpfs that fills
 // answers -OOM at the step that does not fit, with every key kept.
 #include <gtest/gtest.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
 
 #include "tests/support/shmkv_server.h"
+#include "tests/support/small_tmpfs.h"
 
 namespace {
 
 using shmkv_test::Client;
 using shmkv_test::Server;
+using shmc_test::FileBlocks;
+using shmc_test::SmallTmpfs;
 
-// Bytes a file holds blocks for (-1: no such file).
-long long Blocks(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return -1;
-  return static_cast<long long>(st.st_blocks) * 512;
-}
 
 std::string Bulk(const std::string& s) {
   return "$" + std::to_string(s.size()) + "\r\n" + s + "\r\n";
@@ -46,10 +41,11 @@ TEST(ShmkvMemory, FreshStoreHoldsWhatItsDataNeeds) {
   ASSERT_TRUE(s.Start({"--memory", "4G"})) << s.log();
   const std::string pool = "/dev/shm" + s.name() + "1";
   const std::string journal = "/dev/shm" + s.name() + ".ctl.journal";
-  const long long pool_at_start = Blocks(pool);
+  const long long pool_at_start = FileBlocks(pool);
   ASSERT_GT(pool_at_start, 0) << pool;
   EXPECT_LE(pool_at_start, kStep + (64 << 10)) << "the pool was reserved whole";
-  EXPECT_LE(Blocks(journal), 1LL << 20) << "the journal was reserved whole";
+  EXPECT_LE(FileBlocks(journal), 1LL << 20)
+      << "the journal was reserved whole";
   Client c(s.port());
   constexpr int kKeys = 20000;
   constexpr size_t kBytes = 1000;  // 16 nodes of 64 bytes with the key
@@ -65,37 +61,14 @@ TEST(ShmkvMemory, FreshStoreHoldsWhatItsDataNeeds) {
   }
   ASSERT_EQ(c.Call(mset), "+OK\r\n");
   const long long nodes_bytes = (kKeys + 100) * 16LL * 80;
-  const long long pool_after = Blocks(pool);
+  const long long pool_after = FileBlocks(pool);
   EXPECT_GE(pool_after, (kKeys + 100) * static_cast<long long>(kBytes));
   EXPECT_LE(pool_after, nodes_bytes + 2 * kStep)
       << "the pool holds more than its values and a step";
-  EXPECT_LE(Blocks(journal), 1LL << 20);
+  EXPECT_LE(FileBlocks(journal), 1LL << 20);
   EXPECT_EQ(c.Call({"GET", "k77"}), Bulk(Value(77, kBytes)));
   EXPECT_EQ(c.Call({"DBSIZE"}), ":" + std::to_string(kKeys + 100) + "\r\n");
 }
-
-// A tmpfs of its own for the store's map (skipped where mounting is not
-// allowed), unmounted at the end.
-class SmallTmpfs {
- public:
-  explicit SmallTmpfs(const std::string& size) {
-    char tmpl[] = "/tmp/shmkv_oom_XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return;
-    dir_ = tmpl;
-    mounted_ = mount("shmkv_oom", dir_.c_str(), "tmpfs", 0,
-                     ("size=" + size + ",mode=0700").c_str()) == 0;
-  }
-  ~SmallTmpfs() {
-    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
-    if (!dir_.empty()) rmdir(dir_.c_str());
-  }
-  bool mounted() const { return mounted_; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-  bool mounted_ = false;
-};
 
 // The map on a 24 MiB tmpfs, with --memory far past it: writes go on
 // until a growth step does not fit, which answers -OOM (no SIGBUS, no
@@ -115,7 +88,8 @@ TEST(ShmkvMemory, FullTmpfsAnswersOomAndKeepsEveryKey) {
   int written = 0;
   std::string reply;
   for (; written < 100000; ++written) {
-    reply = c.Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
+    reply =
+        c.Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
     if (reply != "+OK\r\n") break;
   }
   EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");

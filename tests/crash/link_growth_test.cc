@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -24,23 +23,18 @@
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_link_table.h"
 #include "shmc/shm_sync_buf.h"
+#include "tests/support/small_tmpfs.h"
 #include "tests/support/test_util.h"
 #include "tests/support/values.h"
 
 namespace {
 
 using shmc_test::ScopedCreateFlags;
+using shmc_test::FileBlocks;
 using shmc_test::ScopedKey;
+using shmc_test::SmallTmpfs;
 
 constexpr int kGrow = shmc::kCreateIfNotExist | shmc::kGrowInSteps;
-
-// Bytes of the segment file that hold blocks (a POSIX segment's file
-// under /dev/shm; -1 when it cannot be read).
-long long FileBlocks(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return -1;
-  return static_cast<long long>(st.st_blocks) * 512;
-}
 
 template <class Alloc>
 class LinkGrowth : public ::testing::Test {
@@ -69,7 +63,8 @@ TYPED_TEST(LinkGrowth, ReservesAStepAtATimeUntilFull) {
     const std::string v = shmc_test::MakeValue(i, 7, len);
     shmc::link_buf_t lb = t.New(v.data(), v.size());
     if (!lb) {
-      EXPECT_LT(t.free_nodes(), t.NodesFor(len)) << "refused while room was left";
+      EXPECT_LT(t.free_nodes(), t.NodesFor(len))
+          << "refused while room was left";
       break;
     }
     lbs.push_back(lb);
@@ -230,8 +225,8 @@ TEST(LinkGrowthCrash, WriterKilledInAStepIsRolledForward) {
     for (int at : {1, 2}) {
       SCOPED_TRACE("kill point " + std::to_string(id) + " pass " +
                    std::to_string(at));
-      const std::string base =
-          shmc_test::MakeKey<shmc::POSIX>("grow" + std::to_string(id * 10 + at));
+      const std::string base = shmc_test::MakeKey<shmc::POSIX>(
+          "grow" + std::to_string(id * 10 + at));
       shmc::POSIX().Unlink(base + "0");
       shmc::POSIX().Unlink(base + "1");
       // The child reports each acknowledged key through a pipe.
@@ -296,29 +291,6 @@ TEST(LinkGrowthCrash, WriterKilledInAStepIsRolledForward) {
     }
   }
 }
-
-// A tmpfs of its own, mounted for the test (skipped where mounting is not
-// allowed) and unmounted at its end.
-class SmallTmpfs {
- public:
-  explicit SmallTmpfs(const std::string& size) {
-    char tmpl[] = "/tmp/shmc_growth_XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return;
-    dir_ = tmpl;
-    const std::string opts = "size=" + size + ",mode=0700";
-    mounted_ = mount("shmc_growth", dir_.c_str(), "tmpfs", 0, opts.c_str()) == 0;
-  }
-  ~SmallTmpfs() {
-    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
-    if (!dir_.empty()) rmdir(dir_.c_str());
-  }
-  bool mounted() const { return mounted_; }
-  const std::string& dir() const { return dir_; }
-
- private:
-  std::string dir_;
-  bool mounted_ = false;
-};
 
 // A pool larger than its tmpfs: creation reserves the first step only, the
 // step that does not fit fails the write (kNoSpace) with nothing changed,

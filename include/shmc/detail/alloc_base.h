@@ -176,8 +176,11 @@ class ShmAlloc {
     const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
     const uintptr_t from =
         (reinterpret_cast<uintptr_t>(addr) + page - 1) / page * page;
-    const uintptr_t to = (reinterpret_cast<uintptr_t>(addr) + size) / page * page;
-    if (to > from) (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_REMOVE);
+    const uintptr_t to =
+        (reinterpret_cast<uintptr_t>(addr) + size) / page * page;
+    if (to > from) {
+      (void)madvise(reinterpret_cast<void*>(from), to - from, MADV_REMOVE);
+    }
   }
 
  protected:

@@ -45,7 +45,9 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
     h->unlinked.store(node_num - linked, std::memory_order_relaxed);
   };
   detail::SegmentSpec spec = Spec(words, node_num);
-  if (linked < node_num) spec.reserve_bytes = kNodesOffset + (linked + 1) * stride;
+  if (linked < node_num) {
+    spec.reserve_bytes = kNodesOffset + (linked + 1) * stride;
+  }
   if (!seg_.OpenForWrite(shm_key, spec, flags, init, who, &error_)) {
     return false;
   }
@@ -160,7 +162,8 @@ bool ShmLinkTable<Alloc>::IntentIsSane(const char* who) {
     if (first == 0 || first > nodes_ || count == 0 ||
         count > nodes_ - first + 1) {
       bad = "new_lb.head";
-    } else if (now != nodes_ - first + 1 && now != nodes_ - (first + count - 1)) {
+    } else if (now != nodes_ - first + 1 &&
+               now != nodes_ - (first + count - 1)) {
       bad = "unlinked";  // the step is not at the pool's unlinked top
     } else if (in.cut_next.load(o) > nodes_) {
       bad = "cut_next";
