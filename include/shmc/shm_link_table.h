@@ -533,77 +533,11 @@ class ShmLinkTable {
 
   // Links the pool's next unlinked nodes onto the free list, a step (or
   // what `n` free nodes need) at a time, each reserved first.
-  bool Extend(uint64_t n) {
-    const char* who = "ShmLinkTable::Reserve";
-    for (;;) {
-      const uint64_t free = hdr_->free_nodes.load(std::memory_order_relaxed);
-      if (n <= free) return true;
-      const uint64_t unlinked = hdr_->unlinked.load(std::memory_order_relaxed);
-      if (unlinked >= nodes_) {
-        return detail::Segment<Alloc>::Fail(
-            &error_, ErrorCode::kCorrupted, 0, seg_.key(), who,
-            "the header counts %llu unlinked nodes of %llu (`shmc check "
-            "--fix` repairs it)", static_cast<unsigned long long>(unlinked),
-            static_cast<unsigned long long>(nodes_));
-      }
-      if (n - free > unlinked) return false;  // the pool is full
-      const uint64_t first = nodes_ - unlinked + 1;
-      const uint64_t count = std::min(
-          unlinked, std::max(n - free, StepNodes(stride_)));
-      // The step's nodes were never written: what a failed reservation
-      // took of them is given back (fresh).
-      if (!seg_.Reserve(kNodesOffset + first * stride_, count * stride_, who,
-                        &error_, true)) {
-        return false;
-      }
-      detail::LinkIntent& in = hdr_->intent;
-      const uint64_t pb = hdr_->bufs.load(std::memory_order_relaxed);
-      const uint64_t py = hdr_->buf_bytes.load(std::memory_order_relaxed);
-      in.slot.store(0, std::memory_order_relaxed);
-      in.new_lb.store(detail::PackLink(static_cast<uint32_t>(first), 0),
-                      std::memory_order_relaxed);
-      in.old_lb.store(0, std::memory_order_relaxed);
-      in.new_nodes.store(static_cast<uint32_t>(count),
-                         std::memory_order_relaxed);
-      in.old_nodes.store(0, std::memory_order_relaxed);
-      in.cut_next.store(hdr_->free_head.load(std::memory_order_relaxed),
-                        std::memory_order_relaxed);
-      in.step.store(detail::kLinkStepFill, std::memory_order_relaxed);
-      in.pre_free.store(free, std::memory_order_relaxed);
-      in.pre_bufs.store(pb, std::memory_order_relaxed);
-      in.pre_bytes.store(py, std::memory_order_relaxed);
-      in.post_free.store(free + count, std::memory_order_relaxed);
-      in.post_bufs.store(pb, std::memory_order_relaxed);
-      in.post_bytes.store(py, std::memory_order_relaxed);
-      in.op.store(detail::kLinkOpExtend, std::memory_order_release);
-      SHMC_CRASH_POINT(12);
-      LinkStep(first, count, in.cut_next.load(std::memory_order_relaxed));
-      Commit();
-    }
-  }
-
+  bool Extend(uint64_t n);
   // Links nodes first .. first + count - 1 into a list ahead of `rest`,
   // makes it the free list and counts the nodes linked. Idempotent while
   // no value took one of them (recovery runs it again).
-  void LinkStep(uint64_t first, uint64_t count, uint32_t rest) {
-    const uint64_t last = first + count - 1;
-    for (uint64_t i = first; i <= last; ++i) {
-      detail::LinkNodeHead* h = Head(i);
-      h->tag.store(0, std::memory_order_relaxed);
-      h->len.store(0, std::memory_order_relaxed);
-      h->hint.store(0, std::memory_order_relaxed);
-      h->next.store(i == last ? rest : static_cast<uint32_t>(i + 1),
-                    std::memory_order_relaxed);
-    }
-    SHMC_CRASH_POINT(13);
-    hdr_->free_head.store(static_cast<uint32_t>(first),
-                          std::memory_order_release);
-    SHMC_CRASH_POINT(14);
-    // SYNC POINT (release): a reader that sees a handle into the new nodes
-    // (published after this) sees them counted as linked (Linkable).
-    hdr_->unlinked.store(nodes_ - last, std::memory_order_release);
-    seen_.store(last, std::memory_order_relaxed);
-  }
+  void LinkStep(uint64_t first, uint64_t count, uint32_t rest);
 
   bool Writable() const { return hdr_ != nullptr && !seg_.read_only(); }
 
