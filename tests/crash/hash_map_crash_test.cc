@@ -30,14 +30,9 @@ using Map = shmc::ShmHashMap<uint64_t, shmc::POSIX>;
 using shmc_test::MakeValue;
 using shmc_test::ValidValue;
 
-struct MapSegments {
-  std::string base = shmc_test::MakeKey<shmc::POSIX>("crashmap");
-  MapSegments() { Remove(); }
-  ~MapSegments() { Remove(); }
-  void Remove() {
-    shmc::POSIX().Unlink(base + "0");
-    shmc::POSIX().Unlink(base + "1");
-  }
+// The map's segments, named for this file's tests.
+struct MapSegments : shmc_test::MapSegments {
+  MapSegments() : shmc_test::MapSegments("crashmap") {}
 };
 
 // Checks the invariants a recovered map must satisfy.

@@ -225,10 +225,8 @@ TEST(LinkGrowthCrash, WriterKilledInAStepIsRolledForward) {
     for (int at : {1, 2}) {
       SCOPED_TRACE("kill point " + std::to_string(id) + " pass " +
                    std::to_string(at));
-      const std::string base = shmc_test::MakeKey<shmc::POSIX>(
-          "grow" + std::to_string(id * 10 + at));
-      shmc::POSIX().Unlink(base + "0");
-      shmc::POSIX().Unlink(base + "1");
+      shmc_test::MapSegments seg("grow" + std::to_string(id * 10 + at));
+      const std::string& base = seg.base;
       // The child reports each acknowledged key through a pipe.
       int fds[2];
       ASSERT_EQ(pipe(fds), 0);
@@ -286,8 +284,6 @@ TEST(LinkGrowthCrash, WriterKilledInAStepIsRolledForward) {
         EXPECT_EQ(hs.lt_stat.leaked_nodes, 0u);
         EXPECT_EQ(hs.lt_stat.counter_mismatches, 0u);
       }
-      shmc::POSIX().Unlink(base + "0");
-      shmc::POSIX().Unlink(base + "1");
     }
   }
 }

@@ -161,6 +161,24 @@ class ScopedKey {
   std::string key_;
 };
 
+// A POSIX map's two segments (<base>0, <base>1) under a base unique to
+// the test and `extra`: removed now and when the scope ends, a failed
+// assertion included.
+struct MapSegments {
+  explicit MapSegments(const std::string& extra = "map")
+      : base(MakeKey<shmc::POSIX>(extra)) {
+    Remove();
+  }
+  ~MapSegments() { Remove(); }
+  MapSegments(const MapSegments&) = delete;
+  MapSegments& operator=(const MapSegments&) = delete;
+  void Remove() {
+    shmc::POSIX().Unlink(base + "0");
+    shmc::POSIX().Unlink(base + "1");
+  }
+  std::string base;
+};
+
 // Keys for maps (ShmHashMap uses <base>0 and <base>1): a base whose SysV form stays a number when "0"/"1" is
 // appended, and whose POSIX/file form is a name.
 template <class Alloc>
