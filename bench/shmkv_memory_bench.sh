@@ -10,8 +10,9 @@
 #          with their bookkeeping) plus the index slots the keys and parts
 #          fill (the index segment's size over --capacity, per slot).
 # Shapes: a hash, a list, a set and a sorted set of N elements with small
-# (14-byte) and large (100-byte) members, and N/10 small hashes of 10
-# fields (a session store's shape).
+# (14-byte) and large (100-byte) members, N/10 small hashes of 10
+# fields (a session store's shape), and N string keys of 10, 100 and
+# 1,000-byte values.
 #
 #   bench/shmkv_memory_bench.sh [--elements N] [--shapes "zset small,..."]
 #                               [--out DIR]
@@ -87,6 +88,10 @@ def shape_commands(shape):
     if shape == "zset large":
         return (resp("ZADD", "z", str(i), "m:%012d%s" % (i, big))
                 for i in range(n)), n
+    if shape.startswith("strings "):
+        size = int(shape.split()[1])
+        return (resp("SET", "k:%012d" % i, ("%012d" % i).ljust(size, "v")[:size])
+                for i in range(n)), n
     if shape == "hashes of 10":
         keys = n // 10
         return (resp("HSET", "session:%d" % k,
@@ -96,7 +101,7 @@ def shape_commands(shape):
 
 shapes = ["hash small", "hash large", "list small", "list large",
           "set small", "set large", "zset small", "zset large",
-          "hashes of 10"]
+          "hashes of 10", "strings 10", "strings 100", "strings 1000"]
 if only:
     shapes = [x for x in shapes if x in only]
 rows = []
