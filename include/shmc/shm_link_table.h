@@ -705,31 +705,45 @@ class ShmLinkTable {
   link_buf_t BeginNew(uint32_t op, uint64_t slot, link_buf_t old,
                       uint32_t old_nodes, uint32_t new_nodes, size_t new_len,
                       uint64_t bufs_delta, size_t old_len) {
-    detail::LinkIntent& in = hdr_->intent;
     link_buf_t lb;
     if (new_nodes > 0) {
       lb = link_buf_t(hdr_->free_head.load(std::memory_order_relaxed),
                       NextTag());
     }
-    uint64_t pf = hdr_->free_nodes.load(std::memory_order_relaxed);
-    uint64_t pb = hdr_->bufs.load(std::memory_order_relaxed);
-    uint64_t py = hdr_->buf_bytes.load(std::memory_order_relaxed);
-    in.slot.store(slot, std::memory_order_relaxed);
-    in.new_lb.store(lb.packed(), std::memory_order_relaxed);
-    in.old_lb.store(old.packed(), std::memory_order_relaxed);
-    in.new_nodes.store(new_nodes, std::memory_order_relaxed);
-    in.old_nodes.store(old_nodes, std::memory_order_relaxed);
-    in.cut_next.store(0, std::memory_order_relaxed);
-    in.step.store(detail::kLinkStepFill, std::memory_order_relaxed);
-    in.pre_free.store(pf, std::memory_order_relaxed);
-    in.pre_bufs.store(pb, std::memory_order_relaxed);
-    in.pre_bytes.store(py, std::memory_order_relaxed);
-    in.post_free.store(pf - new_nodes + old_nodes, std::memory_order_relaxed);
-    in.post_bufs.store(pb + bufs_delta, std::memory_order_relaxed);
-    in.post_bytes.store(py + new_len - old_len, std::memory_order_relaxed);
-    in.op.store(op, std::memory_order_release);
+    const uint64_t pf = hdr_->free_nodes.load(std::memory_order_relaxed);
+    RecordIntent(op, slot, lb, old, new_nodes, old_nodes, 0,
+                 pf - new_nodes + old_nodes, bufs_delta, new_len - old_len);
     SHMC_CRASH_POINT(1);
     return lb;
+  }
+
+  // Writes the intent record's fields, then `op` (release). After the
+  // operation `free_after` nodes are free, and the value count and bytes
+  // move by bufs_delta and bytes_delta (modulo 2^64). New values and
+  // growth steps both record through here.
+  void RecordIntent(uint32_t op, uint64_t slot, link_buf_t new_lb,
+                    link_buf_t old_lb, uint32_t new_nodes, uint32_t old_nodes,
+                    uint32_t cut_next, uint64_t free_after,
+                    uint64_t bufs_delta, uint64_t bytes_delta) {
+    detail::LinkIntent& in = hdr_->intent;
+    const auto o = std::memory_order_relaxed;
+    const uint64_t pf = hdr_->free_nodes.load(o);
+    const uint64_t pb = hdr_->bufs.load(o);
+    const uint64_t py = hdr_->buf_bytes.load(o);
+    in.slot.store(slot, o);
+    in.new_lb.store(new_lb.packed(), o);
+    in.old_lb.store(old_lb.packed(), o);
+    in.new_nodes.store(new_nodes, o);
+    in.old_nodes.store(old_nodes, o);
+    in.cut_next.store(cut_next, o);
+    in.step.store(detail::kLinkStepFill, o);
+    in.pre_free.store(pf, o);
+    in.pre_bufs.store(pb, o);
+    in.pre_bytes.store(py, o);
+    in.post_free.store(free_after, o);
+    in.post_bufs.store(pb + bufs_delta, o);
+    in.post_bytes.store(py + bytes_delta, o);
+    in.op.store(op, std::memory_order_release);
   }
 
   void Commit() {

@@ -103,28 +103,12 @@ bool ShmLinkTable<Alloc>::Extend(uint64_t n) {
                       &error_, true)) {
       return false;
     }
-    detail::LinkIntent& in = hdr_->intent;
-    const uint64_t pb = hdr_->bufs.load(std::memory_order_relaxed);
-    const uint64_t py = hdr_->buf_bytes.load(std::memory_order_relaxed);
-    in.slot.store(0, std::memory_order_relaxed);
-    in.new_lb.store(detail::PackLink(static_cast<uint32_t>(first), 0),
-                    std::memory_order_relaxed);
-    in.old_lb.store(0, std::memory_order_relaxed);
-    in.new_nodes.store(static_cast<uint32_t>(count),
-                       std::memory_order_relaxed);
-    in.old_nodes.store(0, std::memory_order_relaxed);
-    in.cut_next.store(hdr_->free_head.load(std::memory_order_relaxed),
-                      std::memory_order_relaxed);
-    in.step.store(detail::kLinkStepFill, std::memory_order_relaxed);
-    in.pre_free.store(free, std::memory_order_relaxed);
-    in.pre_bufs.store(pb, std::memory_order_relaxed);
-    in.pre_bytes.store(py, std::memory_order_relaxed);
-    in.post_free.store(free + count, std::memory_order_relaxed);
-    in.post_bufs.store(pb, std::memory_order_relaxed);
-    in.post_bytes.store(py, std::memory_order_relaxed);
-    in.op.store(detail::kLinkOpExtend, std::memory_order_release);
+    const uint32_t rest = hdr_->free_head.load(std::memory_order_relaxed);
+    RecordIntent(detail::kLinkOpExtend, 0,
+                 link_buf_t(static_cast<uint32_t>(first), 0), link_buf_t(),
+                 static_cast<uint32_t>(count), 0, rest, free + count, 0, 0);
     SHMC_CRASH_POINT(12);
-    LinkStep(first, count, in.cut_next.load(std::memory_order_relaxed));
+    LinkStep(first, count, rest);
     Commit();
   }
 }
