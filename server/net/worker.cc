@@ -523,6 +523,10 @@ void Worker::OnReadable(Conn* c) {
 }
 
 void Worker::Process(Conn* c) {
+  // (Process may run inside another's, through ServeWoken and Flush.)
+  double* outer_clock = batch_clock_;
+  double clock = MonoUs();
+  batch_clock_ = &clock;
   while (!c->closing && !c->blocked && c->in_off < c->in.size() &&
          c->pending_out() < kMaxPendingOut) {
     const char* p = c->in.data() + c->in_off;
@@ -570,6 +574,8 @@ void Worker::Process(Conn* c) {
     // before the next command runs.
     ServeWoken();
   }
+  if (outer_clock != nullptr) *outer_clock = clock;
+  batch_clock_ = outer_clock;
   if (c->in_off == c->in.size()) {
     if (c->in.capacity() > kKeepBuffer) {
       std::string().swap(c->in);
