@@ -83,11 +83,12 @@ if [ "$shmkv" = 1 ]; then
   # The do-nothing servers' floor, when the probes build has them.
   floor=()
   [ -x build/probes/bench/reply_floor ] && floor=(--floor)
-  bench/shmkv_bench.sh --runs "$runs" ${floor[@]+"${floor[@]}"} --out "$out" |
-    tee "$out/shmkv_bench.txt"
-  bench/shmkv_bench.sh --runs "$runs" --workers 1 --pin \
-    ${floor[@]+"${floor[@]}"} --out "$out/pinned" |
-    tee "$out/shmkv_bench_pinned.txt"
+  # Pinned (servers on CPU 0, clients on CPU 1), 1 and 2 workers, with
+  # the per-stage breakdown when perf is there.
+  stages=()
+  command -v perf >/dev/null && stages=(--stages)
+  bench/shmkv_bench.sh --runs "$runs" --pin ${stages[@]+"${stages[@]}"} \
+    ${floor[@]+"${floor[@]}"} --out "$out" | tee "$out/shmkv_bench.txt"
   bench/shmkv_worker_cpu.sh --runs "$runs" | tee "$out/shmkv_worker_cpu.txt"
   bench/shmkv_collections_bench.sh --out "$out" |
     tee "$out/shmkv_collections_bench.txt"
