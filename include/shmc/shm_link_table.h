@@ -502,10 +502,17 @@ class ShmLinkTable {
     seen_.store(Linked(), std::memory_order_relaxed);
   }
 
-  // The bytes of one growth step (kGrowInSteps), in nodes of `stride`.
-  static uint64_t StepNodes(uint64_t stride) {
-    return std::max<uint64_t>(1, kStepBytes / stride);
+  // The nodes of `stride` the next growth step (kGrowInSteps) links when
+  // `linked` are linked: the first step is kFirstStepBytes, each next one
+  // as large as the pool linked so far, up to kStepBytes. A small pool
+  // (a script cache) holds little; a large one steps 2 MiB at a time
+  // after a few doublings.
+  static uint64_t StepNodes(uint64_t stride, uint64_t linked) {
+    const uint64_t bytes =
+        std::min(kStepBytes, std::max(kFirstStepBytes, linked * stride));
+    return std::max<uint64_t>(1, bytes / stride);
   }
+  static constexpr uint64_t kFirstStepBytes = uint64_t{64} << 10;
   static constexpr uint64_t kStepBytes = uint64_t{2} << 20;
 
   // Nodes 1 .. Linked() have been linked (and their memory reserved); the

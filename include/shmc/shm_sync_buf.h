@@ -417,11 +417,15 @@ class ShmSyncBuf {
 
   // Makes sure bytes [begin, end) past kIndexOffset (the index, or the
   // ring, ending at `limit`) are reserved: from *mark, what this handle
-  // reserved of them before, on, a step at least at a time.
+  // reserved of them before, on, a step at least at a time. A step is as
+  // large as what is reserved already, from 64 KiB up to 2 MiB: a buffer
+  // little used holds little.
   bool Reserved(uint64_t* mark, uint64_t begin, uint64_t limit, uint64_t end) {
     if (*mark < begin) *mark = begin;
     if (end <= *mark) return true;
-    const uint64_t to = std::min(limit, std::max(end, *mark + kReserveStep));
+    const uint64_t step =
+        std::min(kReserveStep, std::max(kFirstReserveStep, *mark - begin));
+    const uint64_t to = std::min(limit, std::max(end, *mark + step));
     if (!seg_.Reserve(kIndexOffset + *mark, to - *mark, "ShmSyncBuf::Push",
                       &error_)) {
       return false;
@@ -429,6 +433,7 @@ class ShmSyncBuf {
     *mark = to;
     return true;
   }
+  static constexpr uint64_t kFirstReserveStep = uint64_t{64} << 10;
   static constexpr uint64_t kReserveStep = uint64_t{2} << 20;
 
   // Ring offsets are multiples of 8: copy whole words (TSan-clean).

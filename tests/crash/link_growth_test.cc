@@ -8,6 +8,7 @@
 // (SHMC_CRASH_POINT), so that kill points can be chosen exactly.
 #define SHMC_TEST_HOOKS 1
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -50,10 +52,11 @@ TYPED_TEST_SUITE(LinkGrowth, shmc_test::AllAllocs, shmc_test::AllocNames);
 TYPED_TEST(LinkGrowth, ReservesAStepAtATimeUntilFull) {
   ScopedCreateFlags grow(kGrow);
   shmc::ShmLinkTable<TypeParam> t;
-  constexpr size_t kNodes = 100000;  // 72-byte nodes: 7.2 MB, 4 steps
+  constexpr size_t kNodes = 100000;  // 72-byte nodes: 7.2 MB, 8 steps
   ASSERT_TRUE(t.InitForWrite(this->key_, 56, kNodes)) << t.last_error().message;
+  // The first step is 64 KiB of nodes; later ones double up to 2 MiB.
+  EXPECT_EQ(t.reserved_nodes(), (size_t{64} << 10) / 72);
   const size_t step = (size_t{2} << 20) / 72;
-  EXPECT_EQ(t.reserved_nodes(), step);
   EXPECT_EQ(t.free_nodes(), kNodes) << "unreserved nodes count as free";
   std::vector<shmc::link_buf_t> lbs;
   std::vector<size_t> steps_seen{t.reserved_nodes()};
@@ -73,12 +76,18 @@ TYPED_TEST(LinkGrowth, ReservesAStepAtATimeUntilFull) {
     if (t.reserved_nodes() != steps_seen.back()) {
       steps_seen.push_back(t.reserved_nodes());
       // Reserved only as the values needed it: the step came when the
-      // list ran out, so at most one step (or one value) is spare.
+      // list ran out, so at most one step (or one value) is spare; a
+      // step is the pool linked so far (doubling it) or 2 MiB.
       EXPECT_LE(t.reserved_nodes(), used + step) << i;
+      if (steps_seen.size() >= 2) {
+        const size_t before = steps_seen[steps_seen.size() - 2];
+        EXPECT_LE(t.reserved_nodes() - before,
+                  std::max<size_t>(std::min(before, step), 6)) << i;
+      }
     }
   }
   EXPECT_EQ(t.reserved_nodes(), kNodes);
-  EXPECT_GE(steps_seen.size(), 4u);
+  EXPECT_GE(steps_seen.size(), 8u);
   for (size_t i = 0; i < lbs.size(); ++i) {
     std::string out;
     ASSERT_TRUE(t.Read(lbs[i], &out)) << i;
@@ -292,12 +301,15 @@ TEST(LinkGrowthCrash, WriterKilledInAStepIsRolledForward) {
 // step that does not fit fails the write (kNoSpace) with nothing changed,
 // and every value written before reads back; no SIGBUS anywhere.
 TEST(LinkGrowthFull, FullTmpfsFailsTheStepAndKeepsEveryValue) {
-  SmallTmpfs fs("8m");
+  // 9 MiB: the steps reach 8 MiB of nodes (64 KiB doubling to 2 MiB,
+  // then 2 MiB each), so the next step fails halfway, and what it took
+  // must be given back.
+  SmallTmpfs fs("9m");
   if (!fs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs here (needs root)";
   ScopedCreateFlags grow(kGrow);
   const std::string key = fs.dir() + "/pool.seg";
   shmc::ShmLinkTable<shmc::MAPFILE> t;
-  constexpr size_t kNodes = 1000000;  // 72 MB, nine times the tmpfs
+  constexpr size_t kNodes = 1000000;  // 72 MB, eight times the tmpfs
   ASSERT_TRUE(t.InitForWrite(key, 56, kNodes)) << t.last_error().message;
   std::vector<shmc::link_buf_t> lbs;
   std::string v(1000, 'f');
@@ -329,7 +341,16 @@ TEST(LinkGrowthFull, FullTmpfsFailsTheStepAndKeepsEveryValue) {
   // Room made by freeing values is used again without a new step.
   for (size_t i = 0; i < 100; ++i) ASSERT_TRUE(t.Free(lbs[i]));
   for (size_t i = 0; i < 100; ++i) ASSERT_TRUE(t.New(v.data(), v.size())) << i;
-  // A pool whose first step does not fit is not made at all.
+  // A pool whose first step does not fit is not made at all (the room
+  // the failed step gave back taken first).
+  ASSERT_EQ(statvfs(fs.dir().c_str(), &vfs), 0);
+  const int filler = open((fs.dir() + "/filler").c_str(),
+                          O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(filler, 0);
+  EXPECT_EQ(posix_fallocate(filler, 0,
+                            static_cast<off_t>(vfs.f_bavail * vfs.f_frsize)),
+            0);
+  close(filler);
   shmc::ShmLinkTable<shmc::MAPFILE> t2;
   EXPECT_FALSE(t2.InitForWrite(fs.dir() + "/second.seg", 56, kNodes));
   EXPECT_EQ(t2.last_error().code, shmc::ErrorCode::kNoSpace);

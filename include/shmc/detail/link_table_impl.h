@@ -27,8 +27,9 @@ bool ShmLinkTable<Alloc>::InitForWriteImpl(const std::string& shm_key,
   int flags = DefaultCreateFlags();
   // A table made to grow in steps links (and reserves) its first step
   // only; the rest stays untouched until values need it (Extend).
+  const uint64_t first_step = StepNodes(stride, 0);
   const uint64_t linked = (flags & kGrowInSteps)
-                              ? std::min<uint64_t>(node_num, StepNodes(stride))
+                              ? std::min<uint64_t>(node_num, first_step)
                               : node_num;
   auto init = [&](char* base) {
     auto* h = reinterpret_cast<detail::LinkTableHeader*>(
@@ -95,8 +96,8 @@ bool ShmLinkTable<Alloc>::Extend(uint64_t n) {
     }
     if (n - free > unlinked) return false;  // the pool is full
     const uint64_t first = nodes_ - unlinked + 1;
-    const uint64_t count = std::min(
-        unlinked, std::max(n - free, StepNodes(stride_)));
+    const uint64_t step = StepNodes(stride_, nodes_ - unlinked);
+    const uint64_t count = std::min(unlinked, std::max(n - free, step));
     // The step's nodes were never written: what a failed reservation
     // took of them is given back (fresh).
     if (!seg_.Reserve(kNodesOffset + first * stride_, count * stride_, who,
