@@ -15,6 +15,7 @@
 #include "shmc/shm_double_table.h"
 #include "tests/support/cli_run.h"
 #include "tests/support/raw_segment.h"
+#include "tests/support/small_tmpfs.h"
 #include "tests/support/test_util.h"
 
 namespace {
@@ -168,6 +169,49 @@ TEST(ShmcCli, DoubleTableInfoCheckDump) {
   r = Shmc({"dump", seg});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("fails its checksum"), std::string::npos) << r.err;
+}
+
+// An array made sparse (its memory reserved by parts, as shmkv's
+// statistics are): info, check and dump read its holes as zeros without
+// touching them, since a read fault on tmpfs allocates the page (and on a
+// full one raises SIGBUS).
+TEST(ShmcCli, SparseArrayHolesAreNotTouched) {
+  struct Page {
+    char b[4096];
+  };
+  ScopedKey<shmc::POSIX> key("sparse");
+  shmc::ShmArray<Page, shmc::POSIX> a;
+  ASSERT_TRUE(a.InitForWrite(key, 256, 0)) << a.last_error().message;
+  ASSERT_TRUE(a.Reserve(3, 1));
+  ASSERT_TRUE(a.Reserve(200, 0, 100));
+  a[3].b[4000] = 'x';
+  a[200].b[7] = 'y';
+  const std::string path = "/dev/shm" + key.str();
+  const long long before = shmc_test::FileBlocks(path);
+  ASSERT_GT(before, 0);
+  ASSERT_LT(before, 64 << 10) << "the array was reserved whole";
+  const std::string seg = "posix:" + key.str();
+  Result r = Shmc({"info", seg, "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  JValue info = ParseOrFail(r.out);
+  const JValue* arr = info.get("array");
+  ASSERT_NE(arr, nullptr) << r.out;
+  EXPECT_EQ(arr->number("nonzero_nodes"), 2);
+  EXPECT_EQ(Shmc({"check", seg}).exit_code, 0);
+  r = Shmc({"dump", seg, "--format", "hex", "--limit", "1000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<JValue> nodes = Lines(r.out);
+  ASSERT_EQ(nodes.size(), 256u);
+  std::string page3(8192, '0'), page200(8192, '0');
+  page3.replace(8000, 2, "78");  // 'x' at byte 4000
+  page200.replace(14, 2, "79");  // 'y' at byte 7
+  ASSERT_NE(nodes[3].get("data"), nullptr) << r.out.substr(0, 200);
+  EXPECT_EQ(nodes[3].number("index"), 3);
+  EXPECT_EQ(nodes[3].get("data")->str, page3);
+  EXPECT_EQ(nodes[200].get("data")->str, page200);
+  EXPECT_EQ(nodes[100].get("data")->str, std::string(8192, '0'));
+  EXPECT_EQ(shmc_test::FileBlocks(path), before)
+      << "reading the array allocated its holes";
 }
 
 }  // namespace

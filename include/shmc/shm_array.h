@@ -121,6 +121,18 @@ class ShmArray {
     return seg_.Reserve(Layout(0).nodes_offset() + first * sizeof(Node),
                         count * sizeof(Node), "ShmArray::Reserve", &error_);
   }
+  // Reserves bytes [offset, offset + bytes) of node `index` only (whole
+  // pages: the pages those bytes fall in), for a node larger than a page
+  // whose user fills it from its start.
+  bool Reserve(size_t index, size_t offset, size_t bytes) {
+    if (nodes_ == nullptr || index >= size_ || offset > sizeof(Node) ||
+        bytes > sizeof(Node) - offset) {
+      return false;
+    }
+    return seg_.Reserve(
+        Layout(0).nodes_offset() + index * sizeof(Node) + offset, bytes,
+        "ShmArray::Reserve", &error_);
+  }
   const Error& last_error() const { return error_; }
   bool is_initialized() const { return nodes_ != nullptr; }
   // For MAPFILE: flush to disk now (also done when the array is destroyed).

@@ -1,5 +1,10 @@
 #include "tools/shmc/fixed_view.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -28,12 +33,92 @@ uint64_t FixedView::map_key_bytes() const {
   return sd::MapHandleOffset(lay.node_size());
 }
 
+void DataMap::Load(const SegName& name) {
+  known = false;
+  ranges.clear();
+  std::string path;
+  if (name.backend == Backend::kPosix) {
+    path = "/dev/shm/" + name.key.substr(name.key[0] == '/' ? 1 : 0);
+  } else if (name.backend == Backend::kFile) {
+    path = name.key;
+  } else {
+    return;  // SysV: no file to ask
+  }
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  const off_t size = st.st_size;
+  off_t at = 0;
+  while (at < size) {
+    off_t begin = lseek(fd, at, SEEK_DATA);
+    if (begin < 0) {
+      if (errno == ENXIO) break;  // only a hole is left
+      close(fd);
+      ranges.clear();
+      return;  // the file system cannot say: everything is data
+    }
+    off_t end = lseek(fd, begin, SEEK_HOLE);
+    if (end < 0 || end <= begin) end = size;
+    ranges.emplace_back(static_cast<uint64_t>(begin),
+                        static_cast<uint64_t>(end));
+    at = end;
+  }
+  close(fd);
+  known = true;
+}
+
+uint64_t DataMap::NextData(uint64_t off, uint64_t end) const {
+  if (!known) return off;
+  auto it = std::upper_bound(
+      ranges.begin(), ranges.end(), off,
+      [](uint64_t o, const std::pair<uint64_t, uint64_t>& r) {
+        return o < r.second;
+      });
+  if (it == ranges.end()) return end;
+  return std::min(end, std::max(off, it->first));
+}
+
+uint64_t DataMap::DataEnd(uint64_t off, uint64_t end) const {
+  if (!known) return end;
+  auto it = std::upper_bound(
+      ranges.begin(), ranges.end(), off,
+      [](uint64_t o, const std::pair<uint64_t, uint64_t>& r) {
+        return o < r.second;
+      });
+  return it == ranges.end() ? end : std::min(end, it->second);
+}
+
 bool FixedView::RawNodeUsed(uint64_t slot) const {
-  const volatile unsigned char* p = node(slot);
-  for (uint64_t i = 0; i < lay.node_size(); ++i) {
-    if (p[i] != 0) return true;
+  const uint64_t begin = lay.node_offset(slot);
+  const uint64_t end = begin + lay.node_size();
+  for (uint64_t off = data.NextData(begin, end); off < end;
+       off = data.NextData(off, end)) {
+    const uint64_t stop = data.DataEnd(off, end);
+    const volatile unsigned char* p =
+        reinterpret_cast<const volatile unsigned char*>(base);
+    for (; off < stop; ++off) {
+      if (p[off] != 0) return true;
+    }
   }
   return false;
+}
+
+std::string FixedView::NodeBytes(uint64_t slot) const {
+  const uint64_t begin = lay.node_offset(slot);
+  const uint64_t end = begin + lay.node_size();
+  std::string s(lay.node_size(), '\0');
+  const volatile unsigned char* p =
+      reinterpret_cast<const volatile unsigned char*>(base);
+  for (uint64_t off = data.NextData(begin, end); off < end;
+       off = data.NextData(off, end)) {
+    const uint64_t stop = data.DataEnd(off, end);
+    for (; off < stop; ++off) s[off - begin] = static_cast<char>(p[off]);
+  }
+  return s;
 }
 
 Json TableInfo(const FixedView& v, const char* used_word) {

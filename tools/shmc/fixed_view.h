@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "shmc/detail/fixed_layout.h"
 #include "shmc/detail/segment.h"
@@ -17,10 +19,26 @@
 
 namespace shmc_tool {
 
+// Where a segment's file holds data (lseek SEEK_DATA / SEEK_HOLE), for
+// POSIX and file segments: the holes of a sparse segment (an array made
+// with reserved < size) read as zero without being touched, since a read
+// fault on tmpfs allocates the page (and raises SIGBUS on a full one).
+struct DataMap {
+  bool known = false;  // false: every byte is taken as data
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;  // [begin, end), sorted
+  // Reads the file's data ranges; unknown when it cannot.
+  void Load(const SegName& name);
+  // The first offset in [off, end) that holds data, or `end`.
+  uint64_t NextData(uint64_t off, uint64_t end) const;
+  // The end of the data at `off` (which holds data), at most `end`.
+  uint64_t DataEnd(uint64_t off, uint64_t end) const;
+};
+
 struct FixedView {
   shmc::detail::FixedLayout lay;
   char* base = nullptr;    // segment start (read-only mapping unless fixing)
   bool map_index = false;  // a map's index: key words, then the handle word
+  DataMap data;            // holes read as zero, untouched
 
   const volatile unsigned char* node(uint64_t slot) const {
     return reinterpret_cast<const volatile unsigned char*>(
@@ -39,6 +57,8 @@ struct FixedView {
   }
   // Bytes of a map index node's key (all but the handle word).
   uint64_t map_key_bytes() const;
+  // A node's bytes, holes as zeros.
+  std::string NodeBytes(uint64_t slot) const;
 };
 
 std::string CopyBytes(const volatile unsigned char* p, uint64_t n);
@@ -75,6 +95,7 @@ int OpenFixed(const SegName& name, const HeaderPeek& peek, bool writable,
     return ExitFor(e.code);
   }
   view->base = seg->base();
+  view->data.Load(name);
   return kExitOk;
 }
 

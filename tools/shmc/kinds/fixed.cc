@@ -75,8 +75,7 @@ void DumpNodes(const FixedView& v, Sink* sink) {
       } else {
         j["index"] = i;
       }
-      j["data"] = Data(CopyBytes(v.node(i), v.lay.node_size()),
-                         sink->opt.hex);
+      j["data"] = Data(v.NodeBytes(i), sink->opt.hex);
       sink->out(std::move(j));
     }
   }
