@@ -93,6 +93,10 @@ int Worker::Run() {
                  "the running master's statistics segment has another "
                  "layout (%s); restart the master to count again\n",
                  cfg_.slot, err.c_str());
+  } else if (!stats_.ReserveSlot(cfg_.slot, &err)) {
+    std::fprintf(stderr, "shmkv worker %zu: serving without publishing "
+                 "statistics: no memory for its slot: %s\n", cfg_.slot,
+                 err.c_str());
   }
   if (latency_.Open(ControlKey(cfg_.store) + ".latency", &err)) {
     latency_.Clear(cfg_.slot);

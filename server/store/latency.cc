@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <vector>
 
 namespace shmkv {
@@ -14,14 +16,33 @@ bool SharedLatency::Open(const std::string& key, std::string* err) {
   // Every worker writes its own slot.
   shmc::SetDefaultCreateFlags(flags | shmc::kCreateIfNotExist |
                               shmc::kSharedWriters);
-  bool ok = arr_.InitForWrite(key, kMaxWorkerSlots);
+  // Made sparse: each slot's head is reserved here (readers look at every
+  // slot's pid), its records by their worker as they grow (Publish).
+  bool ok = arr_.InitForWrite(key, kMaxWorkerSlots, 0);
   shmc::SetDefaultCreateFlags(flags);
+  for (size_t i = 0; ok && i < kMaxWorkerSlots; ++i) {
+    ok = arr_.Reserve(i, 0, offsetof(LatencySlot, words));
+  }
   if (!ok) {
     *err = arr_.last_error().message;
     return false;
   }
   slots_ = const_cast<LatencySlot*>(&arr_[0]);
   return true;
+}
+
+bool SharedLatency::Room(size_t slot, size_t words) {
+  if (words <= reserved_words_) return true;
+  // Doubling, so a worker whose records grow reserves a few times only.
+  size_t want = std::min(kLatencyWords,
+                         std::max({words, 2 * reserved_words_, size_t{512}}));
+  for (size_t n : {want, words}) {
+    if (arr_.Reserve(slot, offsetof(LatencySlot, words), n * 8)) {
+      reserved_words_ = n;
+      return true;
+    }
+  }
+  return false;
 }
 
 void SharedLatency::Clear(size_t slot) {
@@ -34,6 +55,7 @@ void SharedLatency::Clear(size_t slot) {
   s.pid.store(static_cast<uint64_t>(getpid()), std::memory_order_relaxed);
   s.seq.store((seq | 1) + 1, std::memory_order_release);
   published_ = 0;
+  reserved_words_ = 0;
 }
 
 void SharedLatency::Publish(size_t slot, const LocalStats& l) {
@@ -52,6 +74,15 @@ void SharedLatency::Publish(size_t slot, const LocalStats& l) {
     out_.push_back(n);
     out_.resize(out_.size() + n);
     k->SaveCompact(&out_[out_.size() - n]);
+  }
+  if (!Room(slot, out_.size())) {
+    // No memory for them all (a full tmpfs): the records that fit in
+    // what is reserved are published, the rest left out as above.
+    size_t at = 0;
+    while (out_.size() - at >= 2 && at + 2 + out_[at + 1] <= reserved_words_) {
+      at += 2 + static_cast<size_t>(out_[at + 1]);
+    }
+    out_.resize(at);
   }
   LatencySlot& s = slots_[slot];
   uint64_t seq = s.seq.load(std::memory_order_relaxed);

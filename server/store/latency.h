@@ -33,6 +33,10 @@ namespace shmkv {
 // A command's latency spans a few powers of two, so a record is a few
 // hundred words; a slot holds kLatencyWords (128 KiB). Commands that do
 // not fit are left out of it (INFO reports them from the estimators).
+// The segment is made sparse: every slot's head (seq, pid, used) is
+// reserved by each process that opens it, a slot's records by its worker
+// before it writes them, so the segment holds what workers publish; a
+// reader reads no further than `used`.
 constexpr size_t kLatencyWords = 16384;
 struct LatencySlot {
   std::atomic<uint64_t> seq;
@@ -61,9 +65,14 @@ class SharedLatency {
   LatencyTotals Merge() const;
 
  private:
+  // Reserves the first `words` record words of this worker's slot (the
+  // segment is sparse): false when the system has no room.
+  bool Room(size_t slot, size_t words);
+
   shmc::ShmArray<LatencySlot, shmc::POSIX> arr_;
   LatencySlot* slots_ = nullptr;
   uint64_t published_ = 0;  // commands timed at the last Publish
+  size_t reserved_words_ = 0;  // record words of our slot reserved
   std::vector<uint64_t> out_;  // the records Publish writes
 };
 

@@ -47,7 +47,7 @@ bool SharedStats::Open(const std::string& key, bool create, std::string* err,
                        bool* other_layout) {
   if (other_layout != nullptr) *other_layout = false;
   slots_ = nullptr;
-  if (arr_.InitForWrite(key, kMaxWorkerSlots)) {
+  if (arr_.InitForWrite(key, kMaxWorkerSlots, 0)) {
     slots_ = reinterpret_cast<char*>(const_cast<StatsSlot*>(&arr_[0]));
     slot_bytes_ = sizeof(StatsSlot);
     commands_ = kMaxCommands;
@@ -72,7 +72,7 @@ bool SharedStats::Open(const std::string& key, bool create, std::string* err,
     // Statistics are not data: the master replaces a segment of another
     // layout (an earlier shmkv with fewer commands) if it is shmc's own.
     if (shmc::RemoveSegment<shmc::POSIX>(key) != shmc::RemoveStatus::kRemoved ||
-        !arr_.InitForWrite(key, kMaxWorkerSlots)) {
+        !arr_.InitForWrite(key, kMaxWorkerSlots, 0)) {
       *err = arr_.last_error().message;
       return false;
     }
@@ -80,9 +80,40 @@ bool SharedStats::Open(const std::string& key, bool create, std::string* err,
     slot_bytes_ = sizeof(StatsSlot);
     commands_ = kMaxCommands;
   }
+  // Every slot's head is read by Merge: reserved by each process that
+  // opens the segment (a segment this build makes is sparse); the rest of
+  // a slot by its worker (ReserveSlot).
+  for (size_t i = 0; i < kMaxWorkerSlots; ++i) {
+    if (!ReserveBytes(i, 8 + offsetof(StatsValues, cmd))) {
+      *err = ReserveError();
+      slots_ = nullptr;
+      return false;
+    }
+  }
   if (create) {
     for (size_t i = 0; i < kMaxWorkerSlots; ++i) Clear(i);
   }
+  return true;
+}
+
+bool SharedStats::ReserveBytes(size_t slot, size_t bytes) {
+  return commands_ == kLegacyCommands ? legacy_.Reserve(slot, 0, bytes)
+                                      : arr_.Reserve(slot, 0, bytes);
+}
+
+std::string SharedStats::ReserveError() const {
+  return commands_ == kLegacyCommands ? legacy_.last_error().message
+                                      : arr_.last_error().message;
+}
+
+bool SharedStats::ReserveSlot(size_t slot, std::string* err) {
+  reserved_slot_ = kMaxWorkerSlots;
+  if (!open() || slot >= kMaxWorkerSlots) return false;
+  if (!ReserveBytes(slot, slot_bytes_)) {
+    *err = ReserveError();
+    return false;
+  }
+  reserved_slot_ = slot;
   return true;
 }
 
@@ -145,6 +176,9 @@ bool ReadSlot(const std::atomic<uint64_t>* seq_word,
               StatsValues* v) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     uint64_t seq = seq_word->load(std::memory_order_acquire);
+    // Never written: nothing to read, and past its head maybe not
+    // reserved (a sparse segment): not a byte of it is touched.
+    if (seq == 0) return false;
     if (seq & 1) continue;
     LoadWords(words, v, 0, kHeadWords);
     for (size_t c = 0; c < commands; ++c) {
@@ -165,6 +199,9 @@ void SharedStats::Clear(size_t slot) {
   std::atomic<uint64_t>* seq_word = Seq(slot);
   std::atomic<uint64_t>* words = Words(slot);
   uint64_t seq = seq_word->load(std::memory_order_relaxed);
+  // Never written: all zero already, and maybe not reserved (a sparse
+  // segment) — only a worker that reserved it writes a slot first.
+  if (seq == 0) return;
   seq_word->store(seq | 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   for (size_t i = 0; i < SlotWords(commands_); ++i) {
@@ -175,6 +212,8 @@ void SharedStats::Clear(size_t slot) {
 
 void SharedStats::Publish(size_t slot, const LocalStats& l) {
   if (!open()) return;
+  std::string no_room;
+  if (slot != reserved_slot_ && !ReserveSlot(slot, &no_room)) return;
   // Only this worker writes its slot, which the master cleared for it: a
   // command with no calls yet keeps its zeros, and only the head and the
   // commands called are written.

@@ -149,9 +149,14 @@ class SharedStats {
   // Commands the segment has room for (kMaxCommands, or kLegacyCommands
   // in a segment an older master made).
   size_t commands() const { return commands_; }
-  // Master: clears slot i for a new worker.
+  // Master: clears slot i for a new worker (a slot never written is
+  // left alone: it is all zero).
   void Clear(size_t slot);
-  // Worker: writes its slot.
+  // Worker: reserves the memory of its slot (a segment this build makes
+  // is sparse). False with *err when the system has no room.
+  bool ReserveSlot(size_t slot, std::string* err);
+  // Worker: writes its slot, reserved first (nothing is written while it
+  // cannot be).
   void Publish(size_t slot, const LocalStats& s);
   StatsTotals Merge() const;
 
@@ -160,11 +165,16 @@ class SharedStats {
   std::atomic<uint64_t>* Seq(size_t slot) const;
   std::atomic<uint64_t>* Words(size_t slot) const;
 
+  // The first `bytes` of slot `slot`, in whichever array is open.
+  bool ReserveBytes(size_t slot, size_t bytes);
+  std::string ReserveError() const;
+
   shmc::ShmArray<StatsSlot, shmc::POSIX> arr_;
   shmc::ShmArray<StatsSlotOf<kLegacyCommands>, shmc::POSIX> legacy_;
   char* slots_ = nullptr;   // slot 0 of whichever is open
   size_t slot_bytes_ = 0;
   size_t commands_ = 0;
+  size_t reserved_slot_ = kMaxWorkerSlots;  // ReserveSlot's, if any
 };
 
 }  // namespace shmkv

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <utility>
 
 #include "shmc/detail/process.h"
@@ -22,8 +23,12 @@ bool Waits::Open(const std::string& key, std::string* err) {
   // process's default flags say.
   const int flags = shmc::DefaultCreateFlags();
   shmc::SetDefaultCreateFlags(flags | shmc::kSharedWriters);
-  bool ok = arr_.InitForWrite(key, 1);
+  // Made sparse: the head and the rows in use are reserved, a chunk at a
+  // time as rows_used grows (Room); nothing reads past rows_used.
+  bool ok = arr_.InitForWrite(key, 1, 0);
   shmc::SetDefaultCreateFlags(flags);
+  reserved_rows_ = 0;
+  ok = ok && Room(1);
   if (!ok) {
     *err = arr_.last_error().message;
     return false;
@@ -70,9 +75,27 @@ void Waits::Take(size_t i, uint64_t ticket, uint64_t key) {
   }
 }
 
+bool Waits::Room(size_t rows) {
+  if (rows <= reserved_rows_) return true;
+  // Doubling: a board that fills reserves a few times only.
+  size_t want = std::min(kWaitRows,
+                         std::max({rows, 2 * reserved_rows_, size_t{128}}));
+  for (size_t n : {want, rows}) {
+    if (arr_.Reserve(0, 0, offsetof(WaitBoardBlock, rows) +
+                               n * sizeof(WaitRow))) {
+      reserved_rows_ = n;
+      return true;
+    }
+  }
+  return false;
+}
+
 // The first free row from `from` on (kWaitRows when there is none).
 size_t Waits::FreeRow(size_t from) {
+  // Rows past rows_used are free, and maybe not reserved yet: not read.
+  const size_t used = Used();
   for (size_t i = from; i < kWaitRows; ++i) {
+    if (i >= used) return i;
     if (b_->rows[i].ticket.load(std::memory_order_acquire) == 0) return i;
   }
   return kWaitRows;
@@ -97,7 +120,9 @@ bool Waits::TakeRows(uint64_t ticket, const std::vector<uint64_t>& keys) {
   std::vector<size_t> taken;
   for (uint64_t k : keys) {
     row = FreeRow(row);
-    if (row == kWaitRows) {  // full: give back what was taken
+    // (A row is reserved before it is written: a sparse board on a full
+    // tmpfs has no room, as a full one.)
+    if (row == kWaitRows || !Room(row + 1)) {  // give back what was taken
       for (size_t i : taken) b_->rows[i].ticket.store(0);
       return false;
     }

@@ -13,7 +13,10 @@
 // pid gone, or reused: the start time differs) counts for nothing and is
 // freed by the next writer that meets it.
 //
-// Nothing read here indexes memory: rows_used is clamped to the table and
+// The segment is made sparse: the head and the rows up to rows_used are
+// reserved (a chunk at a time, before a row past them is taken), and no
+// row past rows_used is ever read, so the board holds what blocked clients
+// use. Nothing read here indexes memory: rows_used is clamped to the table and
 // a row's pid is only compared and probed (shmc::detail::ProcessAlive
 // refuses pids outside the kernel's range), so a damaged board can delay
 // or reorder wakes, never crash a worker.
@@ -109,7 +112,12 @@ class Waits {
   size_t FreeRow(size_t from);
   void Trim();
 
+  // Reserves the head and the first `rows` rows (the segment is sparse):
+  // false when the system has no room.
+  bool Room(size_t rows);
+
   shmc::ShmArray<WaitBoardBlock, shmc::POSIX> arr_;
+  size_t reserved_rows_ = 0;  // rows this process knows are reserved
   WaitBoardBlock* b_ = nullptr;
   uint64_t pid_ = 0, start_ = 0;  // this process
   // Liveness of other workers, remembered briefly: one probe per worker
