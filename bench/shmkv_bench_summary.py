@@ -32,7 +32,8 @@ def main():
 
     def order(key):
         test, pipe = key
-        rank = TEST_ORDER.index(test) if test in TEST_ORDER else len(TEST_ORDER)
+        known = test in TEST_ORDER
+        rank = TEST_ORDER.index(test) if known else len(TEST_ORDER)
         return (pipe, rank, test)
 
     print(f"{'test':14} {'target':12} {'cpu us/req':>10} {'x redis':>8} "
@@ -42,7 +43,8 @@ def main():
         if not base:
             continue
         name = f"{test} -P {pipe}"
-        print(f"{name:14} {'redis':12} {med(base, 'server_cpu_us_per_req'):10.3f} "
+        cpu = med(base, 'server_cpu_us_per_req')
+        print(f"{name:14} {'redis':12} {cpu:10.3f} "
               f"{'':>8} {'':>11} {med(base, 'rps'):10.0f} {'':>8} "
               f"{med(base, 'p99_ms'):7.3f}")
         for tg in others:
