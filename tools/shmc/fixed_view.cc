@@ -71,24 +71,31 @@ void DataMap::Load(const SegName& name) {
   known = true;
 }
 
-uint64_t DataMap::NextData(uint64_t off, uint64_t end) const {
-  if (!known) return off;
-  auto it = std::upper_bound(
+namespace {
+
+using Ranges = std::vector<std::pair<uint64_t, uint64_t>>;
+
+// The first range that ends past `off` (the one holding it, or the next).
+Ranges::const_iterator RangeAfter(const Ranges& ranges, uint64_t off) {
+  return std::upper_bound(
       ranges.begin(), ranges.end(), off,
       [](uint64_t o, const std::pair<uint64_t, uint64_t>& r) {
         return o < r.second;
       });
+}
+
+}  // namespace
+
+uint64_t DataMap::NextData(uint64_t off, uint64_t end) const {
+  if (!known) return off;
+  auto it = RangeAfter(ranges, off);
   if (it == ranges.end()) return end;
   return std::min(end, std::max(off, it->first));
 }
 
 uint64_t DataMap::DataEnd(uint64_t off, uint64_t end) const {
   if (!known) return end;
-  auto it = std::upper_bound(
-      ranges.begin(), ranges.end(), off,
-      [](uint64_t o, const std::pair<uint64_t, uint64_t>& r) {
-        return o < r.second;
-      });
+  auto it = RangeAfter(ranges, off);
   return it == ranges.end() ? end : std::min(end, it->second);
 }
 
