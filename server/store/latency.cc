@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "server/store/sparse.h"
+
 namespace shmkv {
 
 bool SharedLatency::Open(const std::string& key, std::string* err) {
@@ -32,17 +34,8 @@ bool SharedLatency::Open(const std::string& key, std::string* err) {
 }
 
 bool SharedLatency::Room(size_t slot, size_t words) {
-  if (words <= reserved_words_) return true;
-  // Doubling, so a worker whose records grow reserves a few times only.
-  size_t want = std::min(kLatencyWords,
-                         std::max({words, 2 * reserved_words_, size_t{512}}));
-  for (size_t n : {want, words}) {
-    if (arr_.Reserve(slot, offsetof(LatencySlot, words), n * 8)) {
-      reserved_words_ = n;
-      return true;
-    }
-  }
-  return false;
+  return ReserveGrowing(&arr_, slot, offsetof(LatencySlot, words), 8, words,
+                        512, kLatencyWords, &reserved_words_);
 }
 
 void SharedLatency::Clear(size_t slot) {

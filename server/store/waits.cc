@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "server/store/sparse.h"
 #include "shmc/detail/process.h"
 #include "shmc/global_options.h"
 
@@ -76,18 +77,9 @@ void Waits::Take(size_t i, uint64_t ticket, uint64_t key) {
 }
 
 bool Waits::Room(size_t rows) {
-  if (rows <= reserved_rows_) return true;
-  // Doubling: a board that fills reserves a few times only.
-  size_t want = std::min(kWaitRows,
-                         std::max({rows, 2 * reserved_rows_, size_t{128}}));
-  for (size_t n : {want, rows}) {
-    if (arr_.Reserve(0, 0, offsetof(WaitBoardBlock, rows) +
-                               n * sizeof(WaitRow))) {
-      reserved_rows_ = n;
-      return true;
-    }
-  }
-  return false;
+  return ReserveGrowing(&arr_, 0, offsetof(WaitBoardBlock, rows),
+                        sizeof(WaitRow), rows, 128, kWaitRows,
+                        &reserved_rows_);
 }
 
 // The first free row from `from` on (kWaitRows when there is none).
