@@ -100,31 +100,17 @@ uint64_t DataMap::DataEnd(uint64_t off, uint64_t end) const {
 }
 
 bool FixedView::RawNodeUsed(uint64_t slot) const {
-  const uint64_t begin = lay.node_offset(slot);
-  const uint64_t end = begin + lay.node_size();
-  for (uint64_t off = data.NextData(begin, end); off < end;
-       off = data.NextData(off, end)) {
-    const uint64_t stop = data.DataEnd(off, end);
-    const volatile unsigned char* p =
-        reinterpret_cast<const volatile unsigned char*>(base);
-    for (; off < stop; ++off) {
-      if (p[off] != 0) return true;
-    }
-  }
-  return false;
+  // (f returns true to stop: a non-zero byte answers.)
+  return ForEachDataByte(slot,
+                         [](uint64_t, unsigned char b) { return b != 0; });
 }
 
 std::string FixedView::NodeBytes(uint64_t slot) const {
-  const uint64_t begin = lay.node_offset(slot);
-  const uint64_t end = begin + lay.node_size();
   std::string s(lay.node_size(), '\0');
-  const volatile unsigned char* p =
-      reinterpret_cast<const volatile unsigned char*>(base);
-  for (uint64_t off = data.NextData(begin, end); off < end;
-       off = data.NextData(off, end)) {
-    const uint64_t stop = data.DataEnd(off, end);
-    for (; off < stop; ++off) s[off - begin] = static_cast<char>(p[off]);
-  }
+  ForEachDataByte(slot, [&s](uint64_t i, unsigned char b) {
+    s[i] = static_cast<char>(b);
+    return false;
+  });
   return s;
 }
 

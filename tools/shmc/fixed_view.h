@@ -59,6 +59,23 @@ struct FixedView {
   uint64_t map_key_bytes() const;
   // A node's bytes, holes as zeros.
   std::string NodeBytes(uint64_t slot) const;
+
+  // f(i, byte) for each byte i of node `slot` outside the holes, until f
+  // returns true (then true).
+  template <class F>
+  bool ForEachDataByte(uint64_t slot, F f) const {
+    const uint64_t begin = lay.node_offset(slot);
+    const uint64_t end = begin + lay.node_size();
+    const volatile unsigned char* p =
+        reinterpret_cast<const volatile unsigned char*>(base);
+    for (uint64_t off = data.NextData(begin, end); off < end;
+         off = data.NextData(off, end)) {
+      for (const uint64_t stop = data.DataEnd(off, end); off < stop; ++off) {
+        if (f(off - begin, p[off])) return true;
+      }
+    }
+    return false;
+  }
 };
 
 std::string CopyBytes(const volatile unsigned char* p, uint64_t n);
