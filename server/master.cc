@@ -36,6 +36,7 @@
 #include "server/net/fdpass.h"
 #include "server/store/pages.h"
 #include "server/net/sockets.h"
+#include "server/store/latency.h"
 #include "server/store/stats.h"
 #include "server/store/waits.h"
 #include "server/store/store.h"
@@ -121,6 +122,12 @@ class Master {
       std::fprintf(stderr, "shmkv: %s\n", err.c_str());
       return 1;
     }
+    // Latency figures are not needed to serve: without them, the
+    // retired slot keeps no sketches.
+    if (!latency_.Open(ControlKey(sc_) + ".latency", &err)) {
+      std::fprintf(stderr, "shmkv: latency of workers gone not kept: %s\n",
+                   err.c_str());
+    }
     // The workers' wait board for blocking commands (made here, where
     // segments may be created; workers map it).
     if (!waits_.Open(WaitsKey(sc_), &err)) {
@@ -192,7 +199,7 @@ class Master {
   // replacement gets `adopt_fd` to receive its predecessor's connections.
   bool Spawn(size_t i, bool first, int adopt_fd = -1) {
     Slot& s = slots_[i];
-    size_t stats_slot = next_stats_slot_++ % kMaxWorkerSlots;
+    size_t stats_slot = TakeStatsSlot();
     stats_.Clear(stats_slot);
     int ready[2], ctl[2];
     if (pipe2(ready, O_CLOEXEC) != 0) return false;
@@ -282,6 +289,7 @@ class Master {
       close(ctl[0]);
       int status = 0;
       waitpid(pid, &status, 0);
+      ReleaseStatsSlot(stats_slot);
       std::fprintf(stderr, "shmkv: worker %zu failed to start (%s %d)\n", i,
                    WIFSIGNALED(status) ? "killed by signal" : "exit code",
                    WIFSIGNALED(status) ? WTERMSIG(status)
@@ -297,6 +305,7 @@ class Master {
     s.ctl_fd = ctl[0];
     s.pid = pid;
     s.stats_slot = stats_slot;
+    stats_of_[pid] = stats_slot;
     s.started_ms = NowMs();
     return true;
   }
@@ -534,6 +543,11 @@ class Master {
         ReapLink(status);
         continue;
       }
+      auto held = stats_of_.find(pid);
+      if (held != stats_of_.end()) {  // a worker, serving or draining
+        ReleaseStatsSlot(held->second);
+        stats_of_.erase(held);
+      }
       auto d = draining_.find(pid);
       if (d != draining_.end()) {  // a replaced worker finished
         if (d->second >= 0) close(d->second);
@@ -558,6 +572,37 @@ class Master {
         if (slots_[i].quick_deaths > 5) GiveUp(i);
       }
     }
+  }
+
+  // The statistics (and latency) slot of a new worker: the lowest one no
+  // worker holds, so slots are reused as workers are replaced. Past
+  // kRetiredSlot workers at once (drains piling up), two share one.
+  size_t TakeStatsSlot() {
+    for (size_t i = 0; i < kRetiredSlot; ++i) {
+      if (stats_held_[i] == 0) {
+        stats_held_[i] = 1;
+        return i;
+      }
+    }
+    size_t i = next_stats_slot_++ % kRetiredSlot;
+    ++stats_held_[i];
+    return i;
+  }
+
+  // A worker is gone (reaped): once no other holds its slot, the slot's
+  // figures move into the retired slot and it is free again. A slot the
+  // retired one has no room for stays held (and counted) for good.
+  void ReleaseStatsSlot(size_t slot) {
+    if (slot >= kRetiredSlot || stats_held_[slot] == 0) return;
+    if (--stats_held_[slot] != 0) return;
+    std::string err;
+    if (!stats_.Retire(slot, &err)) {
+      std::fprintf(stderr, "shmkv: statistics slot %zu kept (%s)\n", slot,
+                   err.c_str());
+      stats_held_[slot] = 1;
+      return;
+    }
+    latency_.Retire(slot);
   }
 
   // A worker that keeps dying at start is not restarted again. Its
@@ -658,6 +703,9 @@ class Master {
   std::unique_ptr<Store> store_;
   std::unique_ptr<PubSubHub> hub_;
   SharedStats stats_;
+  SharedLatency latency_;  // the master writes its retired slot only
+  size_t stats_held_[kMaxWorkerSlots] = {};  // workers holding each slot
+  std::map<pid_t, size_t> stats_of_;        // each worker's slot
   Waits waits_;
   std::vector<Slot> slots_;
   std::vector<std::string> bound_;  // addresses listened on

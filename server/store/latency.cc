@@ -57,9 +57,15 @@ void SharedLatency::Publish(size_t slot, const LocalStats& l) {
   for (size_t c = 0; c < kMaxCommands; ++c) timed += l.calls[c];
   if (timed == published_) return;
   published_ = timed;
+  WriteRecords(slot, l.sketch);
+}
+
+void SharedLatency::WriteRecords(
+    size_t slot,
+    const std::vector<std::unique_ptr<shmc::QuantileSketch>>& sketches) {
   out_.clear();
-  for (size_t c = 0; c < kMaxCommands; ++c) {
-    const shmc::QuantileSketch* k = l.sketch[c].get();
+  for (size_t c = 0; c < kMaxCommands && c < sketches.size(); ++c) {
+    const shmc::QuantileSketch* k = sketches[c].get();
     if (k == nullptr || k->Count() == 0) continue;
     size_t n = k->CompactWords();
     if (out_.size() + 2 + n > kLatencyWords) continue;  // no room: left out
@@ -88,53 +94,78 @@ void SharedLatency::Publish(size_t slot, const LocalStats& l) {
   s.seq.store((seq | 1) + 1, std::memory_order_release);
 }
 
+bool SharedLatency::ReadRecords(size_t slot, LatencyTotals* t,
+                                bool writer_gone) const {
+  const LatencySlot& s = slots_[slot];
+  const uint64_t pid = s.pid.load(std::memory_order_relaxed);
+  if (pid == 0) return false;
+  // The slot's records, copied while its sequence stood still and even.
+  // A slot whose worker died writing it stays odd: left out, unless the
+  // caller knows the writer is gone (then each word is one it wrote).
+  std::vector<uint64_t> w;
+  bool copied = false;
+  for (int attempt = 0; attempt < 200 && !copied; ++attempt) {
+    uint64_t seq = s.seq.load(std::memory_order_acquire);
+    if ((seq & 1) && !writer_gone) {
+      if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) break;
+      sched_yield();
+      continue;
+    }
+    uint64_t used = s.used.load(std::memory_order_relaxed);
+    w.resize(used <= kLatencyWords ? used : 0);  // damage: nothing
+    for (size_t k = 0; k < w.size(); ++k) {
+      w[k] = s.words[k].load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    copied = writer_gone || s.seq.load(std::memory_order_relaxed) == seq;
+    if (!copied) sched_yield();
+  }
+  if (!copied) return false;
+  // Every id and length is checked before use; a record that does not
+  // load ends the slot's (what follows it cannot be trusted).
+  size_t at = 0;
+  while (w.size() - at >= 2) {
+    uint64_t c = w[at], n = w[at + 1];
+    at += 2;
+    shmc::QuantileSketch one;
+    size_t took = 0;
+    if (c >= kMaxCommands || n > w.size() - at ||
+        !one.LoadCompact(&w[at], static_cast<size_t>(n), &took) ||
+        took != n) {
+      break;
+    }
+    at += static_cast<size_t>(n);
+    if ((*t)[c] == nullptr) (*t)[c] = std::make_unique<shmc::QuantileSketch>();
+    (*t)[c]->Merge(one);
+  }
+  return true;
+}
+
 LatencyTotals SharedLatency::Merge() const {
   LatencyTotals t(kMaxCommands);
   if (!open()) return t;
-  std::vector<uint64_t> w;
-  for (size_t i = 0; i < kMaxWorkerSlots; ++i) {
-    const LatencySlot& s = slots_[i];
-    const uint64_t pid = s.pid.load(std::memory_order_relaxed);
-    if (pid == 0) continue;
-    // The slot's records, copied while its sequence stood still and even.
-    // A slot whose worker died writing it stays odd: left out.
-    bool copied = false;
-    for (int attempt = 0; attempt < 200 && !copied; ++attempt) {
-      uint64_t seq = s.seq.load(std::memory_order_acquire);
-      if (seq & 1) {
-        if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) break;
-        sched_yield();
-        continue;
-      }
-      uint64_t used = s.used.load(std::memory_order_relaxed);
-      w.resize(used <= kLatencyWords ? used : 0);  // damage: nothing
-      for (size_t k = 0; k < w.size(); ++k) {
-        w[k] = s.words[k].load(std::memory_order_relaxed);
-      }
-      std::atomic_thread_fence(std::memory_order_acquire);
-      copied = s.seq.load(std::memory_order_relaxed) == seq;
-      if (!copied) sched_yield();
-    }
-    if (!copied) continue;
-    // Every id and length is checked before use; a record that does not
-    // load ends the slot's (what follows it cannot be trusted).
-    size_t at = 0;
-    while (w.size() - at >= 2) {
-      uint64_t c = w[at], n = w[at + 1];
-      at += 2;
-      shmc::QuantileSketch one;
-      size_t took = 0;
-      if (c >= kMaxCommands || n > w.size() - at ||
-          !one.LoadCompact(&w[at], static_cast<size_t>(n), &took) ||
-          took != n) {
-        break;
-      }
-      at += static_cast<size_t>(n);
-      if (t[c] == nullptr) t[c] = std::make_unique<shmc::QuantileSketch>();
-      t[c]->Merge(one);
-    }
-  }
+  for (size_t i = 0; i < kMaxWorkerSlots; ++i) ReadRecords(i, &t, false);
   return t;
+}
+
+void SharedLatency::Retire(size_t slot) {
+  if (!open() || slot >= kRetiredSlot) return;
+  LatencyTotals t(kMaxCommands);
+  if (ReadRecords(slot, &t, true)) {
+    ReadRecords(kRetiredSlot, &t, false);
+    // The retired slot's writer is this master: readers that find it odd
+    // wait for it rather than leave it out.
+    slots_[kRetiredSlot].pid.store(static_cast<uint64_t>(getpid()),
+                                   std::memory_order_relaxed);
+    WriteRecords(kRetiredSlot, t);
+  }
+  LatencySlot& s = slots_[slot];
+  uint64_t seq = s.seq.load(std::memory_order_relaxed);
+  s.seq.store(seq | 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  s.used.store(0, std::memory_order_relaxed);
+  s.pid.store(0, std::memory_order_relaxed);
+  s.seq.store((seq | 1) + 1, std::memory_order_release);
 }
 
 }  // namespace shmkv

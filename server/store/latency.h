@@ -63,8 +63,21 @@ class SharedLatency {
   void Publish(size_t slot, const LocalStats& s);
   // Every slot's sketches, merged per command (kMaxCommands entries).
   LatencyTotals Merge() const;
+  // Master: merges the slot of a worker that is gone into kRetiredSlot
+  // (stats.h) and empties it for the next worker. Sketches the retired
+  // slot has no room for are left out, as Publish leaves them.
+  void Retire(size_t slot);
 
  private:
+  // Adds slot `slot`'s records into *t; false when the slot is not
+  // readable (never written, or left odd by a worker killed while it
+  // wrote: `writer_gone` reads it as it stands).
+  bool ReadRecords(size_t slot, LatencyTotals* t, bool writer_gone) const;
+  // Writes `sketches` (kMaxCommands entries, null: none) as the slot's
+  // records, as many as fit in what can be reserved.
+  void WriteRecords(size_t slot,
+                    const std::vector<std::unique_ptr<shmc::QuantileSketch>>&
+                        sketches);
   // Reserves the first `words` record words of this worker's slot (the
   // segment is sparse): false when the system has no room.
   bool Room(size_t slot, size_t words);

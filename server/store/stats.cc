@@ -27,6 +27,25 @@ bool Alive(uint64_t pid) {
   return pid != 0 && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
 
+// The counters every worker's figures add to, live or gone: into the
+// merged view (StatsTotals) and into the retired slot (StatsValues).
+template <class T>
+void AddCounters(T* t, const StatsValues& v) {
+  t->connections_total += v.connections_total;
+  t->commands += v.commands;
+  t->errors += v.errors;
+  t->bytes_in += v.bytes_in;
+  t->bytes_out += v.bytes_out;
+  t->http_requests += v.http_requests;
+  t->adopted += v.adopted;
+  t->cpu_user_us += v.cpu_user_us;
+  t->cpu_sys_us += v.cpu_sys_us;
+  t->evicted_clients += v.evicted_clients;
+  t->timed_out_clients += v.timed_out_clients;
+  t->rejected_connections += v.rejected_connections;
+  t->udp.Add(v.udp);
+}
+
 }  // namespace
 
 LocalStats::LocalStats() : est(MakeEstimators()), sketch(kMaxCommands) {}
@@ -171,15 +190,17 @@ void WriteSlot(std::atomic<uint64_t>* seq_word, std::atomic<uint64_t>* words,
 // A reader: the head and every command with calls (a command without has
 // calls 0 in *v, the rest of its words unset), copied while seq stood
 // still and even; false if the writer kept it busy.
+// With `writer_gone` (its worker reaped), a slot left odd by a worker
+// killed while it wrote is read as it stands: each word is one it wrote.
 bool ReadSlot(const std::atomic<uint64_t>* seq_word,
               const std::atomic<uint64_t>* words, size_t commands,
-              StatsValues* v) {
+              StatsValues* v, bool writer_gone = false) {
   for (int attempt = 0; attempt < 1000; ++attempt) {
     uint64_t seq = seq_word->load(std::memory_order_acquire);
     // Never written: nothing to read, and past its head maybe not
     // reserved (a sparse segment): not a byte of it is touched.
     if (seq == 0) return false;
-    if (seq & 1) continue;
+    if ((seq & 1) && !writer_gone) continue;
     LoadWords(words, v, 0, kHeadWords);
     for (size_t c = 0; c < commands; ++c) {
       size_t at = kHeadWords + c * kCommandWords;
@@ -261,19 +282,7 @@ StatsTotals SharedStats::Merge() const {
       t.ops_per_sec += copy.ops_per_sec;
       t.client_buffers += copy.client_buffers;
     }
-    t.connections_total += copy.connections_total;
-    t.commands += copy.commands;
-    t.errors += copy.errors;
-    t.bytes_in += copy.bytes_in;
-    t.bytes_out += copy.bytes_out;
-    t.http_requests += copy.http_requests;
-    t.adopted += copy.adopted;
-    t.cpu_user_us += copy.cpu_user_us;
-    t.cpu_sys_us += copy.cpu_sys_us;
-    t.evicted_clients += copy.evicted_clients;
-    t.timed_out_clients += copy.timed_out_clients;
-    t.rejected_connections += copy.rejected_connections;
-    t.udp.Add(copy.udp);
+    AddCounters(&t, copy);
     for (size_t c = 0; c < commands_; ++c) {
       const CommandWords& w = copy.cmd[c];
       if (w.calls == 0) continue;
@@ -288,6 +297,55 @@ StatsTotals SharedStats::Merge() const {
     }
   }
   return t;
+}
+
+bool SharedStats::Retire(size_t slot, std::string* err) {
+  if (!open() || slot >= kRetiredSlot) return false;
+  auto gone = std::make_unique<StatsValues>();
+  if (!ReadSlot(Seq(slot), Words(slot), commands_, gone.get(), true) ||
+      gone->pid == 0) {
+    Clear(slot);  // never published: nothing to keep
+    return true;
+  }
+  if (!ReserveBytes(kRetiredSlot, slot_bytes_)) {
+    *err = ReserveError();
+    return false;
+  }
+  auto sum = std::make_unique<StatsValues>();
+  std::memset(sum.get(), 0, sizeof(StatsValues));
+  if (!ReadSlot(Seq(kRetiredSlot), Words(kRetiredSlot), commands_, sum.get(),
+                true)) {
+    std::memset(sum.get(), 0, sizeof(StatsValues));  // none gone before
+  }
+  AddCounters(sum.get(), *gone);
+  sum->pid = kRetiredPid;
+  sum->connections = sum->ops_per_sec = sum->client_buffers = 0;
+  std::vector<size_t> called;
+  for (size_t c = 0; c < commands_; ++c) {
+    CommandWords& to = sum->cmd[c];
+    const CommandWords& from = gone->cmd[c];
+    if (from.calls != 0) {
+      for (size_t q = 0; q < 3; ++q) {
+        // Words that do not load (torn, or damage) are left out.
+        shmc::QuantileEstimator a(kQuantiles[q]), b(kQuantiles[q]);
+        bool had = to.calls != 0 && a.Load(to.est[q]);
+        if (b.Load(from.est[q])) {
+          if (had) {
+            a.Merge(b);
+            a.Save(to.est[q]);
+          } else {
+            b.Save(to.est[q]);
+          }
+        }
+      }
+      to.calls += from.calls;
+      to.usec += from.usec;
+    }
+    if (to.calls != 0) called.push_back(c);
+  }
+  WriteSlot(Seq(kRetiredSlot), Words(kRetiredSlot), *sum, called);
+  Clear(slot);
+  return true;
 }
 
 }  // namespace shmkv

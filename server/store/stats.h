@@ -32,6 +32,14 @@ namespace shmkv {
 constexpr size_t kMaxCommands = 256;
 constexpr size_t kLegacyCommands = 96;  // the first segment layout's table
 constexpr size_t kMaxWorkerSlots = 64;
+// The last slot keeps the figures of every worker gone (SharedStats::
+// Retire): workers get the others, the lowest one free first, so a store
+// whose workers are replaced over and over uses as many slots as it ever
+// had workers at once, and its counters never go down.
+constexpr size_t kRetiredSlot = kMaxWorkerSlots - 1;
+// The retired slot's pid: above any pid_max Linux allows (2^22), so no
+// reader, of this build or an older one, counts it as a live worker.
+constexpr uint64_t kRetiredPid = 0x7ffffffe;
 constexpr double kQuantiles[3] = {0.5, 0.99, 0.999};
 
 struct CommandWords {
@@ -159,6 +167,11 @@ class SharedStats {
   // cannot be).
   void Publish(size_t slot, const LocalStats& s);
   StatsTotals Merge() const;
+  // Master: adds the slot of a worker that is gone (reaped: it writes no
+  // more) into kRetiredSlot and clears it for the next worker. False
+  // when the retired slot has no room (a full system): `slot` is then
+  // left as it is, still counted, and must not be given again.
+  bool Retire(size_t slot, std::string* err);
 
  private:
   // The slot's sequence word and its words.
