@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -250,6 +251,127 @@ TEST(ShmkvMemory, FullTmpfsAnswersOomAndKeepsEveryKey) {
   cfg.name = fs.dir() + "/store";
   std::string err;
   EXPECT_TRUE(shmkv::RemoveStore(cfg, &err)) << err;
+}
+
+// The whole store on a /dev/shm of 24 MiB (a mount namespace of the
+// server's own), --memory far past it: every segment is a POSIX one
+// there, the statistics, latency sketches, wait board, script cache and
+// pub/sub ring with the map. Writes go on until a step does not fit and
+// answer -OOM; then every other kind of command still answers (its
+// segment refusing what has no room, never a SIGBUS), no worker dies,
+// every key written reads back, and keys deleted make room again.
+TEST(ShmkvMemory, FullDevShmAnswersOomAndEveryCommandStillAnswers) {
+  if (!Server::CanMountOwnShm()) {
+    GTEST_SKIP() << "cannot mount a tmpfs over /dev/shm in a namespace here";
+  }
+  Server s("fullshm");
+  s.set_workers(2);
+  s.set_own_shm("24m");
+  ASSERT_TRUE(s.Start({"--memory", "1G", "--capacity", "50000"})) << s.log();
+  const std::vector<pid_t> workers = shmkv_test::WorkerPids(s.pid());
+  ASSERT_EQ(workers.size(), 2u);
+  Client c(s.port());
+  int written = 0;
+  std::string reply;
+  for (; written < 100000; ++written) {
+    reply =
+        c.Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
+    if (reply != "+OK\r\n") break;
+  }
+  EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");
+  EXPECT_GT(written, 5000) << "stopped well before /dev/shm was full";
+  EXPECT_GE(FileBlocks(s.shm_dir() + s.name() + "1"), 10LL << 20)
+      << "the pool is not where the test put /dev/shm";
+  // What the last step left free is taken too (a file of the test's in
+  // the server's /dev/shm): from here no segment can reserve a page.
+  {
+    const std::string filler = s.shm_dir() + "/" + s.name().substr(1) + ".filler";
+    FILE* f = std::fopen(filler.c_str(), "w");
+    ASSERT_NE(f, nullptr) << filler;
+    const std::string chunk(4096, 'f');
+    while (std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size() &&
+           std::fflush(f) == 0) {
+    }
+    std::fclose(f);
+    EXPECT_GT(FileBlocks(filler), 0);
+  }
+  // Every kind of command, on both workers (connections alternate
+  // between their listening sockets).
+  for (int round = 0; round < 4; ++round) {
+    Client d(s.port()), sub(s.port());
+    for (const std::vector<std::string>& cmd :
+         std::vector<std::vector<std::string>>{
+             {"INFO", "commandstats"},
+             {"LATENCY", "HISTOGRAM", "set"},
+             {"EVAL", "return " + std::to_string(round), "0"},
+             {"BLPOP", "q" + std::to_string(round), "0.05"},
+             {"PUBLISH", "news", "hello"},
+             {"HSET", "h", "f", "v"},
+             {"ZADD", "z", "1", "m"},
+             {"GET", "k1"}}) {
+      // An answer, whatever it is: a refusal (the script cache cannot be
+      // made, HSET -OOM) is one.
+      std::string r = d.Call(cmd);
+      EXPECT_TRUE(!r.empty() && std::string("+-:$*").find(r[0]) !=
+                                    std::string::npos)
+          << cmd[0] << " got no answer: " << r << "\n" << s.log();
+    }
+    EXPECT_FALSE(sub.Call({"SUBSCRIBE", "news"}).empty());
+  }
+  // Latency sketches of commands not timed before (their records grow
+  // past the pages the slots hold), and 200 clients blocked at once on
+  // three keys each (600 rows of the wait board, which held 128).
+  {
+    Client d(s.port()), e(s.port());
+    for (int i = 0; i < 40; ++i) {
+      for (Client* x : {&d, &e}) {
+        for (const std::vector<std::string>& cmd :
+             std::vector<std::vector<std::string>>{
+                 {"EXISTS", "k1"}, {"STRLEN", "k2"}, {"TTL", "k3"},
+                 {"TYPE", "k4"}, {"GETRANGE", "k5", "0", "3"},
+                 {"MGET", "k6", "k7"}, {"DBSIZE"}, {"ECHO", "x"},
+                 {"HGET", "h", "f"}, {"LLEN", "l"}, {"SCARD", "s"},
+                 {"ZCARD", "z"}, {"ZSCORE", "z", "m"}, {"HLEN", "h"},
+                 {"LRANGE", "l", "0", "-1"}, {"SMEMBERS", "s"},
+                 {"HGETALL", "h"}, {"PTTL", "k8"}, {"RANDOMKEY"},
+                 {"SISMEMBER", "s", "m"}}) {
+          std::string r = x->Call(cmd);
+          ASSERT_FALSE(r.empty()) << cmd[0] << "\n" << s.log();
+        }
+      }
+    }
+    std::vector<std::unique_ptr<Client>> blocked;
+    for (int i = 0; i < 200; ++i) {
+      blocked.push_back(std::make_unique<Client>(s.port()));
+      const std::string k = "b" + std::to_string(i);
+      ASSERT_TRUE(blocked.back()->SendRaw(
+          Client::Encode({"BLPOP", k + "a", k + "b", k + "c", "0.3"})));
+    }
+    for (auto& b : blocked) {
+      std::string r = b->Reply();
+      EXPECT_TRUE(r == "*-1\r\n" || r == "_\r\n" || r.rfind("-ERR", 0) == 0)
+          << r;
+    }
+  }
+  usleep(300 * 1000);  // both workers publish their statistics
+  EXPECT_NE(c.Call({"INFO", "commandstats"}).find("cmdstat_set:calls="),
+            std::string::npos);
+  EXPECT_EQ(shmkv_test::WorkerPids(s.pid()), workers)
+      << "a worker died on the full /dev/shm\n" << s.log();
+  EXPECT_EQ(s.log().find("signal"), std::string::npos) << s.log();
+  EXPECT_EQ(c.Call({"DBSIZE"}).substr(0, 1), ":");
+  for (int i = 0; i < written; i += 97) {
+    ASSERT_EQ(c.Call({"GET", "k" + std::to_string(i)}), Bulk(Value(i, 1000)))
+        << i;
+  }
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(c.Call({"DEL", "k" + std::to_string(i)}), ":1\r\n");
+  }
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(c.Call({"SET", "again" + std::to_string(i), Value(i, 1000)}),
+              "+OK\r\n")
+        << i;
+  }
 }
 
 }  // namespace

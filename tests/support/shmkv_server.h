@@ -10,7 +10,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -207,7 +209,18 @@ class Server {
     return ss.str();
   }
 
+  // Whether this machine lets a process mount a tmpfs over /dev/shm in a
+  // mount namespace of its own (root, or a user namespace allowing it).
+  static bool CanMountOwnShm() {
+    pid_t p = fork();
+    if (p == 0) _exit(MountOwnShm("size=1m") ? 0 : 1);
+    int status = 0;
+    return p > 0 && waitpid(p, &status, 0) == p && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+  }
+
   bool Start(std::vector<std::string> extra = {}) {
+    const std::string shm_opts = "size=" + shm_size_ + ",mode=1777";
     std::vector<std::string> args = {
         SHMKV_BIN, "--port", std::to_string(port_), "--http-port",
         std::to_string(http_port_), "--name", name_, "--workers",
@@ -216,6 +229,7 @@ class Server {
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);
+      if (!shm_size_.empty() && !MountOwnShm(shm_opts.c_str())) _exit(126);
       if (fd_limit_ > 0) {
         struct rlimit rl = {fd_limit_, fd_limit_};
         setrlimit(RLIMIT_NOFILE, &rl);
@@ -255,6 +269,13 @@ class Server {
   void set_fd_limit(rlim_t n) { fd_limit_ = n; }
   // Worker processes, from the next Start (2 unless set).
   void set_workers(int n) { workers_ = n; }
+  // From the next Start, the server runs in a mount namespace of its own
+  // whose /dev/shm is a fresh tmpfs of `size` (its POSIX segments all
+  // there, gone with it; this process sees them under shm_dir()).
+  void set_own_shm(const std::string& size) { shm_size_ = size; }
+  std::string shm_dir() const {
+    return "/proc/" + std::to_string(pid_) + "/root/dev/shm";
+  }
 
   void Stop() {
     if (pid_ <= 0) return;
@@ -282,6 +303,13 @@ class Server {
 
  private:
   std::string LogPath() const { return "/tmp" + name_ + ".log"; }
+  // In a child: a mount namespace of its own, /dev/shm a new tmpfs.
+  static bool MountOwnShm(const char* opts) {
+    return unshare(CLONE_NEWNS) == 0 &&
+           mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+           mount("shmkv_test_shm", "/dev/shm", "tmpfs", 0, opts) == 0;
+  }
+  std::string shm_size_;  // set_own_shm's
   std::string name_;
   int port_ = 0, http_port_ = 0, workers_ = 2;
   rlim_t fd_limit_ = 0;  // 0: inherited
