@@ -36,6 +36,41 @@ std::string Value(int i, size_t n) {
 
 constexpr long long kStep = 2LL << 20;
 
+// SETs of 1000-byte values k0, k1, ... until one is refused: it must be
+// -OOM, well past the first few MiB. Returns how many were written.
+int WriteUntilFull(Client* c) {
+  int written = 0;
+  std::string reply;
+  for (; written < 100000; ++written) {
+    reply =
+        c->Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
+    if (reply != "+OK\r\n") break;
+  }
+  EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");
+  EXPECT_GT(written, 5000) << "stopped well before the memory was full";
+  return written;
+}
+
+// Every 97th key WriteUntilFull wrote reads back whole.
+void ExpectKept(Client* c, int written) {
+  for (int i = 0; i < written; i += 97) {
+    ASSERT_EQ(c->Call({"GET", "k" + std::to_string(i)}), Bulk(Value(i, 1000)))
+        << i;
+  }
+}
+
+// Keys deleted give their nodes to the next writes.
+void ExpectDeletesMakeRoom(Client* c) {
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(c->Call({"DEL", "k" + std::to_string(i)}), ":1\r\n");
+  }
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(c->Call({"SET", "again" + std::to_string(i), Value(i, 1000)}),
+              "+OK\r\n")
+        << i;
+  }
+}
+
 // A store of --memory 4G: its value pool holds blocks for one step when
 // it starts and for what its keys take (in 80-byte nodes) a step at most
 // more once they are written; the journal holds its header and the
@@ -215,36 +250,18 @@ TEST(ShmkvMemory, FullTmpfsAnswersOomAndKeepsEveryKey) {
       << s.log();
   Client c(s.port());
   const pid_t worker_before = shmkv_test::WorkerPids(s.pid()).at(0);
-  int written = 0;
-  std::string reply;
-  for (; written < 100000; ++written) {
-    reply =
-        c.Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
-    if (reply != "+OK\r\n") break;
-  }
-  EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");
-  EXPECT_GT(written, 5000) << "stopped well before the tmpfs was full";
+  const int written = WriteUntilFull(&c);
   EXPECT_EQ(c.Call({"PING"}), "+PONG\r\n");
   EXPECT_EQ(shmkv_test::WorkerPids(s.pid()).at(0), worker_before)
       << "the worker died on the full tmpfs";
   EXPECT_EQ(c.Call({"DBSIZE"}), ":" + std::to_string(written) + "\r\n");
-  for (int i = 0; i < written; i += 97) {
-    ASSERT_EQ(c.Call({"GET", "k" + std::to_string(i)}), Bulk(Value(i, 1000)))
-        << i;
-  }
+  ExpectKept(&c, written);
   // A multi-key commit that does not fit fails whole.
   EXPECT_EQ(c.Call({"MSET", "x1", Value(1, 1000), "x2", Value(2, 1000), "x3",
                     std::string(3 << 20, 'z')}).substr(0, 4),
             "-OOM");
   EXPECT_EQ(c.Call({"EXISTS", "x1", "x2", "x3"}), ":0\r\n");
-  for (int i = 0; i < 50; ++i) {
-    ASSERT_EQ(c.Call({"DEL", "k" + std::to_string(i)}), ":1\r\n");
-  }
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_EQ(c.Call({"SET", "again" + std::to_string(i), Value(i, 1000)}),
-              "+OK\r\n")
-        << i;
-  }
+  ExpectDeletesMakeRoom(&c);
   s.Stop();
   shmkv::StoreConfig cfg;
   cfg.backend = shmkv::Backend::kFile;
@@ -271,15 +288,7 @@ TEST(ShmkvMemory, FullDevShmAnswersOomAndEveryCommandStillAnswers) {
   const std::vector<pid_t> workers = shmkv_test::WorkerPids(s.pid());
   ASSERT_EQ(workers.size(), 2u);
   Client c(s.port());
-  int written = 0;
-  std::string reply;
-  for (; written < 100000; ++written) {
-    reply =
-        c.Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
-    if (reply != "+OK\r\n") break;
-  }
-  EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");
-  EXPECT_GT(written, 5000) << "stopped well before /dev/shm was full";
+  const int written = WriteUntilFull(&c);
   EXPECT_GE(FileBlocks(s.shm_dir() + s.name() + "1"), 10LL << 20)
       << "the pool is not where the test put /dev/shm";
   // What the last step left free is taken too (a file of the test's in
@@ -361,18 +370,8 @@ TEST(ShmkvMemory, FullDevShmAnswersOomAndEveryCommandStillAnswers) {
       << "a worker died on the full /dev/shm\n" << s.log();
   EXPECT_EQ(s.log().find("signal"), std::string::npos) << s.log();
   EXPECT_EQ(c.Call({"DBSIZE"}).substr(0, 1), ":");
-  for (int i = 0; i < written; i += 97) {
-    ASSERT_EQ(c.Call({"GET", "k" + std::to_string(i)}), Bulk(Value(i, 1000)))
-        << i;
-  }
-  for (int i = 0; i < 50; ++i) {
-    ASSERT_EQ(c.Call({"DEL", "k" + std::to_string(i)}), ":1\r\n");
-  }
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_EQ(c.Call({"SET", "again" + std::to_string(i), Value(i, 1000)}),
-              "+OK\r\n")
-        << i;
-  }
+  ExpectKept(&c, written);
+  ExpectDeletesMakeRoom(&c);
   // Room again: what was refused for want of it works (the script cache
   // is made at the next EVAL on each worker).
   ASSERT_EQ(unlink(filler.c_str()), 0);
