@@ -7,9 +7,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/shmkv_server.h"
@@ -173,6 +176,23 @@ TEST(ShmkvMemory, ReplacedWorkersKeepTheirFiguresInAFewSlots) {
   ASSERT_TRUE(s.Start()) << s.log();
   constexpr int kRounds = 70, kSets = 3;
   long long last_total = 0;
+  // A client reads the total all along: a worker's figures move into the
+  // retired slot at once, so it never sees them twice (a rise, then a
+  // fall) or not at all.
+  std::atomic<bool> stop{false};
+  std::atomic<int> falls{0}, reads{0};
+  std::thread watcher([&] {
+    Client w(s.port());
+    long long seen = 0;
+    while (!stop) {
+      long long total =
+          CountAfter(w.Call({"INFO", "stats"}), "total_commands_processed:");
+      if (total < 0) continue;  // its connection moving to a new worker
+      if (total < seen) ++falls;
+      seen = std::max(seen, total);
+      ++reads;
+    }
+  });
   for (int round = 0; round < kRounds; ++round) {
     {
       Client c(s.port());
@@ -199,6 +219,9 @@ TEST(ShmkvMemory, ReplacedWorkersKeepTheirFiguresInAFewSlots) {
       last_total = total;
     }
   }
+  stop = true;
+  watcher.join();
+  EXPECT_EQ(falls.load(), 0) << "of " << reads.load() << " reads";
   // A worker killed keeps what it published (every 100 ms) too.
   {
     Client c(s.port());

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 #include "server/store/sparse.h"
@@ -57,12 +58,13 @@ void SharedLatency::Publish(size_t slot, const LocalStats& l) {
   for (size_t c = 0; c < kMaxCommands; ++c) timed += l.calls[c];
   if (timed == published_) return;
   published_ = timed;
-  WriteRecords(slot, l.sketch);
+  WriteRecords(slot, l.sketch, nullptr);
 }
 
 void SharedLatency::WriteRecords(
     size_t slot,
-    const std::vector<std::unique_ptr<shmc::QuantileSketch>>& sketches) {
+    const std::vector<std::unique_ptr<shmc::QuantileSketch>>& sketches,
+    const std::function<void()>& also) {
   out_.clear();
   for (size_t c = 0; c < kMaxCommands && c < sketches.size(); ++c) {
     const shmc::QuantileSketch* k = sketches[c].get();
@@ -91,6 +93,7 @@ void SharedLatency::WriteRecords(
     s.words[i].store(out_[i], std::memory_order_relaxed);
   }
   s.used.store(out_.size(), std::memory_order_relaxed);
+  if (also) also();
   s.seq.store((seq | 1) + 1, std::memory_order_release);
 }
 
@@ -141,31 +144,49 @@ bool SharedLatency::ReadRecords(size_t slot, LatencyTotals* t,
   return true;
 }
 
+// As SharedStats::Merge: made again when a worker's sketches moved into
+// the retired slot meanwhile (its sequence odd or changed).
 LatencyTotals SharedLatency::Merge() const {
-  LatencyTotals t(kMaxCommands);
-  if (!open()) return t;
-  for (size_t i = 0; i < kMaxWorkerSlots; ++i) ReadRecords(i, &t, false);
-  return t;
+  for (int attempt = 0;; ++attempt) {
+    LatencyTotals t(kMaxCommands);
+    if (!open()) return t;
+    const bool last = attempt >= 100;
+    const std::atomic<uint64_t>& retired = slots_[kRetiredSlot].seq;
+    uint64_t before = retired.load(std::memory_order_acquire);
+    if ((before & 1) && !last) {
+      sched_yield();
+      continue;
+    }
+    for (size_t i = 0; i < kMaxWorkerSlots; ++i) ReadRecords(i, &t, false);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (last || retired.load(std::memory_order_relaxed) == before) return t;
+  }
 }
 
 void SharedLatency::Retire(size_t slot) {
   if (!open() || slot >= kRetiredSlot) return;
+  // The worker's slot is emptied while the retired slot's sequence is
+  // odd, so a reader sees its sketches in one place (Merge).
+  auto empty = [this, slot] {
+    LatencySlot& s = slots_[slot];
+    uint64_t seq = s.seq.load(std::memory_order_relaxed);
+    s.seq.store(seq | 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    s.used.store(0, std::memory_order_relaxed);
+    s.pid.store(0, std::memory_order_relaxed);
+    s.seq.store((seq | 1) + 1, std::memory_order_release);
+  };
   LatencyTotals t(kMaxCommands);
-  if (ReadRecords(slot, &t, true)) {
-    ReadRecords(kRetiredSlot, &t, false);
-    // The retired slot's writer is this master: readers that find it odd
-    // wait for it rather than leave it out.
-    slots_[kRetiredSlot].pid.store(static_cast<uint64_t>(getpid()),
-                                   std::memory_order_relaxed);
-    WriteRecords(kRetiredSlot, t);
+  if (!ReadRecords(slot, &t, true)) {
+    empty();
+    return;
   }
-  LatencySlot& s = slots_[slot];
-  uint64_t seq = s.seq.load(std::memory_order_relaxed);
-  s.seq.store(seq | 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  s.used.store(0, std::memory_order_relaxed);
-  s.pid.store(0, std::memory_order_relaxed);
-  s.seq.store((seq | 1) + 1, std::memory_order_release);
+  ReadRecords(kRetiredSlot, &t, false);
+  // The retired slot's writer is this master: readers that find it odd
+  // wait for it rather than leave it out.
+  slots_[kRetiredSlot].pid.store(static_cast<uint64_t>(getpid()),
+                                 std::memory_order_relaxed);
+  WriteRecords(kRetiredSlot, t, empty);
 }
 
 }  // namespace shmkv

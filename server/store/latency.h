@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -74,10 +75,12 @@ class SharedLatency {
   // wrote: `writer_gone` reads it as it stands).
   bool ReadRecords(size_t slot, LatencyTotals* t, bool writer_gone) const;
   // Writes `sketches` (kMaxCommands entries, null: none) as the slot's
-  // records, as many as fit in what can be reserved.
+  // records, as many as fit in what can be reserved; `also` (if any) runs
+  // while the slot's sequence is odd.
   void WriteRecords(size_t slot,
                     const std::vector<std::unique_ptr<shmc::QuantileSketch>>&
-                        sketches);
+                        sketches,
+                    const std::function<void()>& also);
   // Reserves the first `words` record words of this worker's slot (the
   // segment is sparse): false when the system has no room.
   bool Room(size_t slot, size_t words);

@@ -1,11 +1,13 @@
 #include "server/store/stats.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "shmc/remove_segment.h"
@@ -174,9 +176,11 @@ void LoadWords(const std::atomic<uint64_t>* words, StatsValues* v,
 }
 
 // The slot's writer: seq goes odd, the head and the listed commands' words
-// are stored (every other word keeps what it holds), seq goes even.
+// are stored (every other word keeps what it holds), `also` runs (if
+// any), seq goes even.
 void WriteSlot(std::atomic<uint64_t>* seq_word, std::atomic<uint64_t>* words,
-               const StatsValues& v, const std::vector<size_t>& commands) {
+               const StatsValues& v, const std::vector<size_t>& commands,
+               const std::function<void()>& also = nullptr) {
   uint64_t seq = seq_word->load(std::memory_order_relaxed);
   seq_word->store(seq | 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -184,6 +188,7 @@ void WriteSlot(std::atomic<uint64_t>* seq_word, std::atomic<uint64_t>* words,
   for (size_t c : commands) {
     StoreWords(words, v, kHeadWords + c * kCommandWords, kCommandWords);
   }
+  if (also) also();
   seq_word->store((seq | 1) + 1, std::memory_order_release);
 }
 
@@ -269,7 +274,31 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
   WriteSlot(Seq(slot), Words(slot), v, called);
 }
 
+// A worker's figures move into the retired slot (Retire) while that
+// slot's sequence is odd: a merge that began and ended with it even and
+// unchanged saw them in one place, never in both or neither; else it is
+// made again (a few times, then taken as it is).
 StatsTotals SharedStats::Merge() const {
+  for (int attempt = 0;; ++attempt) {
+    const bool last = attempt >= 100;
+    uint64_t before = 0;
+    if (open()) {
+      before = Seq(kRetiredSlot)->load(std::memory_order_acquire);
+      if ((before & 1) && !last) {
+        sched_yield();
+        continue;
+      }
+    }
+    StatsTotals t = MergeOnce();
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (!open() || last ||
+        Seq(kRetiredSlot)->load(std::memory_order_relaxed) == before) {
+      return t;
+    }
+  }
+}
+
+StatsTotals SharedStats::MergeOnce() const {
   StatsTotals t;
   auto slot_copy = std::make_unique<StatsValues>();
   StatsValues& copy = *slot_copy;
@@ -343,8 +372,10 @@ bool SharedStats::Retire(size_t slot, std::string* err) {
     }
     if (to.calls != 0) called.push_back(c);
   }
-  WriteSlot(Seq(kRetiredSlot), Words(kRetiredSlot), *sum, called);
-  Clear(slot);
+  // The worker's slot is emptied while the retired slot's sequence is
+  // odd: a reader that saw either change sees both (Merge).
+  WriteSlot(Seq(kRetiredSlot), Words(kRetiredSlot), *sum, called,
+            [&] { Clear(slot); });
   return true;
 }
 

@@ -174,6 +174,7 @@ class SharedStats {
   bool Retire(size_t slot, std::string* err);
 
  private:
+  StatsTotals MergeOnce() const;
   // The slot's sequence word and its words.
   std::atomic<uint64_t>* Seq(size_t slot) const;
   std::atomic<uint64_t>* Words(size_t slot) const;
