@@ -3,7 +3,9 @@
 // sequence word (odd while writing) and read by anyone (INFO, /stats). A
 // worker publishes its counters and its latency estimators (the
 // distribution-free shmc::QuantileEstimator: p50, p99 and p99.9 per
-// command) every 100 ms; readers merge all slots. Slots of exited workers keep counting
+// command) every 100 ms; readers merge all slots. When the master reaps a
+// worker, it adds the worker's slot into the retired slot (kRetiredSlot)
+// and gives the slot to the next worker: workers gone keep counting
 // toward the totals; only live workers' connections are counted.
 #pragma once
 
