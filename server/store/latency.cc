@@ -1,11 +1,8 @@
 #include "server/store/latency.h"
 
-#include <sched.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
 #include <functional>
 #include <vector>
@@ -107,23 +104,20 @@ bool SharedLatency::ReadRecords(size_t slot, LatencyTotals* t,
   // caller knows the writer is gone (then each word is one it wrote).
   std::vector<uint64_t> w;
   bool copied = false;
-  for (int attempt = 0; attempt < 200 && !copied; ++attempt) {
+  SlotWait wait;
+  while (!copied) {
     uint64_t seq = s.seq.load(std::memory_order_acquire);
-    if ((seq & 1) && !writer_gone) {
-      if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) break;
-      sched_yield();
-      continue;
+    if (!(seq & 1) || writer_gone) {
+      uint64_t used = s.used.load(std::memory_order_relaxed);
+      w.resize(used <= kLatencyWords ? used : 0);  // damage: nothing
+      for (size_t k = 0; k < w.size(); ++k) {
+        w[k] = s.words[k].load(std::memory_order_relaxed);
+      }
+      std::atomic_thread_fence(std::memory_order_acquire);
+      copied = writer_gone || s.seq.load(std::memory_order_relaxed) == seq;
     }
-    uint64_t used = s.used.load(std::memory_order_relaxed);
-    w.resize(used <= kLatencyWords ? used : 0);  // damage: nothing
-    for (size_t k = 0; k < w.size(); ++k) {
-      w[k] = s.words[k].load(std::memory_order_relaxed);
-    }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    copied = writer_gone || s.seq.load(std::memory_order_relaxed) == seq;
-    if (!copied) sched_yield();
+    if (!copied && !wait.Again(pid)) return false;
   }
-  if (!copied) return false;
   // Every id and length is checked before use; a record that does not
   // load ends the slot's (what follows it cannot be trusted).
   size_t at = 0;
@@ -147,19 +141,18 @@ bool SharedLatency::ReadRecords(size_t slot, LatencyTotals* t,
 // As SharedStats::Merge: made again when a worker's sketches moved into
 // the retired slot meanwhile (its sequence odd or changed).
 LatencyTotals SharedLatency::Merge() const {
-  for (int attempt = 0;; ++attempt) {
-    LatencyTotals t(kMaxCommands);
-    if (!open()) return t;
-    const bool last = attempt >= 100;
-    const std::atomic<uint64_t>& retired = slots_[kRetiredSlot].seq;
+  if (!open()) return LatencyTotals(kMaxCommands);
+  const std::atomic<uint64_t>& retired = slots_[kRetiredSlot].seq;
+  SlotWait wait;  // the retired slot's writer is the master
+  for (;;) {
     uint64_t before = retired.load(std::memory_order_acquire);
-    if ((before & 1) && !last) {
-      sched_yield();
-      continue;
-    }
+    if ((before & 1) && wait.Again(0)) continue;
+    LatencyTotals t(kMaxCommands);
     for (size_t i = 0; i < kMaxWorkerSlots; ++i) ReadRecords(i, &t, false);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (last || retired.load(std::memory_order_relaxed) == before) return t;
+    if (retired.load(std::memory_order_relaxed) == before || !wait.Again(0)) {
+      return t;
+    }
   }
 }
 

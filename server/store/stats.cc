@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 
+#include "shmc/detail/process.h"
 #include "shmc/remove_segment.h"
 
 namespace shmkv {
@@ -49,6 +50,16 @@ void AddCounters(T* t, const StatsValues& v) {
 }
 
 }  // namespace
+
+bool SlotWait::Again(uint64_t pid) {
+  if (++tries_ <= 64) return true;  // a writer on another core: a moment
+  if (pid != 0 && !Alive(pid)) return false;
+  const uint64_t now = shmc::detail::MonotonicNs();
+  if (deadline_ns_ == 0) deadline_ns_ = now + kWaitNs;
+  if (now > deadline_ns_) return false;
+  sched_yield();
+  return true;
+}
 
 LocalStats::LocalStats() : est(MakeEstimators()), sketch(kMaxCommands) {}
 
@@ -200,22 +211,25 @@ void WriteSlot(std::atomic<uint64_t>* seq_word, std::atomic<uint64_t>* words,
 bool ReadSlot(const std::atomic<uint64_t>* seq_word,
               const std::atomic<uint64_t>* words, size_t commands,
               StatsValues* v, bool writer_gone = false) {
-  for (int attempt = 0; attempt < 1000; ++attempt) {
+  SlotWait wait;
+  for (;;) {
     uint64_t seq = seq_word->load(std::memory_order_acquire);
     // Never written: nothing to read, and past its head maybe not
     // reserved (a sparse segment): not a byte of it is touched.
     if (seq == 0) return false;
-    if ((seq & 1) && !writer_gone) continue;
-    LoadWords(words, v, 0, kHeadWords);
-    for (size_t c = 0; c < commands; ++c) {
-      size_t at = kHeadWords + c * kCommandWords;
-      v->cmd[c].calls = words[at].load(std::memory_order_relaxed);
-      if (v->cmd[c].calls != 0) LoadWords(words, v, at, kCommandWords);
+    if (!(seq & 1) || writer_gone) {
+      LoadWords(words, v, 0, kHeadWords);
+      for (size_t c = 0; c < commands; ++c) {
+        size_t at = kHeadWords + c * kCommandWords;
+        v->cmd[c].calls = words[at].load(std::memory_order_relaxed);
+        if (v->cmd[c].calls != 0) LoadWords(words, v, at, kCommandWords);
+      }
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (seq_word->load(std::memory_order_relaxed) == seq) return true;
     }
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (seq_word->load(std::memory_order_relaxed) == seq) return true;
+    // (The head's first word is the writer's pid.)
+    if (!wait.Again(words[0].load(std::memory_order_relaxed))) return false;
   }
-  return false;
 }
 
 }  // namespace
@@ -279,20 +293,16 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
 // unchanged saw them in one place, never in both or neither; else it is
 // made again (a few times, then taken as it is).
 StatsTotals SharedStats::Merge() const {
-  for (int attempt = 0;; ++attempt) {
-    const bool last = attempt >= 100;
-    uint64_t before = 0;
-    if (open()) {
-      before = Seq(kRetiredSlot)->load(std::memory_order_acquire);
-      if ((before & 1) && !last) {
-        sched_yield();
-        continue;
-      }
-    }
+  if (!open()) return MergeOnce();
+  const std::atomic<uint64_t>* retired = Seq(kRetiredSlot);
+  SlotWait wait;  // the retired slot's writer is the master
+  for (;;) {
+    uint64_t before = retired->load(std::memory_order_acquire);
+    if ((before & 1) && wait.Again(0)) continue;
     StatsTotals t = MergeOnce();
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (!open() || last ||
-        Seq(kRetiredSlot)->load(std::memory_order_relaxed) == before) {
+    if (retired->load(std::memory_order_relaxed) == before ||
+        !wait.Again(0)) {
       return t;
     }
   }

@@ -146,6 +146,24 @@ struct StatsTotals {
   StatsTotals();
 };
 
+// A reader's wait for a slot its writer holds odd (or changed under the
+// copy). A worker preempted while it writes holds its slot for a
+// scheduler tick or more, and a reader that gave up on it would leave
+// its figures out (a total that falls): the reader spins a little, then
+// yields and tries again for up to kWaitNs, and stops at once when the
+// writer is dead (a slot it left odd stays so).
+class SlotWait {
+ public:
+  static constexpr uint64_t kWaitNs = 200ULL * 1000 * 1000;
+  // False when the reader should stop waiting; `pid`: the slot's writer
+  // (0: not known, taken as alive).
+  bool Again(uint64_t pid);
+
+ private:
+  int tries_ = 0;
+  uint64_t deadline_ns_ = 0;
+};
+
 class SharedStats {
  public:
   // A worker (create false) that finds the segment made by a master of
