@@ -291,7 +291,7 @@ void SharedStats::Publish(size_t slot, const LocalStats& l) {
 // A worker's figures move into the retired slot (Retire) while that
 // slot's sequence is odd: a merge that began and ended with it even and
 // unchanged saw them in one place, never in both or neither; else it is
-// made again (a few times, then taken as it is).
+// made again (for up to SlotWait::kWaitNs, then taken as it is).
 StatsTotals SharedStats::Merge() const {
   if (!open()) return MergeOnce();
   const std::atomic<uint64_t>* retired = Seq(kRetiredSlot);
