@@ -11,12 +11,15 @@ import ctypes
 import multiprocessing
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "support"))
+from ports import free_port  # noqa: E402
 import unittest
 
 try:
@@ -28,12 +31,6 @@ except ImportError:
 SHMKV = None
 SHMC = None
 REDIS_SERVER = "/usr/bin/redis-server"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_ready(port, password=None, proc=None):

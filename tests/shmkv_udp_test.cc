@@ -40,18 +40,8 @@ std::string InfoSettles(Client* c, const std::string& field,
   return got;
 }
 
-// A UDP port nobody holds on 127.0.0.1 now.
-int FreeUdpPort() {
-  int fd = socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sa = {};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  close(fd);
-  return ntohs(sa.sin_port);
-}
+// A UDP port nobody holds, never another test's.
+int FreeUdpPort() { return shmkv_test::FreePort(SOCK_DGRAM); }
 
 // A client of the UDP path, as a memcached UDP client works: each request
 // gets an id, and a reply's datagrams are gathered by id and sequence.

@@ -15,12 +15,15 @@ too, except under CI=true, where that is a failure.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "support"))
+from ports import free_port  # noqa: E402
 
 BASE_COMMIT = "6a3d1b4"  # the last build before typed values (issue 43)
 IN_CI = os.environ.get("CI") == "true"
@@ -37,12 +40,6 @@ except ImportError:
     skip("redis-py not installed (apt-get install python3-redis)")
 
 SHMKV, SHMC, SRC = sys.argv[1], sys.argv[2], sys.argv[3]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def build_old(work):

@@ -15,16 +15,21 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -37,16 +42,70 @@ namespace shmkv_test {
 
 using namespace std::chrono_literals;
 
-int FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in sa = {};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa));
-  socklen_t len = sizeof(sa);
-  getsockname(fd, reinterpret_cast<struct sockaddr*>(&sa), &len);
+// Whether a socket of `family` and `type` can bind `addr`:port right now (no
+// SO_REUSEADDR: a port some connection still holds in TIME_WAIT is not free).
+inline bool CanBind(int family, int type, const void* addr, int port) {
+  int fd = socket(family, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return family == AF_INET6;  // no IPv6 here: nothing to collide
+  bool ok;
+  if (family == AF_INET) {
+    struct sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    std::memcpy(&sa.sin_addr, addr, sizeof(sa.sin_addr));
+    ok = bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) == 0;
+  } else {
+    struct sockaddr_in6 sa = {};
+    sa.sin6_family = AF_INET6;
+    sa.sin6_port = htons(static_cast<uint16_t>(port));
+    std::memcpy(&sa.sin6_addr, addr, sizeof(sa.sin6_addr));
+    ok = bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof(sa)) == 0 ||
+         errno == EADDRNOTAVAIL;  // no ::1 on this host
+  }
   close(fd);
-  return ntohs(sa.sin_port);
+  return ok;
+}
+
+// A loopback port (TCP, or UDP for SOCK_DGRAM) for a server of this test,
+// one no other test is given.
+// Drawn below the kernel's ephemeral range, so no connect() and no bind to
+// port 0 anywhere on the machine is handed it while the server starts; free
+// on 127.0.0.1 and ::1 when drawn (shmkv listens on both); and claimed for
+// the life of this process by an abstract socket named after it, so tests
+// running at once never draw the same port (the claim is gone with the
+// process and leaves nothing on disk). Same scheme as tests/support/ports.py.
+inline int FreePort(int type = SOCK_STREAM) {
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  const int hi = std::max(low, 2048), lo = std::max(1024, hi - 16384);
+  static std::mt19937 rng(std::random_device{}() ^ getpid());
+  const int start = std::uniform_int_distribution<int>(lo, hi - 1)(rng);
+  const struct in_addr v4 = {htonl(INADDR_LOOPBACK)};
+  for (int i = 0; i < hi - lo; ++i) {
+    const int port = lo + (start - lo + i) % (hi - lo);
+    int claim = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un un = {};
+    un.sun_family = AF_UNIX;
+    const std::string tag = "shmc-test-port-" + std::to_string(port);
+    std::memcpy(un.sun_path + 1, tag.data(), tag.size());  // abstract name
+    const socklen_t len = static_cast<socklen_t>(
+        offsetof(struct sockaddr_un, sun_path) + 1 + tag.size());
+    if (claim < 0 ||
+        bind(claim, reinterpret_cast<struct sockaddr*>(&un), len) != 0) {
+      if (claim >= 0) close(claim);
+      continue;  // another test's
+    }
+    if (CanBind(AF_INET, type, &v4, port) &&
+        CanBind(AF_INET6, type, &in6addr_loopback, port)) {
+      return port;  // the claim stays open until this process exits
+    }
+    close(claim);
+  }
+  ADD_FAILURE() << "no free port in [" << lo << ", " << hi << ")";
+  return 0;
 }
 
 int Connect(int port) {
