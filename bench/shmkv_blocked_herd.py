@@ -19,21 +19,16 @@ client sees it (mean and worst, ms).
 """
 import argparse
 import os
-import random
 import socket
 import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "support"))
+from ports import free_port  # noqa: E402
+
 BRPOP = b"*3\r\n$5\r\nBRPOP\r\n$1\r\nq\r\n$1\r\n0\r\n"
-
-
-def free_port():
-    while True:
-        p = random.randint(20000, 59999)
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", p)) != 0:
-                return p
 
 
 def ticks(pid):
