@@ -56,6 +56,11 @@
 # (cmake -S . -B build/probes -DSHMC_BUILD_PROBES=ON, with liburing-dev;
 # cmake --build build/probes --target probe_reply_floor).
 #
+# --hugepages puts each shmkv server's map on 2 MiB pages (docs/server.md,
+# "Hugepages"; reserve them first, about 150 per server at the default
+# --memory and --capacity: echo 400 > /proc/sys/vm/nr_hugepages); redis-server runs as
+# Debian ships it either way.
+#
 # Needs redis-server, redis-tools and wrk (apt-get install redis-server
 # redis-tools wrk), perf for --stages, and a release build
 # (build/release/server/shmkv). Writes (DIR created if needed;
@@ -75,7 +80,8 @@ pin=0
 stages=0
 syscalls=0
 floor=0
-usage="usage: $0 [--runs R] [--requests N] [--workers \"1 2\"] [--tests \"get set ...\"] [--depths \"1 16 64\"] [--pin] [--stages] [--syscalls] [--floor] [--out DIR]"
+hugepages=0
+usage="usage: $0 [--runs R] [--requests N] [--workers \"1 2\"] [--tests \"get set ...\"] [--depths \"1 16 64\"] [--pin] [--stages] [--syscalls] [--floor] [--hugepages] [--out DIR]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -88,6 +94,7 @@ while [ $# -gt 0 ]; do
     --stages) stages=1; shift ;;
     --syscalls) syscalls=1; shift ;;
     --floor) floor=1; shift ;;
+    --hugepages) hugepages=1; shift ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
 done
@@ -138,13 +145,23 @@ for w in $workers; do
   take_port "kv_port[$w]"
   take_port "kv_http[$w]"
 done
-seg_of() { echo "/shmkv_bench_$$_$1"; }
+# A server's segments: POSIX, or with --hugepages System V (the map on
+# hugepages needs a System V name; the map appends a digit to it).
+seg_of() {
+  if [ "$hugepages" = 1 ]; then
+    echo "sysv:$((54000 + ($$ % 1000) * 10 + $1))"
+  else
+    echo "posix:/shmkv_bench_$$_$1"
+  fi
+}
+kv_pages=()
+[ "$hugepages" = 1 ] && kv_pages=(--hugepages)
 # A server's segments, removed with shmkv --remove, which removes only
 # what proves to be shmc's.
 remove_segments() {
   local w
   for w in $workers; do
-    "$shmkv" --name "posix:$(seg_of "$w")" --remove >/dev/null 2>&1 || true
+    "$shmkv" --name "$(seg_of "$w")" --remove >/dev/null 2>&1 || true
   done
 }
 cleanup() {
@@ -167,7 +184,7 @@ ports="$redis_port"
 for w in $workers; do
   ${server_cpu[@]+"${server_cpu[@]}"} "$shmkv" --port "${kv_port[$w]}" \
     --http-port "${kv_http[$w]}" --name "$(seg_of "$w")" --workers "$w" \
-    2>/dev/null &
+    ${kv_pages[@]+"${kv_pages[@]}"} 2>/dev/null &
   kv_pid[$w]=$!
   targets="$targets shmkv-${w}w"
   ports="$ports ${kv_port[$w]}"
@@ -182,6 +199,10 @@ if [ "$floor" = 1 ]; then
 fi
 for p in $ports; do
   for _ in $(seq 100); do redis-cli -p $p ping >/dev/null 2>&1 && break; sleep 0.1; done
+  redis-cli -p $p ping >/dev/null 2>&1 || {
+    echo "$0: the server on port $p did not start (run it with the same options to see why)" >&2
+    exit 1
+  }
 done
 
 hz=$(getconf CLK_TCK)
