@@ -67,13 +67,13 @@ inline bool CanBind(int family, int type, const void* addr, int port) {
 }
 
 // A loopback port (TCP, or UDP for SOCK_DGRAM) for a server of this test,
-// one no other test is given.
-// Drawn below the kernel's ephemeral range, so no connect() and no bind to
-// port 0 anywhere on the machine is handed it while the server starts; free
-// on 127.0.0.1 and ::1 when drawn (shmkv listens on both); and claimed for
-// the life of this process by an abstract socket named after it, so tests
-// running at once never draw the same port (the claim is gone with the
-// process and leaves nothing on disk). Same scheme as tests/support/ports.py.
+// one no other test is given. Drawn below the kernel's ephemeral range, so
+// no connect() and no bind to port 0 anywhere on the machine is handed it
+// while the server starts; free on 127.0.0.1 and ::1 when drawn (shmkv
+// listens on both); and claimed for the life of this process by an
+// abstract socket named after it, so tests running at once never draw the
+// same port (the claim is gone with the process and leaves nothing on
+// disk). Same scheme as tests/support/ports.py.
 inline int FreePort(int type = SOCK_STREAM) {
   int low = 32768;
   if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
