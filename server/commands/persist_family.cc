@@ -62,12 +62,14 @@ std::string RdbPath(CommandContext* c) {
 
 // Writes an RDB file: body(writer) writes the databases, between the
 // header and the footer. The file is written as `tmp` in the same
-// directory, fsynced, then (if ready() agrees) renamed over the RDB file
-// and the directory fsynced, so the name holds the old file or the whole
-// new one whatever happens; false with *why (nothing is left at `tmp`).
+// directory, fsynced, then put in place by place(rename), which calls
+// rename (of `tmp` over the RDB file) if it agrees, and the directory is
+// fsynced: the name holds the old file or the whole new one whatever
+// happens; false with *why (nothing is left at `tmp`).
+using PlaceFile = std::function<bool(const std::function<bool()>& rename)>;
 bool WriteRdbFile(CommandContext* c, const std::string& tmp, int64_t ctime,
                   const std::function<bool(rdb::FileWriter*)>& body,
-                  const std::function<bool()>& ready, std::string* why) {
+                  const PlaceFile& place, std::string* why) {
   const std::string dir = RdbDir(c);
   const std::string path = RdbPath(c);
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
@@ -102,13 +104,18 @@ bool WriteRdbFile(CommandContext* c, const std::string& tmp, int64_t ctime,
     ok = false;
     err = errno;
   }
-  if (ok && !ready()) {
-    unlink(tmp.c_str());
-    return false;  // ready() said why
-  }
-  if (ok && rename(tmp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    err = errno;
+  if (ok) {
+    err = 0;
+    const bool placed = place([&] {
+      if (rename(tmp.c_str(), path.c_str()) == 0) return true;
+      err = errno;
+      return false;
+    });
+    if (!placed && err == 0) {
+      unlink(tmp.c_str());
+      return false;  // place() said why
+    }
+    ok = placed;
   }
   if (!ok) {
     unlink(tmp.c_str());
@@ -168,7 +175,11 @@ bool SaveRdb(CommandContext* c, std::string* why) {
     return true;
   };
   return WriteRdbFile(c, SnapshotRdbPath(RdbDir(c), getpid()),
-                      NowMs() / 1000, body, [] { return true; }, why);
+                      NowMs() / 1000, body,
+                      [](const std::function<bool()>& rename) {
+                        return rename();
+                      },
+                      why);
 }
 
 // BGSAVE's process: the store as of `at` (every key read through the
@@ -176,7 +187,7 @@ bool SaveRdb(CommandContext* c, std::string* why) {
 bool SaveSnapshot(CommandContext* c, const Store::SnapshotPoint& at,
                   std::string* why) {
   if (!c->store->ReadAsOfSnapshot(at, why)) {
-    c->store->EndSnapshot();
+    c->store->EndSnapshot(nullptr);
     return false;
   }
   bool ended = false;
@@ -207,16 +218,23 @@ bool SaveSnapshot(CommandContext* c, const Store::SnapshotPoint& at,
     }
     return true;
   };
-  auto ready = [&] {
+  // The file goes in place as the save ends, under the store's lock, so
+  // that INFO never shows the save ended without its outcome and file.
+  auto place = [&](const std::function<bool()>& rename) {
     ended = true;
-    if (c->store->EndSnapshot()) return true;
-    *why = "a change made during the save could not be logged (the "
-           "disk of --dir is full?)";
+    bool renamed = true;
+    if (c->store->EndSnapshot([&] { return renamed = rename(); })) {
+      return true;
+    }
+    if (renamed) {
+      *why = "a change made during the save could not be logged (the "
+             "disk of --dir is full?)";
+    }
     return false;
   };
   const bool ok = WriteRdbFile(c, SnapshotRdbPath(RdbDir(c), getpid()),
-                               at.ms / 1000, body, ready, why);
-  if (!ended) c->store->EndSnapshot();
+                               at.ms / 1000, body, place, why);
+  if (!ended) c->store->EndSnapshot(nullptr);
   return ok;
 }
 
@@ -265,7 +283,6 @@ void BgSave(const Args& a, CommandContext* c, Reply* r) {
     c->txn = nullptr;
     const int64_t began = NowMs();
     const bool ok = SaveSnapshot(c, at, &why);
-    c->store->SnapshotResult(ok);
     if (ok) {
       std::fprintf(stderr, "shmkv: background save (pid %d) done in %lld ms: "
                    "%s\n", getpid(), static_cast<long long>(NowMs() - began),

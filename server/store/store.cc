@@ -415,29 +415,28 @@ class StoreT : public Store {
     return !asof_->damaged();
   }
 
-  bool EndSnapshot() override {
-    bool whole = asof_ != nullptr && !asof_->damaged();
+  bool EndSnapshot(const std::function<bool()>& publish) override {
+    bool ok = asof_ != nullptr && !asof_->damaged();
     {
       Locked lock(this);
       if (SnapshotPid(journal_.Counter(Journal::kSnapshot)) == getpid()) {
-        whole = whole &&
-                (journal_.Counter(Journal::kSnapshotLog) & kLogFailed) == 0;
+        // The file goes in place, the outcome is written, then the save
+        // stops being in progress: a reader that sees it ended sees its
+        // outcome and its file (the words are stored in that order).
+        const uint64_t w = journal_.Counter(Journal::kSnapshotLog);
+        ok = ok && (w & kLogFailed) == 0 && publish != nullptr && publish();
+        journal_.SetWord(Journal::kSnapshotLog,
+                         ok ? (w & ~kSaveFailed) : (w | kSaveFailed));
         journal_.SetWord(Journal::kSnapshot, 0);
       } else {
-        whole = false;  // ended by another process: its log is gone
+        // Ended by another process, which recorded it failed: its log
+        // is gone.
+        ok = false;
       }
     }
     unlink(SnapshotLogPath(cfg_.dir, getpid()).c_str());
     asof_.reset();
-    return whole;
-  }
-
-  void SnapshotResult(bool ok) override {
-    Locked lock(this);
-    if (journal_.Counter(Journal::kSnapshot) != 0) return;  // a newer one
-    const uint64_t w = journal_.Counter(Journal::kSnapshotLog);
-    journal_.SetWord(Journal::kSnapshotLog,
-                     ok ? (w & ~kSaveFailed) : (w | kSaveFailed));
+    return ok;
   }
 
   SnapshotState Snapshot() override {

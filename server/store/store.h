@@ -423,12 +423,15 @@ class Store {
   // False when the log was unreadable.
   virtual bool SnapshotKeys(
       uint32_t physical, const std::function<void(std::string_view)>& f) = 0;
-  // In the forked process, when it has read all it needs: writers stop
-  // logging and the log is removed. False when a writer could not log a
-  // change (the copy read is not the instant's).
-  virtual bool EndSnapshot() = 0;
-  // After EndSnapshot: whether the save as a whole succeeded.
-  virtual void SnapshotResult(bool ok) = 0;
+  // In the forked process, when it has read all it needs (or failed):
+  // under the write lock, when every change was logged, publish() puts
+  // the saved file in place; then the save's outcome (whole and
+  // published) is recorded and the save ends, writers stop logging and
+  // the log is removed. A reader that sees the save ended sees its
+  // outcome and its file. Returns the outcome: false when a writer could
+  // not log a change (the copy read is not the instant's), publish is
+  // null or failed, or another process ended the save.
+  virtual bool EndSnapshot(const std::function<bool()>& publish) = 0;
   // Anyone: the save in progress and the last one's outcome.
   struct SnapshotState {
     pid_t pid = 0;           // 0: none in progress
