@@ -64,6 +64,17 @@ pid_t SaverPid(const std::string& dir) {
   return 0;
 }
 
+// The saving process of a BGSAVE just started, once its log appears (up
+// to a second); 0 if none does.
+pid_t WaitSaverPid(const std::string& dir) {
+  pid_t saver = 0;
+  for (int i = 0; i < 5000 && saver == 0; ++i) {
+    saver = SaverPid(dir);
+    if (saver == 0) std::this_thread::sleep_for(200us);
+  }
+  return saver;
+}
+
 // Sends `cmds` in one pipeline and reads their replies; false if one is
 // an error.
 bool Pipeline(Client* c, const std::vector<std::vector<std::string>>& cmds) {
@@ -388,11 +399,7 @@ TEST(ShmkvPersistence, AKilledSaveLeavesThePreviousFile) {
   ASSERT_FALSE(before.empty());
   Fill(&c, 100000, 0);
   ASSERT_EQ(c.Call({"BGSAVE"}), "+Background saving started\r\n");
-  pid_t saver = 0;
-  for (int i = 0; i < 5000 && saver == 0; ++i) {
-    saver = SaverPid(dir.path);
-    if (saver == 0) std::this_thread::sleep_for(200us);
-  }
+  const pid_t saver = WaitSaverPid(dir.path);
   ASSERT_GT(saver, 0);
   ASSERT_EQ(kill(saver, SIGKILL), 0);
   ASSERT_TRUE(WaitSaved(&c));
@@ -437,11 +444,7 @@ TEST(ShmkvPersistence, ASaveIsSeenEndedOnlyWithItsOutcomeAndFile) {
   for (int round = 0; round < 6; ++round) {
     // A failed save: its process killed.
     ASSERT_EQ(c.Call({"BGSAVE"}), "+Background saving started\r\n");
-    pid_t saver = 0;
-    for (int i = 0; i < 5000 && saver == 0; ++i) {
-      saver = SaverPid(dir.path);
-      if (saver == 0) std::this_thread::sleep_for(200us);
-    }
+    const pid_t saver = WaitSaverPid(dir.path);
     ASSERT_GT(saver, 0) << round;
     ASSERT_EQ(kill(saver, SIGKILL), 0);
     ASSERT_TRUE(WaitSaved(&c));
