@@ -64,6 +64,13 @@ pid_t SaverPid(const std::string& dir) {
   return 0;
 }
 
+// A server's arguments for the save tests: its files in `dir`, the RDB
+// file named `file`, room for their fills.
+std::vector<std::string> SaveArgs(const TempDir& dir, const char* file) {
+  return {"--dir", dir.path, "--dbfilename", file,
+          "--memory", "256M", "--capacity", "400000"};
+}
+
 // The saving process of a BGSAVE just started, once its log appears (up
 // to a second); 0 if none does.
 pid_t WaitSaverPid(const std::string& dir) {
@@ -129,9 +136,7 @@ bool WaitSaved(Client* c) {
 TEST(ShmkvPersistence, TheFileIsOneInstantWhileWritersGoOn) {
   TempDir dir;
   Server s("bgsave1");
-  ASSERT_TRUE(s.Start({"--dir", dir.path, "--dbfilename", "b.rdb",
-                       "--memory", "256M", "--capacity", "400000"}))
-      << s.log();
+  ASSERT_TRUE(s.Start(SaveArgs(dir, "b.rdb"))) << s.log();
   constexpr int kFill = 60000, kMembers = 20000;
   {
     Client c(s.port());
@@ -246,9 +251,7 @@ TEST(ShmkvPersistence, TheFileIsOneInstantWhileWritersGoOn) {
 TEST(ShmkvPersistence, WorkersKilledDuringASaveLeaveItOneInstant) {
   TempDir dir;
   Server s("bgsave_kills");
-  ASSERT_TRUE(s.Start({"--dir", dir.path, "--dbfilename", "k.rdb",
-                       "--memory", "256M", "--capacity", "400000"}))
-      << s.log();
+  ASSERT_TRUE(s.Start(SaveArgs(dir, "k.rdb"))) << s.log();
   {
     Client c(s.port());
     Fill(&c, 100000, 0);
@@ -389,9 +392,7 @@ TEST(ShmkvPersistence, ABackgroundSaveOutlivesAHotRestart) {
 TEST(ShmkvPersistence, AKilledSaveLeavesThePreviousFile) {
   TempDir dir;
   Server s("bgsave3");
-  ASSERT_TRUE(s.Start({"--dir", dir.path, "--dbfilename", "b.rdb",
-                       "--memory", "256M", "--capacity", "400000"}))
-      << s.log();
+  ASSERT_TRUE(s.Start(SaveArgs(dir, "b.rdb"))) << s.log();
   Client c(s.port());
   ASSERT_EQ(c.Call({"SET", "first", "1"}), "+OK\r\n");
   ASSERT_EQ(c.Call({"SAVE"}), "+OK\r\n");
@@ -434,9 +435,7 @@ std::string Field(const std::string& info, const std::string& field) {
 TEST(ShmkvPersistence, ASaveIsSeenEndedOnlyWithItsOutcomeAndFile) {
   TempDir dir;
   Server s("bgsave5");
-  ASSERT_TRUE(s.Start({"--dir", dir.path, "--dbfilename", "b.rdb",
-                       "--memory", "256M", "--capacity", "400000"}))
-      << s.log();
+  ASSERT_TRUE(s.Start(SaveArgs(dir, "b.rdb"))) << s.log();
   Client c(s.port());
   Fill(&c, 100000, 0);
   ASSERT_EQ(c.Call({"SAVE"}), "+OK\r\n");
@@ -473,8 +472,7 @@ TEST(ShmkvPersistence, ASaveIsSeenEndedOnlyWithItsOutcomeAndFile) {
 TEST(ShmkvPersistence, AServerKilledMidSaveLeavesNoTemporaryFile) {
   TempDir dir;
   Server s("bgsave4");
-  std::vector<std::string> args = {"--dir", dir.path, "--dbfilename", "b.rdb",
-                                   "--memory", "256M", "--capacity", "400000"};
+  const std::vector<std::string> args = SaveArgs(dir, "b.rdb");
   ASSERT_TRUE(s.Start(args)) << s.log();
   std::string before;
   {
