@@ -1,6 +1,7 @@
-"""Real Redis applications on shmkv: a task queue (Celery, with its Redis
-broker and result backend: Debian python3-celery) and a rate limiter
-(limits: python3-limits), as their users run them.
+"""Real Redis applications on shmkv, as their users run them: two job
+queues (Celery, with its Redis broker and result backend: Debian
+python3-celery; Sidekiq, Ruby's: ruby-sidekiq) and a rate limiter (limits:
+python3-limits).
 
 Run by ctest as: python3 shmkv_apps_test.py SHMKV_BIN
 Exits 77 (ctest: skipped) when a library or redis-server is missing, except
@@ -8,10 +9,14 @@ under CI=true, where that is a failure.
 
 Each test starts its own shmkv (two workers) on free loopback ports and
 segments named after this process and the test, and removes them when it
-is done; Celery's worker is a process of this test, killed with it.
+is done; the queues' workers are processes of this test, stopped with it.
+Sidekiq's tests are skipped without ruby-sidekiq (failed under CI=true).
 """
+import ctypes
 import gc
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,6 +50,13 @@ SHMKV = None
 REDIS_SERVER = "/usr/bin/redis-server"
 
 
+def die_with_test():
+    """In a child before exec: SIGKILL when this test ends, so that a run
+    killed at ctest's timeout leaves no server or queue worker behind."""
+    ctypes.CDLL(None, use_errno=True).prctl(1,  # PR_SET_PDEATHSIG
+                                            signal.SIGKILL, 0, 0, 0)
+
+
 def wait_ready(port, proc):
     deadline = time.time() + 15
     while time.time() < deadline:
@@ -70,7 +82,7 @@ class Shmkv:
             [SHMKV, "--port", str(self.port), "--http-port", "0",
              "--workers", "2", "--name", self.name, "--capacity", "200000",
              "--memory", "64M"],
-            stdout=self.log, stderr=self.log)
+            stdout=self.log, stderr=self.log, preexec_fn=die_with_test)
         wait_ready(self.port, self.proc)
 
     def remove_segments(self):
@@ -101,7 +113,8 @@ class RedisServer:
         self.proc = subprocess.Popen(
             [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--dir", self.dir.name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            preexec_fn=die_with_test)
         wait_ready(self.port, self.proc)
 
     def stop(self):
@@ -165,7 +178,7 @@ class CeleryTest(unittest.TestCase):
              "-A", "shmkv_celery_app", "worker", "--pool=threads", "-c", "2",
              "-l", "WARNING", "--without-mingle", "--without-gossip"],
             cwd=self.dir.name, stdout=self.worker_log,
-            stderr=self.worker_log)
+            stderr=self.worker_log, preexec_fn=die_with_test)
 
     def tearDown(self):
         # A result object unsubscribes from its task's channel when it is
@@ -235,6 +248,166 @@ class CeleryTest(unittest.TestCase):
             time.sleep(0.002)
         self.assertEqual([self.get(r) for r in results],
                          [i + 1000 for i in range(300)])
+        self.assertEqual(self.kv.output().count("reloading"), 2)
+
+
+# Sidekiq's jobs and a client that enqueues them and waits for their
+# results (a list each job appends to), printing what it saw as JSON.
+SIDEKIQ_JOBS = textwrap.dedent('''
+    require "sidekiq"
+    Sidekiq.configure_server { |c| c.redis = { url: ENV["REDIS_URL"] } }
+    Sidekiq.configure_client { |c| c.redis = { url: ENV["REDIS_URL"] } }
+    Sidekiq.logger.level = Logger::WARN
+
+    class AddJob
+      include Sidekiq::Worker
+      def perform(a, b)
+        Sidekiq.redis { |r| r.rpush("results", "#{a}+#{b}=#{a + b}") }
+      end
+    end
+
+    # Fails its first run: it comes back through the retry set.
+    class FlakyJob
+      include Sidekiq::Worker
+      sidekiq_options retry: 3
+      sidekiq_retry_in { |_count, _ex| 1 }
+      def perform(n)
+        tries = Sidekiq.redis { |r| r.incr("flaky:#{n}") }
+        raise "the first run fails on purpose" if tries < 2
+        Sidekiq.redis { |r| r.rpush("results", "flaky#{n}") }
+      end
+    end
+
+    # No retries: it goes to the dead set.
+    class DeadJob
+      include Sidekiq::Worker
+      sidekiq_options retry: 0
+      def perform
+        raise "this job always fails"
+      end
+    end
+''')
+
+SIDEKIQ_CLIENT = textwrap.dedent('''
+    require "json"
+    require_relative "jobs"
+    require "sidekiq/api"
+    mode, count = ARGV[0], ARGV[1].to_i
+    want = count
+    if mode == "all"
+      count.times { |i| AddJob.perform_async(i, i) }
+      Sidekiq::Client.push_bulk("class" => AddJob,
+                                "args" => [[1000, 1], [1000, 2]])
+      AddJob.perform_in(1, 2000, 1)
+      FlakyJob.perform_async(1)
+      DeadJob.perform_async
+      want = count + 4
+    else
+      count.times { |i| AddJob.perform_async(i, 1000); sleep 0.002 }
+    end
+    deadline = Time.now + 60
+    until Sidekiq.redis { |r| r.llen("results") } >= want ||
+          Time.now > deadline
+      sleep 0.1
+    end
+    if mode == "all"
+      # Each process adds its counts at its heartbeat (every 5 s): wait
+      # for every run (16: the flaky job runs twice) to be counted.
+      until (Sidekiq::DeadSet.new.size >= 1 &&
+             Sidekiq::Stats.new.processed >= want + 2) ||
+            Time.now > deadline
+        sleep 0.1
+      end
+    end
+    stats = Sidekiq::Stats.new
+    puts JSON.generate(
+      "results" => Sidekiq.redis { |r| r.lrange("results", 0, -1) },
+      "processed" => stats.processed, "failed" => stats.failed,
+      "dead" => stats.dead_size, "retry" => stats.retry_size,
+      "scheduled" => stats.scheduled_size, "enqueued" => stats.enqueued,
+      "queues" => Sidekiq::Queue.all.map(&:name),
+      "processes" => Sidekiq::ProcessSet.new.size)
+''')
+
+
+class SidekiqTest(unittest.TestCase):
+    """Sidekiq 6 keeps queues in lists (BRPOP), scheduled, retry and dead
+    jobs in sorted sets moved by Lua scripts, processes in sets and
+    hashes, and its counters in strings, through pipelines and MULTI."""
+
+    def setUp(self):
+        self.sidekiq = shutil.which("sidekiq")
+        self.ruby = shutil.which("ruby")
+        if self.sidekiq is None or self.ruby is None:
+            if IN_CI:
+                self.fail("ruby-sidekiq not installed")
+            self.skipTest("ruby-sidekiq not installed (apt-get install "
+                          "ruby-sidekiq)")
+        self.kv = Shmkv("sidekiq")
+        self.dir = tempfile.TemporaryDirectory()
+        for name, text in (("jobs.rb", SIDEKIQ_JOBS),
+                           ("client.rb", SIDEKIQ_CLIENT)):
+            with open(os.path.join(self.dir.name, name), "w") as f:
+                f.write(text)
+        # Database 2, as an application sharing the server would use.
+        self.env = dict(os.environ,
+                        REDIS_URL="redis://127.0.0.1:%d/2" % self.kv.port)
+        self.worker_log = tempfile.TemporaryFile()
+        self.worker = subprocess.Popen(
+            [self.sidekiq, "-r", "./jobs.rb", "-c", "2"], cwd=self.dir.name,
+            env=self.env, stdout=self.worker_log, stderr=self.worker_log,
+            preexec_fn=die_with_test)
+
+    def tearDown(self):
+        self.worker.terminate()
+        try:
+            self.worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.worker.kill()
+            self.worker.wait()
+        self.dir.cleanup()
+        self.kv.stop()
+
+    def client(self, mode, count, during=None):
+        proc = subprocess.Popen(
+            [self.ruby, "-W0", "client.rb", mode, str(count)],
+            cwd=self.dir.name, env=self.env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, preexec_fn=die_with_test)
+        if during is not None:
+            during()
+        out, err = proc.communicate(timeout=120)
+        if proc.returncode != 0:
+            self.worker_log.seek(0)
+            print(self.worker_log.read().decode(errors="replace")[-4000:])
+            self.fail("client failed: %s" % err.decode(errors="replace"))
+        return json.loads(out.decode().strip().splitlines()[-1])
+
+    def test_jobs_retries_schedules_and_the_dead_set(self):
+        seen = self.client("all", 10)
+        want = ["%d+%d=%d" % (i, i, 2 * i) for i in range(10)]
+        want += ["1000+1=1001", "1000+2=1002", "2000+1=2001", "flaky1"]
+        self.assertEqual(sorted(seen["results"]), sorted(want))
+        # 14 runs that passed, two that failed (the flaky job's first run
+        # and the dead job); the dead job is in the dead set.
+        self.assertEqual(seen["processed"], 16)
+        self.assertEqual(seen["failed"], 2)
+        self.assertEqual(seen["dead"], 1)
+        self.assertEqual(seen["retry"], 0)
+        self.assertEqual(seen["scheduled"], 0)
+        self.assertEqual(seen["enqueued"], 0)
+        self.assertEqual(seen["queues"], ["default"])
+        self.assertEqual(seen["processes"], 1)
+        self.assertEqual(redis.Redis(port=self.kv.port).dbsize(), 0)
+
+    def test_no_job_is_lost_across_hot_restarts(self):
+        def reloads():
+            for _ in range(2):
+                time.sleep(0.3)
+                self.kv.reload()
+        seen = self.client("load", 300, during=reloads)
+        self.assertEqual(sorted(seen["results"]),
+                         sorted("%d+1000=%d" % (i, i + 1000)
+                                for i in range(300)))
         self.assertEqual(self.kv.output().count("reloading"), 2)
 
 
