@@ -1,7 +1,7 @@
 """Real Redis applications on shmkv, as their users run them: two job
 queues (Celery, with its Redis broker and result backend: Debian
-python3-celery; Sidekiq, Ruby's: ruby-sidekiq) and a rate limiter (limits:
-python3-limits).
+python3-celery; Sidekiq, Ruby's: ruby-sidekiq), a rate limiter (limits:
+python3-limits) and Django's cache and sessions (python3-django-redis).
 
 Run by ctest as: python3 shmkv_apps_test.py SHMKV_BIN
 Exits 77 (ctest: skipped) when a library or redis-server is missing, except
@@ -10,7 +10,8 @@ under CI=true, where that is a failure.
 Each test starts its own shmkv (two workers) on free loopback ports and
 segments named after this process and the test, and removes them when it
 is done; the queues' workers are processes of this test, stopped with it.
-Sidekiq's tests are skipped without ruby-sidekiq (failed under CI=true).
+Sidekiq's and Django's tests are skipped without their packages (failed
+under CI=true).
 """
 import ctypes
 import gc
@@ -455,6 +456,92 @@ class LimitsTest(unittest.TestCase):
         # Not a comparison of two empty runs: limits were reached.
         self.assertIn(False, [h for row in mine if len(row) > 3
                               for h in row[3]])
+
+
+# Django's cache and its sessions on django-redis, in a process of their
+# own (Django is configured once per process), printing what they saw.
+DJANGO_RUN = textwrap.dedent('''
+    import sys
+    import django
+    from django.conf import settings
+    settings.configure(
+        CACHES={"default": {
+            "BACKEND": "django_redis.cache.RedisCache",
+            "LOCATION": "redis://127.0.0.1:%s/4" % sys.argv[1],
+            "OPTIONS": {"CLIENT_CLASS":
+                        "django_redis.client.DefaultClient"}}},
+        SESSION_ENGINE="django.contrib.sessions.backends.cache",
+        INSTALLED_APPS=["django.contrib.sessions"], SECRET_KEY="test")
+    django.setup()
+    from django.core.cache import cache
+    from django.contrib.sessions.backends.cache import SessionStore
+    out = []
+    cache.set("a", {"x": 1}, timeout=30)
+    out += [cache.get("a"), cache.add("a", 2), cache.add("b", 2),
+            cache.incr("b", 5), cache.decr("b")]
+    cache.set_many({"m1": 1, "m2": [1, 2], "m3": "s"})
+    out += [dict(cache.get_many(["m1", "m2", "m3", "none"])),
+            cache.ttl("a"), cache.persist("a"), cache.ttl("a"),
+            cache.expire("a", 100), cache.ttl("a"),
+            sorted(cache.keys("m*")), sorted(cache.iter_keys("m*")),
+            cache.delete_pattern("m*"), dict(cache.get_many(["m1", "m2"]))]
+    with cache.lock("lk", timeout=5):
+        out.append(cache.has_key("lk"))
+    out += [cache.has_key("lk"), cache.get_or_set("g", lambda: 42),
+            cache.touch("g", 60)]
+    s = SessionStore()
+    s["user"] = 7
+    s["cart"] = [1, 2]
+    s.save()
+    key = s.session_key
+    again = SessionStore(session_key=key)
+    out.append((again["user"], again["cart"]))
+    again.cycle_key()
+    out += [SessionStore().exists(key), SessionStore().exists(again.session_key)]
+    again.flush()
+    out.append(SessionStore().exists(again.session_key))
+    cache.clear()
+    out.append(cache.get("a"))
+    print(repr(out))
+''')
+
+
+class DjangoTest(unittest.TestCase):
+    """Django's cache and its cached sessions on django-redis (pickled
+    strings with TTLs, INCR, MSET and MGET, SCAN-and-DEL patterns, a lock
+    released by Lua, FLUSHDB) see what they see on redis-server."""
+
+    def setUp(self):
+        try:
+            import django  # noqa: F401
+            import django_redis  # noqa: F401
+        except ImportError:
+            if IN_CI:
+                self.fail("python3-django-redis not installed")
+            self.skipTest("python3-django-redis not installed")
+        self.kv = Shmkv("django")
+        self.oracle = RedisServer()
+        self.dir = tempfile.TemporaryDirectory()
+        self.script = os.path.join(self.dir.name, "run_django.py")
+        with open(self.script, "w") as f:
+            f.write(DJANGO_RUN)
+
+    def tearDown(self):
+        self.dir.cleanup()
+        self.oracle.stop()
+        self.kv.stop()
+
+    def run_on(self, port):
+        done = subprocess.run([sys.executable, "-W", "ignore", self.script,
+                               str(port)], capture_output=True, timeout=120,
+                              preexec_fn=die_with_test)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        return done.stdout.decode()
+
+    def test_cache_and_sessions_match_redis(self):
+        mine = self.run_on(self.kv.port)
+        self.assertEqual(mine, self.run_on(self.oracle.port))
+        self.assertIn("(7, [1, 2])", mine)  # the session came back
 
 
 if __name__ == "__main__":
