@@ -13,12 +13,10 @@ is done; the queues' workers are processes of this test, stopped with it.
 Sidekiq's and Django's tests are skipped without their packages (failed
 under CI=true).
 """
-import ctypes
 import gc
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +26,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "support"))
-from ports import free_port  # noqa: E402
+from servers import REDIS_SERVER, RedisServer, Shmkv as ShmkvServer  # noqa: E402
+from servers import die_with_test, stop_process, wait_ready  # noqa: E402
 
 IN_CI = os.environ.get("CI") == "true"
 
@@ -48,80 +47,23 @@ except ImportError as e:
     skip("%s (apt-get install python3-redis python3-celery python3-limits)" % e)
 
 SHMKV = None
-REDIS_SERVER = "/usr/bin/redis-server"
 
 
-def die_with_test():
-    """In a child before exec: SIGKILL when this test ends, so that a run
-    killed at ctest's timeout leaves no server or queue worker behind."""
-    ctypes.CDLL(None, use_errno=True).prctl(1,  # PR_SET_PDEATHSIG
-                                            signal.SIGKILL, 0, 0, 0)
-
-
-def wait_ready(port, proc):
-    deadline = time.time() + 15
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited with %d" % proc.returncode)
-        try:
-            redis.Redis(port=port, socket_timeout=1).ping()
-            return
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("server on port %d never answered" % port)
-
-
-class Shmkv:
-    """A shmkv master with two workers on segments of this test's own."""
+class Shmkv(ShmkvServer):
+    """A shmkv of two workers on segments named after this process and
+    `tag`, waited for."""
 
     def __init__(self, tag):
-        self.name = "/shmkv_apps_%d_%s" % (os.getpid(), tag)
-        self.port = free_port()
-        self.log = tempfile.TemporaryFile()
-        self.remove_segments()
-        self.proc = subprocess.Popen(
-            [SHMKV, "--port", str(self.port), "--http-port", "0",
-             "--workers", "2", "--name", self.name, "--capacity", "200000",
-             "--memory", "64M"],
-            stdout=self.log, stderr=self.log, preexec_fn=die_with_test)
-        wait_ready(self.port, self.proc)
-
-    def remove_segments(self):
-        subprocess.run([SHMKV, "--name", self.name, "--remove"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def reload(self):
-        """A hot restart: new workers take the connections and the data."""
-        self.proc.send_signal(signal.SIGHUP)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        self.remove_segments()
-
-    def output(self):
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")
+        super().__init__(SHMKV, "/shmkv_apps_%d_%s" % (os.getpid(), tag),
+                         capacity=200000, memory="64M")
+        wait_ready(self.port, proc=self.proc)
 
 
-class RedisServer:
-    """Debian's redis-server: the oracle."""
-
-    def __init__(self):
-        self.port = free_port()
-        self.dir = tempfile.TemporaryDirectory()
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir.name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_test)
-        wait_ready(self.port, self.proc)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.dir.cleanup()
+def oracle():
+    """Debian's redis-server, waited for."""
+    server = RedisServer()
+    wait_ready(server.port, proc=server.proc)
+    return server
 
 
 # The Celery application the worker process and this test share: a module
@@ -185,12 +127,7 @@ class CeleryTest(unittest.TestCase):
         # A result object unsubscribes from its task's channel when it is
         # collected: while the server still answers.
         gc.collect()
-        self.worker.terminate()
-        try:
-            self.worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.worker.kill()
-            self.worker.wait()
+        stop_process(self.worker)
         sys.path.remove(self.dir.name)
         sys.modules.pop("shmkv_celery_app", None)
         self.app.app.close()
@@ -360,12 +297,7 @@ class SidekiqTest(unittest.TestCase):
             preexec_fn=die_with_test)
 
     def tearDown(self):
-        self.worker.terminate()
-        try:
-            self.worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.worker.kill()
-            self.worker.wait()
+        stop_process(self.worker)
         self.dir.cleanup()
         self.kv.stop()
 
@@ -419,7 +351,7 @@ class LimitsTest(unittest.TestCase):
 
     def setUp(self):
         self.kv = Shmkv("limits")
-        self.oracle = RedisServer()
+        self.oracle = oracle()
 
     def tearDown(self):
         self.oracle.stop()
@@ -520,7 +452,7 @@ class DjangoTest(unittest.TestCase):
                 self.fail("python3-django-redis not installed")
             self.skipTest("python3-django-redis not installed")
         self.kv = Shmkv("django")
-        self.oracle = RedisServer()
+        self.oracle = oracle()
         self.dir = tempfile.TemporaryDirectory()
         self.script = os.path.join(self.dir.name, "run_django.py")
         with open(self.script, "w") as f:

@@ -7,11 +7,8 @@ Each test starts its own shmkv on free loopback ports and segments named
 after this process and the test, and removes those segments (with `shmc
 rm`, which removes only shmc segments) when it is done.
 """
-import ctypes
 import multiprocessing
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -19,7 +16,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "support"))
-from ports import free_port  # noqa: E402
+from servers import REDIS_SERVER, RedisServer, Shmkv as ShmkvServer  # noqa: E402
+from servers import wait_ready  # noqa: E402
 import unittest
 
 try:
@@ -30,77 +28,6 @@ except ImportError:
 
 SHMKV = None
 SHMC = None
-REDIS_SERVER = "/usr/bin/redis-server"
-
-
-def wait_ready(port, password=None, proc=None):
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError("server exited with %d" % proc.returncode)
-        try:
-            redis.Redis(port=port, password=password, socket_timeout=1).ping()
-            return
-        except redis.exceptions.AuthenticationError:
-            return
-        except redis.exceptions.ConnectionError:
-            time.sleep(0.05)
-    raise RuntimeError("server on port %d never answered" % port)
-
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_test():
-    """In a server's process before exec: SIGKILL when this test ends, so
-    that a run killed at ctest's timeout leaves no server behind (the
-    setting is kept across exec; shmkv's workers follow their master)."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG,
-                                            signal.SIGKILL, 0, 0, 0)
-
-
-class Shmkv:
-    """A shmkv master with two workers on its own segments."""
-
-    def __init__(self, tag, extra=(), env=None):
-        self.name = "/shmkv_py_%d_%s" % (os.getpid(), tag)
-        self.port = free_port()
-        self.log = tempfile.TemporaryFile()
-        self.remove_segments()
-        self.proc = subprocess.Popen(
-            [SHMKV, "--port", str(self.port), "--http-port", "0",
-             "--workers", "2", "--name", self.name, "--capacity", "300000",
-             "--memory", "96M"] + list(extra),
-            stdout=self.log, stderr=self.log, env=env,
-            preexec_fn=die_with_test)
-
-    def remove_segments(self):
-        subprocess.run([SHMKV, "--name", self.name, "--remove"],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(timeout=30)
-        self.remove_segments()
-
-
-class RedisServer:
-    """Debian's redis-server: the oracle the round trips are compared with."""
-
-    def __init__(self):
-        self.port = free_port()
-        self.dir = tempfile.TemporaryDirectory()
-        self.proc = subprocess.Popen(
-            [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", self.dir.name],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            preexec_fn=die_with_test)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-        self.dir.cleanup()
 
 
 class CountingRedis(redis.Redis):
@@ -144,7 +71,8 @@ class RedisPyTest(unittest.TestCase):
             s.stop()
 
     def start(self, tag, extra=(), env=None, password=None):
-        s = Shmkv(tag, extra, env)
+        s = ShmkvServer(SHMKV, "/shmkv_py_%d_%s" % (os.getpid(), tag),
+                        extra, env)
         self.servers.append(s)
         wait_ready(s.port, password, s.proc)
         return s
