@@ -155,6 +155,16 @@ std::string ReplField(Client* c, const std::string& field) {
   return r.substr(p + field.size() + 2, e - p - field.size() - 2);
 }
 
+// Until the replica's link is up: it has synced or continued the stream.
+bool WaitLinkUp(Client* replica, int seconds) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (ReplField(replica, "master_link_status") == "up") return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 // Until the replica's link is up and it applied everything the master
 // has sent (the master's offset, twice alike: no write in flight).
 bool WaitSynced(Client* master, Client* replica, int seconds) {
@@ -352,20 +362,20 @@ TEST(ShmkvReplication, RestartsAndKillsConvergeToTheMaster) {
     }
   };
   // (the writer may outrun a slow build's replica: up, not caught up)
-  for (int i = 0; i < 6000; ++i) {
-    if (ReplField(replica.get(), "master_link_status") == "up") break;
-    std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_EQ(ReplField(replica.get(), "master_link_status"), "up") << s.log();
+  ASSERT_TRUE(WaitLinkUp(replica.get(), 120)) << s.log();
   wait_batches(5);
 
-  // A clean stop and start: the stream goes on where it stopped.
+  // A clean stop and start: the stream goes on where it stopped. (Waited
+  // for: a slow build's new link may not have asked yet when the kills
+  // below begin, and a killed link syncs in full.)
   s.Stop();
   wait_batches(3);
   ASSERT_TRUE(s.Start(ReplicaArgs(own))) << s.log();
   replica = std::make_unique<Client>(s.port());
-  wait_batches(3);
+  ASSERT_TRUE(WaitLinkUp(replica.get(), 120)) << s.log();
   EXPECT_EQ(ReplField(replica.get(), "shmkv_full_syncs"), "1") << s.log();
+  EXPECT_EQ(ReplField(replica.get(), "shmkv_partial_syncs"), "1") << s.log();
+  wait_batches(3);
 
   // A hot restart of the workers leaves the link alone.
   pid_t link = LinkPid(replica.get());
