@@ -85,10 +85,12 @@ class Link {
       }
     }
     GoDown();
-    uint64_t self = static_cast<uint64_t>(getpid());
-    b_->link_pid.compare_exchange_strong(self, 0);
+    // Said before the pid is given up: REPLICAOF NO ONE waits for that,
+    // so its own line comes after this one.
     std::fprintf(stderr, "shmkv replica link (pid %d): stopped at offset "
                  "%" PRIu64 "\n", getpid(), offset_);
+    uint64_t self = static_cast<uint64_t>(getpid());
+    b_->link_pid.compare_exchange_strong(self, 0);
     return 0;
   }
 
