@@ -94,6 +94,8 @@ TEST(SetFamilyVsRedis, IntegerSetsReplyAsRedis) {
       {"SINTERCARD", "0", "s"}, {"SINTERCARD", "x", "s"},
       {"SINTERCARD", "3", "s", "t"}, {"SINTERCARD", "2", "s", "t", "LIMIT"},
       {"SINTERCARD", "2", "s", "t", "LIMIT", "-1"},
+      {"SINTERCARD", "2", "s", "t", "LIMIT", "a"},
+      {"SINTERCARD", "2", "s", "t", "LIMIT", "99999999999999999999"},
       {"SINTERCARD", "2", "s", "t", "FOO", "1"},
       {"SINTERCARD", "1", "none"},
       {"SINTERSTORE", "d", "s", "t"}, {"SMEMBERS", "d"},

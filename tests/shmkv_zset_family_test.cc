@@ -179,6 +179,8 @@ TEST(ZSetFamilyVsRedis, EveryCommandRepliesAsRedis) {
                                        "1"},
       {"ZINTERCARD", "0", "u"}, {"ZINTERCARD", "3", "u", "v"},
       {"ZINTERCARD", "2", "u", "v", "LIMIT", "-1"},
+      {"ZINTERCARD", "2", "u", "v", "LIMIT", "a"},
+      {"ZINTERCARD", "2", "u", "v", "LIMIT", "1.5"},
       // listpack limits
       {"ZADD", "big", "1", std::string(65, 'm')}, {"OBJECT", "ENCODING",
                                                      "big"},

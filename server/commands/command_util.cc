@@ -218,11 +218,9 @@ bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r) {
       r->Error("ERR syntax error");
       return false;
     }
-    if (!ToInt(a[i + 1], limit)) {
-      NotInt(r);
-      return false;
-    }
-    if (*limit < 0) {
+    // Redis answers one error for a limit that is not a number and for
+    // one below zero.
+    if (!ToInt(a[i + 1], limit) || *limit < 0) {
       r->Error("ERR LIMIT can't be negative");
       return false;
     }
