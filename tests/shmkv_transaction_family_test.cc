@@ -71,7 +71,61 @@ TEST(TransactionFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"WATCH", "a"}, {"FLUSHALL"}, {"MULTI"}, {"SET", "z", "1"}, {"EXEC"},
       {"MULTI"}, {"FLUSHALL"}, {"SET", "y", "1"}, {"RENAME", "y", "x"},
       {"EXEC"}, {"KEYS", "*"},
+      // SMOVE of a member the destination holds does not touch it; one it
+      // adds does (and SMOVE always touches its source)
+      {"SADD", "src", "a", "b"}, {"SADD", "dst", "a"}, {"WATCH", "dst"},
+      {"SMOVE", "src", "dst", "a"}, {"MULTI"}, {"SCARD", "dst"}, {"EXEC"},
+      {"WATCH", "dst"}, {"SMOVE", "src", "dst", "b"}, {"MULTI"},
+      {"SCARD", "dst"}, {"EXEC"}, {"SADD", "src", "c"}, {"WATCH", "src"},
+      {"SMOVE", "src", "dst", "c"}, {"MULTI"}, {"SCARD", "src"}, {"EXEC"},
   });
+}
+
+// A write that changes nothing does not touch its key, as in Redis: a
+// WATCH of it holds. Each case: the key's value, then the write.
+TEST(TransactionFamilyVsRedis, WritesThatChangeNothingKeepAWatch) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("txnnoop");
+  ASSERT_TRUE(h.ok()) << h.error();
+  using Cmd = std::vector<std::string>;
+  const std::vector<std::pair<Cmd, Cmd>> cases = {
+      {{"SADD", "k", "a"}, {"SADD", "k", "a"}},
+      {{"SADD", "k", "a"}, {"SREM", "k", "zz"}},
+      {{"SADD", "k", "a"}, {"SMOVE", "k", "k", "a"}},
+      {{"SADD", "k", "a"}, {"SPOP", "k", "0"}},
+      {{"HSET", "k", "f", "v"}, {"HDEL", "k", "zz"}},
+      {{"HSET", "k", "f", "v"}, {"HSETNX", "k", "f", "w"}},
+      {{"RPUSH", "k", "a"}, {"LREM", "k", "0", "zz"}},
+      {{"RPUSH", "k", "a"}, {"LINSERT", "k", "BEFORE", "zz", "x"}},
+      {{"RPUSH", "k", "a"}, {"RPOP", "k", "0"}},
+      {{"RPUSH", "k", "a"}, {"LPOP", "k", "0"}},
+      {{"ZADD", "k", "1", "a"}, {"ZADD", "k", "1", "a"}},
+      {{"ZADD", "k", "1", "a"}, {"ZADD", "k", "XX", "2", "zz"}},
+      {{"ZADD", "k", "1", "a"}, {"ZADD", "k", "GT", "0", "a"}},
+      {{"ZADD", "k", "1", "a"}, {"ZREM", "k", "zz"}},
+      {{"ZADD", "k", "1", "a"}, {"ZREMRANGEBYSCORE", "k", "5", "6"}},
+      {{"ZADD", "k", "1", "a"}, {"ZPOPMIN", "k", "0"}},
+      {{"SET", "k", "v"}, {"SET", "k", "v", "NX"}},
+      {{"SET", "k", "v"}, {"PERSIST", "k"}},
+      {{"SET", "k", "v"}, {"EXPIRE", "k", "100", "XX"}},
+      {{"SET", "k", "v"}, {"COPY", "zz", "k"}},
+      {{"SET", "k", "v"}, {"SETBIT", "k", "0", "1"}},  // changes: touched
+      {{"SETBIT", "k", "0", "1"}, {"SETBIT", "k", "0", "1"}},
+      {{"SETBIT", "k", "0", "1"}, {"SETBIT", "k", "3", "0"}},
+  };
+  std::vector<Cmd> cmds;
+  for (const auto& c : cases) {
+    cmds.push_back({"FLUSHALL"});
+    cmds.push_back(c.first);
+    cmds.push_back({"WATCH", "k"});
+    cmds.push_back(c.second);
+    cmds.push_back({"MULTI"});
+    cmds.push_back({"PING"});
+    cmds.push_back({"EXEC"});
+    cmds.push_back({"OBJECT", "ENCODING", "k"});
+  }
+  ExpectSameAsRedis(&h, redis.port(), cmds);
 }
 
 }  // namespace

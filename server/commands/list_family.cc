@@ -81,7 +81,9 @@ void PopCommon(const Args& a, CommandContext* c, Reply* r, bool front) {
   if (!l.exists()) return a.size() == 3 ? r->NullArray() : r->Null();
   Elements out;
   if (!l.Pop(front, static_cast<uint64_t>(count), &out)) return Damaged(r);
-  if (!out.empty()) Notify(c, kNotifyList, front ? "lpop" : "rpop", a[1]);
+  // A count of 0 pops nothing: the list is not written (not touched).
+  if (out.empty()) return r->Array(0);
+  Notify(c, kNotifyList, front ? "lpop" : "rpop", a[1]);
   if (!SaveList(c, a[1], &l, r)) return;
   if (a.size() == 2) return r->Bulk(out[0]);
   r->Array(out.size());

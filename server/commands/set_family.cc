@@ -262,7 +262,10 @@ void SMove(const Args& a, CommandContext* c, Reply* r) {
   Notify(c, kNotifySet, "srem", a[1]);
   if (!SaveSet(c, a[1], &src, r)) return;
   MarkEvents(c);  // (a new destination is announced after the source's)
-  if (added) Notify(c, kNotifySet, "sadd", a[2]);
+  // A destination that held the member already is not written: as in
+  // Redis, it is not touched (a WATCH on it holds).
+  if (!added) return r->Int(1);
+  Notify(c, kNotifySet, "sadd", a[2]);
   if (SaveSet(c, a[2], &other, r)) r->Int(1);
 }
 

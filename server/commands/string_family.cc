@@ -482,24 +482,29 @@ void SetBit(const Args& a, CommandContext* c, Reply* r) {
   if (!ToInt(a[3], &on) || (on & ~int64_t{1}) != 0) {
     return r->Error("ERR bit is not an integer or out of range");
   }
-  std::string v;
-  int64_t expire = 0;
-  Found f = ReadString(c, a[1], &v, &expire);
-  if (f == Found::kWrongType) return WrongType(r);
-  bool found = f == Found::kYes;
+  Value value;
+  bool found = ReadValue(c, a[1], &value);
+  if (found && value.type != ValueType::kString) return WrongType(r);
+  std::string& v = value.bytes;
   uint64_t byte = bit >> 3;
   if (byte + 1 > c->store->config().max_value) {
     return r->Error(StringTooLong());
   }
-  if (v.size() <= byte) v.resize(byte + 1, '\0');
+  bool grown = v.size() <= byte;
+  if (grown) v.resize(byte + 1, '\0');
   bool old = BitAt(v, bit);
+  // A bit set to what it was changes nothing: as in Redis, the key is
+  // not touched (a WATCH holds) and no event is sent. (Redis still turns
+  // such a string's encoding raw: so is it written when it was not raw.)
+  bool changed = grown || old != (on != 0);
+  if (!changed && value.encoding == kStringRaw) return r->Int(old ? 1 : 0);
   unsigned char mask = static_cast<unsigned char>(1u << (7 - (bit & 7)));
   unsigned char& ch = reinterpret_cast<unsigned char&>(v[byte]);
   ch = on ? (ch | mask) : (ch & static_cast<unsigned char>(~mask));
   Status st = c->txn->Write(a[1], ValueType::kString, kStringRaw, v,
-                            found ? expire : 0);
+                            found ? value.expire_ms : 0);
   if (st != Status::kOk) return StoreError(st, r);
-  Notify(c, kNotifyString, "setbit", a[1]);
+  if (changed) Notify(c, kNotifyString, "setbit", a[1]);
   r->Int(old ? 1 : 0);
 }
 
