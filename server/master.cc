@@ -103,6 +103,7 @@ class Master {
       return 1;
     }
     store_->SetNotifyFlags(o_.notify_events);
+    store_->ResetSettings();  // CONFIG SET's lasts while the server runs
     // What a save killed before this start left: its log and its
     // unfinished RDB file (the RDB file itself is untouched).
     ReapSnapshot();
@@ -380,7 +381,11 @@ class Master {
   // changing, and starts the count again. After a failed save the next
   // try waits 5 s, as Redis's does.
   void SavePoints() {
-    if (save_points_.empty()) return;
+    // CONFIG SET save's points, once given, hold over --save's.
+    std::vector<SavePoint> given;
+    const std::vector<SavePoint>& points =
+        store_->GetSavePoints(&given) ? given : save_points_;
+    if (points.empty()) return;
     const int64_t mtime = RdbFileTime();
     if (mtime != save_seen_mtime_) {
       save_seen_mtime_ = mtime;
@@ -394,7 +399,7 @@ class Master {
     }
     const uint64_t changes = store_->ChangeCount() - save_base_;
     const int64_t elapsed = now_ms / 1000 - save_last_s_;
-    for (const SavePoint& p : save_points_) {
+    for (const SavePoint& p : points) {
       if (changes < static_cast<uint64_t>(p.changes) || elapsed <= p.secs) {
         continue;
       }

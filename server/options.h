@@ -54,12 +54,7 @@ struct Options {
 // or a usage error, which it has reported).
 int ParseArgs(int argc, char** argv, Options* o);
 
-// One of Redis's save points: a BGSAVE once `secs` have passed since the
-// last save and at least `changes` keys changed.
-struct SavePoint {
-  int64_t secs = 0;
-  int64_t changes = 0;
-};
+// SavePoint: server/store/settings.h (CONFIG SET save changes them).
 // "SECS CHANGES [SECS CHANGES ...]" (or "": none) as Redis's `save`
 // takes it: pairs of integers, none negative; false with *why.
 bool ParseSavePoints(std::string_view text, std::vector<SavePoint>* out,

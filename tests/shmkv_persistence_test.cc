@@ -696,4 +696,44 @@ TEST(ShmkvPersistence, SavePointsSave) {
   EXPECT_FALSE(bad.Start({"--save", "x 1"}));
 }
 
+// CONFIG SET save through one worker changes the master's save points:
+// with none at start, "1 1" set at run time saves a change; "" stops the
+// saves again. A new master starts from its --save.
+TEST(ShmkvPersistence, ConfigSetSaveChangesTheSavePoints) {
+  TempDir dir;
+  Server s("savepointsset");
+  ASSERT_TRUE(s.Start({"--dir", dir.path, "--workers", "2"})) << s.log();
+  Client c(s.port());
+  EXPECT_EQ(c.Call({"CONFIG", "GET", "save"}),
+            "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+  ASSERT_EQ(c.Call({"SET", "k", "v"}), "+OK\r\n");
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(ReadAll(dir.path + "/dump.rdb"), "") << "saved with no point";
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "save", "1 1"}), "+OK\r\n");
+  Client other(s.port());  // (either worker answers the same)
+  EXPECT_EQ(other.Call({"CONFIG", "GET", "save"}),
+            "*2\r\n$4\r\nsave\r\n$3\r\n1 1\r\n");
+  std::string file;
+  for (int i = 0; i < 400 && file.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    if (InfoField(&c, "rdb_bgsave_in_progress") == "0") {
+      file = ReadAll(dir.path + "/dump.rdb");
+    }
+  }
+  ASSERT_FALSE(file.empty()) << s.log();
+  EXPECT_NE(s.log().find("changes in"), std::string::npos) << s.log();
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "save", ""}), "+OK\r\n");
+  ASSERT_EQ(std::remove((dir.path + "/dump.rdb").c_str()), 0);
+  ASSERT_EQ(c.Call({"SET", "k", "w"}), "+OK\r\n");
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(ReadAll(dir.path + "/dump.rdb"), "") << "saved with no point";
+  // A new master: --save's points (none), not the last CONFIG SET's.
+  ASSERT_EQ(c.Call({"CONFIG", "SET", "save", "3600 1"}), "+OK\r\n");
+  s.Stop();
+  ASSERT_TRUE(s.Start({"--dir", dir.path})) << s.log();
+  Client again(s.port());
+  EXPECT_EQ(again.Call({"CONFIG", "GET", "save"}),
+            "*2\r\n$4\r\nsave\r\n$0\r\n\r\n");
+}
+
 }  // namespace

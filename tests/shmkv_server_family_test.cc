@@ -2,9 +2,14 @@
 // process, against redis-server: INFO, CONFIG, COMMAND, TIME.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "server/store/settings.h"
+#include "shmc/posix_shm_alloc.h"
+#include "shmc/shm_array.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
 
@@ -58,6 +63,197 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
       {"LATENCY", "GRAPH", "command"}, {"LATENCY", "GRAPH"},
       {"LATENCY", "BOGUS"}, {"LATENCY"}, {"LATENCY", "DOCTOR", "x"},
   });
+}
+
+// CONFIG SET of the compact forms' limits (hash-max-listpack-*,
+// set-max-intset-entries, zset-max-listpack-*, the lists' two), under
+// their names and older aliases: Redis's parsing, ranges and errors, and
+// the encodings values then take, checked when Redis checks them (a
+// value packed under higher limits stays packed until a write adds to
+// it or, for a hash, writes a longer field or value).
+TEST(ServerFamilyVsRedis, ConfigSetChangesEncodingLimitsAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("srvlimits");
+  ASSERT_TRUE(h.ok()) << h.error();
+  shmkv_test::Commands cmds = {
+      {"CONFIG", "SET", "hash-max-listpack-entries", "-1"},
+      {"CONFIG", "SET", "hash-max-ziplist-entries", "abc"},
+      {"CONFIG", "SET", "hash-max-listpack-entries", "1k"},
+      {"CONFIG", "SET", "list-max-listpack-size", "99999999999"},
+      {"CONFIG", "SET", "list-max-ziplist-size", "-2147483649"},
+      {"CONFIG", "SET", "list-compress-depth", "-1"},
+      {"CONFIG", "SET", "zset-max-listpack-value", "-5"},
+      {"CONFIG", "SET", "zset-max-listpack-value", "2x"},
+      {"CONFIG", "SET", "zset-max-listpack-value", "18446744073709551615"},
+      {"CONFIG", "SET", "hash-max-listpack-entries", "5",
+       "hash-max-listpack-entries", "6"},
+      // all or nothing: the first is not set when the second fails
+      {"CONFIG", "SET", "set-max-intset-entries", "7",
+       "notify-keyspace-events", "Q"},
+      {"CONFIG", "GET", "set-max-intset-entries"},
+      {"CONFIG", "SET", "hash-max-listpack-value", "1kb"},
+      {"CONFIG", "GET", "hash-max-listpack-value"},
+      {"CONFIG", "SET", "hash-max-listpack-value", "2K"},
+      {"CONFIG", "GET", "hash-max-ziplist-value"},
+      {"CONFIG", "SET", "list-max-ziplist-size", "-5"},
+      {"CONFIG", "GET", "list-max-listpack-size"},
+      {"CONFIG", "SET", "list-compress-depth", "3"},
+      {"CONFIG", "GET", "list-compress-depth"},
+      // sorted sets: by count and by member length, when a member is added
+      {"CONFIG", "SET", "zset-max-ziplist-entries", "2",
+       "zset-max-listpack-value", "4"},
+      {"CONFIG", "GET", "zset-max-listpack-entries"},
+      {"ZADD", "z", "1", "a", "2", "b"}, {"OBJECT", "ENCODING", "z"},
+      {"ZADD", "z", "3", "c"}, {"OBJECT", "ENCODING", "z"},
+      {"ZADD", "v", "1", "abcde"}, {"OBJECT", "ENCODING", "v"},
+      {"ZADD", "w", "1", "abcd"}, {"OBJECT", "ENCODING", "w"},
+      {"CONFIG", "SET", "zset-max-listpack-entries", "1"},
+      {"ZADD", "w", "5", "abcd"}, {"ZINCRBY", "w", "1", "abcd"},
+      {"OBJECT", "ENCODING", "w"}, {"ZADD", "w", "1", "x"},
+      {"OBJECT", "ENCODING", "w"}, {"ZRANGE", "w", "0", "-1", "WITHSCORES"},
+      {"CONFIG", "SET", "zset-max-listpack-entries", "0"},
+      {"ZADD", "one", "1", "a"}, {"OBJECT", "ENCODING", "one"},
+      {"ZRANGESTORE", "dst", "z", "0", "1"}, {"OBJECT", "ENCODING", "dst"},
+      {"CONFIG", "SET", "zset-max-listpack-entries", "2"},
+      {"ZRANGESTORE", "dst2", "z", "0", "1"}, {"OBJECT", "ENCODING", "dst2"},
+      {"ZUNIONSTORE", "u", "2", "z", "w"}, {"OBJECT", "ENCODING", "u"},
+      // hashes: by count when a field is added, by every length written
+      {"CONFIG", "SET", "hash-max-listpack-entries", "2",
+       "hash-max-listpack-value", "3"},
+      {"HSET", "h", "a", "1", "b", "2"}, {"OBJECT", "ENCODING", "h"},
+      {"HSET", "h", "a", "9"}, {"OBJECT", "ENCODING", "h"},
+      {"HSET", "h", "c", "3"}, {"OBJECT", "ENCODING", "h"},
+      {"HSET", "g", "a", "1234"}, {"OBJECT", "ENCODING", "g"},
+      {"HSET", "f", "abcd", "1"}, {"OBJECT", "ENCODING", "f"},
+      {"HSET", "e", "a", "1"}, {"HSETNX", "e", "a", "long value"},
+      {"OBJECT", "ENCODING", "e"},
+      {"CONFIG", "SET", "hash-max-listpack-entries", "512",
+       "hash-max-listpack-value", "64"},
+      {"HSET", "d", "a", "1", "b", "2", "c", "3"},
+      {"CONFIG", "SET", "hash-max-listpack-entries", "1"},
+      {"HSET", "d", "a", "5"}, {"HDEL", "d", "b"},
+      {"OBJECT", "ENCODING", "d"}, {"HSET", "d", "x", "1"},
+      {"OBJECT", "ENCODING", "d"},
+      // sets of integers
+      {"CONFIG", "SET", "set-max-intset-entries", "2"},
+      {"SADD", "s", "1", "2"}, {"OBJECT", "ENCODING", "s"},
+      {"SADD", "s", "3"}, {"OBJECT", "ENCODING", "s"},
+      {"SADD", "t", "5", "6"}, {"SUNION", "t"},
+      {"SUNIONSTORE", "st", "s", "t"}, {"OBJECT", "ENCODING", "st"},
+      {"SCARD", "st"},
+      {"CONFIG", "SET", "set-max-intset-entries", "512"},
+      {"SINTERSTORE", "si", "s", "s"}, {"OBJECT", "ENCODING", "si"},
+  };
+  // save: Redis's reading (split at each space; seconds at least 1)
+  for (const char* v : {"3600 1 300 100", "3600", "x 1", "-1 5", "1 -5",
+                        " 10  20 ", "0 0", "10 ", "+5 1", "1 2 3 4 5 6",
+                        "99999999999999999999 1", ""}) {
+    cmds.push_back({"CONFIG", "SET", "save", v});
+    cmds.push_back({"CONFIG", "GET", "save"});
+  }
+  cmds.push_back({"CONFIG", "SET", "save", "1 1", "save", "2 2"});
+  for (const char* name :
+       {"hash-max-listpack-entries", "hash-max-ziplist-entries",
+        "hash-max-listpack-value", "hash-max-ziplist-value",
+        "set-max-intset-entries", "zset-max-listpack-entries",
+        "zset-max-ziplist-entries", "zset-max-listpack-value",
+        "zset-max-ziplist-value", "list-max-listpack-size",
+        "list-max-ziplist-size", "list-compress-depth"}) {
+    cmds.push_back({"CONFIG", "GET", name});
+  }
+  ExpectSameAsRedis(&h, redis.port(), cmds);
+}
+
+// The limits are the store's, not a worker's: a worker attached to the
+// same store (as after a restart) sees what another set, and its writes
+// follow them.
+TEST(ServerFamily, EncodingLimitsAreSharedByTheStore) {
+  CommandHarness a("srvlimshare");
+  ASSERT_TRUE(a.ok()) << a.error();
+  EXPECT_EQ(a.Run({"CONFIG", "SET", "zset-max-listpack-entries", "3"}),
+            "+OK\r\n");
+  shmkv_test::CommandWorker b(a.config());
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b.Run({"CONFIG", "GET", "zset-max-listpack-entries"}),
+            "*2\r\n$25\r\nzset-max-listpack-entries\r\n$1\r\n3\r\n");
+  EXPECT_EQ(b.Run({"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"}),
+            ":4\r\n");
+  EXPECT_EQ(a.Run({"OBJECT", "ENCODING", "z"}), "$8\r\nskiplist\r\n");
+}
+
+// The settings segment's words, as a store of this layout writes them: a
+// change here is a new kSettingsMagic (a running server of the old
+// layout is refused), never an edit of these figures.
+TEST(ServerFamily, SettingsSegmentLayoutGolden) {
+  CommandHarness h("srvsetgold");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ASSERT_EQ(h.Run({"CONFIG", "SET", "zset-max-listpack-entries", "7",
+                   "list-max-listpack-size", "-3", "save", "5 6 70 80"}),
+            "+OK\r\n");
+  shmc::ShmArray<shmkv::SettingsBlock, shmc::POSIX> arr;
+  ASSERT_TRUE(arr.InitForWrite(shmkv::SettingsKey(h.config()), 1))
+      << arr.last_error().message;
+  const auto* w = reinterpret_cast<const volatile uint64_t*>(&arr[0]);
+  EXPECT_EQ(w[0], 0x31746573766b6d73ULL);  // "smkvset1"
+  EXPECT_EQ(w[1], (uint64_t{1} << 63) | (uint64_t{1} << 5) |
+                      (uint64_t{1} << 3));
+  EXPECT_EQ(w[2 + 3], 7u);                        // zset-max-listpack-entries
+  EXPECT_EQ(w[2 + 5], static_cast<uint64_t>(-3));  // list-max-listpack-size
+  EXPECT_EQ(w[16], 2u);                           // save_seq: one write
+  EXPECT_EQ(w[17], 2u);                           // two points
+  EXPECT_EQ(w[18], 5u);
+  EXPECT_EQ(w[19], 6u);
+  EXPECT_EQ(w[20], 70u);
+  EXPECT_EQ(w[21], 80u);
+}
+
+// Damaged settings words (out of range, a sequence left odd by a writer
+// that died, a count past the points) read as the defaults; random words
+// never crash a command that reads them.
+TEST(ServerFamily, DamagedSettingsReadAsDefaults) {
+  CommandHarness h("srvsetdamage");
+  ASSERT_TRUE(h.ok()) << h.error();
+  h.info()->save = "900 1";
+  shmc::ShmArray<shmkv::SettingsBlock, shmc::POSIX> arr;
+  ASSERT_TRUE(arr.InitForWrite(shmkv::SettingsKey(h.config()), 1))
+      << arr.last_error().message;
+  auto& b = const_cast<shmkv::SettingsBlock&>(arr[0]);
+  b.words[0].store(static_cast<uint64_t>(-5));  // hash-max-listpack-entries
+  b.words[5].store(uint64_t{1} << 40);          // list-max-listpack-size
+  b.given.store(~uint64_t{0});
+  b.save_count.store(1000);
+  EXPECT_EQ(h.Run({"CONFIG", "GET", "hash-max-listpack-entries"}),
+            "*2\r\n$25\r\nhash-max-listpack-entries\r\n$3\r\n512\r\n");
+  EXPECT_EQ(h.Run({"CONFIG", "GET", "list-max-listpack-size"}),
+            "*2\r\n$22\r\nlist-max-listpack-size\r\n$2\r\n-2\r\n");
+  EXPECT_EQ(h.Run({"CONFIG", "GET", "save"}),
+            "*2\r\n$4\r\nsave\r\n$5\r\n900 1\r\n");
+  b.save_count.store(1);
+  b.save_seq.store(7);  // a writer died mid-write
+  EXPECT_EQ(h.Run({"CONFIG", "GET", "save"}),
+            "*2\r\n$4\r\nsave\r\n$5\r\n900 1\r\n");
+  EXPECT_EQ(h.Run({"CONFIG", "SET", "save", "10 20"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"CONFIG", "GET", "save"}),
+            "*2\r\n$4\r\nsave\r\n$5\r\n10 20\r\n")
+      << "the next writer makes the sequence even again";
+  std::mt19937_64 rng(20261128);
+  auto* words = reinterpret_cast<std::atomic<uint64_t>*>(&b);
+  for (int round = 0; round < 300; ++round) {
+    for (int k = 0; k < 3; ++k) {
+      size_t at = 1 + rng() % (sizeof(b) / 8 - 1);  // the magic stays
+      uint64_t v = rng();
+      if (rng() % 2) v %= 1000;  // small values, in range or near it
+      words[at].store(v);
+    }
+    std::string cfg = h.Run({"CONFIG", "GET", "*"});
+    ASSERT_EQ(cfg.rfind("*", 0), 0u) << cfg;
+    std::string k = "k" + std::to_string(round % 7);
+    h.Run({"ZADD", "z" + k, std::to_string(round), k});
+    h.Run({"HSET", "h" + k, k, std::string(round % 100, 'x')});
+    h.Run({"SADD", "s" + k, std::to_string(round)});
+  }
+  h.Run({"FLUSHALL"});
 }
 
 // INFO keyspace's avg_ttl: the mean remaining TTL of the database's keys

@@ -121,9 +121,10 @@ bool HashValue::Find(std::string_view field, std::string_view* value) {
 
 void HashValue::Grow(std::string_view written) {
   int64_t n = 0;
-  if (shape_.sorted_ints ? !ParseInt64(written, &n)
-                         : written.size() > kListpackValue) {
-    grow_ = true;
+  if (shape_.sorted_ints) {
+    if (!ParseInt64(written, &n)) grow_ = true;
+  } else if (written.size() > longest_) {
+    longest_ = written.size();  // held against the limit when saved
   }
 }
 
@@ -131,6 +132,7 @@ bool HashValue::Set(std::string_view field, std::string_view value) {
   Bucket* b = BucketFor(field);
   if (b == nullptr) return false;
   b->dirty = true;
+  set_ = true;
   for (size_t i = 0; i < b->items.size(); i += 2) {
     if (b->items[i] == field) {
       b->items[i + 1] = value;
@@ -152,6 +154,7 @@ bool HashValue::Set(std::string_view field, std::string_view value) {
                   {field, value});
   ++count_;
   root_dirty_ = true;
+  added_ = true;
   return true;
 }
 
@@ -169,6 +172,8 @@ void HashValue::SetAllNew(
     ++count_;
   }
   root_dirty_ = true;
+  added_ = added_ || !pairs.empty();
+  set_ = added_;
   if (buckets_mode_ || !shape_.sorted_ints) return;
   // Packed integers sorted by value, as Set keeps them (when all are
   // integers: a value with another member is no intset anyway).
@@ -259,8 +264,17 @@ Store::Status HashValue::Save(CommandContext* c, std::string_view key) {
   using Status = Store::Status;
   if (count_ == 0) return exists_ ? c->txn->Delete(key) : Status::kOk;
   if (!buckets_mode_) {
-    bool table = grow_ || encoding_ != shape_.packed ||
-                 count_ > kListpackEntries;
+    // The limits CONFIG SET gave (Redis's by default), as they are now,
+    // checked when Redis checks them: a hash's count whenever a field is
+    // set, a set's when a member is added, and the length of every field
+    // and value written (a value packed under higher limits stays so
+    // until then; a delete never converts).
+    const EncodingLimits limits = c->store->Limits();
+    bool over = shape_.sorted_ints
+                    ? added_ && count_ > limits.set_intset_entries
+                    : (set_ && count_ > limits.hash_entries) ||
+                          longest_ > limits.hash_value;
+    bool table = grow_ || encoding_ != shape_.packed || over;
     if (!table) return SavePacked(c, key);
     Status st = ToBuckets(c);
     if (st != Status::kOk) return st;

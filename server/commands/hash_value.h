@@ -61,7 +61,8 @@ class HashValue {
  public:
   explicit HashValue(const TableShape& shape = kHashShape) : shape_(shape) {}
 
-  // Redis's listpack limits (hash-max-listpack-entries / -value).
+  // Redis's default listpack limits (hash-max-listpack-entries / -value,
+  // set-max-intset-entries): CONFIG SET changes them (EncodingLimits).
   static constexpr size_t kListpackEntries = 512;
   static constexpr size_t kListpackValue = 64;
   // A bucket splits the next bucket in turn past this many fields on
@@ -147,7 +148,10 @@ class HashValue {
   CommandContext* c_ = nullptr;
   bool exists_ = false;
   bool ok_ = true;
-  bool grow_ = false;  // a write passed the listpack value limit
+  bool grow_ = false;  // a set's write was no integer
+  size_t longest_ = 0;  // a hash's longest field or value written
+  bool added_ = false;  // a field (member) was added
+  bool set_ = false;    // a field was set (added or given a value)
   bool buckets_mode_ = false;
   Value value_;
   uint8_t encoding_ = 0;

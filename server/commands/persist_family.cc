@@ -332,7 +332,7 @@ void Shutdown(const Args& a, CommandContext* c, Reply* r) {
                  "(pid %d)\n", snap.pid);
     kill(snap.pid, SIGKILL);
   }
-  save = save || (!nosave && c->info != nullptr && !c->info->save.empty());
+  save = save || (!nosave && !SavePointsText(c).empty());
   if (save) {
     std::string why;
     if (!SaveRdb(c, &why)) {
@@ -358,6 +358,19 @@ int64_t LastSaveTime(CommandContext* c) {
 
 void LastSave(const Args&, CommandContext* c, Reply* r) {
   r->Int(LastSaveTime(c));
+}
+
+std::string SavePointsText(CommandContext* c) {
+  std::vector<SavePoint> points;
+  if (!c->store->GetSavePoints(&points)) {
+    return c->info != nullptr ? c->info->save : "";
+  }
+  std::string out;
+  for (const SavePoint& p : points) {
+    if (!out.empty()) out += ' ';
+    out += std::to_string(p.secs) + " " + std::to_string(p.changes);
+  }
+  return out;
 }
 
 }  // namespace cmd

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "server/commands/command.h"
 #include "server/commands/registry.h"
@@ -26,6 +27,9 @@ void BgSave(const Args& a, CommandContext* c, Reply* r);
 void Shutdown(const Args& a, CommandContext* c, Reply* r);
 // LASTSAVE's time, for INFO's rdb_last_save_time.
 int64_t LastSaveTime(CommandContext* c);
+// The save points in force, as CONFIG GET save shows them ("SECS CHANGES
+// ...", "": none): CONFIG SET save's, else the server's --save.
+std::string SavePointsText(CommandContext* c);
 
 }  // namespace cmd
 }  // namespace shmkv

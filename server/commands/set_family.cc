@@ -64,9 +64,10 @@ uint64_t NextRandom() {
 }
 
 // The order Redis gives a set it builds (SUNION, SDIFF): an intset's,
-// ascending, while every member is an integer and there are at most 512.
-void AsRedisBuildsIt(Members* m) {
-  if (m->size() > HashValue::kListpackEntries) return;
+// ascending, while every member is an integer and there are at most
+// set-max-intset-entries.
+void AsRedisBuildsIt(Members* m, uint64_t intset_entries) {
+  if (m->size() > intset_entries) return;
   std::vector<std::pair<int64_t, std::string_view>> ints;
   for (std::string_view v : *m) {
     int64_t n = 0;
@@ -305,7 +306,8 @@ bool Intersect(std::vector<SetValue>* sets, uint64_t limit, Members* out) {
 }
 
 // SUNION's or SDIFF's members, in the order Redis's result set has.
-bool Combine(std::vector<SetValue>* sets, bool diff, Members* out) {
+bool Combine(std::vector<SetValue>* sets, bool diff, uint64_t intset_entries,
+             Members* out) {
   std::unordered_set<std::string_view> seen;
   Members first;
   if (!MembersOf(&(*sets)[0], &first)) return false;
@@ -325,7 +327,7 @@ bool Combine(std::vector<SetValue>* sets, bool diff, Members* out) {
       if (seen.insert(m).second) out->push_back(m);
     }
   }
-  AsRedisBuildsIt(out);
+  AsRedisBuildsIt(out, intset_entries);
   return true;
 }
 
@@ -342,6 +344,8 @@ void SetOpCommon(const Args& a, CommandContext* c, Reply* r, SetOp op,
     Members result;
     bool ok = op == SetOp::kInter ? Intersect(&sets, 0, &result)
                                   : Combine(&sets, op == SetOp::kDiff,
+                                            c->store->Limits()
+                                                .set_intset_entries,
                                             &result);
     if (!ok) return Damaged(r);
     if (!store) return ReplyMembers(result, true, r);

@@ -148,7 +148,10 @@ bool ZSetValue::Set(std::string_view member, double score) {
     ZEntry e{member, score};
     entries_.insert(
         std::upper_bound(entries_.begin(), entries_.end(), e, ZLess), e);
-    if (member.size() > kListpackValue) encoding_ = kZSetSkiplist;
+    if (!had) {
+      added_ = true;
+      longest_ = std::max(longest_, member.size());
+    }
     return !had;
   }
   // The table says where the member is in the tree: a tree without it
@@ -169,9 +172,10 @@ void ZSetValue::SetAllNew(const std::vector<ZEntry>& entries) {
     }
     return;
   }
+  added_ = true;
   for (const ZEntry& e : entries) {
     entries_.push_back(e);
-    if (e.member.size() > kListpackValue) encoding_ = kZSetSkiplist;
+    longest_ = std::max(longest_, e.member.size());
   }
   std::sort(entries_.begin(), entries_.end(), ZLess);
 }
@@ -253,7 +257,15 @@ Store::Status ZSetValue::Save(CommandContext* c, std::string_view key) {
   if (!changed_ || !ok()) return Status::kOk;
   if (size() == 0) return exists_ ? c->txn->Delete(key) : Status::kOk;
   if (!in_parts_) {
-    if (entries_.size() > kListpackEntries) encoding_ = kZSetSkiplist;
+    // The limits CONFIG SET gave (Redis's by default), checked as Redis
+    // checks them: when a member is added, by the count and the added
+    // members' lengths (a set packed under higher limits stays so until
+    // then).
+    const EncodingLimits limits = c->store->Limits();
+    if (added_ && (entries_.size() > limits.zset_entries ||
+                   longest_ > limits.zset_value)) {
+      encoding_ = kZSetSkiplist;
+    }
     if (encoding_ == kZSetListpack) {
       std::vector<std::string_view> items;
       items.reserve(entries_.size() * 2);

@@ -44,6 +44,8 @@ constexpr uint8_t kZSetTree = kEncodingParts | 1;
 
 class ZSetValue {
  public:
+  // Redis's default listpack limits (zset-max-listpack-entries /
+  // -value): CONFIG SET changes them (EncodingLimits).
   static constexpr size_t kListpackEntries = 128;
   static constexpr size_t kListpackValue = 64;
 
@@ -90,6 +92,8 @@ class ZSetValue {
   bool exists_ = false;
   bool ok_ = true;
   bool changed_ = false;
+  bool added_ = false;   // a member was added (packed)
+  size_t longest_ = 0;   // the longest member added (packed)
   bool in_parts_ = false;
   Value value_;
   uint8_t encoding_ = kZSetListpack;

@@ -41,6 +41,10 @@ std::string ReplKey(const StoreConfig& cfg) {
   return ControlKey(cfg) + ".repl";
 }
 
+std::string SettingsKey(const StoreConfig& cfg) {
+  return ControlKey(cfg) + ".settings";
+}
+
 namespace {
 
 template <class Alloc>
@@ -76,6 +80,7 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(WaitsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ReplKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(SettingsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(pubsub.first, err) &&

@@ -69,7 +69,8 @@ class StoreT : public Store {
       return false;
     }
     if (!journal_.Open(JournalKey(cfg), cfg.journal, master, err) ||
-        !dbs_.Open(DbsKey(cfg), err)) {
+        !dbs_.Open(DbsKey(cfg), err) ||
+        !settings_.Open(SettingsKey(cfg), err)) {
       return false;
     }
     cow_.Init(&journal_, cfg.dir);
@@ -235,6 +236,19 @@ class StoreT : public Store {
   uint32_t Physical(uint32_t db) override { return dbs_.Physical(db); }
   uint32_t NotifyFlags() override { return dbs_.Notify(); }
   void SetNotifyFlags(uint32_t flags) override { dbs_.SetNotify(flags); }
+  int64_t GetSetting(Setting s) override { return settings_.Get(s); }
+  void SetSetting(Setting s, int64_t v) override { settings_.Set(s, v); }
+  EncodingLimits Limits() override { return settings_.Limits(); }
+  void ResetSettings() override { settings_.Reset(); }
+  bool GetSavePoints(std::vector<SavePoint>* out) override {
+    return settings_.GetSave(out);
+  }
+  void SetSavePoints(const std::vector<SavePoint>& points,
+                     bool locked) override {
+    if (locked) return settings_.SetSave(points);
+    Locked lock(this);  // writers of the points never meet
+    settings_.SetSave(points);
+  }
   void SetExpiryListener(ExpiryListener f) override {
     on_expiry_ = std::move(f);
   }
@@ -803,6 +817,7 @@ class StoreT : public Store {
   std::string asof_blob_;
   Map map_;
   shmc::ShmArray<ControlBlock, shmc::POSIX> ctl_arr_;
+  Settings settings_;
   ControlBlock* ctl_ = nullptr;
   Journal journal_;
   std::vector<char> scratch_;

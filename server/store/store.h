@@ -54,6 +54,7 @@
 
 #include "server/store/blob.h"
 #include "server/store/dbs.h"
+#include "server/store/settings.h"
 #include "shmc/process_lease.h"
 #include "shmc/segment_name.h"
 
@@ -173,11 +174,14 @@ std::string WaitsKey(const StoreConfig& cfg);
 std::string DbsKey(const StoreConfig& cfg);
 // The POSIX segment of the replication role and link (server/store/repl.h).
 std::string ReplKey(const StoreConfig& cfg);
+// The POSIX segment of the settings CONFIG SET changes (server/store/
+// settings.h).
+std::string SettingsKey(const StoreConfig& cfg);
 
 // Removes every segment of the store `cfg` names (the map's two, the
 // control block, the journal, the statistics and latency sketches, the
-// wait board, the databases, the script cache, pub/sub's registry and
-// ring, the replication state); segments that do not exist are skipped.
+// wait board, the databases, the settings, the script cache, pub/sub's
+// registry and ring, the replication state); segments that do not exist are skipped.
 // Processes still attached keep their mappings. Returns false with `err`
 // set when a segment exists and cannot be removed.
 bool RemoveStore(const StoreConfig& cfg, std::string* err);
@@ -302,6 +306,20 @@ class Store {
   // process of the store: 0 (none) in a store an older build made.
   virtual uint32_t NotifyFlags() = 0;
   virtual void SetNotifyFlags(uint32_t flags) = 0;
+  // The settings CONFIG SET changes (server/store/settings.h), shared by
+  // every process of the store.
+  virtual int64_t GetSetting(Setting s) = 0;
+  virtual void SetSetting(Setting s, int64_t v) = 0;
+  virtual EncodingLimits Limits() = 0;
+  // Every setting to its default (server/store/settings.h): a master's
+  // start.
+  virtual void ResetSettings() = 0;
+  // The save points CONFIG SET save gave (false: none given, the
+  // server's --save holds); setting them takes the write lock unless the
+  // caller holds it (`locked`: inside a transaction).
+  virtual bool GetSavePoints(std::vector<SavePoint>* out) = 0;
+  virtual void SetSavePoints(const std::vector<SavePoint>& points,
+                             bool locked) = 0;
   // Called under the write lock for each key expiry removes (lazily, on
   // access, or by Sweep) with the key's logical database, for the
   // "expired" keyspace event. Null: none.
