@@ -2,7 +2,9 @@
 // the key commands keep each value's type and answer for every type.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
@@ -24,8 +26,93 @@ TEST(KeyspaceFamily, IdsArePinned) {
       {"pexpiretime", 45}, {"persist", 46}, {"dbsize", 47}, {"flushall", 48},
       {"flushdb", 49}, {"keys", 50}, {"scan", 51}, {"object", 66},
       {"move", 158}, {"dump", 175}, {"restore", 176},
-      {"migrate", 181},
+      {"migrate", 181}, {"memory", 185},
   });
+}
+
+// MEMORY's errors and refusals as Redis's; the figures are the store's
+// (docs/server.md), so only their shapes are compared here.
+TEST(KeyspaceFamilyVsRedis, MemoryRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("keymemdiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"SET", "k", "v"}, {"MEMORY"}, {"MEMORY", "foo"}, {"MEMORY", "USAGE"},
+      {"MEMORY", "USAGE", "nokey"}, {"MEMORY", "USAGE", "nokey", "SAMPLES",
+                                     "0"},
+      {"MEMORY", "USAGE", "k", "SAMPLES"},
+      {"MEMORY", "USAGE", "k", "SAMPLES", "-1"},
+      {"MEMORY", "USAGE", "k", "SAMPLES", "x"},
+      {"MEMORY", "USAGE", "k", "foo"}, {"MEMORY", "USAGE", "k", "foo", "1"},
+      {"MEMORY", "STATS", "x"}, {"MEMORY", "DOCTOR", "x"},
+      {"MEMORY", "PURGE"}, {"MEMORY", "PURGE", "x"},
+      {"MEMORY", "MALLOC-STATS", "x"}, {"MEMORY", "HELP", "x"},
+  });
+}
+
+// MEMORY USAGE: what a key holds of the store, for every type; a value
+// in parts counted part by part (SAMPLES 0) or sampled and scaled; a
+// root that claims more parts than the map can hold is damage.
+TEST(KeyspaceFamily, MemoryUsageCountsTheStoresBytes) {
+  CommandHarness h("keymem", 100000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  auto usage = [&](std::vector<std::string> cmd) -> int64_t {
+    std::string out = h.Run(cmd);
+    EXPECT_EQ(out[0], ':') << out;
+    return std::stoll(out.substr(1));
+  };
+  ASSERT_EQ(h.Run({"SET", "s", "v"}), "+OK\r\n");
+  ASSERT_EQ(h.Run({"SET", "long", std::string(1000, 'x')}), "+OK\r\n");
+  int64_t small = usage({"MEMORY", "USAGE", "s"});
+  int64_t large = usage({"MEMORY", "USAGE", "long"});
+  EXPECT_GT(small, 0);
+  EXPECT_GE(large, small + 1000) << "a value's bytes are counted";
+  EXPECT_LE(large, small + 1000 * 80 / 64 + 160) << "and little else";
+  for (const auto& cmd :
+       {std::vector<std::string>{"RPUSH", "l", "a"}, {"SADD", "t", "a"},
+        {"ZADD", "z", "1", "a"}, {"HSET", "h", "f", "v"}}) {
+    h.Run(cmd);
+    EXPECT_GT(usage({"MEMORY", "USAGE", cmd[1]}), 0) << cmd[1];
+  }
+  // A hash in parts: all parts counted, or five sampled and scaled.
+  std::vector<std::string> hset = {"HSET", "big"};
+  for (int i = 0; i < 20000; ++i) {
+    hset.push_back("field:" + std::to_string(i));
+    hset.push_back(std::string(40, 'v'));
+  }
+  uint64_t before = h.store()->MemoryUsed();
+  ASSERT_EQ(h.Run(hset), ":20000\r\n");
+  uint64_t nodes = h.store()->MemoryUsed() - before;
+  int64_t all = usage({"MEMORY", "USAGE", "big", "SAMPLES", "0"});
+  shmkv::Value root;
+  ASSERT_TRUE(h.store()->Get("big", &root));
+  shmkv::PartsRoot pr;
+  std::memcpy(&pr, root.bytes.data(), sizeof(pr));
+  // every node the hash took, and an index node (24 bytes) per blob
+  EXPECT_EQ(static_cast<uint64_t>(all), nodes + 24 * (pr.parts + 1));
+  int64_t sampled = usage({"MEMORY", "USAGE", "big"});
+  EXPECT_GT(sampled, all / 2);
+  EXPECT_LT(sampled, all * 2);
+  // MEMORY STATS: the store's keys and bytes.
+  std::string stats = h.Run({"MEMORY", "STATS"});
+  EXPECT_NE(stats.find("$10\r\nkeys.count\r\n:7\r\n"), std::string::npos)
+      << stats;
+  EXPECT_NE(stats.find("total.allocated"), std::string::npos) << stats;
+  // A root claiming 2^62 parts (of a collection of its own): the
+  // damaged-value error, at once.
+  ASSERT_TRUE(h.store()->Get("big", &root));
+  {
+    auto t = h.store()->Begin();
+    pr.id = t->NewCollection();
+    pr.parts = uint64_t{1} << 62;
+    std::memcpy(&root.bytes[0], &pr, sizeof(pr));
+    ASSERT_EQ(t->Write("bad", ValueType::kHash, root.encoding, root.bytes, 0),
+              shmkv::Store::Status::kOk);
+    ASSERT_EQ(t->Commit(), shmkv::Store::Status::kOk);
+  }
+  EXPECT_EQ(h.Run({"MEMORY", "USAGE", "bad", "SAMPLES", "0"}),
+            "-ERR the value of this key is damaged (shmc check)\r\n");
 }
 
 TEST(KeyspaceFamily, KeyCommandsKeepTheType) {

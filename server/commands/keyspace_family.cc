@@ -3,6 +3,8 @@
 // the string commands, writes run in the caller's Store::Txn.
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <cstdio>
 #include <cctype>
 #include <functional>
 #include <set>
@@ -433,6 +435,158 @@ void Object(const Args& a, CommandContext* c, Reply* r) {
            "at runtime LRU and LFU data will take some time to adjust.");
 }
 
+namespace {
+
+// What the key holds of the store (MEMORY USAGE): its blob's nodes and
+// index node, and, for a collection in parts, its parts'. With `samples`
+// (> 0) fewer than the parts, that many evenly spaced part indexes are
+// read and the sum scaled to all of them, as Redis samples a large
+// value's elements.
+enum class Usage { kNone, kOk, kDamaged };
+Usage KeyMemory(CommandContext* c, std::string_view key, uint64_t samples,
+                uint64_t* bytes) {
+  Value v;
+  if (!ReadValue(c, key, &v)) return Usage::kNone;
+  *bytes = c->store->BlobCost(kBlobHeader + key.size() + v.bytes.size());
+  PartsRoot root{};
+  if ((v.encoding & kEncodingParts) == 0 || v.bytes.size() < sizeof(root)) {
+    return Usage::kOk;
+  }
+  std::memcpy(&root, v.bytes.data(), sizeof(root));
+  // A count of parts the map could not hold is damage (a sorted set's
+  // indexes run to twice its largest half's).
+  if (root.parts > 2 * c->store->Capacity() + 2) return Usage::kDamaged;
+  uint64_t reads = samples == 0 || samples > root.parts ? root.parts
+                                                        : samples;
+  uint64_t sum = 0;
+  std::string part;
+  const uint64_t step = reads != 0 ? root.parts / reads : 1;  // >= 1
+  for (uint64_t k = 0; k < reads; ++k) {
+    uint64_t index = k * step;  // < parts: no overflow, whatever parts is
+    if (c->store->GetPart(root.id, index, &part)) {
+      sum += c->store->BlobCost(kBlobHeader + sizeof(PartKey) + part.size());
+    }
+  }
+  if (reads == root.parts) {
+    *bytes += sum;
+  } else if (reads != 0) {
+    *bytes += static_cast<uint64_t>(static_cast<double>(sum) *
+                                    static_cast<double>(root.parts) /
+                                    static_cast<double>(reads));
+  }
+  return Usage::kOk;
+}
+
+}  // namespace
+
+// MEMORY USAGE key [SAMPLES count] | STATS | DOCTOR | MALLOC-STATS |
+// PURGE | HELP
+void Memory(const Args& a, CommandContext* c, Reply* r) {
+  std::string sub = Lower(a[1]);
+  auto arity = [&](size_t n) {
+    if (a.size() == n) return true;
+    r->Error("ERR wrong number of arguments for 'memory|" + sub +
+             "' command");
+    return false;
+  };
+  if (sub == "help") {
+    if (!arity(2)) return;
+    const char* lines[] = {
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    What the store's memory looks like, in a sentence.",
+        "MALLOC-STATS",
+        "    The allocator's own statistics (none: the store is shared "
+        "memory).",
+        "PURGE",
+        "    Nothing to give back: freed nodes return to the store's pool.",
+        "STATS",
+        "    The store's memory: what it holds in all, its index, its keys.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    The bytes <key> holds of the store (its nodes and index "
+        "node); a value in",
+        "    parts reads <count> of them and scales (default: 5, 0: all "
+        "of them).",
+        "HELP",
+        "    Prints this help."};
+    r->Array(std::size(lines));
+    for (const char* l : lines) r->Simple(l);
+  } else if (sub == "usage") {
+    if (a.size() < 3) {
+      return r->Error("ERR wrong number of arguments for 'memory|usage' "
+                      "command");
+    }
+    int64_t samples = 5;
+    for (size_t j = 3; j < a.size(); ++j) {
+      if (!Eq(a[j], "samples") || j + 1 >= a.size()) {
+        return r->Error("ERR syntax error");
+      }
+      if (!ToInt(a[j + 1], &samples)) return NotInt(r);
+      if (samples < 0) return r->Error("ERR syntax error");
+      ++j;
+    }
+    uint64_t bytes = 0;
+    ReadConsistently(c, r, [&] {
+      switch (KeyMemory(c, a[2], static_cast<uint64_t>(samples), &bytes)) {
+        case Usage::kNone: return r->Null();
+        case Usage::kDamaged: return Damaged(r);
+        case Usage::kOk: break;
+      }
+      r->Int(static_cast<int64_t>(bytes));
+    });
+  } else if (sub == "stats") {
+    if (!arity(2)) return;
+    // The store's figures under Redis's names where one means the same;
+    // the allocator's and the clients' are not the store's to give.
+    const uint64_t used = c->store->MemoryUsed();
+    const uint64_t index = c->store->IndexBytes();
+    const uint64_t keys = c->store->Keys();
+    const uint64_t total = used + index;
+    r->Map(7);
+    r->Bulk("total.allocated");
+    r->Int(static_cast<int64_t>(total));
+    r->Bulk("overhead.total");
+    r->Int(static_cast<int64_t>(index));
+    r->Bulk("keys.count");
+    r->Int(static_cast<int64_t>(keys));
+    r->Bulk("keys.bytes-per-key");
+    r->Int(static_cast<int64_t>(keys != 0 ? total / keys : 0));
+    r->Bulk("dataset.bytes");
+    r->Int(static_cast<int64_t>(used));
+    r->Bulk("dataset.percentage");
+    r->Double(total != 0 ? 100.0 * static_cast<double>(used) /
+                               static_cast<double>(total)
+                         : 0.0);
+    r->Bulk("maxmemory");
+    r->Int(static_cast<int64_t>(c->store->MemoryTotal()));
+  } else if (sub == "malloc-stats") {
+    if (!arity(2)) return;
+    r->Bulk("Stats not supported for the current allocator");
+  } else if (sub == "doctor") {
+    if (!arity(2)) return;
+    const uint64_t used = c->store->MemoryUsed();
+    const uint64_t limit = c->store->MemoryTotal();
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "The store holds %llu keys in %llu bytes of its %llu "
+                  "(%.1f%% full). Keys or values added past that are "
+                  "refused with -OOM; nothing is evicted.",
+                  static_cast<unsigned long long>(c->store->Keys()),
+                  static_cast<unsigned long long>(used),
+                  static_cast<unsigned long long>(limit),
+                  limit != 0 ? 100.0 * static_cast<double>(used) /
+                                   static_cast<double>(limit)
+                             : 0.0);
+    r->Verbatim(text);
+  } else if (sub == "purge") {
+    if (!arity(2)) return;
+    r->Simple("OK");
+  } else {
+    r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
+             "'. Try MEMORY HELP.");
+  }
+}
+
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kKeyspaceRows[] = {
     {"del", 29, -2, kWrite, 1, -1, 1, Del},
@@ -460,6 +614,7 @@ const CommandRow kKeyspaceRows[] = {
     {"keys", 50, 2, kReadOnly, 0, 0, 0, Keys},
     {"scan", 51, -2, kReadOnly, 0, 0, 0, Scan},
     {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
+    {"memory", 185, -2, kReadOnly, 2, 2, 1, Memory},
     {"dump", 175, 2, kReadOnly, 1, 1, 1, Dump},
     {"restore", 176, -4, kWrite | kDenyOom, 1, 1, 1, Restore},
     {"migrate", 181, -6, kWrite | kMayReplicate, 3, 3, 1, Migrate},

@@ -308,6 +308,14 @@ class StoreT : public Store {
     const auto& lt = map_.link_table();
     return (lt.total_nodes() - lt.free_nodes()) * kNodeCost;
   }
+  uint64_t BlobCost(uint64_t bytes) override {
+    return map_.link_table().NodesFor(bytes) * kNodeCost +
+           sizeof(shmc::detail::MapNode<KeyHash>);
+  }
+  uint64_t IndexBytes() override {
+    return map_.hash_table().ideal_capacity() *
+           sizeof(shmc::detail::MapNode<KeyHash>);
+  }
   ControlBlock* control() override { return ctl_; }
 
   pid_t ForkSnapshot(bool locked, SnapshotPoint* at, bool* busy,

@@ -397,6 +397,11 @@ class Store {
   virtual uint64_t Capacity() = 0;
   virtual uint64_t MemoryTotal() = 0;
   virtual uint64_t MemoryUsed() = 0;
+  // What a blob of `bytes` (head, key and value) holds of the store: its
+  // value nodes (--memory's accounting) and its index node.
+  virtual uint64_t BlobCost(uint64_t bytes) = 0;
+  // The bytes of the index, held whole (capacity's).
+  virtual uint64_t IndexBytes() = 0;
   virtual ControlBlock* control() = 0;
   // Multi-key commits that needed more than the plain path.
   struct JournalStats {
