@@ -233,31 +233,54 @@ bool HashValue::Page(
 
 bool HashValue::Random(uint64_t (*rng)(), std::string_view* field,
                        std::string_view* value) {
-  Bucket* b = nullptr;
+  auto take = [&](const Bucket& b, size_t pair) {
+    *field = b.items[2 * pair];
+    *value = b.items[2 * pair + 1];
+    return true;
+  };
   if (!buckets_mode_) {
-    b = &packed_;
-  } else {
-    // Random buckets first; a sparse hash falls back to a walk from one.
-    for (int tries = 0; tries < 64 && b == nullptr; ++tries) {
-      Bucket* got = Get(rng() % buckets_);
-      if (got == nullptr) return false;
-      if (!got->items.empty()) b = got;
+    if (packed_.items.empty()) return ok_ = false;
+    return take(packed_, rng() % (packed_.items.size() / 2));
+  }
+  // Every field equally likely (a bucket drawn, then one of its fields,
+  // would favour the fields of sparse buckets). A table of few buckets is
+  // read whole (its buckets stay loaded for the next draw) and a field
+  // drawn among all; a larger one draws a bucket, then a place among K,
+  // K at least the fields of any bucket seen, and takes the field there,
+  // if any: each field's chance is 1 / (buckets x K).
+  if (buckets_ <= kWholeDrawBuckets) {
+    uint64_t total = 0;
+    for (uint64_t i = 0; i < buckets_; ++i) {
+      Bucket* b = Get(i);
+      if (b == nullptr) return false;
+      total += b->items.size() / 2;
     }
-    uint64_t start = rng() % buckets_;
-    for (uint64_t k = 0; b == nullptr && k < buckets_; ++k) {
-      Bucket* got = Get((start + k) % buckets_);
-      if (got == nullptr) return false;
-      if (!got->items.empty()) b = got;
+    if (total == 0) return ok_ = false;  // the root counts fields no bucket has
+    uint64_t pick = rng() % total;
+    for (uint64_t i = 0; i < buckets_; ++i) {
+      Bucket* b = Get(i);
+      size_t n = b->items.size() / 2;
+      if (pick < n) return take(*b, pick);
+      pick -= n;
     }
   }
-  if (b == nullptr || b->items.empty()) {
-    ok_ = false;  // the root counts fields its buckets do not have
-    return false;
+  for (int tries = 0; tries < 4096; ++tries) {
+    Bucket* b = Get(rng() % buckets_);
+    if (b == nullptr) return false;
+    size_t n = b->items.size() / 2;
+    if (n > most_in_bucket_) most_in_bucket_ = n;
+    uint64_t place = rng() % std::max<uint64_t>(most_in_bucket_,
+                                                4 * kBucketFields);
+    if (place < n) return take(*b, place);
   }
-  size_t pair = rng() % (b->items.size() / 2);
-  *field = b->items[2 * pair];
-  *value = b->items[2 * pair + 1];
-  return true;
+  // A sparse table: a walk from a random bucket to one that holds fields.
+  uint64_t start = rng() % buckets_;
+  for (uint64_t k = 0; k < buckets_; ++k) {
+    Bucket* b = Get((start + k) % buckets_);
+    if (b == nullptr) return false;
+    if (!b->items.empty()) return take(*b, rng() % (b->items.size() / 2));
+  }
+  return ok_ = false;  // the root counts fields its buckets do not have
 }
 
 Store::Status HashValue::Save(CommandContext* c, std::string_view key) {

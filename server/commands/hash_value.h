@@ -69,6 +69,8 @@ class HashValue {
   // average, or when it is written past this many bytes.
   static constexpr uint64_t kBucketFields = 8;
   static constexpr size_t kBucketBytes = 8192;
+  // Random reads a table of at most this many buckets whole.
+  static constexpr uint64_t kWholeDrawBuckets = 64;
 
   using Load = cmd::Load;
   // Reads the hash at `key` (none: an empty hash that does not exist).
@@ -151,6 +153,7 @@ class HashValue {
   bool grow_ = false;  // a set's write was no integer
   size_t longest_ = 0;  // a hash's longest field or value written
   bool added_ = false;  // a field (member) was added
+  size_t most_in_bucket_ = 0;  // the most fields a bucket Random read had
   bool set_ = false;    // a field was set (added or given a value)
   bool buckets_mode_ = false;
   Value value_;
