@@ -26,7 +26,7 @@ TEST(KeyspaceFamily, IdsArePinned) {
       {"pexpiretime", 45}, {"persist", 46}, {"dbsize", 47}, {"flushall", 48},
       {"flushdb", 49}, {"keys", 50}, {"scan", 51}, {"object", 66},
       {"move", 158}, {"dump", 175}, {"restore", 176},
-      {"migrate", 181}, {"memory", 185},
+      {"migrate", 181}, {"memory", 185}, {"sort", 186}, {"sort_ro", 187},
   });
 }
 
@@ -49,6 +49,96 @@ TEST(KeyspaceFamilyVsRedis, MemoryRepliesAsRedis) {
       {"MEMORY", "PURGE"}, {"MEMORY", "PURGE", "x"},
       {"MEMORY", "MALLOC-STATS", "x"}, {"MEMORY", "HELP", "x"},
   });
+}
+
+// SORT and SORT_RO against redis-server: numbers and ALPHA, ASC and DESC,
+// LIMIT's clamping, BY keys and hash fields, BY nosort, GET (and #),
+// STORE (a list; an empty result deletes), Redis's score reading
+// (strtod: spaces, hex, inf; refused: leftovers, NaN, out of range), the
+// errors. Sets are compared only where Redis's order is defined (sorted,
+// an intset, or ALPHA for a stored nosort).
+TEST(KeyspaceFamilyVsRedis, SortRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("sortdiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  shmkv_test::Commands cmds = {
+      {"RPUSH", "l", "3", "1", "10", "2", "-5", "2.5", "1e2", "03"},
+      {"SORT", "l"}, {"SORT", "l", "DESC"}, {"SORT", "l", "ALPHA"},
+      {"SORT", "l", "ALPHA", "DESC"}, {"SORT_RO", "l"},
+      {"SORT", "l", "LIMIT", "0", "0"}, {"SORT", "l", "LIMIT", "1", "2"},
+      {"SORT", "l", "LIMIT", "-5", "3"}, {"SORT", "l", "LIMIT", "2", "-1"},
+      {"SORT", "l", "LIMIT", "100", "5"}, {"SORT", "l", "LIMIT", "7", "5"},
+      {"SORT", "l", "LIMIT", "0", "100"}, {"SORT", "l", "DESC", "LIMIT",
+                                           "1", "3"},
+      {"SORT", "l", "LIMIT", "9223372036854775807", "1"},
+      {"SORT", "l", "LIMIT", "1", "9223372036854775807"},
+      // BY keys and hash fields; missing ones weigh 0 (or nothing: ALPHA)
+      {"MSET", "w_3", "30", "w_1", "10", "w_10", "-1", "w_2", "20",
+       "w_-5", "5", "w_2.5", "25", "w_1e2", "7"},
+      {"SORT", "l", "BY", "w_*"}, {"SORT", "l", "BY", "w_*", "DESC"},
+      {"HSET", "h_3", "f", "c"}, {"HSET", "h_1", "f", "a"},
+      {"HSET", "h_10", "f", "z"}, {"HSET", "h_2", "f", "b"},
+      {"HSET", "h_-5", "f", "y"}, {"HSET", "h_2.5", "f", "x"},
+      {"HSET", "h_1e2", "f", "m"}, {"HSET", "h_03", "f", "n"},
+      {"SORT", "l", "BY", "h_*->f", "ALPHA"},
+      {"SORT", "l", "BY", "h_*->f", "ALPHA", "DESC", "LIMIT", "0", "3"},
+      {"SORT", "l", "BY", "h_*->g"}, {"SORT", "l", "BY", "h_*->f"},
+      // BY nosort keeps the list's order (DESC reverses it)
+      {"SORT", "l", "BY", "nosort"}, {"SORT", "l", "BY", "nosort", "DESC"},
+      {"SORT", "l", "BY", "nosort", "LIMIT", "2", "3"},
+      {"SORT", "l", "BY", "nosort", "DESC", "LIMIT", "2", "3"},
+      // GET: keys, hash fields, the element; missing ones are nil
+      {"SORT", "l", "GET", "w_*"}, {"SORT", "l", "GET", "#", "GET", "w_*",
+                                    "GET", "h_*->f"},
+      {"SORT", "l", "GET", "nostar"}, {"SORT", "l", "GET", "h_*->"},
+      {"SORT", "l", "BY", "nosort", "GET", "#", "GET", "h_*->f", "LIMIT",
+       "1", "2"},
+      {"SET", "str_1", "one"}, {"RPUSH", "lst_2", "x"},
+      {"SORT", "l", "GET", "str_*", "GET", "lst_*"},
+      // STORE: a list (nil as ""), replacing any type and its TTL
+      {"SET", "dst", "x", "EX", "100"},
+      {"SORT", "l", "GET", "str_*", "STORE", "dst"},
+      {"TYPE", "dst"}, {"TTL", "dst"}, {"LRANGE", "dst", "0", "-1"},
+      {"SORT", "l", "DESC", "LIMIT", "0", "2", "STORE", "dst"},
+      {"LRANGE", "dst", "0", "-1"}, {"SORT", "nolist", "STORE", "dst"},
+      {"EXISTS", "dst"}, {"SORT", "nolist", "STORE", "dst"},
+      {"SORT", "nolist"}, {"SORT_RO", "nolist"},
+      // sets and sorted sets
+      {"SADD", "s", "5", "-1", "30", "2"}, {"SORT", "s"},
+      {"SORT", "s", "DESC", "LIMIT", "1", "2"}, {"SORT", "s", "BY", "nosort"},
+      {"SORT", "s", "BY", "nosort", "STORE", "dst"},
+      {"LRANGE", "dst", "0", "-1"},
+      {"SADD", "t", "b", "a", "c", "ab"}, {"SORT", "t", "ALPHA"},
+      {"SORT", "t", "BY", "nosort", "STORE", "dst"},
+      {"LRANGE", "dst", "0", "-1"}, {"SORT", "t"},
+      {"EVAL", "return redis.call('SORT', KEYS[1], 'BY', 'nosort')", "1",
+       "t"},
+      {"EVAL", "return redis.call('SORT_RO', KEYS[1], 'DESC')", "1", "l"},
+      {"MULTI"}, {"SORT", "l", "STORE", "dst"}, {"SORT_RO", "dst", "DESC"},
+      {"EXEC"},
+      {"ZADD", "z", "1", "30", "2", "10", "3", "20", "4", "5"},
+      {"SORT", "z"}, {"SORT", "z", "BY", "nosort"},
+      {"SORT", "z", "BY", "nosort", "DESC"},
+      {"SORT", "z", "BY", "nosort", "DESC", "LIMIT", "1", "2"},
+      {"SORT", "z", "ALPHA", "DESC"},
+      // scores as Redis reads them
+      {"RPUSH", "odd", " 1", "0x10", "inf", "-inf", "", "-0", "7"},
+      {"SORT", "odd"}, {"SORT", "odd", "DESC"},
+      {"RPUSH", "big", "1e400"}, {"SORT", "big"}, {"RPUSH", "tiny", "1e-400"},
+      {"SORT", "tiny"}, {"RPUSH", "nan", "nan"}, {"SORT", "nan"},
+      {"RPUSH", "word", "1", "a"}, {"SORT", "word"}, {"SORT", "word", "ALPHA"},
+      {"RPUSH", "ties", "b", "a", "c"}, {"SORT", "ties", "BY", "nokey_*"},
+      {"SORT", "ties", "BY", "nokey_*", "DESC"},
+      // errors, in Redis's order (options before the key's type)
+      {"SET", "str", "x"}, {"SORT", "str"}, {"SORT", "str", "BY", "nosort"},
+      {"SORT", "str", "LIMIT", "x", "1"}, {"SORT", "l", "LIMIT", "1"},
+      {"SORT", "l", "LIMIT", "1", "x"}, {"SORT", "l", "STORE"},
+      {"SORT_RO", "l", "STORE", "dst"}, {"SORT", "l", "BY"},
+      {"SORT", "l", "GET"}, {"SORT", "l", "FOO"}, {"SORT"}, {"SORT_RO"},
+      {"SORT", "str", "FOO"},
+  };
+  ExpectSameAsRedis(&h, redis.port(), cmds);
 }
 
 // MEMORY USAGE: what a key holds of the store, for every type; a value

@@ -101,8 +101,8 @@ class HashValue {
   // is one page.
   bool Page(uint64_t* cursor, size_t count,
             std::vector<std::pair<std::string_view, std::string_view>>* out);
-  // A random pair (the hash must not be empty). Fields in bigger buckets
-  // come up more often; Redis's choice is not exactly fair either.
+  // A random pair (the hash must not be empty), every field equally
+  // likely (hash_value.cc).
   bool Random(uint64_t (*rng)(), std::string_view* field,
               std::string_view* value);
   // Marks the hash's encoding "hashtable" when a written field or value

@@ -15,6 +15,7 @@
 #include "server/commands/command_util.h"
 #include "server/commands/dump_family.h"
 #include "server/commands/reply.h"
+#include "server/commands/sort_family.h"
 
 namespace shmkv {
 namespace cmd {
@@ -615,6 +616,8 @@ const CommandRow kKeyspaceRows[] = {
     {"scan", 51, -2, kReadOnly, 0, 0, 0, Scan},
     {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
     {"memory", 185, -2, kReadOnly, 2, 2, 1, Memory},
+    {"sort", 186, -2, kWrite | kDenyOom, 1, 1, 1, Sort},
+    {"sort_ro", 187, -2, kReadOnly, 1, 1, 1, SortRo},
     {"dump", 175, 2, kReadOnly, 1, 1, 1, Dump},
     {"restore", 176, -4, kWrite | kDenyOom, 1, 1, 1, Restore},
     {"migrate", 181, -6, kWrite | kMayReplicate, 3, 3, 1, Migrate},
