@@ -125,4 +125,33 @@ TEST(ShmkvScripts, BusyScriptIsKilledFromAnotherWorker) {
             ":0\r\n");
 }
 
+// busy-reply-threshold (lua-time-limit) is the store's: a script running
+// under a threshold it has not reached leaves the other worker free;
+// lowered there below the time the script has run, the next command is
+// BUSY at once.
+TEST(ShmkvScripts, BusyThresholdIsASettingOfTheStore) {
+  Server s("scripts_busy_threshold");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  Client* b = groups[1][0].get();
+  ASSERT_EQ(b->Call({"CONFIG", "SET", "lua-time-limit", "1000000000"}),
+            "+OK\r\n");
+  EXPECT_EQ(a->Call({"CONFIG", "GET", "busy-reply-threshold"}),
+            "*2\r\n$20\r\nbusy-reply-threshold\r\n$10\r\n1000000000\r\n");
+  ASSERT_TRUE(a->SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(b->Call({"GET", "probe"}), "$-1\r\n") << "under the threshold";
+  ASSERT_EQ(b->Call({"CONFIG", "SET", "busy-reply-threshold", "100"}),
+            "+OK\r\n");
+  EXPECT_EQ(b->Call({"GET", "probe"}),
+            "-BUSY Redis is busy running a script. You can only call SCRIPT "
+            "KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}), "+OK\r\n");
+  std::string killed = a->Reply();
+  EXPECT_EQ(killed.rfind("-ERR Script killed by user", 0), 0u) << killed;
+  EXPECT_EQ(b->Call({"GET", "probe"}), "$-1\r\n");
+}
+
 }  // namespace

@@ -99,6 +99,9 @@ TEST(ServerFamilyVsRedis, ConfigSetChangesEncodingLimitsAsRedis) {
       {"CONFIG", "SET", "list-max-ziplist-size", "-5"},
       {"CONFIG", "GET", "list-max-listpack-size"},
       {"CONFIG", "SET", "list-compress-depth", "3"},
+      {"CONFIG", "SET", "lua-time-limit", "-1"},
+      {"CONFIG", "SET", "busy-reply-threshold", "x"},
+      {"CONFIG", "SET", "lua-time-limit", "6000"},
       {"CONFIG", "GET", "list-compress-depth"},
       // sorted sets: by count and by member length, when a member is added
       {"CONFIG", "SET", "zset-max-ziplist-entries", "2",
@@ -159,7 +162,8 @@ TEST(ServerFamilyVsRedis, ConfigSetChangesEncodingLimitsAsRedis) {
         "set-max-intset-entries", "zset-max-listpack-entries",
         "zset-max-ziplist-entries", "zset-max-listpack-value",
         "zset-max-ziplist-value", "list-max-listpack-size",
-        "list-max-ziplist-size", "list-compress-depth"}) {
+        "list-max-ziplist-size", "list-compress-depth",
+        "busy-reply-threshold", "lua-time-limit"}) {
     cmds.push_back({"CONFIG", "GET", name});
   }
   ExpectSameAsRedis(&h, redis.port(), cmds);

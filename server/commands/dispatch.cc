@@ -105,7 +105,12 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   }
   // A script of another worker past the busy threshold: as Redis, every
   // command but SCRIPT KILL waits for it (docs/server.md, "Scripts").
-  if (ScriptBusyElsewhere(ctx->store->control()) && name != "quit" &&
+  // (The word is read first: the threshold only while a script runs.)
+  ControlBlock* ctl = ctx->store->control();
+  if (ctl->script_busy.load(std::memory_order_relaxed) != 0 &&
+      ScriptBusyElsewhere(
+          ctl, ctx->store->GetSetting(Setting::kBusyReplyThreshold)) &&
+      name != "quit" &&
       !(name == "script" && args.size() == 2 && Eq(args[1], "kill"))) {
     refuse("BUSY Redis is busy running a script. You can only call SCRIPT "
            "KILL or SHUTDOWN NOSAVE.");

@@ -59,13 +59,13 @@ bool BusyOwnerAlive(uint64_t w) {
 }
 }  // namespace
 
-bool ScriptBusyElsewhere(ControlBlock* ctl) {
+bool ScriptBusyElsewhere(ControlBlock* ctl, int64_t threshold_ms) {
   // Acquire: pairs with the running script's release store, though a
   // stale word only delays a BUSY by one command.
   uint64_t w = ctl->script_busy.load(std::memory_order_acquire);
   if (w == 0) return false;
   int64_t start = static_cast<int64_t>(w >> (kPidBits + 1));
-  if (MonoMs() - start < kBusyMs) return false;
+  if (MonoMs() - start < threshold_ms) return false;
   if (ScriptBusyWord(start, getpid()) == (w & ~1ULL)) return false;
   if (!BusyOwnerAlive(w)) {
     ctl->script_busy.compare_exchange_strong(w, 0, std::memory_order_acq_rel);

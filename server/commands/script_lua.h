@@ -48,14 +48,14 @@ bool ParseShebang(std::string_view body, ScriptFlags* f, std::string* err);
 // A running script, as every process sees it (ControlBlock::script_busy):
 // its start on CLOCK_MONOTONIC in ms (the high 41 bits), its process id
 // (22 bits), and in bit 0 whether it wrote. A script that has run
-// kBusyMs makes the other workers answer BUSY (as Redis's
-// busy-reply-threshold, 5 s) until it ends or SCRIPT KILL stops it.
-constexpr int64_t kBusyMs = 5000;
+// busy-reply-threshold ms (5 s unless CONFIG SET changed it, as Redis's)
+// makes the other workers answer BUSY until it ends or SCRIPT KILL stops
+// it.
 uint64_t ScriptBusyWord(int64_t start_ms, int pid);
-// Whether a script of another process is past kBusyMs: commands other
-// than SCRIPT KILL get -BUSY. A word whose process is gone (killed
+// Whether a script of another process has run `threshold_ms`: commands
+// other than SCRIPT KILL get -BUSY. A word whose process is gone (killed
 // mid-script) is cleared.
-bool ScriptBusyElsewhere(ControlBlock* ctl);
+bool ScriptBusyElsewhere(ControlBlock* ctl, int64_t threshold_ms);
 // SCRIPT KILL: asks the running script to stop. kNotBusy: none runs;
 // kUnkillable: it wrote (stopping it would apply half of it).
 enum class KillResult { kNotBusy, kUnkillable, kAsked };

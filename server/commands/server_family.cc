@@ -712,6 +712,8 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"stats", "udp_receive_batches", "udp_receive_batches",
        n(t.udp.batches)},
       {"stats", "expired_keys", nullptr, relaxed(ctl->expired_keys)},
+      // MIGRATE opens a connection per call and keeps none
+      {"stats", "migrate_cached_sockets", nullptr, "0"},
       {"stats", "write_lock_recoveries", nullptr,
        relaxed(ctl->lock_recoveries)},
       {"stats", "journal_commits_recovered", nullptr, n(js.recovered)},

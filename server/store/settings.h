@@ -1,6 +1,8 @@
 // The settings CONFIG SET changes at run time and every worker reads
 // (docs/server.md, "Settings"): the sizes below which a collection keeps
-// its compact form, under Redis's names (hash-max-listpack-entries, ...).
+// its compact form, under Redis's names (hash-max-listpack-entries, ...),
+// the time after which a script makes other clients wait (busy-reply-
+// threshold), and the save points.
 //
 // They live in a small POSIX segment of their own (SettingsKey), made by
 // whichever process of the store opens it first, so a change made
@@ -38,6 +40,7 @@ enum class Setting : uint32_t {
   kZSetValue,        // zset-max-listpack-value
   kListSize,         // list-max-listpack-size
   kListCompress,     // list-compress-depth
+  kBusyReplyThreshold,  // busy-reply-threshold (lua-time-limit), ms
   kCount,
 };
 constexpr uint32_t kSettings = static_cast<uint32_t>(Setting::kCount);
@@ -66,6 +69,8 @@ inline const SettingSpec (&SettingSpecs())[kSettings] {
       {Setting::kListSize, "list-max-listpack-size", "list-max-ziplist-size",
        -2, INT32_MIN, INT32_MAX},
       {Setting::kListCompress, "list-compress-depth", "", 0, 0, INT32_MAX},
+      {Setting::kBusyReplyThreshold, "busy-reply-threshold",
+       "lua-time-limit", 5000, 0, INT64_MAX},
   };
   return specs;
 }
