@@ -15,6 +15,7 @@
 
 namespace {
 
+using shmkv_test::Client;
 using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
@@ -184,6 +185,47 @@ TEST(ServerFamily, EncodingLimitsAreSharedByTheStore) {
   EXPECT_EQ(b.Run({"ZADD", "z", "1", "a", "2", "b", "3", "c", "4", "d"}),
             ":4\r\n");
   EXPECT_EQ(a.Run({"OBJECT", "ENCODING", "z"}), "$8\r\nskiplist\r\n");
+}
+
+// CLIENT REPLY OFF / SKIP / ON: the byte stream a client gets for a
+// pipeline is redis-server's, byte for byte (replies dropped while OFF,
+// the one after SKIP, ON's OK sent even right after SKIP; errors dropped
+// too), in a transaction and a script as well.
+TEST(ServerFamilyVsRedis, ClientReplyDropsRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("srvreply");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::vector<std::vector<std::string>> cmds = {
+      {"CLIENT", "REPLY"}, {"CLIENT", "REPLY", "maybe"},
+      {"CLIENT", "REPLY", "ON"}, {"CLIENT", "REPLY", "OFF"},
+      {"SET", "a", "1"}, {"GET", "a"}, {"NOSUCH"}, {"CLIENT", "REPLY", "SKIP"},
+      {"INCR", "a"}, {"CLIENT", "REPLY", "ON"}, {"GET", "a"},
+      {"CLIENT", "REPLY", "SKIP"}, {"GET", "a"}, {"INCR", "a"},
+      {"CLIENT", "REPLY", "SKIP"}, {"CLIENT", "REPLY", "ON"}, {"GET", "a"},
+      {"CLIENT", "REPLY", "SKIP"}, {"CLIENT", "REPLY", "SKIP"}, {"GET", "a"},
+      {"GET", "a"}, {"CLIENT", "REPLY", "SKIP"}, {"MULTI"}, {"INCR", "a"},
+      {"EXEC"}, {"CLIENT", "REPLY", "OFF"}, {"MULTI"}, {"INCR", "a"},
+      {"EXEC"}, {"CLIENT", "REPLY", "ON"}, {"GET", "a"},
+      {"CLIENT", "REPLY", "SKIP"},
+      {"EVAL", "return redis.call('incr', 'a')", "0"}, {"GET", "a"},
+      {"ECHO", "end"},
+  };
+  std::string ours;
+  for (const auto& c : cmds) ours += h.Run(c);
+  Client c(redis.port());
+  ASSERT_TRUE(c.ok());
+  std::string pipeline;
+  for (const auto& cmd : cmds) pipeline += Client::Encode(cmd);
+  ASSERT_TRUE(c.SendRaw(pipeline));
+  std::string theirs;
+  for (int i = 0; i < 100; ++i) {
+    std::string one = c.Reply();
+    if (one.empty()) break;
+    theirs += one;
+    if (one == "$3\r\nend\r\n") break;
+  }
+  EXPECT_EQ(ours, theirs);
 }
 
 // The settings segment's words, as a store of this layout writes them: a

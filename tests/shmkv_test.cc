@@ -1139,6 +1139,50 @@ TEST(Shmkv, HotRestartKeepsEachConnectionsAuth) {
   EXPECT_EQ(resp3.Call({"HGETALL", "nosuch"}), "%0\r\n");
 }
 
+// CLIENT REPLY OFF silences a connection's replies, not its pub/sub
+// confirmations and messages; a hot restart moves a silenced connection
+// (and one that asked to SKIP its next reply) with its mode: after it,
+// the silenced one still gets nothing back until CLIENT REPLY ON, so the
+// bytes it reads are what redis-server would have sent.
+TEST(Shmkv, ClientReplyOffHoldsAcrossAHotRestart) {
+  Server s("replyoff");
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client quiet(s.port()), skipper(s.port()), sub(s.port()), other(s.port());
+  ASSERT_TRUE(quiet.SendRaw(Client::Encode({"CLIENT", "REPLY", "OFF"}) +
+                            Client::Encode({"SET", "k", "1"})));
+  ASSERT_TRUE(skipper.SendRaw(Client::Encode({"CLIENT", "REPLY", "SKIP"})));
+  ASSERT_TRUE(sub.SendRaw(Client::Encode({"CLIENT", "REPLY", "OFF"}) +
+                          Client::Encode({"SUBSCRIBE", "ch"})));
+  EXPECT_EQ(sub.Reply(), "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
+  for (int i = 0; i < 200 && other.Call({"GET", "k"}) != Bulk("1"); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  std::string before = InfoField(&other, "process_id");
+  s.Signal(SIGHUP);
+  std::string after = before;
+  for (int i = 0; i < 100 && after == before; ++i) {
+    std::this_thread::sleep_for(50ms);
+    after = InfoField(&other, "process_id");
+  }
+  ASSERT_NE(after, before) << s.log();
+  // Both asked for nothing before the restart and get nothing after it
+  // until the reply that ends a pipeline: ON's OK (then the GET), and for
+  // the skipper the GET after the skipped INCR.
+  ASSERT_TRUE(quiet.SendRaw(Client::Encode({"INCR", "k"}) +
+                            Client::Encode({"CLIENT", "REPLY", "ON"}) +
+                            Client::Encode({"GET", "k"})));
+  EXPECT_EQ(quiet.Reply(), "+OK\r\n");
+  EXPECT_EQ(quiet.Reply(), Bulk("2"));
+  ASSERT_TRUE(skipper.SendRaw(Client::Encode({"INCR", "k"}) +
+                              Client::Encode({"GET", "k"})));
+  EXPECT_EQ(skipper.Reply(), Bulk("3"));
+  for (int i = 0; i < 200 && other.Call({"PUBLISH", "ch", "hi"}) != ":1\r\n";
+       ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(sub.Reply(), "*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n");
+}
+
 // A hot restart hands a connection over only between transactions: one
 // inside MULTI keeps its queue and its EXEC runs whole; one that WATCHes
 // is handed over with its watches lost, so its next EXEC runs nothing and

@@ -67,6 +67,12 @@ struct ClientState {
   bool subscribed() const {
     return !channels.empty() || !patterns.empty() || !shards.empty();
   }
+  // CLIENT REPLY OFF: no command's reply is sent; SKIP: the next
+  // command's is not (Execute drops them; the subscription commands'
+  // confirmations and messages are pushes, sent either way, as Redis 7
+  // sends them).
+  bool reply_off = false;
+  bool reply_skip_next = false;
   // The connection that carries it, for the worker's delivery.
   void* conn = nullptr;
   // Whether the connection must stay with its worker (a hot restart hands

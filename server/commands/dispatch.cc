@@ -45,7 +45,45 @@ bool HasSubcommands(std::string_view name) {
 
 }  // namespace
 
+namespace {
+size_t Run(const Args& args, CommandContext* ctx, Reply* r);
+// Commands run inside another (EXEC's, a script's): their replies are
+// parts of the outer one, which CLIENT REPLY drops or keeps whole.
+thread_local int nesting = 0;
+}  // namespace
+
 size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
+  ClientState* cl = ctx->client;
+  if (nesting > 0 || (!cl->reply_off && !cl->reply_skip_next)) {
+    ++nesting;
+    size_t id = Run(args, ctx, r);
+    --nesting;
+    return id;
+  }
+  // CLIENT REPLY OFF or SKIP: the reply is written, then dropped, except
+  // the subscription commands' (pushes Redis 7 sends either way).
+  bool skip = cl->reply_skip_next;
+  cl->reply_skip_next = false;
+  size_t mark = r->Mark();
+  ++nesting;
+  size_t id = Run(args, ctx, r);
+  --nesting;
+  std::string_view name = CommandName(id);
+  bool push = name == "subscribe" || name == "psubscribe" ||
+              name == "ssubscribe" || name == "unsubscribe" ||
+              name == "punsubscribe" || name == "sunsubscribe";
+  // CLIENT REPLY ON clears SKIP before it answers: its OK is sent.
+  if (skip && name == "client" && args.size() == 3 &&
+      Eq(args[1], "reply") && Eq(args[2], "on")) {
+    skip = false;
+  }
+  if ((cl->reply_off || skip) && !push) r->Rewind(mark);
+  return id;
+}
+
+namespace {
+
+size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
   r->SetProtocol(ctx->script_resp != 0 ? ctx->script_resp : cl->resp);
   const CommandRow* row = Commands().Find(args[0]);
@@ -178,6 +216,8 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   ctx->events.clear();
   return row->id;
 }
+
+}  // namespace
 
 bool GlobMatch(std::string_view p, std::string_view s) {
   size_t pi = 0, si = 0;

@@ -528,6 +528,21 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
                            "'");
     }
     r->Simple("OK");
+  } else if (sub == "reply") {
+    // CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing (Execute
+    // drops their replies and the next ones); SKIP does nothing while OFF.
+    if (!arity(3)) return;
+    if (Eq(a[2], "on")) {
+      c->client->reply_off = false;
+      c->client->reply_skip_next = false;
+      r->Simple("OK");
+    } else if (Eq(a[2], "off")) {
+      c->client->reply_off = true;
+    } else if (Eq(a[2], "skip")) {
+      if (!c->client->reply_off) c->client->reply_skip_next = true;
+    } else {
+      r->Error("ERR syntax error");
+    }
   } else if (sub == "info" || sub == "list") {
     std::string line = "id=" + std::to_string(c->client->id) +
                        " addr=" + c->client->addr + " name=" +
@@ -560,6 +575,8 @@ void ResetConnection(const Args&, CommandContext* c, Reply* r) {
   cl->db = 0;
   cl->resp = 2;
   cl->name.clear();
+  cl->reply_off = false;
+  cl->reply_skip_next = false;
   cl->authed = !PasswordSet(c);
   r->SetProtocol(2);
   r->Simple("RESET");

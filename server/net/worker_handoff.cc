@@ -164,10 +164,13 @@ void Worker::HandOff() {
     // WATCHes keys: their versions do not travel, so its next EXEC
     // fails and it retries + 4 if it is blocked + 8 if it SELECTed a
     // database other than 0 + 16 if it speaks RESP3 + 32 if it
-    // subscribed), the client id, its name, its database (a byte, with
-    // 8), a blocked client's command (BlockedCommand::Encode), its
-    // subscriptions (HandOverSubscriber, with 32), then the partial
-    // request ('H'/'R' + request from older workers).
+    // subscribed + 64 if CLIENT REPLY silences it), the client id, its
+    // name, its database (a byte, with 8), its reply mode (a byte, with
+    // 64: 1 OFF, 2 SKIP the next), a blocked client's command
+    // (BlockedCommand::Encode), its subscriptions (HandOverSubscriber,
+    // with 32), then the partial request ('H'/'R' + request from older
+    // workers).
+    const bool silenced = c->client.reply_off || c->client.reply_skip_next;
     std::string msg = "S";
     msg += c->http ? 'H' : 'R';
     msg += static_cast<char>('0' + (c->client.authed ? 1 : 0) +
@@ -175,13 +178,14 @@ void Worker::HandOff() {
                              (c->blocked ? 4 : 0) +
                              (c->client.db != 0 ? 8 : 0) +
                              (c->client.resp == 3 ? 16 : 0) +
-                             (sub ? 32 : 0));
+                             (sub ? 32 : 0) + (silenced ? 64 : 0));
     uint64_t id = c->client.id;
     msg.append(reinterpret_cast<const char*>(&id), sizeof(id));
     uint32_t name_len = static_cast<uint32_t>(c->client.name.size());
     msg.append(reinterpret_cast<const char*>(&name_len), sizeof(name_len));
     msg += c->client.name;
     if (c->client.db != 0) msg += static_cast<char>(c->client.db);
+    if (silenced) msg += static_cast<char>(c->client.reply_off ? 1 : 2);
     if (c->blocked) c->blocked->Encode(&msg);
     size_t used = msg.size() + partial;
     if (used > limit) continue;  // it finishes here, or closes at the end
@@ -252,7 +256,7 @@ void Worker::Adopt() {
     if (msg.size() >= kStateHead && msg[0] == 'S' &&
         name_len <= msg.size() - kStateHead) {
       c->http = msg[1] == 'H';
-      int flags = msg[2] - '0';
+      int flags = static_cast<unsigned char>(msg[2]) - '0';
       c->client.authed = c->client.authed || (flags & 1) != 0;
       c->client.watch_lost = (flags & 2) != 0;
       if ((flags & 16) != 0) c->client.resp = 3;
@@ -262,6 +266,11 @@ void Worker::Adopt() {
       rest.remove_prefix(kStateHead + name_len);
       if ((flags & 8) != 0 && !rest.empty()) {
         c->client.db = static_cast<uint8_t>(rest[0]) % kDatabases;
+        rest.remove_prefix(1);
+      }
+      if ((flags & 64) != 0 && !rest.empty()) {
+        c->client.reply_off = rest[0] == 1;
+        c->client.reply_skip_next = rest[0] == 2;
         rest.remove_prefix(1);
       }
       if ((flags & 4) != 0) {
