@@ -154,4 +154,51 @@ TEST(ShmkvScripts, BusyThresholdIsASettingOfTheStore) {
   EXPECT_EQ(b->Call({"GET", "probe"}), "$-1\r\n");
 }
 
+// A transaction meets a busy script as in Redis: a command refused with
+// BUSY dooms it (EXEC then answers EXECABORT ... previous errors), and an
+// EXEC refused with BUSY discards it and says why; either way nothing of
+// it runs and the connection leaves MULTI.
+TEST(ShmkvScripts, TransactionsMeetABusyScriptAsRedis) {
+  Server s("scripts_busy_multi");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  Client* b = groups[1][0].get();
+  const std::string busy =
+      "BUSY Redis is busy running a script. You can only call SCRIPT KILL "
+      "or SHUTDOWN NOSAVE.";
+  ASSERT_EQ(b->Call({"CONFIG", "SET", "lua-time-limit", "10"}), "+OK\r\n");
+  ASSERT_EQ(b->Call({"SET", "xx", "1"}), "+OK\r\n");
+  Client& c = *groups[1].back();  // b's worker too: sees the script busy
+  for (bool exec_while_busy : {true, false}) {
+    ASSERT_EQ(b->Call({"MULTI"}), "+OK\r\n");
+    ASSERT_EQ(b->Call({"INCR", "xx"}), "+QUEUED\r\n");
+    ASSERT_TRUE(
+        a->SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+    // (PING, not queued in MULTI, tells when the script is busy.)
+    std::string ping;
+    for (int i = 0; i < 1000 && ping.rfind("-BUSY", 0) != 0; ++i) {
+      std::this_thread::sleep_for(10ms);
+      ping = c.Call({"PING"});
+    }
+    ASSERT_EQ(ping, "-" + busy + "\r\n");
+    EXPECT_EQ(b->Call({"INCR", "xx"}), "-" + busy + "\r\n");
+    if (exec_while_busy) {
+      EXPECT_EQ(b->Call({"EXEC"}),
+                "-EXECABORT Transaction discarded because of: " + busy +
+                    "\r\n");
+    }
+    EXPECT_EQ(c.Call({"SCRIPT", "KILL"}), "+OK\r\n");  // (b would queue it)
+    a->Reply();  // the script's error
+    if (!exec_while_busy) {
+      EXPECT_EQ(b->Call({"EXEC"}),
+                "-EXECABORT Transaction discarded because of previous "
+                "errors.\r\n");
+    }
+    EXPECT_EQ(b->Call({"GET", "xx"}), "$1\r\n1\r\n");
+    EXPECT_EQ(b->Call({"PING", "asdf"}), "$4\r\nasdf\r\n") << "out of MULTI";
+  }
+}
+
 }  // namespace

@@ -88,8 +88,15 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
   r->SetProtocol(ctx->script_resp != 0 ? ctx->script_resp : cl->resp);
   const CommandRow* row = Commands().Find(args[0]);
   // A command refused before it runs also dooms the transaction it was
-  // meant for (EXEC answers EXECABORT), as in Redis.
+  // meant for (EXEC answers EXECABORT), as in Redis; a refused EXEC
+  // itself discards the transaction and says why (execCommandAbort).
   auto refuse = [&](std::string_view msg) {
+    if (row != nullptr && std::string_view(row->name) == "exec") {
+      DiscardTransaction(cl);
+      r->Error("EXECABORT Transaction discarded because of: " +
+               std::string(msg));
+      return;
+    }
     r->Error(msg);
     if (cl->in_multi) cl->multi_failed = true;
   };
