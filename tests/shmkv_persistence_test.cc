@@ -667,6 +667,17 @@ TEST(ShmkvPersistence, AnEmptyStoreLoadsTheFileAtStart) {
   EXPECT_NE(s.log().find("not starting"), std::string::npos) << s.log();
 }
 
+// The RDB file a save point's BGSAVE writes, once no save is in progress
+// ("" when none came within 4 s).
+std::string SavedFile(Client* c, const std::string& path) {
+  std::string file;
+  for (int i = 0; i < 400 && file.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    if (InfoField(c, "rdb_bgsave_in_progress") == "0") file = ReadAll(path);
+  }
+  return file;
+}
+
 // --save "1 1": no save while nothing changes; a change is saved within
 // about a second and a half of the point coming due.
 TEST(ShmkvPersistence, SavePointsSave) {
@@ -679,13 +690,7 @@ TEST(ShmkvPersistence, SavePointsSave) {
   std::this_thread::sleep_for(1500ms);
   EXPECT_EQ(ReadAll(dir.path + "/dump.rdb"), "") << "saved with no change";
   ASSERT_EQ(c.Call({"SET", "k", "v"}), "+OK\r\n");
-  std::string file;
-  for (int i = 0; i < 400 && file.empty(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    if (InfoField(&c, "rdb_bgsave_in_progress") == "0") {
-      file = ReadAll(dir.path + "/dump.rdb");
-    }
-  }
+  std::string file = SavedFile(&c, dir.path + "/dump.rdb");
   ASSERT_FALSE(file.empty()) << s.log();
   EXPECT_NE(file.find("k"), std::string::npos);
   EXPECT_NE(s.log().find("changes in"), std::string::npos) << s.log();
@@ -713,13 +718,7 @@ TEST(ShmkvPersistence, ConfigSetSaveChangesTheSavePoints) {
   Client other(s.port());  // (either worker answers the same)
   EXPECT_EQ(other.Call({"CONFIG", "GET", "save"}),
             "*2\r\n$4\r\nsave\r\n$3\r\n1 1\r\n");
-  std::string file;
-  for (int i = 0; i < 400 && file.empty(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    if (InfoField(&c, "rdb_bgsave_in_progress") == "0") {
-      file = ReadAll(dir.path + "/dump.rdb");
-    }
-  }
+  std::string file = SavedFile(&c, dir.path + "/dump.rdb");
   ASSERT_FALSE(file.empty()) << s.log();
   EXPECT_NE(s.log().find("changes in"), std::string::npos) << s.log();
   ASSERT_EQ(c.Call({"CONFIG", "SET", "save", ""}), "+OK\r\n");

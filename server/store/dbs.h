@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "server/store/blob.h"
+#include "server/store/small_block.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
 
@@ -79,25 +80,8 @@ class DbWords {
  public:
   // Maps the segment `key`, made when missing.
   bool Open(const std::string& key, std::string* err) {
-    int flags = shmc::DefaultCreateFlags();
-    shmc::SetDefaultCreateFlags(flags | shmc::kCreateIfNotExist);
-    bool ok = arr_.InitForWrite(key, 1);
-    shmc::SetDefaultCreateFlags(flags);
-    if (!ok) {
-      *err = arr_.last_error().message;
-      return false;
-    }
-    b_ = const_cast<DbBlock*>(&arr_[0]);
-    uint64_t magic = 0;
-    b_->magic.compare_exchange_strong(magic, kDbMagic,
-                                      std::memory_order_acq_rel);
-    if (b_->magic.load(std::memory_order_acquire) != kDbMagic) {
-      *err = "segment " + key + " holds no shmkv databases (made by "
-             "another version?): stop that server, then remove its "
-             "segments (docs/server.md)";
-      return false;
-    }
-    return true;
+    b_ = OpenSmallBlock(&arr_, key, kDbMagic, "databases", err);
+    return b_ != nullptr;
   }
 
   uint32_t Physical(uint32_t logical) const {

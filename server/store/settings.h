@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "server/store/small_block.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
 
@@ -116,25 +117,8 @@ class Settings {
  public:
   // Maps the segment `key`, made when missing.
   bool Open(const std::string& key, std::string* err) {
-    int flags = shmc::DefaultCreateFlags();
-    shmc::SetDefaultCreateFlags(flags | shmc::kCreateIfNotExist);
-    bool ok = arr_.InitForWrite(key, 1);
-    shmc::SetDefaultCreateFlags(flags);
-    if (!ok) {
-      *err = arr_.last_error().message;
-      return false;
-    }
-    b_ = const_cast<SettingsBlock*>(&arr_[0]);
-    uint64_t magic = 0;
-    b_->magic.compare_exchange_strong(magic, kSettingsMagic,
-                                      std::memory_order_acq_rel);
-    if (b_->magic.load(std::memory_order_acquire) != kSettingsMagic) {
-      *err = "segment " + key + " holds no shmkv settings (made by "
-             "another version?): stop that server, then remove its "
-             "segments (docs/server.md)";
-      return false;
-    }
-    return true;
+    b_ = OpenSmallBlock(&arr_, key, kSettingsMagic, "settings", err);
+    return b_ != nullptr;
   }
 
   // The setting's value: its default until one is given. A word out of
