@@ -78,6 +78,7 @@ const Registry& Commands() {
     RegisterZSetFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
+    RegisterFunctionFamily(r);
     RegisterPubSubFamily(r);
     return r;
   }();

@@ -107,6 +107,7 @@ void RegisterSetFamily(Registry* r);
 void RegisterZSetFamily(Registry* r);
 void RegisterBlockingFamily(Registry* r);
 void RegisterScriptFamily(Registry* r);
+void RegisterFunctionFamily(Registry* r);
 void RegisterPubSubFamily(Registry* r);
 
 }  // namespace cmd

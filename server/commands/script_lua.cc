@@ -230,6 +230,22 @@ int LuaScripts::RunProtected(lua_State* L) {
   auto* self = static_cast<LuaScripts*>(lua_touserdata(L, 1));
   Running* run = self->run_;
   lua_settop(L, 0);
+  if (run->function) {
+    // A function: its keys and arguments are its two arguments.
+    lua_getfield(L, LUA_REGISTRYINDEX, kErrorHandler);  // 1
+    lua_getfield(L, LUA_REGISTRYINDEX, kFunctions);
+    lua_pushlstring(L, run->lower.data(), run->lower.size());
+    lua_rawget(L, -2);
+    lua_remove(L, -2);
+    for (const Args* args : {run->keys, run->argv}) {
+      lua_createtable(L, static_cast<int>(args->size()), 0);
+      for (size_t i = 0; i < args->size(); ++i) {
+        lua_pushlstring(L, (*args)[i].data(), (*args)[i].size());
+        lua_rawseti(L, -2, static_cast<int>(i + 1));
+      }
+    }
+    return self->Finish(L, lua_pcall(L, 2, 1, 1));
+  }
   // KEYS and ARGV, in the real globals.
   lua_getfield(L, LUA_REGISTRYINDEX, kRealGlobals);
   for (auto [name, args] : {std::pair<const char*, const Args*>{"KEYS",
@@ -248,7 +264,13 @@ int LuaScripts::RunProtected(lua_State* L) {
   lua_pushlstring(L, run->sha.data(), run->sha.size());
   lua_rawget(L, -2);
   lua_remove(L, -2);  // 2: the function
-  int rc = lua_pcall(L, 0, 1, 1);
+  return self->Finish(L, lua_pcall(L, 0, 1, 1));
+}
+
+// The reply of a script or function that returned (rc 0) or failed.
+int LuaScripts::Finish(lua_State* L, int rc) {
+  Running* run = run_;
+  LuaScripts* self = this;
   if (rc == 0) {
     Reply out(&run->reply);
     out.SetProtocol(run->c->client->resp);  // the caller's
@@ -289,7 +311,27 @@ void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
   run.argv = &argv;
   run.read_only = read_only;
   run.c = c;
-  run.ctl = c->store->control();
+  RunCommon(&run, r, wrote);
+}
+
+void LuaScripts::RunFunction(std::string_view lower, std::string_view name,
+                             const Args& keys, const Args& argv,
+                             bool read_only, CommandContext* c, Reply* r,
+                             bool* wrote) {
+  Running run;
+  run.sha = name;
+  run.lower = lower;
+  run.function = true;
+  run.keys = &keys;
+  run.argv = &argv;
+  run.read_only = read_only;
+  run.c = c;
+  RunCommon(&run, r, wrote);
+}
+
+void LuaScripts::RunCommon(Running* run_in, Reply* r, bool* wrote) {
+  Running& run = *run_in;
+  run.ctl = run.c->store->control();
   run.busy = ScriptBusyWord(MonoMs(), getpid());
   // Release: publishes the word to the other workers' BUSY checks.
   run.ctl->script_busy.store(run.busy, std::memory_order_release);
@@ -302,7 +344,8 @@ void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
   if (rc != 0) {
     // Setting up the run failed (memory): nothing of the script ran.
     run.reply.clear();
-    ReplyError(&run.reply, OutOfMemory() + " script: " + std::string(sha));
+    ReplyError(&run.reply,
+               OutOfMemory() + " script: " + std::string(run.sha));
   }
   Reset();
   *wrote = run.wrote;
@@ -311,6 +354,138 @@ void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
   } else {
     r->Raw(run.reply);
   }
+}
+
+namespace {
+struct LoadArgs {
+  std::string_view code;
+  std::string* err;
+  bool ok = false;
+  int64_t start = 0;
+};
+// A library's code may run 500 ms, as in Redis.
+constexpr int64_t kLoadTimeoutMs = 500;
+int64_t g_load_start = -1;
+void LoadHook(lua_State* L, lua_Debug*) {
+  if (g_load_start >= 0 && MonoMs() - g_load_start > kLoadTimeoutMs) {
+    lua_sethook(L, LoadHook, LUA_MASKLINE, 0);
+    luaL_error(L, "FUNCTION LOAD timeout");
+  }
+}
+int LoadProtected(lua_State* L) {
+  auto* a = static_cast<LoadArgs*>(lua_touserdata(L, 1));
+  lua_settop(L, 0);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, kRegistered);
+  if (luaL_loadbuffer(L, a->code.data(), a->code.size(), "@user_function") !=
+      0) {
+    const char* m = lua_tostring(L, -1);
+    *a->err = std::string("ERR Error compiling function: ") +
+              (m == nullptr ? "?" : m);
+    return 0;
+  }
+  lua_getfield(L, LUA_REGISTRYINDEX, kLoadGlobals);
+  lua_setfield(L, LUA_REGISTRYINDEX, kLoadingLib);
+  g_load_start = MonoMs();
+  lua_sethook(L, LoadHook, LUA_MASKCOUNT, 100000);
+  int rc = lua_pcall(L, 0, 0, 0);
+  lua_sethook(L, nullptr, 0, 0);
+  g_load_start = -1;
+  lua_pushnil(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, kLoadingLib);
+  if (rc != 0) {
+    // As Redis: a raised error table gives its text, any other error
+    // its string with ERR.
+    std::string msg = "ERR unknown error";
+    if (lua_istable(L, -1)) {
+      lua_getfield(L, -1, "err");
+      if (lua_isstring(L, -1)) msg = lua_tostring(L, -1);
+      lua_pop(L, 1);
+    } else if (lua_isstring(L, -1)) {
+      msg = std::string("ERR ") + lua_tostring(L, -1);
+    }
+    *a->err = "ERR Error registering functions: " + msg;
+    return 0;
+  }
+  a->ok = true;
+  return 0;
+}
+}  // namespace
+
+bool LuaScripts::LoadLibrary(std::string_view code, std::vector<Function>* fns,
+                             std::string* err) {
+  fns->clear();
+  LoadArgs a{code, err};
+  if (lua_cpcall(L_, LoadProtected, &a) != 0) {
+    *err = "ERR Error registering functions: not enough memory";
+    a.ok = false;
+  }
+  if (a.ok) {
+    lua_getfield(L_, LUA_REGISTRYINDEX, kRegistered);
+    const size_t n = lua_objlen(L_, -1);
+    for (size_t i = 1; i <= n; ++i) {
+      lua_rawgeti(L_, -1, static_cast<int>(i));
+      Function f;
+      lua_getfield(L_, -1, "name");
+      f.name = lua_tostring(L_, -1);
+      lua_getfield(L_, -2, "flags");
+      f.flags = static_cast<unsigned>(lua_tonumber(L_, -1));
+      lua_getfield(L_, -3, "desc");
+      if (lua_isstring(L_, -1)) {
+        size_t len = 0;
+        const char* d = lua_tolstring(L_, -1, &len);
+        f.desc.assign(d, len);
+        f.has_desc = true;
+      }
+      lua_pop(L_, 4);
+      fns->push_back(std::move(f));
+    }
+  }
+  Reset();
+  return a.ok;
+}
+
+void LuaScripts::AdoptLoaded() {
+  lua_getfield(L_, LUA_REGISTRYINDEX, kFunctions);
+  lua_getfield(L_, LUA_REGISTRYINDEX, kRegistered);
+  if (lua_istable(L_, -1)) {
+    const size_t n = lua_objlen(L_, -1);
+    for (size_t i = 1; i <= n; ++i) {
+      lua_rawgeti(L_, -1, static_cast<int>(i));
+      lua_getfield(L_, -1, "name");
+      std::string lower = Lower(lua_tostring(L_, -1));
+      lua_pop(L_, 1);
+      lua_pushlstring(L_, lower.data(), lower.size());
+      lua_rawget(L_, -4);
+      const bool taken = !lua_isnil(L_, -1);
+      lua_pop(L_, 1);
+      if (!taken) {  // of two names differing in case, the first
+        lua_pushlstring(L_, lower.data(), lower.size());
+        lua_getfield(L_, -2, "cb");
+        lua_rawset(L_, -5);
+      }
+      lua_pop(L_, 1);
+    }
+  }
+  lua_pop(L_, 2);
+  lua_pushnil(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kRegistered);
+}
+
+void LuaScripts::DropFunction(std::string_view lower) {
+  lua_getfield(L_, LUA_REGISTRYINDEX, kFunctions);
+  lua_pushlstring(L_, lower.data(), lower.size());
+  lua_pushnil(L_);
+  lua_rawset(L_, -3);
+  lua_pop(L_, 1);
+}
+
+void LuaScripts::ForgetFunctions() {
+  lua_newtable(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kFunctions);
+  lua_pushnil(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kRegistered);
+  lua_gc(L_, LUA_GCCOLLECT, 0);
 }
 
 void LuaScripts::SetScriptProtocol(int version) {

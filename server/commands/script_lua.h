@@ -87,6 +87,29 @@ class LuaScripts {
   // no-writes. *wrote: whether a write command of it succeeded.
   void Run(std::string_view sha, const Args& keys, const Args& argv,
            bool read_only, CommandContext* c, Reply* r, bool* wrote);
+  // A function a library registered (redis.register_function).
+  struct Function {
+    std::string name;  // as registered
+    std::string desc;
+    bool has_desc = false;
+    unsigned flags = 0;  // bit i: kFunctionFlagNames[i]
+  };
+  // Runs a library's code (after its shebang line, the newline kept) in
+  // the load-time globals: false with *err (the reply's error text) when
+  // it does not compile or fails; else *fns is what it registered, held
+  // aside until AdoptLoaded makes it callable.
+  bool LoadLibrary(std::string_view code, std::vector<Function>* fns,
+                   std::string* err);
+  void AdoptLoaded();
+  // Drops function `lower` (its lower-case name) / every function.
+  void DropFunction(std::string_view lower);
+  void ForgetFunctions();
+  // Runs function `lower` as Run runs a script, its keys and arguments
+  // given as its two arguments; `name` names it in errors.
+  void RunFunction(std::string_view lower, std::string_view name,
+                   const Args& keys, const Args& argv, bool read_only,
+                   CommandContext* c, Reply* r, bool* wrote);
+
   // redis.setresp: the protocol the running script's commands reply in
   // (2 at the start of every script, as Redis).
   static void SetScriptProtocol(int version);
@@ -96,6 +119,7 @@ class LuaScripts {
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize);
   static int Setup(lua_State* L);
   static int RunProtected(lua_State* L);
+  int Finish(lua_State* L, int rc);
   static int Call(lua_State* L);
   static int PCall(lua_State* L);
   static int CallCommon(lua_State* L, bool raise);
@@ -110,7 +134,9 @@ class LuaScripts {
 
   // The script that runs now (Run's arguments, for the callbacks).
   struct Running {
-    std::string_view sha;
+    std::string_view sha;  // a function's name, when `function`
+    std::string_view lower;
+    bool function = false;
     const Args* keys = nullptr;
     const Args* argv = nullptr;
     bool read_only = false;
@@ -122,6 +148,7 @@ class LuaScripts {
     std::string reply;  // the reply being built
   };
   Running* run_ = nullptr;
+  void RunCommon(Running* run, Reply* r, bool* wrote);
 };
 
 }  // namespace cmd

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <cstring>
+#include <iterator>
 
 #include "server/commands/script_convert.h"
 #include "server/commands/script_lua.h"
@@ -23,7 +25,12 @@ namespace {
 // __index of the globals' proxy: a global that does not exist is an
 // error, as in Redis.
 int GlobalIndex(lua_State* L) {
-  lua_getfield(L, LUA_REGISTRYINDEX, kRealGlobals);
+  // While a library loads its code sees the load-time globals instead.
+  lua_getfield(L, LUA_REGISTRYINDEX, kLoadingLib);
+  if (!lua_istable(L, -1)) {
+    lua_pop(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, kRealGlobals);
+  }
   lua_pushvalue(L, 2);
   lua_rawget(L, -2);
   if (!lua_isnil(L, -1)) return 1;
@@ -236,6 +243,151 @@ int SetRepl(lua_State* L) {
 }
 
 
+// __index of the load-time `redis` table: what it lacks is an error.
+int LoadRedisIndex(lua_State* L) {
+  lua_pushvalue(L, 2);
+  lua_rawget(L, lua_upvalueindex(1));
+  if (!lua_isnil(L, -1)) return 1;
+  const char* name = lua_tostring(L, 2);
+  return luaL_error(L, "Script attempted to access nonexistent global "
+                       "variable '%s'", name == nullptr ? "?" : name);
+}
+
+// Reads a `flags` table of redis.register_function into *bits.
+bool ReadFunctionFlags(lua_State* L, int at, unsigned* bits) {
+  *bits = 0;
+  lua_pushnil(L);
+  while (lua_next(L, at) != 0) {
+    size_t n = 0;
+    const char* f = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n)
+                                                    : nullptr;
+    bool known = false;
+    for (unsigned i = 0; f != nullptr && i < std::size(kFunctionFlagNames);
+         ++i) {
+      if (std::string_view(f, n) == kFunctionFlagNames[i]) {
+        *bits |= 1u << i;
+        known = true;
+      }
+    }
+    lua_pop(L, 1);
+    if (!known) {
+      lua_pop(L, 1);
+      return false;
+    }
+  }
+  return true;
+}
+
+// redis.register_function(name, callback) or
+// redis.register_function{function_name=, callback=, flags=, description=}:
+// only while FUNCTION LOAD runs a library's code.
+int RegisterFunction(lua_State* L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, kRegistered);
+  const int registered = lua_gettop(L);
+  if (!lua_istable(L, registered)) {
+    RaiseError(L, "redis.register_function can only be called on FUNCTION "
+                  "LOAD command");
+  }
+  const int argc = registered - 1;
+  int name_at = 0, cb_at = 0, desc_at = 0;
+  unsigned flags = 0;
+  if (argc == 1) {
+    if (!lua_istable(L, 1)) {
+      RaiseError(L, "calling redis.register_function with a single argument "
+                    "is only applicable to Lua table (representing named "
+                    "arguments).");
+    }
+    lua_pushnil(L);
+    while (lua_next(L, 1) != 0) {
+      if (lua_type(L, -2) != LUA_TSTRING) {
+        RaiseError(L, "named argument key given to redis.register_function "
+                      "is not a string");
+      }
+      std::string_view key = lua_tostring(L, -2);
+      const int v = lua_gettop(L);
+      if (key == "function_name") {
+        if (!lua_isstring(L, v)) {
+          RaiseError(L, "function_name argument given to "
+                        "redis.register_function must be a string");
+        }
+        name_at = v;
+      } else if (key == "description") {
+        if (!lua_isstring(L, v)) {
+          RaiseError(L, "description argument given to "
+                        "redis.register_function must be a string");
+        }
+        desc_at = v;
+      } else if (key == "callback") {
+        if (!lua_isfunction(L, v)) {
+          RaiseError(L, "callback argument given to redis.register_function "
+                        "must be a function");
+        }
+        cb_at = v;
+      } else if (key == "flags") {
+        if (!lua_istable(L, v)) {
+          RaiseError(L, "flags argument to redis.register_function must be "
+                        "a table representing function flags");
+        }
+        if (!ReadFunctionFlags(L, v, &flags)) {
+          RaiseError(L, "unknown flag given");
+        }
+      } else {
+        RaiseError(L, "unknown argument given to redis.register_function");
+      }
+      lua_pushvalue(L, -2);  // the key, for lua_next; the value stays
+    }
+    if (name_at == 0) {
+      RaiseError(L, "redis.register_function must get a function name "
+                    "argument");
+    }
+    if (cb_at == 0) {
+      RaiseError(L, "redis.register_function must get a callback argument");
+    }
+  } else if (argc == 2) {
+    if (!lua_isstring(L, 1)) {
+      RaiseError(L, "first argument to redis.register_function must be a "
+                    "string");
+    }
+    if (!lua_isfunction(L, 2)) {
+      RaiseError(L, "second argument to redis.register_function must be a "
+                    "function");
+    }
+    name_at = 1;
+    cb_at = 2;
+  } else {
+    RaiseError(L, "wrong number of arguments to redis.register_function");
+  }
+  size_t n = 0;
+  const char* name = lua_tolstring(L, name_at, &n);
+  if (!ValidFunctionName(std::string_view(name, n))) {
+    RaiseError(L, "Library names can only contain letters, numbers, or "
+                  "underscores(_) and must be at least one character long");
+  }
+  const size_t count = lua_objlen(L, registered);
+  for (size_t i = 1; i <= count; ++i) {
+    lua_rawgeti(L, registered, static_cast<int>(i));
+    lua_getfield(L, -1, "name");
+    size_t m = 0;
+    const char* other = lua_tolstring(L, -1, &m);
+    bool same = other != nullptr && m == n && std::memcmp(other, name, n) == 0;
+    lua_pop(L, 2);
+    if (same) RaiseError(L, "Function already exists in the library");
+  }
+  lua_createtable(L, 0, 4);
+  lua_pushvalue(L, name_at);
+  lua_setfield(L, -2, "name");
+  lua_pushvalue(L, cb_at);
+  lua_setfield(L, -2, "cb");
+  lua_pushnumber(L, flags);
+  lua_setfield(L, -2, "flags");
+  if (desc_at != 0) {
+    lua_pushvalue(L, desc_at);
+    lua_setfield(L, -2, "desc");
+  }
+  lua_rawseti(L, registered, static_cast<int>(count + 1));
+  return 0;
+}
+
 // Makes a locked proxy of the table at the top (replacing it): reads go
 // to the table (`index`: or through this function), writes fail.
 void Protect(lua_State* L, lua_CFunction index) {
@@ -336,6 +488,44 @@ void OpenSandbox(lua_State* L, lua_CFunction call, lua_CFunction pcall) {
   lua_pushcfunction(L, ErrorHandler);
   lua_setfield(L, LUA_REGISTRYINDEX, kErrorHandler);
 
+  // The load-time `redis` (FUNCTION LOAD): register_function, log and
+  // the constants, behind a locked proxy whose missing fields are errors;
+  // the load-time globals hold only it.
+  lua_getglobal(L, "redis");
+  lua_newtable(L);
+  lua_pushcfunction(L, RegisterFunction);
+  lua_setfield(L, -2, "register_function");
+  lua_pushcfunction(L, LogLua);
+  lua_setfield(L, -2, "log");
+  for (const char* k : {"LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE",
+                        "LOG_WARNING", "REDIS_VERSION_NUM", "REDIS_VERSION"}) {
+    lua_getfield(L, -2, k);
+    lua_setfield(L, -2, k);
+  }
+  lua_remove(L, -2);
+  lua_newtable(L);  // the proxy
+  lua_newtable(L);  // its metatable
+  lua_pushvalue(L, -3);
+  lua_pushcclosure(L, LoadRedisIndex, 1);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, ReadonlyError);
+  lua_setfield(L, -2, "__newindex");
+  lua_pushboolean(L, 0);
+  lua_setfield(L, -2, "__metatable");
+  lua_setmetatable(L, -2);
+  lua_remove(L, -2);
+  lua_getfield(L, LUA_REGISTRYINDEX, kProxies);
+  lua_pushvalue(L, -2);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+  lua_newtable(L);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "redis");
+  lua_setfield(L, LUA_REGISTRYINDEX, kLoadGlobals);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, kFunctions);
+
   // Every library table behind a proxy, then the globals themselves.
   for (const char* lib : {"string", "table", "math", "coroutine", "cjson",
                           "bit", "redis"}) {
@@ -368,6 +558,17 @@ void OpenSandbox(lua_State* L, lua_CFunction call, lua_CFunction pcall) {
   lua_setfield(L, -2, "_G");  // _G is the proxy
   lua_pop(L, 1);
   lua_replace(L, LUA_GLOBALSINDEX);  // every function's globals: the proxy
+}
+
+bool ValidFunctionName(std::string_view name) {
+  if (name.empty()) return false;
+  for (char ch : name) {
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9') || ch == '_')) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void ClearProxies(lua_State* L) {

@@ -22,11 +22,16 @@ std::string ScriptsKey(const StoreConfig& cfg) {
   return ControlKey(cfg) + ".scripts";
 }
 
+std::string FunctionsKey(const StoreConfig& cfg) {
+  return ControlKey(cfg) + ".functions";
+}
+
 struct ScriptCache::Impl {
   shmc::ShmHashMap<KeyHash, shmc::POSIX> map;
 };
 
-ScriptCache::ScriptCache() : impl_(new Impl) {}
+ScriptCache::ScriptCache(std::string (*key)(const StoreConfig&))
+    : impl_(new Impl), key_(key) {}
 ScriptCache::~ScriptCache() { delete impl_; }
 
 bool ScriptCache::Open(const StoreConfig& cfg, std::string* err) {
@@ -36,7 +41,7 @@ bool ScriptCache::Open(const StoreConfig& cfg, std::string* err) {
                               shmc::kGrowInSteps);
   constexpr uint64_t kNodeCost =
       shmc::ShmLinkTable<shmc::POSIX>::NodeCost(kNodeBytes);
-  bool ok = impl_->map.InitForWrite(ScriptsKey(cfg), kCapacity, kNodeBytes,
+  bool ok = impl_->map.InitForWrite(key_(cfg), kCapacity, kNodeBytes,
                                     kMemory / kNodeCost);
   shmc::SetDefaultCreateFlags(flags);
   if (!ok) *err = impl_->map.last_error().message;
@@ -73,6 +78,16 @@ bool ScriptCache::Put(std::string_view sha, std::string_view body,
     return false;
   }
   if (Has(sha)) return true;
+  return Set(sha, body, err);
+}
+
+bool ScriptCache::Set(std::string_view sha, std::string_view body,
+                      std::string* err) {
+  if (!impl_->map.Recover()) {
+    *err = "ERR the script cache is damaged: " +
+           impl_->map.last_error().message;
+    return false;
+  }
   std::string v;
   v.reserve(kShaLen + body.size());
   v.append(sha);
@@ -105,6 +120,15 @@ ScriptCache* Store::Scripts(std::string* err) {
     scripts_ = std::move(s);
   }
   return scripts_.get();
+}
+
+ScriptCache* Store::Functions(std::string* err) {
+  if (functions_ == nullptr) {
+    auto s = std::make_shared<ScriptCache>(FunctionsKey);
+    if (!s->Open(cfg_, err)) return nullptr;
+    functions_ = std::move(s);
+  }
+  return functions_.get();
 }
 
 uint64_t ScriptCache::Count() const { return impl_->map.size(); }

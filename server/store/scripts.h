@@ -26,13 +26,18 @@ namespace shmkv {
 
 // The segment of the script cache of a store (posix, beside the others).
 std::string ScriptsKey(const StoreConfig& cfg);
+// The segment of the store's function libraries (FUNCTION LOAD): a second
+// map of the same shape, so that SCRIPT FLUSH leaves the libraries and
+// FUNCTION FLUSH the scripts (server/commands/function_family.cc).
+std::string FunctionsKey(const StoreConfig& cfg);
 
 class ScriptCache {
  public:
   // Scripts the cache holds at most, and bytes for their bodies.
   static constexpr uint64_t kCapacity = 16384;
   static constexpr uint64_t kMemory = 8ULL << 20;
-  ScriptCache();
+  // `key` names the segment: ScriptsKey, or FunctionsKey.
+  explicit ScriptCache(std::string (*key)(const StoreConfig&) = ScriptsKey);
   ~ScriptCache();
   ScriptCache(const ScriptCache&) = delete;
   ScriptCache& operator=(const ScriptCache&) = delete;
@@ -47,6 +52,9 @@ class ScriptCache {
   // Under the store's write lock: adds a script (kept if already there).
   // False with *err when the cache is full or damaged.
   bool Put(std::string_view sha, std::string_view body, std::string* err);
+  // Under the store's write lock: sets `sha`'s body, replacing what it
+  // held (one map write: a reader sees the old body or the new one).
+  bool Set(std::string_view sha, std::string_view body, std::string* err);
   // Under the store's write lock: removes every script; how many.
   uint64_t Flush();
   uint64_t Count() const;
@@ -56,6 +64,7 @@ class ScriptCache {
  private:
   struct Impl;
   Impl* impl_;
+  std::string (*key_)(const StoreConfig&);
 };
 
 }  // namespace shmkv

@@ -69,6 +69,8 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
   auto keys = shmc::ShmHashMap<KeyHash, Alloc>::SegmentKeys(cfg.name);
   auto scripts =
       shmc::ShmHashMap<KeyHash, shmc::POSIX>::SegmentKeys(ScriptsKey(cfg));
+  auto functions =
+      shmc::ShmHashMap<KeyHash, shmc::POSIX>::SegmentKeys(FunctionsKey(cfg));
   auto pubsub =
       shmc::ShmHashMap<KeyHash, shmc::POSIX>::SegmentKeys(PubSubKey(cfg));
   return UnlinkIfPresent<Alloc>(keys.first, err) &&
@@ -83,6 +85,8 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(SettingsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.second, err) &&
+         UnlinkIfPresent<shmc::POSIX>(functions.first, err) &&
+         UnlinkIfPresent<shmc::POSIX>(functions.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(pubsub.first, err) &&
          UnlinkIfPresent<shmc::POSIX>(pubsub.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(PubSubRingKey(cfg), err);

@@ -414,6 +414,8 @@ class Store {
   // The script cache every worker shares (server/store/scripts.h),
   // attached on first use; null with *err when it cannot be.
   ScriptCache* Scripts(std::string* err);
+  // The store's function libraries (FUNCTION LOAD), made on first use.
+  ScriptCache* Functions(std::string* err);
   // The replication role and link (server/store/repl.h), attached on
   // first use; null with *err when it cannot be.
   SharedRepl* Repl(std::string* err = nullptr);
@@ -492,6 +494,7 @@ class Store {
   StoreConfig cfg_;
   uint32_t db_ = 0;
   std::shared_ptr<ScriptCache> scripts_;
+  std::shared_ptr<ScriptCache> functions_;
   std::shared_ptr<SharedRepl> repl_;
   CommitObserver observer_ = nullptr;
   void* observer_arg_ = nullptr;
