@@ -10,6 +10,7 @@
 
 #include "server/commands/function_family.h"
 #include "server/commands/registry.h"
+#include "server/commands/script_lua.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
 
@@ -213,6 +214,32 @@ TEST(FunctionFamily, DamagedLibrariesValueIsAnError) {
     parsed += shmkv::cmd::ParseLibraries(std::string_view(d), &gen, &back);
   }
   EXPECT_LT(parsed, 20000u);
+}
+
+// The record a long script publishes for the other workers: read back
+// as written; every truncation and random damage reads as no record.
+TEST(FunctionFamily, DamagedRunningRecordIsNoRecord) {
+  shmkv::cmd::RunningScript r;
+  r.busy = 0x1234567890ULL;
+  r.function = true;
+  r.name = "spin";
+  r.command = {"FCALL", "spin", "0", std::string("a\0b", 3)};
+  std::string v = shmkv::cmd::EncodeRunning(r);
+  shmkv::cmd::RunningScript back;
+  ASSERT_TRUE(shmkv::cmd::DecodeRunning(v, &back));
+  EXPECT_EQ(back.busy, r.busy);
+  EXPECT_TRUE(back.function);
+  EXPECT_EQ(back.name, "spin");
+  EXPECT_EQ(back.command, r.command);
+  for (size_t n = 0; n < v.size(); ++n) {
+    EXPECT_FALSE(shmkv::cmd::DecodeRunning(v.substr(0, n), &back)) << n;
+  }
+  std::mt19937_64 rng(45);
+  for (int i = 0; i < 20000; ++i) {
+    std::string d = v;
+    d[rng() % d.size()] = static_cast<char>(rng());
+    shmkv::cmd::DecodeRunning(std::string_view(d), &back);
+  }
 }
 
 }  // namespace

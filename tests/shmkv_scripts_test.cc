@@ -125,6 +125,104 @@ TEST(ShmkvScripts, BusyScriptIsKilledFromAnotherWorker) {
             ":0\r\n");
 }
 
+// A library loaded through one worker is called through the other; a
+// delete through one is seen by both; libraries outlive a reload of
+// every worker, and SCRIPT FLUSH and FLUSHALL leave them.
+TEST(ShmkvScripts, FunctionsAreSharedByWorkersAndOutliveThem) {
+  Server s("scripts_functions");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  Client* b = groups[1][0].get();
+  const std::string lib =
+      "#!lua name=shared\n"
+      "redis.register_function('bump', function(keys, args) "
+      "return redis.call('incrby', keys[1], args[1]) end)";
+  EXPECT_EQ(a->Call({"FUNCTION", "LOAD", lib}), "$6\r\nshared\r\n");
+  EXPECT_EQ(b->Call({"FCALL", "bump", "1", "n", "5"}), ":5\r\n");
+  EXPECT_EQ(a->Call({"FCALL", "bump", "1", "n", "2"}), ":7\r\n");
+  EXPECT_EQ(b->Call({"FUNCTION", "LOAD", lib}),
+            "-ERR Library 'shared' already exists\r\n");
+  // Replaced through b: a calls the new code.
+  EXPECT_EQ(b->Call({"FUNCTION", "LOAD", "REPLACE",
+                     "#!lua name=shared\n"
+                     "redis.register_function('bump', function() "
+                     "return 'new' end)"}),
+            "$6\r\nshared\r\n");
+  EXPECT_EQ(a->Call({"FCALL", "bump", "0"}), "$3\r\nnew\r\n");
+  EXPECT_EQ(a->Call({"FUNCTION", "DELETE", "shared"}), "+OK\r\n");
+  EXPECT_EQ(b->Call({"FCALL", "bump", "0"}), "-ERR Function not found\r\n");
+  EXPECT_EQ(a->Call({"FUNCTION", "LOAD", lib}), "$6\r\nshared\r\n");
+  EXPECT_EQ(b->Call({"SCRIPT", "FLUSH"}), "+OK\r\n");
+  EXPECT_EQ(b->Call({"FLUSHALL"}), "+OK\r\n");
+  std::string pid = InfoField(a, "process_id");
+  s.Signal(SIGHUP);
+  for (int i = 0; i < 500 && InfoField(a, "reloads") != "1"; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(InfoField(a, "reloads"), "1") << s.log();
+  EXPECT_NE(InfoField(a, "process_id"), pid);
+  Client fresh(s.port());
+  EXPECT_EQ(fresh.Call({"FCALL", "bump", "1", "m", "3"}), ":3\r\n");
+  EXPECT_EQ(fresh.Call({"FUNCTION", "FLUSH"}), "+OK\r\n");
+  EXPECT_EQ(a->Call({"FCALL", "bump", "1", "m", "3"}),
+            "-ERR Function not found\r\n");
+}
+
+// A function that loops, seen from the other worker as Redis shows it:
+// BUSY naming FUNCTION KILL, FUNCTION STATS with its name and command,
+// SCRIPT KILL refused, FUNCTION KILL stops it. A looping EVAL is the
+// other way round.
+TEST(ShmkvScripts, BusyFunctionIsKilledFromAnotherWorker) {
+  Server s("scripts_busy_function");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  Client* b = groups[1][0].get();
+  ASSERT_EQ(b->Call({"CONFIG", "SET", "busy-reply-threshold", "10"}),
+            "+OK\r\n");
+  ASSERT_EQ(a->Call({"FUNCTION", "LOAD",
+                     "#!lua name=loop\n"
+                     "redis.register_function('spin', function() "
+                     "local n = 0 while true do n = n + 1 end end)"}),
+            "$4\r\nloop\r\n");
+  EXPECT_EQ(b->Call({"FUNCTION", "KILL"}),
+            "-NOTBUSY No scripts in execution right now.\r\n");
+  ASSERT_TRUE(a->SendRaw(Client::Encode({"FCALL", "spin", "0", "x"})));
+  ASSERT_TRUE(BusyFrom(b));
+  EXPECT_EQ(b->Call({"GET", "probe"}),
+            "-BUSY Redis is busy running a script. You can only call "
+            "FUNCTION KILL or SHUTDOWN NOSAVE.\r\n");
+  std::string stats = b->Call({"FUNCTION", "STATS"});
+  EXPECT_EQ(stats.rfind("*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\n"
+                        "name\r\n$4\r\nspin\r\n$7\r\ncommand\r\n*4\r\n"
+                        "$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n$1\r\n"
+                        "x\r\n$11\r\nduration_ms\r\n:", 0),
+            0u) << stats;
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}),
+            "-BUSY Redis is busy running a script. You can only call "
+            "FUNCTION KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b->Call({"FUNCTION", "KILL"}), "+OK\r\n");
+  std::string killed = a->Reply();
+  EXPECT_EQ(killed.rfind("-ERR Script killed by user with SCRIPT KILL...", 0),
+            0u) << killed;
+  EXPECT_EQ(b->Call({"PING"}), "+PONG\r\n");
+
+  ASSERT_TRUE(a->SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+  ASSERT_TRUE(BusyFrom(b));
+  EXPECT_EQ(b->Call({"FUNCTION", "KILL"}),
+            "-BUSY Redis is busy running a script. You can only call SCRIPT "
+            "KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b->Call({"FUNCTION", "STATS"}),
+            "-BUSY Redis is busy running a script. You can only call SCRIPT "
+            "KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b->Call({"SCRIPT", "KILL"}), "+OK\r\n");
+  a->Reply();
+  EXPECT_EQ(b->Call({"PING"}), "+PONG\r\n");
+}
+
 // busy-reply-threshold (lua-time-limit) is the store's: a script running
 // under a threshold it has not reached leaves the other worker free;
 // lowered there below the time the script has run, the next command is

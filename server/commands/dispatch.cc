@@ -149,16 +149,18 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
     return row->id;
   }
   // A script of another worker past the busy threshold: as Redis, every
-  // command but SCRIPT KILL waits for it (docs/server.md, "Scripts").
+  // command but SCRIPT KILL, FUNCTION KILL and FUNCTION STATS waits for it (docs/server.md, "Scripts").
   // (The word is read first: the threshold only while a script runs.)
   ControlBlock* ctl = ctx->store->control();
   if (ctl->script_busy.load(std::memory_order_relaxed) != 0 &&
       ScriptBusyElsewhere(
           ctl, ctx->store->GetSetting(Setting::kBusyReplyThreshold)) &&
       name != "quit" &&
-      !(name == "script" && args.size() == 2 && Eq(args[1], "kill"))) {
-    refuse("BUSY Redis is busy running a script. You can only call SCRIPT "
-           "KILL or SHUTDOWN NOSAVE.");
+      !(name == "script" && args.size() == 2 && Eq(args[1], "kill")) &&
+      !(name == "function" && args.size() == 2 &&
+        (Eq(args[1], "kill") || Eq(args[1], "stats")))) {
+    RunningScript running;
+    refuse(BusyText(ReadRunning(ctx->store, &running) && running.function));
     return row->id;
   }
   // A replica (docs/server.md, "Replicating from Redis"): clients' writes

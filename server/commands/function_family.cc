@@ -272,10 +272,13 @@ bool Publish(CommandContext* c, Reply* r, std::vector<Library>* libs,
   return true;
 }
 
+// Runs f on the libraries, made this process's first. A change (write)
+// holds the store's write lock; a look does not (a script running long in
+// another worker holds the lock, and FUNCTION STATS must answer then).
 template <class F>
-void Locked(CommandContext* c, Reply* r, F f) {
+void WithLibraries(CommandContext* c, Reply* r, bool write, F f) {
   std::unique_ptr<Store::Txn> own;
-  if (c->txn == nullptr) own = c->store->Begin();
+  if (write && c->txn == nullptr) own = c->store->Begin();
   std::vector<Library> libs;
   uint64_t generation = 0;
   if (!Sync(c, r, &libs, &generation)) return;
@@ -297,7 +300,7 @@ void Load(const Args& a, CommandContext* c, Reply* r) {
   std::string name, err;
   size_t body = 0;
   if (!ParseMetadata(code, &name, &body, &err)) return r->Error(err);
-  Locked(c, r, [&](std::vector<Library>* libs, uint64_t generation) {
+  WithLibraries(c, r, true, [&](std::vector<Library>* libs, uint64_t generation) {
     Compiled& l = Local();
     const std::string& lower = name;  // library names keep their case
     auto old = l.libs.find(lower);
@@ -329,7 +332,7 @@ void Load(const Args& a, CommandContext* c, Reply* r) {
 }
 
 void Delete(const Args& a, CommandContext* c, Reply* r) {
-  Locked(c, r, [&](std::vector<Library>* libs, uint64_t generation) {
+  WithLibraries(c, r, true, [&](std::vector<Library>* libs, uint64_t generation) {
     const std::string lower(a[2]);  // library names keep their case
     if (Local().libs.count(lower) == 0) {
       return r->Error("ERR Library not found");
@@ -403,7 +406,7 @@ void List(const Args& a, CommandContext* c, Reply* r) {
     }
     return r->Error("ERR Unknown argument " + std::string(a[i]));
   }
-  Locked(c, r, [&](std::vector<Library>*, uint64_t) {
+  WithLibraries(c, r, false, [&](std::vector<Library>*, uint64_t) {
     std::vector<const Compiled::Lib*> shown;
     for (const auto& [lower, lib] : Local().libs) {
       if (!has_pattern || GlobMatch(pattern, lib.name)) {
@@ -441,12 +444,29 @@ void List(const Args& a, CommandContext* c, Reply* r) {
 }
 
 void Stats(CommandContext* c, Reply* r) {
-  Locked(c, r, [&](std::vector<Library>*, uint64_t) {
+  WithLibraries(c, r, false, [&](std::vector<Library>*, uint64_t) {
+    // A worker answering this runs no script itself: one of another
+    // worker is shown once it has run long enough to say what it is.
+    RunningScript run;
+    const bool running = ReadRunning(c->store, &run);
+    if (running && !run.function) {
+      // As Redis: an EVAL that runs long is not a function's to show.
+      return r->Error(BusyText(false));
+    }
     r->Map(2);
     r->Bulk("running_script");
-    // A worker answering this runs no function; one that runs long in
-    // another worker makes this command answer BUSY instead.
-    r->Null();
+    if (running) {
+      r->Map(3);
+      r->Bulk("name");
+      r->Bulk(run.name);
+      r->Bulk("command");
+      r->Array(run.command.size());
+      for (const std::string& arg : run.command) r->Bulk(arg);
+      r->Bulk("duration_ms");
+      r->Int(std::max<int64_t>(0, MonoNowMs() - ScriptStartMs(run.busy)));
+    } else {
+      r->Null();
+    }
     r->Bulk("engines");
     r->Map(1);
     r->Bulk("LUA");
@@ -500,16 +520,7 @@ void Function(const Args& a, CommandContext* c, Reply* r) {
   }
   if (Eq(a[1], "kill")) {
     if (a.size() != 2) return arity("kill");
-    switch (RequestScriptKill(c->store->control())) {
-      case KillResult::kNotBusy:
-        return r->Error("NOTBUSY No scripts in execution right now.");
-      case KillResult::kUnkillable:
-        return r->Error(
-            "UNKILLABLE The busy script was sent a write command, killing "
-            "it would leave the data half-written.");
-      case KillResult::kAsked:
-        return r->Simple("OK");
-    }
+    return ReplyKill(c->store, false, r);
   }
   r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
            "'. Try FUNCTION HELP.");
@@ -561,7 +572,7 @@ void FCallGeneric(const Args& a, CommandContext* c, Reply* r, bool ro) {
   size_t mark = r->Mark();
   bool wrote = false;
   LuaScripts::Instance()->RunFunction(lower, name, keys, argv,
-                                      ro || no_writes, c, r, &wrote);
+                                      ro || no_writes, c, r, &wrote, a);
   c->deny_blocking = deny;
   cl->db = db;
   c->txn = outer;

@@ -130,7 +130,7 @@ void EvalGeneric(const Args& a, CommandContext* c, Reply* r, bool by_sha,
     bool deny = c->deny_blocking;
     c->deny_blocking = true;  // as in EXEC: a blocking command answers at once
     bool wrote = false;
-    LuaScripts::Instance()->Run(sha, keys, argv, ro, c, r, &wrote);
+    LuaScripts::Instance()->Run(sha, keys, argv, ro, c, r, &wrote, a);
     c->deny_blocking = deny;
     cl->db = db;  // a SELECT inside the script was the script's own
   });
@@ -206,18 +206,7 @@ void Script(const Args& a, CommandContext* c, Reply* r) {
     });
   } else if (Eq(a[1], "kill")) {
     if (a.size() != 2) return arity("kill");
-    switch (RequestScriptKill(c->store->control())) {
-      case KillResult::kNotBusy:
-        return r->Error("NOTBUSY No scripts in execution right now.");
-      case KillResult::kUnkillable:
-        return r->Error(
-            "UNKILLABLE Sorry the script already executed write commands "
-            "against the dataset. You can either wait the script "
-            "termination or kill the server in a hard way using the "
-            "SHUTDOWN NOSAVE command.");
-      case KillResult::kAsked:
-        return r->Simple("OK");
-    }
+    ReplyKill(c->store, true, r);
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
              "'. Try SCRIPT HELP.");

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -17,6 +18,7 @@
 #include "server/commands/command_util.h"
 #include "server/commands/script_convert.h"
 #include "server/commands/script_sandbox.h"
+#include "server/store/scripts.h"
 
 
 namespace shmkv {
@@ -45,6 +47,11 @@ int64_t MonoMs() {
 }
 constexpr int kPidBits = 22;  // Linux's pid_max is at most 2^22
 }  // namespace
+
+int64_t MonoNowMs() { return MonoMs(); }
+int64_t ScriptStartMs(uint64_t busy_word) {
+  return static_cast<int64_t>(busy_word >> (kPidBits + 1));
+}
 
 uint64_t ScriptBusyWord(int64_t start_ms, int pid) {
   return (static_cast<uint64_t>(start_ms) << (kPidBits + 1)) |
@@ -81,6 +88,106 @@ KillResult RequestScriptKill(ControlBlock* ctl) {
   // Release: the running script's hook reads it (acquire) and stops.
   ctl->script_kill.store(w, std::memory_order_release);
   return KillResult::kAsked;
+}
+
+namespace {
+// The record's key in the functions segment.
+const std::string& RunningKey() {
+  static const std::string* k =
+      new std::string(Sha1Hex("shmkv running script"));
+  return *k;
+}
+}  // namespace
+
+std::string EncodeRunning(const RunningScript& r) {
+  std::string v;
+  auto put32 = [&](uint32_t n) { v.append(reinterpret_cast<char*>(&n), 4); };
+  v.append(reinterpret_cast<const char*>(&r.busy), 8);
+  v.push_back(r.function ? 1 : 0);
+  put32(static_cast<uint32_t>(r.name.size()));
+  v.append(r.name);
+  put32(static_cast<uint32_t>(r.command.size()));
+  for (const std::string& a : r.command) {
+    put32(static_cast<uint32_t>(a.size()));
+    v.append(a);
+  }
+  return v;
+}
+
+bool DecodeRunning(std::string_view v, RunningScript* r) {
+  size_t at = 0;
+  auto take = [&](void* out, size_t n) {
+    if (v.size() - at < n) return false;
+    std::memcpy(out, v.data() + at, n);
+    at += n;
+    return true;
+  };
+  auto bytes = [&](std::string* out) {
+    uint32_t n = 0;
+    if (!take(&n, 4) || v.size() - at < n) return false;
+    out->assign(v.data() + at, n);
+    at += n;
+    return true;
+  };
+  uint8_t kind = 0;
+  uint32_t argc = 0;
+  if (!take(&r->busy, 8) || !take(&kind, 1) || kind > 1 ||
+      !bytes(&r->name) || !take(&argc, 4)) {
+    return false;
+  }
+  r->function = kind == 1;
+  r->command.clear();
+  for (uint32_t i = 0; i < argc; ++i) {
+    std::string a;
+    if (!bytes(&a)) return false;
+    r->command.push_back(std::move(a));
+  }
+  return at == v.size();
+}
+
+bool ReadRunning(Store* store, RunningScript* out) {
+  uint64_t w = store->control()->script_busy.load(std::memory_order_acquire);
+  if (w == 0 || !BusyOwnerAlive(w)) return false;
+  std::string err, v;
+  ScriptCache* fs = store->Functions(&err);
+  if (fs == nullptr || !fs->Get(RunningKey(), &v) || !DecodeRunning(v, out)) {
+    return false;
+  }
+  return out->busy == (w & ~1ULL);
+}
+
+std::string BusyText(bool function) {
+  return std::string("BUSY Redis is busy running a script. You can only "
+                     "call ") +
+         (function ? "FUNCTION" : "SCRIPT") + " KILL or SHUTDOWN NOSAVE.";
+}
+
+void ReplyKill(Store* store, bool is_eval, Reply* r) {
+  ControlBlock* ctl = store->control();
+  uint64_t w = ctl->script_busy.load(std::memory_order_acquire);
+  if (w == 0 || !BusyOwnerAlive(w)) {
+    return r->Error("NOTBUSY No scripts in execution right now.");
+  }
+  if ((w & 1) != 0) {
+    return r->Error(
+        "UNKILLABLE Sorry the script already executed write commands "
+        "against the dataset. You can either wait the script termination "
+        "or kill the server in a hard way using the SHUTDOWN NOSAVE "
+        "command.");
+  }
+  // A script too short to have said what it is yet is stopped by either.
+  RunningScript info;
+  if (ReadRunning(store, &info) && info.function == is_eval) {
+    return r->Error(BusyText(info.function));
+  }
+  switch (RequestScriptKill(ctl)) {
+    case KillResult::kNotBusy:
+      return r->Error("NOTBUSY No scripts in execution right now.");
+    case KillResult::kUnkillable:
+      return ReplyKill(store, is_eval, r);
+    case KillResult::kAsked:
+      return r->Simple("OK");
+  }
 }
 
 bool ParseShebang(std::string_view body, ScriptFlags* f, std::string* err) {
@@ -304,8 +411,9 @@ int LuaScripts::Finish(lua_State* L, int rc) {
 
 void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
                      bool read_only, CommandContext* c, Reply* r,
-                     bool* wrote) {
+                     bool* wrote, const Args& command) {
   Running run;
+  run.command = &command;
   run.sha = sha;
   run.keys = &keys;
   run.argv = &argv;
@@ -317,8 +425,9 @@ void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
 void LuaScripts::RunFunction(std::string_view lower, std::string_view name,
                              const Args& keys, const Args& argv,
                              bool read_only, CommandContext* c, Reply* r,
-                             bool* wrote) {
+                             bool* wrote, const Args& command) {
   Running run;
+  run.command = &command;
   run.sha = name;
   run.lower = lower;
   run.function = true;
@@ -521,6 +630,22 @@ void LuaScripts::Reset() {
 // that caught the error cannot keep it running.
 void LuaScripts::Hook(lua_State* L, lua_Debug*) {
   Running* run = Instance()->run_;
+  if (run != nullptr && !run->published) {
+    // Long enough to be seen: what it is, for the other workers (under
+    // the write lock the script holds).
+    run->published = true;
+    RunningScript info;
+    info.busy = run->busy;
+    info.function = run->function;
+    if (run->function) info.name.assign(run->sha);
+    if (run->command != nullptr) {
+      info.command.assign(run->command->begin(), run->command->end());
+    }
+    std::string err;
+    if (ScriptCache* fs = run->c->store->Functions(&err)) {
+      fs->Set(RunningKey(), EncodeRunning(info), &err);
+    }
+  }
   if (run == nullptr || run->wrote) return;
   // Acquire: pairs with RequestScriptKill's release.
   if (run->ctl->script_kill.load(std::memory_order_acquire) != run->busy) {

@@ -52,6 +52,9 @@ bool ParseShebang(std::string_view body, ScriptFlags* f, std::string* err);
 // makes the other workers answer BUSY until it ends or SCRIPT KILL stops
 // it.
 uint64_t ScriptBusyWord(int64_t start_ms, int pid);
+// CLOCK_MONOTONIC in ms, and the start a busy word holds.
+int64_t MonoNowMs();
+int64_t ScriptStartMs(uint64_t busy_word);
 // Whether a script of another process has run `threshold_ms`: commands
 // other than SCRIPT KILL get -BUSY. A word whose process is gone (killed
 // mid-script) is cleared.
@@ -60,6 +63,28 @@ bool ScriptBusyElsewhere(ControlBlock* ctl, int64_t threshold_ms);
 // kUnkillable: it wrote (stopping it would apply half of it).
 enum class KillResult { kNotBusy, kUnkillable, kAsked };
 KillResult RequestScriptKill(ControlBlock* ctl);
+
+// What a long script is, for the other workers: its first hook (after
+// 100,000 instructions, so a short script pays nothing) publishes it in
+// the store's functions segment under its busy word. BUSY replies, SCRIPT
+// KILL / FUNCTION KILL and FUNCTION STATS read it.
+struct RunningScript {
+  uint64_t busy = 0;  // the busy word, without the wrote bit
+  bool function = false;  // FCALL (else EVAL)
+  std::string name;       // the function's
+  std::vector<std::string> command;
+};
+// The published record of the script the busy word names: false when
+// none runs, or it published none (yet), or the record is of another.
+bool ReadRunning(Store* store, RunningScript* out);
+// Redis's BUSY reply text, naming the command that stops what runs.
+std::string BusyText(bool function);
+// SCRIPT KILL (is_eval) and FUNCTION KILL, as Redis answers them: each
+// stops only its own kind.
+void ReplyKill(Store* store, bool is_eval, Reply* r);
+// The parts of a published record (checked: false when it is not one).
+std::string EncodeRunning(const RunningScript& r);
+bool DecodeRunning(std::string_view v, RunningScript* r);
 
 class LuaScripts {
  public:
@@ -85,8 +110,10 @@ class LuaScripts {
   // Runs compiled script `sha` with KEYS and ARGV inside c->txn (which
   // must be set) and writes its reply. read_only: EVAL_RO, or flags
   // no-writes. *wrote: whether a write command of it succeeded.
+  // `command` is the whole command (for FUNCTION STATS elsewhere).
   void Run(std::string_view sha, const Args& keys, const Args& argv,
-           bool read_only, CommandContext* c, Reply* r, bool* wrote);
+           bool read_only, CommandContext* c, Reply* r, bool* wrote,
+           const Args& command);
   // A function a library registered (redis.register_function).
   struct Function {
     std::string name;  // as registered
@@ -108,7 +135,8 @@ class LuaScripts {
   // given as its two arguments; `name` names it in errors.
   void RunFunction(std::string_view lower, std::string_view name,
                    const Args& keys, const Args& argv, bool read_only,
-                   CommandContext* c, Reply* r, bool* wrote);
+                   CommandContext* c, Reply* r, bool* wrote,
+                   const Args& command);
 
   // redis.setresp: the protocol the running script's commands reply in
   // (2 at the start of every script, as Redis).
@@ -139,6 +167,8 @@ class LuaScripts {
     bool function = false;
     const Args* keys = nullptr;
     const Args* argv = nullptr;
+    const Args* command = nullptr;
+    bool published = false;  // its RunningScript record
     bool read_only = false;
     bool wrote = false;
     CommandContext* c = nullptr;
