@@ -2,7 +2,9 @@
 //
 // The file is read whole first (server/rdb/codec.h: every key decoded and
 // checked, the CRC matched) and nothing is written unless all of it reads.
-// Then each key goes in as a RESTORE ... ABSTTL through the command layer,
+// Its function libraries go in first, as one FUNCTION RESTORE ... FLUSH
+// (the store's libraries become the file's). Then each key goes in as a
+// RESTORE ... ABSTTL through the command layer,
 // one commit per key, in its database; keys whose expiry is past are left
 // out, as Redis leaves them out when it loads a file.
 #include "server/load_rdb.h"
@@ -87,8 +89,15 @@ bool LoadRdbInto(Store* store, const Options& o, const std::string& file,
     return false;
   }
   // First the whole file, read and checked: nothing is written before.
+  // Its function libraries are kept to go in first (FUNCTION RESTORE
+  // checks each).
   auto count = [&](rdb::Entry&, std::string*) { return true; };
-  if (!rdb::ReadFile(m.bytes(), o.max_value, count, why)) {
+  std::vector<std::string> libraries;
+  auto library = [&](std::string_view code, std::string*) {
+    libraries.emplace_back(code);
+    return true;
+  };
+  if (!rdb::ReadFile(m.bytes(), o.max_value, count, why, library)) {
     *why += "; nothing was loaded";
     return false;
   }
@@ -103,6 +112,17 @@ bool LoadRdbInto(Store* store, const Options& o, const std::string& file,
     }
   }
   LocalCommands local(store, ServerInfoFrom(o, store->config()));
+  {
+    // The store's libraries become the file's (none if it has none), as
+    // a Redis replica's become its master's.
+    const std::string out = local.Run(
+        {"FUNCTION", "RESTORE", rdb::DumpFunctions(libraries), "FLUSH"});
+    if (out != "+OK\r\n") {
+      *why = "the file's function libraries were not loaded: " +
+             out.substr(0, out.find('\r')) + "; nothing was loaded";
+      return false;
+    }
+  }
   uint32_t db = 0;
   const int64_t now = NowMs();
   auto apply = [&](rdb::Entry& e, std::string* stop) {
@@ -126,7 +146,8 @@ bool LoadRdbInto(Store* store, const Options& o, const std::string& file,
     ++n->loaded;
     return true;
   };
-  return rdb::ReadFile(m.bytes(), o.max_value, apply, why);
+  auto skip = [](std::string_view, std::string*) { return true; };
+  return rdb::ReadFile(m.bytes(), o.max_value, apply, why, skip);
 }
 
 int LoadRdbFile(const Options& o, const StoreConfig& sc) {

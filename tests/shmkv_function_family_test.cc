@@ -11,6 +11,8 @@
 #include "server/commands/function_family.h"
 #include "server/commands/registry.h"
 #include "server/commands/script_lua.h"
+#include "server/rdb/codec.h"
+#include "server/rdb/crc64.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/pinned_ids.h"
 
@@ -157,6 +159,68 @@ TEST(FunctionFamilyVsRedis, FunctionsReplyAsRedis) {
       {"FUNCTION", "FLUSH", "ASYNC"},
       {"FUNCTION", "LIST"}, {"FUNCTION", "STATS"},
       {"FCALL", "echo", "0"},
+  });
+}
+
+// A payload of raw bytes with a good footer (version 10, its CRC).
+std::string WithFooter(std::string body) {
+  body.push_back(10);
+  body.push_back(0);
+  uint64_t crc = shmkv::rdb::Crc64(0, body.data(), body.size());
+  for (int k = 0; k < 8; ++k) body.push_back(static_cast<char>(crc >> (8 * k)));
+  return body;
+}
+
+// FUNCTION DUMP's payload byte for byte, and FUNCTION RESTORE's policies
+// and errors, as Redis's.
+TEST(FunctionFamilyVsRedis, DumpAndRestoreAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("fndump");
+  ASSERT_TRUE(h.ok()) << h.error();
+  auto fn = [](const std::string& lib, const std::string& f,
+               const std::string& ret) {
+    return Lib(lib, "redis.register_function('" + f +
+                        "', function() return '" + ret + "' end)");
+  };
+  using shmkv::rdb::DumpFunctions;
+  const std::string one = DumpFunctions({fn("lib1", "f1", "one")});
+  const std::string two =
+      DumpFunctions({fn("lib1", "f1", "two"), fn("lib2", "f2", "two")});
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"FUNCTION", "FLUSH"},
+      {"FUNCTION", "DUMP"},
+      {"FUNCTION", "LOAD", fn("lib1", "f1", "loaded")},
+      {"FUNCTION", "DUMP"},
+      {"FUNCTION", "RESTORE", one},
+      {"FUNCTION", "RESTORE", one, "APPEND"},
+      {"FUNCTION", "RESTORE", one, "REPLACE"},
+      {"FCALL", "f1", "0"},
+      {"FUNCTION", "RESTORE", two, "REPLACE"},
+      {"FCALL", "f1", "0"}, {"FCALL", "f2", "0"},
+      {"FUNCTION", "RESTORE", one, "FLUSH"},
+      {"FCALL", "f1", "0"}, {"FCALL", "f2", "0"},
+      {"FUNCTION", "LOAD", fn("other", "f2", "other")},
+      {"FUNCTION", "RESTORE", two, "REPLACE"},
+      {"FCALL", "f2", "0"},
+      {"FUNCTION", "RESTORE", one, "bad"},
+      {"FUNCTION", "RESTORE", one, "FLUSH", "x"},
+      {"FUNCTION", "RESTORE"},
+      {"FUNCTION", "RESTORE", "bad_payload"},
+      {"FUNCTION", "RESTORE", one.substr(0, one.size() - 1) + "x"},
+      {"FUNCTION", "RESTORE", WithFooter("")},
+      {"FUNCTION", "RESTORE", WithFooter(std::string("\0\x01x", 3))},
+      {"FUNCTION", "RESTORE", WithFooter(std::string("\xf5\x05" "ab", 4))},
+      {"FUNCTION", "RESTORE",
+       DumpFunctions({fn("dup", "d1", "x"), fn("dup", "d2", "y")}), "FLUSH"},
+      {"FUNCTION", "RESTORE",
+       DumpFunctions({fn("d1", "same", "x"), fn("d2", "same", "y")}),
+       "FLUSH"},
+      {"FUNCTION", "RESTORE", DumpFunctions({Lib("bad", "bad code")})},
+      {"FUNCTION", "RESTORE", DumpFunctions({"no shebang"})},
+      {"FUNCTION", "RESTORE", DumpFunctions({Lib("none", "local a = 1")})},
+      {"FCALL", "f1", "0"},
+      {"FUNCTION", "DUMP", "x"},
   });
 }
 

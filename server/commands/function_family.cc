@@ -31,6 +31,7 @@
 #include "server/commands/notify.h"
 #include "server/commands/script_lua.h"
 #include "server/commands/script_sandbox.h"
+#include "server/rdb/codec.h"
 #include "server/store/scripts.h"
 
 namespace shmkv {
@@ -376,6 +377,102 @@ void Flush(const Args& a, CommandContext* c, Reply* r) {
   r->Simple("OK");
 }
 
+// FUNCTION DUMP: every library's code, in a DUMP payload.
+void Dump(CommandContext* c, Reply* r) {
+  WithLibraries(c, r, false, [&](std::vector<Library>* libs, uint64_t) {
+    std::vector<std::string> codes;
+    for (const Library& l : *libs) codes.push_back(l.code);
+    r->Bulk(rdb::DumpFunctions(codes));
+  });
+}
+
+// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE]: the payload's
+// libraries, each checked as FUNCTION LOAD checks one, joined to the
+// ones there as the policy says, all or none.
+void Restore(const Args& a, CommandContext* c, Reply* r) {
+  if (a.size() > 4) {
+    return r->Error("ERR unknown subcommand or wrong number of arguments "
+                    "for '" + std::string(a[1]) + "'. Try FUNCTION HELP.");
+  }
+  enum { kAppend, kReplace, kFlush } policy = kAppend;
+  if (a.size() == 4) {
+    if (Eq(a[3], "append")) {
+      policy = kAppend;
+    } else if (Eq(a[3], "replace")) {
+      policy = kReplace;
+    } else if (Eq(a[3], "flush")) {
+      policy = kFlush;
+    } else {
+      return r->Error("ERR Wrong restore policy given, value should be "
+                      "either FLUSH, APPEND or REPLACE.");
+    }
+  }
+  std::vector<std::string> codes;
+  bool checksum_ok = false;
+  std::string why;
+  if (!rdb::UndumpFunctions(a[2], ~size_t{0}, &codes, &checksum_ok, &why)) {
+    if (!checksum_ok) {
+      return r->Error("ERR DUMP payload version or checksum are wrong");
+    }
+    return r->Error("ERR " + why);
+  }
+  WithLibraries(c, r, true, [&](std::vector<Library>* libs,
+                                uint64_t generation) {
+    // The payload's libraries on their own: each must load, no two of
+    // one name or with a function of one name.
+    std::vector<Library> fresh;
+    std::map<std::string, std::string> fresh_fns;  // lower name -> library
+    for (const std::string& code : codes) {
+      std::string name, err;
+      size_t body = 0;
+      std::vector<LuaScripts::Function> fns;
+      if (!ParseMetadata(code, &name, &body, &err)) return r->Error(err);
+      for (const Library& f : fresh) {
+        if (f.name == name) {
+          return r->Error("ERR Library '" + name + "' already exists");
+        }
+      }
+      if (!LuaScripts::Instance()->LoadLibrary(
+              std::string_view(code).substr(body), &fns, &err)) {
+        return r->Error(err);
+      }
+      if (fns.empty()) return r->Error("ERR No functions registered");
+      for (const auto& f : fns) {
+        if (!fresh_fns.emplace(Lower(f.name), name).second) {
+          return r->Error("ERR Function " + f.name + " already exists");
+        }
+      }
+      fresh.push_back(Library{name, code});
+    }
+    std::vector<Library> next;
+    if (policy != kFlush) {
+      const Compiled& l = Local();
+      for (Library& lib : *libs) {
+        bool replaced = false;
+        for (const Library& f : fresh) replaced |= f.name == lib.name;
+        if (replaced && policy == kAppend) {
+          return r->Error("ERR Library " + lib.name + " already exists");
+        }
+        if (!replaced) next.push_back(std::move(lib));
+      }
+      for (const Library& kept : next) {
+        auto it = l.libs.find(kept.name);
+        if (it == l.libs.end()) continue;
+        for (const auto& f : it->second.fns) {
+          if (fresh_fns.count(Lower(f.name)) != 0) {
+            return r->Error("ERR Function " + f.name + " already exists");
+          }
+        }
+      }
+    }
+    for (Library& f : fresh) next.push_back(std::move(f));
+    if (!Publish(c, r, &next, generation)) return;
+    // Compiled again at the next use, from what was written.
+    Forget();
+    r->Simple("OK");
+  });
+}
+
 void Flags(const LuaScripts::Function& f, Reply* r) {
   size_t n = 0;
   for (size_t i = 0; i < std::size(kFunctionFlagNames); ++i) {
@@ -498,6 +595,12 @@ void Function(const Args& a, CommandContext* c, Reply* r) {
         "    Stops the function that runs too long, if it wrote nothing.",
         "FLUSH [ASYNC|SYNC]",
         "    Removes every library.",
+        "DUMP",
+        "    Every library, in a payload FUNCTION RESTORE takes.",
+        "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+        "    Adds a payload's libraries: FLUSH drops the ones there first,",
+        "    APPEND (the default) refuses one of a name there, REPLACE",
+        "    replaces it.",
         "HELP",
         "    Prints this help."};
     r->Array(std::size(lines));
@@ -513,6 +616,14 @@ void Function(const Args& a, CommandContext* c, Reply* r) {
     return Delete(a, c, r);
   }
   if (Eq(a[1], "flush")) return Flush(a, c, r);
+  if (Eq(a[1], "dump")) {
+    if (a.size() != 2) return arity("dump");
+    return Dump(c, r);
+  }
+  if (Eq(a[1], "restore")) {
+    if (a.size() < 3) return arity("restore");
+    return Restore(a, c, r);
+  }
   if (Eq(a[1], "list")) return List(a, c, r);
   if (Eq(a[1], "stats")) {
     if (a.size() != 2) return arity("stats");
@@ -603,6 +714,23 @@ const CommandRow kFunctionRows[] = {
 };
 
 }  // namespace
+
+bool StoredLibraryCodes(Store* store, std::vector<std::string>* codes,
+                        std::string* why) {
+  codes->clear();
+  ScriptCache* fs = store->Functions(why);
+  if (fs == nullptr) return false;
+  std::string v;
+  uint64_t generation = 0;
+  std::vector<Library> libs;
+  if (!fs->Get(LibrariesKey(), &v)) v.clear();
+  if (!ParseLibraries(v, &generation, &libs)) {
+    *why = "the function libraries are damaged (FUNCTION FLUSH clears them)";
+    return false;
+  }
+  for (Library& l : libs) codes->push_back(std::move(l.code));
+  return true;
+}
 
 void RegisterFunctionFamily(Registry* r) { r->Add(kFunctionRows, "function"); }
 

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/store/store.h"
+
 namespace shmkv {
 namespace cmd {
 
@@ -21,6 +23,10 @@ bool ParseLibraries(std::string_view v, uint64_t* generation,
                     std::vector<Library>* libs);
 std::string SerializeLibraries(uint64_t generation,
                                const std::vector<Library>& libs);
+// The code of every library `store` holds (RDB files save them): false
+// with *why when the value cannot be read.
+bool StoredLibraryCodes(Store* store, std::vector<std::string>* codes,
+                        std::string* why);
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/function_family.h"
 #include "server/commands/whole_value.h"
 #include "server/rdb/codec.h"
 #include "server/store/cow.h"
@@ -92,7 +93,12 @@ bool WriteRdbFile(CommandContext* c, const std::string& tmp, int64_t ctime,
     return true;
   });
   why->clear();
-  bool ok = w.Begin(ctime, c->store->MemoryUsed()) && body(&w);
+  // The function libraries, then the databases, as Redis writes them.
+  std::vector<std::string> libraries;
+  bool ok = w.Begin(ctime, c->store->MemoryUsed());
+  if (ok && !StoredLibraryCodes(c->store, &libraries, why)) ok = false;
+  for (const std::string& code : libraries) ok = ok && w.Function(code);
+  ok = ok && body(&w);
   if (!ok && !why->empty()) {  // the body said why
     close(fd);
     unlink(tmp.c_str());

@@ -605,20 +605,17 @@ bool Reader::ValueBody(uint8_t type, Value* v) {
 
 // ---- DUMP payloads ---------------------------------------------------
 
-std::string Dump(const Value& v) {
-  std::string out;
-  Writer w(&out);
-  w.ValueOf(v);
+namespace {
+// A payload's footer: the RDB version (2 bytes LE) and the CRC-64 of
+// everything before the CRC (8 bytes LE).
+void AppendFooter(std::string* out) {
+  Writer w(out);
   w.Byte(static_cast<uint8_t>(kVersion & 0xff));
   w.Byte(static_cast<uint8_t>(kVersion >> 8));
-  const uint64_t crc = Crc64(0, out.data(), out.size());
+  const uint64_t crc = Crc64(0, out->data(), out->size());
   for (int k = 0; k < 8; ++k) w.Byte(static_cast<uint8_t>(crc >> (8 * k)));
-  return out;
 }
-
-bool Undump(std::string_view payload, size_t max_string, Value* v,
-            bool* checksum_ok, std::string* why) {
-  *checksum_ok = false;
+bool FooterOk(std::string_view payload, std::string* why) {
   if (payload.size() < 10) {
     *why = "shorter than its footer";
     return false;
@@ -635,11 +632,87 @@ bool Undump(std::string_view payload, size_t max_string, Value* v,
     *why = "its CRC does not match";
     return false;
   }
+  return true;
+}
+}  // namespace
+
+std::string Dump(const Value& v) {
+  std::string out;
+  Writer w(&out);
+  w.ValueOf(v);
+  AppendFooter(&out);
+  return out;
+}
+
+bool Undump(std::string_view payload, size_t max_string, Value* v,
+            bool* checksum_ok, std::string* why) {
+  *checksum_ok = false;
+  if (!FooterOk(payload, why)) return false;
   *checksum_ok = true;
   Reader r(payload.substr(0, payload.size() - 10), max_string);
   uint8_t type = 0;
   if (r.Byte(&type) && r.ValueBody(type, v) && r.left() != 0) {
     r.Fail("bytes after the value");
+  }
+  if (!r.ok()) {
+    *why = r.error();
+    return false;
+  }
+  return true;
+}
+
+void WriteFunction(Writer* w, std::string_view code) {
+  w->Byte(kOpFunction2);
+  w->String(code);
+}
+
+bool ReadFunction(Reader* r, uint8_t op, std::string* code) {
+  if (op == kOpFunction2) {
+    return r->String(code) || r->Fail("Failed loading library payload");
+  }
+  std::string name, engine, desc, body;
+  uint64_t has_desc = 0;
+  if (!r->String(&name)) return r->Fail("Failed loading library name");
+  if (!r->String(&engine)) return r->Fail("Failed loading engine name");
+  if (!r->Length(&has_desc)) {
+    return r->Fail("Failed loading library description indicator");
+  }
+  if (has_desc != 0 && !r->String(&desc)) {
+    return r->Fail("Failed loading library description");
+  }
+  if (!r->String(&body)) return r->Fail("Failed loading library blob");
+  *code = "#!" + engine + " name=" + name + "\n" + body;
+  return true;
+}
+
+std::string DumpFunctions(const std::vector<std::string>& codes) {
+  std::string out;
+  Writer w(&out);
+  for (const std::string& c : codes) WriteFunction(&w, c);
+  AppendFooter(&out);
+  return out;
+}
+
+bool UndumpFunctions(std::string_view payload, size_t max_string,
+                     std::vector<std::string>* codes, bool* checksum_ok,
+                     std::string* why) {
+  codes->clear();
+  *checksum_ok = false;
+  if (!FooterOk(payload, why)) return false;
+  *checksum_ok = true;
+  // As Redis reads it: over the whole payload, while more than the
+  // footer is left (a library may run into the footer's bytes).
+  Reader r(payload, max_string);
+  while (r.ok() && r.left() > 10) {
+    uint8_t op = 0;
+    if (!r.Byte(&op)) break;
+    if (op != kOpFunction2 && op != kOpFunction) {
+      *why = "given type is not a function";
+      return false;
+    }
+    std::string code;
+    if (!ReadFunction(&r, op, &code)) break;
+    codes->push_back(std::move(code));
   }
   if (!r.ok()) {
     *why = r.error();

@@ -161,6 +161,22 @@ std::string Dump(const Value& v);
 bool Undump(std::string_view payload, size_t max_string, Value* v,
             bool* checksum_ok, std::string* why);
 
+// Function libraries, as RDB files and FUNCTION DUMP hold them: opcode
+// 245 and the library's code (opcode 246, the format of Redis 7.0's
+// release candidates, is read too: name, engine, a description, the
+// body; read as the code it stands for).
+constexpr uint8_t kOpFunction2 = 245;
+constexpr uint8_t kOpFunction = 246;
+void WriteFunction(Writer* w, std::string_view code);
+bool ReadFunction(Reader* r, uint8_t op, std::string* code);
+// A FUNCTION DUMP payload of these libraries' codes, and its reading:
+// false with *why; *checksum_ok false when the footer is wrong (RESTORE
+// answers that apart), else *why is Redis's text for what is wrong.
+std::string DumpFunctions(const std::vector<std::string>& codes);
+bool UndumpFunctions(std::string_view payload, size_t max_string,
+                     std::vector<std::string>* codes, bool* checksum_ok,
+                     std::string* why);
+
 }  // namespace rdb
 }  // namespace shmkv
 
@@ -193,6 +209,8 @@ class FileWriter {
   // with an expiry) follow.
   bool Database(uint32_t db, uint64_t keys, uint64_t expires);
   bool Key(std::string_view key, const Value& v, int64_t expire_ms);
+  // A function library's code (before the databases, as Redis).
+  bool Function(std::string_view code);
   // The end marker and the CRC: false when the sink failed anywhere.
   bool Finish();
 
@@ -208,12 +226,16 @@ class FileWriter {
 // and fails it with f's *why); false with *why (the offset and the
 // reason) when the file is not an RDB of version 1..kVersion, does not
 // decode whole, holds what shmkv does not (a stream, a module value, a
-// function library: named), or its CRC does not match. Nothing is
+// function library without on_function: named), or its CRC does not match. Nothing is
 // called for a file refused before its first key; a caller that must not
 // apply part of a file reads it twice (once with a counting f).
+// Function libraries go to `on_function` (their code): without one, a
+// file that holds any is refused.
 bool ReadFile(std::string_view bytes, size_t max_string,
               const std::function<bool(Entry&, std::string*)>& f,
-              std::string* why);
+              std::string* why,
+              const std::function<bool(std::string_view, std::string*)>&
+                  on_function = nullptr);
 
 }  // namespace rdb
 }  // namespace shmkv

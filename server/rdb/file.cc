@@ -11,8 +11,6 @@ namespace rdb {
 
 namespace {
 
-constexpr uint8_t kOpFunction2 = 245;
-constexpr uint8_t kOpFunction = 246;
 constexpr uint8_t kOpModuleAux = 247;
 constexpr uint8_t kOpIdle = 248;
 constexpr uint8_t kOpFreq = 249;
@@ -67,6 +65,12 @@ bool FileWriter::Database(uint32_t db, uint64_t keys, uint64_t expires) {
   return Flush(false);
 }
 
+bool FileWriter::Function(std::string_view code) {
+  Writer w(&buf_);
+  WriteFunction(&w, code);
+  return Flush(false);
+}
+
 bool FileWriter::Key(std::string_view key, const Value& v,
                      int64_t expire_ms) {
   Writer w(&buf_);
@@ -94,7 +98,9 @@ bool FileWriter::Finish() {
 
 bool ReadFile(std::string_view bytes, size_t max_string,
               const std::function<bool(Entry&, std::string*)>& f,
-              std::string* why) {
+              std::string* why,
+              const std::function<bool(std::string_view, std::string*)>&
+                  on_function) {
   if (bytes.size() < 9 || bytes.substr(0, 5) != "REDIS") {
     *why = "not an RDB file (no REDIS header)";
     return false;
@@ -174,9 +180,19 @@ bool ReadFile(std::string_view bytes, size_t max_string,
         r.Fail("module data, which shmkv does not hold");
         break;
       case kOpFunction:
-      case kOpFunction2:
-        r.Fail("a function library, which shmkv does not hold");
+      case kOpFunction2: {
+        if (on_function == nullptr) {
+          r.Fail("a function library, which this reader does not take");
+          break;
+        }
+        std::string code, stop;
+        if (!ReadFunction(&r, op, &code)) break;
+        if (!on_function(code, &stop)) {
+          *why = "function library: " + stop;
+          return false;
+        }
         break;
+      }
       case kOpEof:
         eof = true;
         break;
