@@ -635,6 +635,11 @@ TEST(DumpFamilyVsRedis, SaveWritesAFileRedisLoadsEqual) {
               ":1\r\n");
   }
   ASSERT_EQ(h.Run({"SELECT", "0"}), "+OK\r\n");
+  // A function library goes in the file too (before the databases).
+  ASSERT_EQ(h.Run({"FUNCTION", "LOAD",
+                   "#!lua name=saved\nredis.register_function('sv', "
+                   "function() return 'from shmkv' end)"}),
+            "$5\r\nsaved\r\n");
   ASSERT_EQ(h.Run({"SAVE"}), "+OK\r\n");
   const std::string path = dir.path + "/s.rdb";
   struct stat st;
@@ -656,6 +661,7 @@ TEST(DumpFamilyVsRedis, SaveWritesAFileRedisLoadsEqual) {
     RedisOracle redis({"--dir", dir.path, "--dbfilename", "s.rdb"});
     SKIP_WITHOUT_REDIS(redis);
     Client c(redis.port());
+    EXPECT_EQ(c.Call({"FCALL", "sv", "0"}), "$10\r\nfrom shmkv\r\n");
     for (int db : {0, 3}) {
       c.Call({"SELECT", std::to_string(db)});
       EXPECT_EQ(c.Call({"DBSIZE"}),
@@ -707,6 +713,11 @@ TEST(RdbVsRedis, LoadRdbFillsAnEmptyStoreFromRedissFile) {
     rc.Call({"PEXPIREAT", Samples()[2].key, std::to_string(ttl_at)});
   }
   ASSERT_EQ(rc.Call({"SET", "soon", "x", "PX", "300"}), "+OK\r\n");
+  // Redis's file holds a function library: it loads with the keys.
+  ASSERT_EQ(rc.Call({"FUNCTION", "LOAD",
+                     "#!lua name=fromredis\nredis.register_function('fr', "
+                     "function(keys) return redis.call('dbsize') end)"}),
+            "$9\r\nfromredis\r\n");
   ASSERT_EQ(rc.Call({"SAVE"}), "+OK\r\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   const std::string file = dir.path + "/r.rdb";
@@ -741,6 +752,9 @@ TEST(RdbVsRedis, LoadRdbFillsAnEmptyStoreFromRedissFile) {
       << ReadAll(dir.path + "/load.txt");
   ASSERT_TRUE(s.Start()) << s.log();
   Client kv(s.port());
+  EXPECT_EQ(kv.Call({"FCALL", "fr", "0"}), rc.Call({"FCALL", "fr", "0"}));
+  EXPECT_EQ(kv.Call({"FUNCTION", "LIST", "WITHCODE"}),
+            rc.Call({"FUNCTION", "LIST", "WITHCODE"}));
   for (int db : {0, 7}) {
     const std::vector<std::string> sel = {"SELECT", std::to_string(db)};
     ASSERT_EQ(kv.Call(sel), rc.Call(sel));
