@@ -241,6 +241,12 @@ TEST(ShmkvReplication, AReplicaAnswersClientsAsRedisDoes) {
   Client m(master.port());
   ASSERT_EQ(m.Call({"SET", "k", "v"}), "+OK\r\n");
   ASSERT_EQ(m.Call({"HSET", "h", "f", "1"}), ":1\r\n");
+  // A library the full sync carries, and one the stream does.
+  ASSERT_EQ(m.Call({"FUNCTION", "LOAD",
+                    "#!lua name=synced\nredis.register_function{"
+                    "function_name='rf', callback=function(keys) return "
+                    "redis.call('get', keys[1]) end, flags={'no-writes'}}"}),
+            "$6\r\nsynced\r\n");
   Server s("repl_ro");
   ASSERT_TRUE(s.Start(ReplicaArgs(own))) << s.log();
   Client ours(s.port()), theirs(redis_replica.port());
@@ -249,7 +255,25 @@ TEST(ShmkvReplication, AReplicaAnswersClientsAsRedisDoes) {
     ASSERT_EQ(c->Call({"REPLICAOF", "127.0.0.1", port}), "+OK\r\n");
     ASSERT_TRUE(WaitSynced(&m, c, 60)) << s.log();
   }
+  ASSERT_EQ(m.Call({"FUNCTION", "LOAD",
+                    "#!lua name=streamed\nredis.register_function('wf', "
+                    "function(keys) return redis.call('set', keys[1], 'f') "
+                    "end)"}),
+            "$8\r\nstreamed\r\n");
+  for (Client* c : {&ours, &theirs}) ASSERT_TRUE(WaitSynced(&m, c, 60));
   const Cmds cmds = {
+      {"FCALL", "rf", "1", "k"},
+      {"FCALL_RO", "rf", "1", "k"},
+      {"FCALL", "wf", "1", "k"},
+      {"FCALL_RO", "wf", "1", "k"},
+      {"FUNCTION", "LIST", "LIBRARYNAME", "synced", "WITHCODE"},
+      {"FUNCTION", "LIST", "LIBRARYNAME", "streamed", "WITHCODE"},
+      {"FUNCTION", "LOAD", "#!lua name=mine\n"
+                           "redis.register_function('m', function() end)"},
+      {"FUNCTION", "DELETE", "synced"},
+      {"FUNCTION", "FLUSH"},
+      {"FUNCTION", "RESTORE", "x"},
+      {"FUNCTION", "STATS"},
       {"GET", "k"},
       {"HGETALL", "h"},
       {"SET", "k", "w"},

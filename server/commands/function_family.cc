@@ -32,6 +32,7 @@
 #include "server/commands/script_lua.h"
 #include "server/commands/script_sandbox.h"
 #include "server/rdb/codec.h"
+#include "server/store/repl.h"
 #include "server/store/scripts.h"
 
 namespace shmkv {
@@ -273,11 +274,22 @@ bool Publish(CommandContext* c, Reply* r, std::vector<Library>* libs,
   return true;
 }
 
+// A replica's clients may not change the libraries (its master's
+// stream may): true with Redis's reply when this one may not.
+bool ReadOnlyReplica(CommandContext* c, Reply* r) {
+  if (c->from_master) return false;
+  SharedRepl* repl = c->store->Repl();
+  if (repl == nullptr || repl->Mode() == ReplMode::kMaster) return false;
+  r->Error("READONLY You can't write against a read only replica.");
+  return true;
+}
+
 // Runs f on the libraries, made this process's first. A change (write)
 // holds the store's write lock; a look does not (a script running long in
 // another worker holds the lock, and FUNCTION STATS must answer then).
 template <class F>
 void WithLibraries(CommandContext* c, Reply* r, bool write, F f) {
+  if (write && ReadOnlyReplica(c, r)) return;
   std::unique_ptr<Store::Txn> own;
   if (write && c->txn == nullptr) own = c->store->Begin();
   std::vector<Library> libs;
@@ -356,6 +368,7 @@ void Flush(const Args& a, CommandContext* c, Reply* r) {
   if (a.size() == 3 && !Eq(a[2], "sync") && !Eq(a[2], "async")) {
     return r->Error("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
   }
+  if (ReadOnlyReplica(c, r)) return;
   std::unique_ptr<Store::Txn> own;
   if (c->txn == nullptr) own = c->store->Begin();
   // Not Sync: a damaged value is what FLUSH is for.
@@ -607,21 +620,29 @@ void Function(const Args& a, CommandContext* c, Reply* r) {
     for (const char* l : lines) r->Simple(l);
     return;
   }
+  // The subcommands that write are refused on a replica before their
+  // arguments are read, as Redis refuses a write command.
   if (Eq(a[1], "load")) {
     if (a.size() < 3) return arity("load");
+    if (ReadOnlyReplica(c, r)) return;
     return Load(a, c, r);
   }
   if (Eq(a[1], "delete")) {
     if (a.size() != 3) return arity("delete");
+    if (ReadOnlyReplica(c, r)) return;
     return Delete(a, c, r);
   }
-  if (Eq(a[1], "flush")) return Flush(a, c, r);
+  if (Eq(a[1], "flush")) {
+    if (ReadOnlyReplica(c, r)) return;
+    return Flush(a, c, r);
+  }
   if (Eq(a[1], "dump")) {
     if (a.size() != 2) return arity("dump");
     return Dump(c, r);
   }
   if (Eq(a[1], "restore")) {
     if (a.size() < 3) return arity("restore");
+    if (ReadOnlyReplica(c, r)) return;
     return Restore(a, c, r);
   }
   if (Eq(a[1], "list")) return List(a, c, r);
@@ -657,6 +678,9 @@ void FCallGeneric(const Args& a, CommandContext* c, Reply* r, bool ro) {
   if (it == l.fns.end()) return r->Error("ERR Function not found");
   const LuaScripts::Function& f =
       l.libs[it->second.first].fns[it->second.second];
+  const bool no_writes = (f.flags & kFunctionNoWrites) != 0;
+  // A function that may write is a write command: not on a replica.
+  if (!no_writes && ReadOnlyReplica(c, r)) return;
   int64_t numkeys = 0;
   if (!ToInt(a[2], &numkeys)) {
     return r->Error("ERR Bad number of keys provided");
@@ -666,11 +690,11 @@ void FCallGeneric(const Args& a, CommandContext* c, Reply* r, bool ro) {
                     "args");
   }
   if (numkeys < 0) return r->Error("ERR Number of keys can't be negative");
-  const bool no_writes = (f.flags & kFunctionNoWrites) != 0;
   if (ro && !no_writes) {
     return r->Error("ERR Can not execute a script with write flag using "
                     "*_ro command.");
   }
+
   Args keys(a.begin() + 3, a.begin() + 3 + numkeys);
   Args argv(a.begin() + 3 + numkeys, a.end());
   const std::string name = f.name;
