@@ -72,6 +72,53 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
 // the encodings values then take, checked when Redis checks them (a
 // value packed under higher limits stays packed until a write adds to
 // it or, for a hash, writes a longer field or value).
+// COMMAND GETKEYS as Redis answers it: fixed key positions, steps,
+// keys counted by an argument, SORT's STORE, MIGRATE's KEYS, and the
+// errors.
+TEST(ServerFamilyVsRedis, CommandGetKeysAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("getkeys");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::vector<std::vector<std::string>> cases = {
+      {"GET", "a"}, {"SET", "a", "1", "EX", "5"}, {"MGET", "a", "b", "c"},
+      {"MSET", "a", "1", "b", "2"}, {"DEL", "a", "b"}, {"RENAME", "a", "b"},
+      {"LMOVE", "a", "b", "LEFT", "RIGHT"}, {"BLPOP", "a", "b", "0"},
+      {"BLMOVE", "a", "b", "LEFT", "LEFT", "0"}, {"SMOVE", "a", "b", "m"},
+      {"SINTERSTORE", "d", "a", "b"}, {"ZRANGESTORE", "d", "s", "0", "1"},
+      {"ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"},
+      {"ZINTERSTORE", "d", "1", "a"}, {"ZUNION", "2", "a", "b"},
+      {"ZINTERCARD", "2", "a", "b", "LIMIT", "1"},
+      {"SINTERCARD", "1", "a"}, {"LMPOP", "2", "a", "b", "LEFT"},
+      {"ZMPOP", "1", "a", "MIN"}, {"BLMPOP", "0", "2", "a", "b", "LEFT"},
+      {"BZMPOP", "0", "1", "a", "MAX"},
+      {"EVAL", "return 1", "2", "a", "b", "x"}, {"EVAL", "return 1", "0"},
+      {"EVALSHA", "abc", "1", "k"}, {"FCALL", "f", "1", "k", "arg"},
+      {"FCALL_RO", "f", "0"},
+      {"SORT", "a"}, {"SORT", "a", "BY", "w_*", "LIMIT", "0", "1", "GET", "#",
+                      "STORE", "d"},
+      {"SORT_RO", "a", "BY", "x"},
+      {"MIGRATE", "h", "1", "k", "0", "10"},
+      {"MIGRATE", "h", "1", "", "0", "10", "COPY", "KEYS", "a", "b"},
+      {"LCS", "a", "b"}, {"COPY", "a", "b", "DB", "1"},
+      {"WATCH", "a", "b"}, {"TOUCH", "a"}, {"DUMP", "a"},
+      {"RESTORE", "a", "0", "x"}, {"GETEX", "a", "PERSIST"},
+      {"HSET", "h", "f", "v"}, {"ZADD", "z", "1", "m"}, {"XYZ"},
+      // errors
+      {"PING"}, {"NOSUCH", "a"}, {"GET"}, {"GET", "a", "b"},
+      {"ZUNIONSTORE", "d", "x", "a"}, {"ZUNION", "-1", "a"},
+      {"ZUNION", "5", "a"}, {"LMPOP", "0", "a", "LEFT"},
+      {"EVAL", "return 1", "x"}, {"EVAL", "return 1", "5", "a"},
+      {"RANDOMKEY"}, {"DBSIZE"}, {"SCAN", "0"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> cmd = {"COMMAND", "GETKEYS"};
+    cmd.insert(cmd.end(), c.begin(), c.end());
+    ExpectSameAsRedis(&h, redis.port(), {cmd});
+  }
+  ExpectSameAsRedis(&h, redis.port(), {{"COMMAND", "GETKEYS"}});
+}
+
 TEST(ServerFamilyVsRedis, ConfigSetChangesEncodingLimitsAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);

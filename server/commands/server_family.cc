@@ -85,7 +85,108 @@ void CommandInfo(const CommandRow& row, Reply* r) {
   for (int k = 0; k < 4; ++k) r->Set(0);  // acl, tips, keys, subs
 }
 
-// COMMAND [COUNT | INFO [name ...] | DOCS [name ...]]
+namespace {
+
+// The arguments of `a` (a command and its arguments) that are keys, as
+// COMMAND GETKEYS gives them: the row's first / last / step, or, for the
+// commands whose keys move with their arguments, read as Redis reads
+// them. False when the arguments name none (*none_ok: an empty answer
+// is right, for the scripts' commands).
+bool KeyArgs(const CommandRow& row, const Args& a,
+             std::vector<std::string_view>* keys, bool* none_ok) {
+  const std::string_view name = row.name;
+  *none_ok = false;
+  // numkeys at `at`, the keys after it; `before`: keys ahead of it
+  auto counted = [&](size_t at, size_t before) {
+    for (size_t i = 1; i <= before; ++i) keys->push_back(a[i]);
+    int64_t n = 0;
+    if (at >= a.size() || !ToInt(a[at], &n) || n < 0 ||
+        n > static_cast<int64_t>(a.size() - at - 1)) {
+      return false;
+    }
+    for (int64_t i = 0; i < n; ++i) keys->push_back(a[at + 1 + i]);
+    return !keys->empty();
+  };
+  if (name == "eval" || name == "evalsha" || name == "eval_ro" ||
+      name == "evalsha_ro" || name == "fcall" || name == "fcall_ro") {
+    *none_ok = true;
+    return counted(2, 0);
+  }
+  if (name == "zunionstore" || name == "zinterstore" || name == "zdiffstore") {
+    return counted(2, 1);
+  }
+  if (name == "zunion" || name == "zinter" || name == "zdiff" ||
+      name == "zintercard" || name == "sintercard" || name == "lmpop" ||
+      name == "zmpop") {
+    return counted(1, 0);
+  }
+  if (name == "blmpop" || name == "bzmpop") return counted(2, 0);
+  if (name == "sort") {
+    keys->push_back(a[1]);
+    for (size_t i = 2; i < a.size(); ++i) {
+      if (Eq(a[i], "limit")) {
+        i += 2;
+      } else if (Eq(a[i], "get") || Eq(a[i], "by")) {
+        i += 1;
+      } else if (Eq(a[i], "store") && i + 1 < a.size()) {
+        keys->push_back(a[++i]);
+      }
+    }
+    return true;
+  }
+  if (name == "migrate") {
+    if (a.size() > 3 && a[3].empty()) {
+      for (size_t i = 6; i < a.size(); ++i) {
+        if (Eq(a[i], "keys")) {
+          for (size_t k = i + 1; k < a.size(); ++k) keys->push_back(a[k]);
+          return !keys->empty();
+        }
+      }
+      return false;
+    }
+  }
+  if (row.first_key <= 0) return false;
+  const int64_t argc = static_cast<int64_t>(a.size());
+  int64_t last = row.last_key < 0 ? argc + row.last_key : row.last_key;
+  if (last >= argc) last = argc - 1;
+  const int64_t step = row.key_step > 0 ? row.key_step : 1;
+  for (int64_t i = row.first_key; i <= last; i += step) {
+    keys->push_back(a[static_cast<size_t>(i)]);
+  }
+  return !keys->empty();
+}
+
+// COMMAND GETKEYS command [arg ...]
+void GetKeys(const Args& a, Reply* r) {
+  const CommandRow* row = Commands().Find(a[2]);
+  if (row == nullptr) return r->Error("ERR Invalid command specified");
+  const Args cmd(a.begin() + 2, a.end());
+  const std::string_view n = row->name;
+  const bool movable =
+      n == "eval" || n == "evalsha" || n == "eval_ro" || n == "evalsha_ro" ||
+      n == "fcall" || n == "fcall_ro" || n == "zunion" || n == "zinter" ||
+      n == "zdiff" || n == "zintercard" || n == "sintercard" ||
+      n == "lmpop" || n == "zmpop" || n == "blmpop" || n == "bzmpop";
+  if (row->first_key <= 0 && !movable) {
+    return r->Error("ERR The command has no key arguments");
+  }
+  const int64_t argc = static_cast<int64_t>(cmd.size());
+  if ((row->arity > 0 && row->arity != argc) ||
+      (row->arity < 0 && argc < -row->arity)) {
+    return r->Error("ERR Invalid number of arguments specified for command");
+  }
+  std::vector<std::string_view> keys;
+  bool none_ok = false;
+  if (!KeyArgs(*row, cmd, &keys, &none_ok)) {
+    if (none_ok) return r->Array(0);
+    return r->Error("ERR Invalid arguments specified for command");
+  }
+  r->Array(keys.size());
+  for (std::string_view k : keys) r->Bulk(k);
+}
+}  // namespace
+
+// COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | GETKEYS cmd ...]
 // What clients ask on connect (redis-cli's hints come from DOCS; shmkv
 // gives no documentation text).
 void Command(const Args& a, CommandContext*, Reply* r) {
@@ -123,6 +224,12 @@ void Command(const Args& a, CommandContext*, Reply* r) {
         r->Map(0);
       }
     }
+  } else if (sub == "getkeys") {
+    if (a.size() < 4) {  // as Redis 7.0: a command and one argument
+      return r->Error(
+          "ERR wrong number of arguments for 'command|getkeys' command");
+    }
+    GetKeys(a, r);
   } else if (sub == "count") {
     r->Error("ERR wrong number of arguments for 'command|count' command");
   } else {
