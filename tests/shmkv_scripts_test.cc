@@ -223,6 +223,59 @@ TEST(ShmkvScripts, BusyFunctionIsKilledFromAnotherWorker) {
   EXPECT_EQ(b->Call({"PING"}), "+PONG\r\n");
 }
 
+// One worker: the client of a looping script and the others share it.
+// Past busy-reply-threshold the worker answers them from inside the
+// script, as Redis does: BUSY, FUNCTION STATS, QUIT, and the kill that
+// stops it (a function by FUNCTION KILL, an EVAL by SCRIPT KILL).
+TEST(ShmkvScripts, ALongScriptIsKilledFromItsOwnWorker) {
+  Server s("scripts_busy_same");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client a(s.port()), b(s.port()), q(s.port());
+  ASSERT_EQ(b.Call({"CONFIG", "SET", "busy-reply-threshold", "10"}),
+            "+OK\r\n");
+  ASSERT_EQ(a.Call({"FUNCTION", "LOAD",
+                    "#!lua name=loop\n"
+                    "redis.register_function('spin', function() "
+                    "while true do end end)"}),
+            "$4\r\nloop\r\n");
+  ASSERT_TRUE(a.SendRaw(Client::Encode({"FCALL", "spin", "0"})));
+  ASSERT_TRUE(BusyFrom(&b));
+  EXPECT_EQ(b.Call({"PING"}),
+            "-BUSY Redis is busy running a script. You can only call "
+            "FUNCTION KILL or SHUTDOWN NOSAVE.\r\n");
+  // A pipeline: each command answered, in order.
+  ASSERT_TRUE(b.SendRaw(Client::Encode({"GET", "x"}) +
+                        Client::Encode({"SCRIPT", "KILL"})));
+  EXPECT_EQ(b.Reply(), "-BUSY Redis is busy running a script. You can only "
+                       "call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b.Reply(), "-BUSY Redis is busy running a script. You can only "
+                       "call FUNCTION KILL or SHUTDOWN NOSAVE.\r\n");
+  std::string stats = b.Call({"FUNCTION", "STATS"});
+  EXPECT_EQ(stats.rfind("*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\n"
+                        "name\r\n$4\r\nspin\r\n", 0), 0u) << stats;
+  EXPECT_NE(stats.find("$15\r\nlibraries_count\r\n:1\r\n"),
+            std::string::npos) << stats;
+  EXPECT_EQ(q.Call({"QUIT"}), "+OK\r\n");
+  EXPECT_EQ(b.Call({"FUNCTION", "KILL"}), "+OK\r\n");
+  std::string killed = a.Reply();
+  EXPECT_EQ(killed.rfind("-ERR Script killed by user with SCRIPT KILL...", 0),
+            0u) << killed;
+  EXPECT_EQ(b.Call({"PING"}), "+PONG\r\n");
+  EXPECT_EQ(a.Call({"PING"}), "+PONG\r\n");
+
+  ASSERT_TRUE(a.SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+  ASSERT_TRUE(BusyFrom(&b));
+  EXPECT_EQ(b.Call({"FUNCTION", "KILL"}),
+            "-BUSY Redis is busy running a script. You can only call SCRIPT "
+            "KILL or SHUTDOWN NOSAVE.\r\n");
+  EXPECT_EQ(b.Call({"SCRIPT", "KILL"}), "+OK\r\n");
+  killed = a.Reply();
+  EXPECT_EQ(killed.rfind("-ERR Script killed by user with SCRIPT KILL...", 0),
+            0u) << killed;
+  EXPECT_EQ(b.Call({"PING"}), "+PONG\r\n");
+}
+
 // busy-reply-threshold (lua-time-limit) is the store's: a script running
 // under a threshold it has not reached leaves the other worker free;
 // lowered there below the time the script has run, the next command is

@@ -553,38 +553,44 @@ void List(const Args& a, CommandContext* c, Reply* r) {
   });
 }
 
+// FUNCTION STATS's reply: `run`, the function running (null: none).
+void StatsReply(const RunningScript* run, Reply* r) {
+  r->Map(2);
+  r->Bulk("running_script");
+  if (run != nullptr) {
+    r->Map(3);
+    r->Bulk("name");
+    r->Bulk(run->name);
+    r->Bulk("command");
+    r->Array(run->command.size());
+    for (const std::string& arg : run->command) r->Bulk(arg);
+    r->Bulk("duration_ms");
+    r->Int(std::max<int64_t>(0, MonoNowMs() - ScriptStartMs(run->busy)));
+  } else {
+    r->Null();
+  }
+  r->Bulk("engines");
+  r->Map(1);
+  r->Bulk("LUA");
+  r->Map(2);
+  r->Bulk("libraries_count");
+  r->Int(static_cast<int64_t>(Local().libs.size()));
+  r->Bulk("functions_count");
+  r->Int(static_cast<int64_t>(Local().function_count()));
+}
+
 void Stats(CommandContext* c, Reply* r) {
+  // A worker answering this runs no script itself (its own long one is
+  // answered by FunctionStatsWhileBusy): one of another worker is shown
+  // once it has run long enough to say what it is.
+  RunningScript run;
+  const bool running = ReadRunning(c->store, &run);
+  if (running && !run.function) {
+    // As Redis: an EVAL that runs long is not a function's to show.
+    return r->Error(BusyText(false));
+  }
   WithLibraries(c, r, false, [&](std::vector<Library>*, uint64_t) {
-    // A worker answering this runs no script itself: one of another
-    // worker is shown once it has run long enough to say what it is.
-    RunningScript run;
-    const bool running = ReadRunning(c->store, &run);
-    if (running && !run.function) {
-      // As Redis: an EVAL that runs long is not a function's to show.
-      return r->Error(BusyText(false));
-    }
-    r->Map(2);
-    r->Bulk("running_script");
-    if (running) {
-      r->Map(3);
-      r->Bulk("name");
-      r->Bulk(run.name);
-      r->Bulk("command");
-      r->Array(run.command.size());
-      for (const std::string& arg : run.command) r->Bulk(arg);
-      r->Bulk("duration_ms");
-      r->Int(std::max<int64_t>(0, MonoNowMs() - ScriptStartMs(run.busy)));
-    } else {
-      r->Null();
-    }
-    r->Bulk("engines");
-    r->Map(1);
-    r->Bulk("LUA");
-    r->Map(2);
-    r->Bulk("libraries_count");
-    r->Int(static_cast<int64_t>(Local().libs.size()));
-    r->Bulk("functions_count");
-    r->Int(static_cast<int64_t>(Local().function_count()));
+    StatsReply(running ? &run : nullptr, r);
   });
 }
 
@@ -738,6 +744,15 @@ const CommandRow kFunctionRows[] = {
 };
 
 }  // namespace
+
+void FunctionStatsWhileBusy(Store* store, Reply* r) {
+  // What this process compiled when its running function began (it
+  // cannot compile again while it runs).
+  RunningScript run;
+  const bool running = ReadRunning(store, &run);
+  if (running && !run.function) return r->Error(BusyText(false));
+  StatsReply(running ? &run : nullptr, r);
+}
 
 bool StoredLibraryCodes(Store* store, std::vector<std::string>* codes,
                         std::string* why) {

@@ -240,7 +240,13 @@ bool ParseShebang(std::string_view body, ScriptFlags* f, std::string* err) {
 
 namespace {
 LuaScripts* g_lua = nullptr;
+std::function<void(bool)>* g_busy_serve = nullptr;
 }  // namespace
+
+void LuaScripts::SetBusyServe(std::function<void(bool)> f) {
+  delete g_busy_serve;
+  g_busy_serve = new std::function<void(bool)>(std::move(f));
+}
 
 LuaScripts* LuaScripts::Instance() {
   if (g_lua == nullptr) g_lua = new LuaScripts();
@@ -646,7 +652,15 @@ void LuaScripts::Hook(lua_State* L, lua_Debug*) {
       fs->Set(RunningKey(), EncodeRunning(info), &err);
     }
   }
-  if (run == nullptr || run->wrote) return;
+  if (run == nullptr) return;
+  // Past the threshold the worker's other clients are answered (BUSY,
+  // or a kill), as Redis answers its clients from inside a long script.
+  if (g_busy_serve != nullptr &&
+      MonoMs() - ScriptStartMs(run->busy) >=
+          run->c->store->GetSetting(Setting::kBusyReplyThreshold)) {
+    (*g_busy_serve)(run->function);
+  }
+  if (run->wrote) return;
   // Acquire: pairs with RequestScriptKill's release.
   if (run->ctl->script_kill.load(std::memory_order_acquire) != run->busy) {
     return;

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,8 @@ std::string BusyText(bool function);
 // SCRIPT KILL (is_eval) and FUNCTION KILL, as Redis answers them: each
 // stops only its own kind.
 void ReplyKill(Store* store, bool is_eval, Reply* r);
+// FUNCTION STATS answered by a worker whose own function runs long.
+void FunctionStatsWhileBusy(Store* store, Reply* r);
 // The parts of a published record (checked: false when it is not one).
 std::string EncodeRunning(const RunningScript& r);
 bool DecodeRunning(std::string_view v, RunningScript* r);
@@ -137,6 +140,11 @@ class LuaScripts {
                    const Args& keys, const Args& argv, bool read_only,
                    CommandContext* c, Reply* r, bool* wrote,
                    const Args& command);
+
+  // What the worker does for its other clients while a script of its own
+  // has run past busy-reply-threshold (server/net/worker_busy.cc): called
+  // from the script's hook with whether it is a function.
+  static void SetBusyServe(std::function<void(bool)> f);
 
   // redis.setresp: the protocol the running script's commands reply in
   // (2 at the start of every script, as Redis).

@@ -31,6 +31,7 @@
 #include "server/net/http.h"
 #include "server/commands/reply.h"
 #include "server/net/resp.h"
+#include "server/commands/script_lua.h"
 #include "server/store/stats.h"
 #include "server/net/udp.h"
 #include "server/net/waker.h"
@@ -212,6 +213,8 @@ void Worker::Update(Conn* c) {
 }
 
 int Worker::Loop() {
+  cmd::LuaScripts::SetBusyServe(
+      [this](bool function) { ServeWhileBusy(function); });
   std::vector<struct epoll_event> events(256);
   double last_publish = MonoUs();
   for (;;) {
@@ -565,7 +568,10 @@ void Worker::Process(Conn* c) {
     // A subscriber's command comes after every message published before
     // it, on any worker (those closed past the limit go after the loop).
     if (hub_ != nullptr && c->client.subscribed()) hub_->Poll();
-    if (Run(&c->client, args_, &c->out, true)) {
+    running_fd_ = c->fd;
+    const bool blocked = Run(&c->client, args_, &c->out, true);
+    running_fd_ = -1;
+    if (blocked) {
       Block(c);
       break;
     }

@@ -230,6 +230,14 @@ class Worker {
 
   void Flush(Conn* c);
 
+  // Called by the Lua hook of a script of this worker that has run past
+  // busy-reply-threshold (server/net/worker_busy.cc): the worker's other
+  // clients are read and answered as Redis answers them then (BUSY, but
+  // SCRIPT KILL, FUNCTION KILL, FUNCTION STATS and QUIT), so a client on
+  // the same worker as the script can stop it.
+  void ServeWhileBusy(bool function);
+  int running_fd_ = -1;  // the connection whose command runs now
+
   WorkerConfig cfg_;
   std::unique_ptr<Store> store_;
   SharedStats stats_;
