@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -274,6 +275,39 @@ TEST(ShmkvScripts, ALongScriptIsKilledFromItsOwnWorker) {
   EXPECT_EQ(killed.rfind("-ERR Script killed by user with SCRIPT KILL...", 0),
             0u) << killed;
   EXPECT_EQ(b.Call({"PING"}), "+PONG\r\n");
+}
+
+// Whether process `pid` is gone (or only a zombie left to reap).
+bool Gone(pid_t pid) {
+  std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(),
+                            "r");
+  if (f == nullptr) return true;
+  char state = 0;
+  int got = std::fscanf(f, "%*d %*s %c", &state);
+  std::fclose(f);
+  return got == 1 && state == 'Z';
+}
+
+// A worker looping in a script outlives no master: killed, the master
+// leaves nobody to stop the script, and the worker goes by itself.
+TEST(ShmkvScripts, ALoopingWorkerGoesWithItsMaster) {
+  Server s("scripts_orphan");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client a(s.port()), b(s.port());
+  ASSERT_EQ(b.Call({"CONFIG", "SET", "busy-reply-threshold", "10"}),
+            "+OK\r\n");
+  const pid_t worker = std::stoi(InfoField(&b, "process_id"));
+  ASSERT_TRUE(a.SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+  ASSERT_TRUE(BusyFrom(&b));
+  kill(s.pid(), SIGKILL);
+  bool gone = false;
+  for (int i = 0; i < 500 && !(gone = Gone(worker)); ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(gone) << "worker " << worker << " still runs";
+  if (!gone) kill(worker, SIGKILL);
+  s.KillAll();
 }
 
 // busy-reply-threshold (lua-time-limit) is the store's: a script running

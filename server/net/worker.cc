@@ -213,6 +213,7 @@ void Worker::Update(Conn* c) {
 }
 
 int Worker::Loop() {
+  master_pid_ = getppid();
   cmd::LuaScripts::SetBusyServe(
       [this](bool function) { ServeWhileBusy(function); });
   std::vector<struct epoll_event> events(256);

@@ -3,6 +3,7 @@
 // client while a script is busy.
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <string>
@@ -20,6 +21,10 @@ namespace worker_impl {
 void Worker::ServeWhileBusy(bool function) {
   static bool serving = false;  // the hook does not nest, but be sure
   if (serving) return;
+  // A master gone (killed) leaves no one to stop a script that loops:
+  // the worker goes as one killed mid-script goes, the script's writes
+  // with it (they are committed only when it ends).
+  if (master_pid_ > 1 && getppid() != master_pid_) _exit(1);
   serving = true;
   struct epoll_event events[64];
   const int n = epoll_wait(ep_, events, 64, 0);

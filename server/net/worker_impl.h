@@ -237,6 +237,7 @@ class Worker {
   // the same worker as the script can stop it.
   void ServeWhileBusy(bool function);
   int running_fd_ = -1;  // the connection whose command runs now
+  pid_t master_pid_ = 0;  // the master this worker was started by
 
   WorkerConfig cfg_;
   std::unique_ptr<Store> store_;
