@@ -28,6 +28,7 @@
 #include "server/commands/function_family.h"
 
 #include "server/commands/command_util.h"
+#include "server/commands/fields.h"
 #include "server/commands/notify.h"
 #include "server/commands/script_lua.h"
 #include "server/commands/script_sandbox.h"
@@ -44,51 +45,33 @@ bool ParseLibraries(std::string_view v, uint64_t* generation,
   libs->clear();
   *generation = 0;
   if (v.empty()) return true;  // none loaded yet
-  size_t at = 0;
-  auto take = [&](void* out, size_t n) {
-    if (v.size() - at < n) return false;
-    std::memcpy(out, v.data() + at, n);
-    at += n;
-    return true;
-  };
-  auto bytes = [&](std::string* out) {
-    uint32_t n = 0;
-    if (!take(&n, 4) || v.size() - at < n) return false;
-    out->assign(v.data() + at, n);
-    at += n;
-    return true;
-  };
+  FieldReader r(v);
   char magic[4];
   uint32_t layout = 0, count = 0;
-  if (!take(magic, 4) || std::memcmp(magic, "SHFN", 4) != 0 ||
-      !take(&layout, 4) || layout != 1 || !take(generation, 8) ||
-      !take(&count, 4)) {
+  if (!r.Take(magic, 4) || std::memcmp(magic, "SHFN", 4) != 0 ||
+      !r.Take(&layout, 4) || layout != 1 || !r.Take(generation, 8) ||
+      !r.Take(&count, 4)) {
     return false;
   }
   for (uint32_t i = 0; i < count; ++i) {
     Library l;
-    if (!bytes(&l.name) || !bytes(&l.code)) return false;
+    if (!r.Bytes(&l.name) || !r.Bytes(&l.code)) return false;
     libs->push_back(std::move(l));
   }
-  return at == v.size();
+  return r.Done();
 }
 
 std::string SerializeLibraries(uint64_t generation,
                                const std::vector<Library>& libs) {
   std::string v("SHFN", 4);
-  auto put = [&](const void* p, size_t n) {
-    v.append(static_cast<const char*>(p), n);
-  };
+  FieldWriter w(&v);
   const uint32_t layout = 1, count = static_cast<uint32_t>(libs.size());
-  put(&layout, 4);
-  put(&generation, 8);
-  put(&count, 4);
+  w.Put(&layout, 4);
+  w.Put(&generation, 8);
+  w.Put(&count, 4);
   for (const Library& l : libs) {
-    for (const std::string* s : {&l.name, &l.code}) {
-      const uint32_t n = static_cast<uint32_t>(s->size());
-      put(&n, 4);
-      v.append(*s);
-    }
+    w.Bytes(l.name);
+    w.Bytes(l.code);
   }
   return v;
 }
@@ -220,8 +203,9 @@ bool ParseMetadata(std::string_view code, std::string* name, size_t* body,
   return true;
 }
 
-// The shared libraries, read under the lock; this process's compiled
-// ones made to match them. False with the reply written.
+// The shared libraries (into *libs, unless null), read under the lock;
+// this process's compiled ones made to match them. False with the reply
+// written.
 bool Sync(CommandContext* c, Reply* r, std::vector<Library>* libs,
           uint64_t* generation) {
   std::string err;
@@ -230,6 +214,25 @@ bool Sync(CommandContext* c, Reply* r, std::vector<Library>* libs,
     r->Error("ERR the function store is unavailable: " + err);
     return false;
   }
+  // The value's head first (its generation): when this process compiled
+  // that generation, what it keeps is the value, and the rest is not
+  // read (FCALL's common case).
+  Compiled& l = Local();
+  std::string head;
+  if (l.store == c->store && fs->Head(LibrariesKey(), 16, &head) &&
+      head.compare(0, 8, std::string_view("SHFN\1\0\0\0", 8)) == 0 &&
+      std::memcmp(head.data() + 8, &l.generation, 8) == 0) {
+    *generation = l.generation;
+    if (libs != nullptr) {
+      libs->clear();
+      for (const auto& [name, lib] : l.libs) {
+        libs->push_back(Library{lib.name, lib.code});
+      }
+    }
+    return true;
+  }
+  std::vector<Library> read;
+  if (libs == nullptr) libs = &read;  // (the caller needs only this process's)
   std::string v;
   if (!fs->Get(LibrariesKey(), &v)) v.clear();
   if (!ParseLibraries(v, generation, libs)) {
@@ -237,7 +240,6 @@ bool Sync(CommandContext* c, Reply* r, std::vector<Library>* libs,
              "clears them");
     return false;
   }
-  Compiled& l = Local();
   if (l.generation == *generation && l.store == c->store) return true;
   Forget();
   for (const Library& lib : *libs) {
@@ -675,9 +677,8 @@ void FCallGeneric(const Args& a, CommandContext* c, Reply* r, bool ro) {
     c->store->UseDb(db);
     txn->UseDb(db);
   }
-  std::vector<Library> libs;
   uint64_t generation = 0;
-  if (!Sync(c, r, &libs, &generation)) return;
+  if (!Sync(c, r, nullptr, &generation)) return;
   const std::string lower = Lower(a[1]);
   Compiled& l = Local();
   auto it = l.fns.find(lower);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "server/commands/command_util.h"
+#include "server/commands/fields.h"
 #include "server/commands/script_convert.h"
 #include "server/commands/script_sandbox.h"
 #include "server/store/scripts.h"
@@ -101,48 +102,33 @@ const std::string& RunningKey() {
 
 std::string EncodeRunning(const RunningScript& r) {
   std::string v;
-  auto put32 = [&](uint32_t n) { v.append(reinterpret_cast<char*>(&n), 4); };
-  v.append(reinterpret_cast<const char*>(&r.busy), 8);
-  v.push_back(r.function ? 1 : 0);
-  put32(static_cast<uint32_t>(r.name.size()));
-  v.append(r.name);
-  put32(static_cast<uint32_t>(r.command.size()));
-  for (const std::string& a : r.command) {
-    put32(static_cast<uint32_t>(a.size()));
-    v.append(a);
-  }
+  FieldWriter w(&v);
+  w.Put(&r.busy, 8);
+  const uint8_t kind = r.function ? 1 : 0;
+  w.Put(&kind, 1);
+  w.Bytes(r.name);
+  const uint32_t argc = static_cast<uint32_t>(r.command.size());
+  w.Put(&argc, 4);
+  for (const std::string& a : r.command) w.Bytes(a);
   return v;
 }
 
 bool DecodeRunning(std::string_view v, RunningScript* r) {
-  size_t at = 0;
-  auto take = [&](void* out, size_t n) {
-    if (v.size() - at < n) return false;
-    std::memcpy(out, v.data() + at, n);
-    at += n;
-    return true;
-  };
-  auto bytes = [&](std::string* out) {
-    uint32_t n = 0;
-    if (!take(&n, 4) || v.size() - at < n) return false;
-    out->assign(v.data() + at, n);
-    at += n;
-    return true;
-  };
+  FieldReader in(v);
   uint8_t kind = 0;
   uint32_t argc = 0;
-  if (!take(&r->busy, 8) || !take(&kind, 1) || kind > 1 ||
-      !bytes(&r->name) || !take(&argc, 4)) {
+  if (!in.Take(&r->busy, 8) || !in.Take(&kind, 1) || kind > 1 ||
+      !in.Bytes(&r->name) || !in.Take(&argc, 4)) {
     return false;
   }
   r->function = kind == 1;
   r->command.clear();
   for (uint32_t i = 0; i < argc; ++i) {
     std::string a;
-    if (!bytes(&a)) return false;
+    if (!in.Bytes(&a)) return false;
     r->command.push_back(std::move(a));
   }
-  return at == v.size();
+  return in.Done();
 }
 
 bool ReadRunning(Store* store, RunningScript* out) {
@@ -296,6 +282,16 @@ bool LuaScripts::Has(std::string_view sha) {
 }
 
 namespace {
+// Compiles `code` as chunk `name` onto the stack: false with *err, Lua's
+// message after `what`, when it does not compile.
+bool Compiled(lua_State* L, std::string_view code, const char* name,
+              const char* what, std::string* err) {
+  if (luaL_loadbuffer(L, code.data(), code.size(), name) == 0) return true;
+  const char* m = lua_tostring(L, -1);
+  *err = std::string(what) + (m == nullptr ? "?" : m);
+  return false;
+}
+
 struct CompileArgs {
   std::string_view sha, body;
   std::string* err;
@@ -304,11 +300,8 @@ struct CompileArgs {
 int CompileProtected(lua_State* L) {
   auto* a = static_cast<CompileArgs*>(lua_touserdata(L, 1));
   lua_getfield(L, LUA_REGISTRYINDEX, kScripts);
-  if (luaL_loadbuffer(L, a->body.data(), a->body.size(), "@user_script") !=
-      0) {
-    const char* m = lua_tostring(L, -1);
-    *a->err = std::string("ERR Error compiling script (new function): ") +
-              (m == nullptr ? "?" : m);
+  if (!Compiled(L, a->body, "@user_script",
+                "ERR Error compiling script (new function): ", a->err)) {
     return 0;
   }
   lua_pushlstring(L, a->sha.data(), a->sha.size());
@@ -492,11 +485,8 @@ int LoadProtected(lua_State* L) {
   lua_settop(L, 0);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, kRegistered);
-  if (luaL_loadbuffer(L, a->code.data(), a->code.size(), "@user_function") !=
-      0) {
-    const char* m = lua_tostring(L, -1);
-    *a->err = std::string("ERR Error compiling function: ") +
-              (m == nullptr ? "?" : m);
+  if (!Compiled(L, a->code, "@user_function", "ERR Error compiling function: ",
+                a->err)) {
     return 0;
   }
   lua_getfield(L, LUA_REGISTRYINDEX, kLoadGlobals);

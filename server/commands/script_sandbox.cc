@@ -243,10 +243,13 @@ int SetRepl(lua_State* L) {
 }
 
 
-// __index of the load-time `redis` table: what it lacks is an error.
+// __index of the load-time `redis` table: its entries (in the registry),
+// and what it lacks is an error.
+constexpr const char* kLoadRedis = "shmkv.loadredis";
 int LoadRedisIndex(lua_State* L) {
+  lua_getfield(L, LUA_REGISTRYINDEX, kLoadRedis);
   lua_pushvalue(L, 2);
-  lua_rawget(L, lua_upvalueindex(1));
+  lua_rawget(L, -2);
   if (!lua_isnil(L, -1)) return 1;
   const char* name = lua_tostring(L, 2);
   return luaL_error(L, "Script attempted to access nonexistent global "
@@ -503,22 +506,9 @@ void OpenSandbox(lua_State* L, lua_CFunction call, lua_CFunction pcall) {
     lua_setfield(L, -2, k);
   }
   lua_remove(L, -2);
-  lua_newtable(L);  // the proxy
-  lua_newtable(L);  // its metatable
-  lua_pushvalue(L, -3);
-  lua_pushcclosure(L, LoadRedisIndex, 1);
-  lua_setfield(L, -2, "__index");
-  lua_pushcfunction(L, ReadonlyError);
-  lua_setfield(L, -2, "__newindex");
-  lua_pushboolean(L, 0);
-  lua_setfield(L, -2, "__metatable");
-  lua_setmetatable(L, -2);
-  lua_remove(L, -2);
-  lua_getfield(L, LUA_REGISTRYINDEX, kProxies);
-  lua_pushvalue(L, -2);
-  lua_pushboolean(L, 1);
-  lua_rawset(L, -3);
-  lua_pop(L, 1);
+  lua_setfield(L, LUA_REGISTRYINDEX, kLoadRedis);
+  lua_newtable(L);
+  Protect(L, LoadRedisIndex);
   lua_newtable(L);
   lua_insert(L, -2);
   lua_setfield(L, -2, "redis");

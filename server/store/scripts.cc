@@ -70,6 +70,19 @@ bool ScriptCache::Has(std::string_view sha) const {
   return len >= kShaLen && std::string_view(buf, kShaLen) == sha;
 }
 
+bool ScriptCache::Head(std::string_view sha, size_t n,
+                       std::string* head) const {
+  char buf[kShaLen + 64];
+  size_t len = kShaLen + n;
+  if (n > 64 || sha.size() != kShaLen ||
+      !impl_->map.Find(HashKey(sha), buf, &len) || len < kShaLen + n ||
+      std::string_view(buf, kShaLen) != sha) {
+    return false;
+  }
+  head->assign(buf + kShaLen, n);
+  return true;
+}
+
 bool ScriptCache::Put(std::string_view sha, std::string_view body,
                       std::string* err) {
   if (!impl_->map.Recover()) {

@@ -49,6 +49,9 @@ class ScriptCache {
   // The body of script `sha` (40 lower-case hex digits): lock-free.
   bool Get(std::string_view sha, std::string* body) const;
   bool Has(std::string_view sha) const;
+  // Lock-free: the first n (at most 64) bytes of `sha`'s body, without
+  // copying the rest; false when it is missing or shorter.
+  bool Head(std::string_view sha, size_t n, std::string* head) const;
   // Under the store's write lock: adds a script (kept if already there).
   // False with *err when the cache is full or damaged.
   bool Put(std::string_view sha, std::string_view body, std::string* err);
