@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -308,6 +309,72 @@ TEST(ShmkvScripts, ALoopingWorkerGoesWithItsMaster) {
   EXPECT_TRUE(gone) << "worker " << worker << " still runs";
   if (!gone) kill(worker, SIGKILL);
   s.KillAll();
+}
+
+// FUNCTION LOAD under workers killed at random points: the libraries
+// are always one whole value (FCALL answers the last acknowledged
+// version, or the one in flight when its worker died; never damage), and
+// loads go on through the restarted workers.
+TEST(ShmkvScripts, KilledWorkersLeaveTheLibrariesWhole) {
+  Server s("scripts_functions_kill");
+  ASSERT_TRUE(s.Start()) << s.log();
+  std::mt19937 rng(static_cast<unsigned>(getpid()));
+  auto lib = [](int v) {
+    return "#!lua name=versioned\n"
+           "redis.register_function('version', function() return '" +
+           std::to_string(v) + "' end)\n" +
+           std::string(static_cast<size_t>(200 + v % 7 * 300), '-') + "\n";
+  };
+  int acked = -1, kills = 0;
+  for (int round = 0; round < 12; ++round) {
+    // A worker killed within a second of its start counts toward the
+    // master giving up on it: each is let live past that first.
+    std::this_thread::sleep_for(1200ms);
+    Client c(s.port());
+    int in_flight = -1;
+    std::thread killer([&] {
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(rng() % 3000));
+      std::vector<pid_t> w = shmkv_test::WorkerPids(s.pid());
+      if (!w.empty()) {
+        kill(w[rng() % w.size()], SIGKILL);
+        ++kills;
+      }
+    });
+    for (int i = 0; i < 60; ++i) {
+      const int v = round * 100 + i;
+      in_flight = v;
+      std::string r = c.Call({"FUNCTION", "LOAD", "REPLACE", lib(v)});
+      if (r != "$9\r\nversioned\r\n") break;  // its worker died
+      acked = v;
+      in_flight = -1;
+    }
+    killer.join();
+    // Whatever a fresh client's worker reads is whole.
+    std::string got;
+    for (int i = 0; i < 500; ++i) {
+      Client f(s.port());
+      got = f.Call({"FCALL", "version", "0"});
+      if (!got.empty()) break;
+      std::this_thread::sleep_for(10ms);
+    }
+    const std::string want_acked =
+        "$" + std::to_string(std::to_string(acked).size()) + "\r\n" +
+        std::to_string(acked) + "\r\n";
+    const std::string want_flight =
+        "$" + std::to_string(std::to_string(in_flight).size()) + "\r\n" +
+        std::to_string(in_flight) + "\r\n";
+    ASSERT_TRUE(got == want_acked || (in_flight >= 0 && got == want_flight))
+        << "round " << round << ": " << got << " (acked " << acked
+        << ", in flight " << in_flight << ")\n" << s.log();
+    // What was in flight and applied is now the last word.
+    if (in_flight >= 0 && got == want_flight) acked = in_flight;
+  }
+  EXPECT_GE(kills, 10);
+  Client f(s.port());
+  EXPECT_EQ(f.Call({"FUNCTION", "LIST", "LIBRARYNAME", "nomatch"}),
+            "*0\r\n");
+  EXPECT_EQ(f.Call({"FUNCTION", "FLUSH"}), "+OK\r\n");
 }
 
 // busy-reply-threshold (lua-time-limit) is the store's: a script running
