@@ -412,13 +412,8 @@ void LuaScripts::Run(std::string_view sha, const Args& keys, const Args& argv,
                      bool read_only, CommandContext* c, Reply* r,
                      bool* wrote, const Args& command) {
   Running run;
-  run.command = &command;
   run.sha = sha;
-  run.keys = &keys;
-  run.argv = &argv;
-  run.read_only = read_only;
-  run.c = c;
-  RunCommon(&run, r, wrote);
+  Start(&run, keys, argv, read_only, c, command, r, wrote);
 }
 
 void LuaScripts::RunFunction(std::string_view lower, std::string_view name,
@@ -426,15 +421,21 @@ void LuaScripts::RunFunction(std::string_view lower, std::string_view name,
                              bool read_only, CommandContext* c, Reply* r,
                              bool* wrote, const Args& command) {
   Running run;
-  run.command = &command;
   run.sha = name;
   run.lower = lower;
   run.function = true;
-  run.keys = &keys;
-  run.argv = &argv;
-  run.read_only = read_only;
-  run.c = c;
-  RunCommon(&run, r, wrote);
+  Start(&run, keys, argv, read_only, c, command, r, wrote);
+}
+
+void LuaScripts::Start(Running* run, const Args& keys, const Args& argv,
+                       bool read_only, CommandContext* c,
+                       const Args& command, Reply* r, bool* wrote) {
+  run->command = &command;
+  run->keys = &keys;
+  run->argv = &argv;
+  run->read_only = read_only;
+  run->c = c;
+  RunCommon(run, r, wrote);
 }
 
 void LuaScripts::RunCommon(Running* run_in, Reply* r, bool* wrote) {

@@ -186,6 +186,9 @@ class LuaScripts {
     std::string reply;  // the reply being built
   };
   Running* run_ = nullptr;
+  void Start(Running* run, const Args& keys, const Args& argv,
+             bool read_only, CommandContext* c, const Args& command,
+             Reply* r, bool* wrote);
   void RunCommon(Running* run, Reply* r, bool* wrote);
 };
 
