@@ -526,8 +526,14 @@ bool LuaScripts::LoadLibrary(std::string_view code, std::vector<Function>* fns,
     *err = "ERR Error registering functions: not enough memory";
     a.ok = false;
   }
+  // What the code registered waits for AdoptLoaded; register_function
+  // is refused again from here on, whatever the load's outcome.
+  lua_getfield(L_, LUA_REGISTRYINDEX, kRegistered);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kLoaded);
+  lua_pushnil(L_);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kRegistered);
   if (a.ok) {
-    lua_getfield(L_, LUA_REGISTRYINDEX, kRegistered);
+    lua_getfield(L_, LUA_REGISTRYINDEX, kLoaded);
     const size_t n = lua_objlen(L_, -1);
     for (size_t i = 1; i <= n; ++i) {
       lua_rawgeti(L_, -1, static_cast<int>(i));
@@ -553,7 +559,7 @@ bool LuaScripts::LoadLibrary(std::string_view code, std::vector<Function>* fns,
 
 void LuaScripts::AdoptLoaded() {
   lua_getfield(L_, LUA_REGISTRYINDEX, kFunctions);
-  lua_getfield(L_, LUA_REGISTRYINDEX, kRegistered);
+  lua_getfield(L_, LUA_REGISTRYINDEX, kLoaded);
   if (lua_istable(L_, -1)) {
     const size_t n = lua_objlen(L_, -1);
     for (size_t i = 1; i <= n; ++i) {
@@ -575,7 +581,7 @@ void LuaScripts::AdoptLoaded() {
   }
   lua_pop(L_, 2);
   lua_pushnil(L_);
-  lua_setfield(L_, LUA_REGISTRYINDEX, kRegistered);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kLoaded);
 }
 
 void LuaScripts::DropFunction(std::string_view lower) {
@@ -590,7 +596,7 @@ void LuaScripts::ForgetFunctions() {
   lua_newtable(L_);
   lua_setfield(L_, LUA_REGISTRYINDEX, kFunctions);
   lua_pushnil(L_);
-  lua_setfield(L_, LUA_REGISTRYINDEX, kRegistered);
+  lua_setfield(L_, LUA_REGISTRYINDEX, kLoaded);
   lua_gc(L_, LUA_GCCOLLECT, 0);
 }
 

@@ -19,11 +19,14 @@ constexpr const char* kErrorHandler = "shmkv.errh";
 // callbacks by lower-case function name; while a library loads, the
 // globals its code sees (only `redis`, of register_function, log and the
 // constants, as in Redis), and what it registered so far: an array of
-// {name, cb, flags, desc}.
+// {name, cb, flags, desc}; kRegistered exists only while the code runs
+// (redis.register_function is refused whenever it is absent), the last
+// load's array waits under kLoaded until it is adopted or forgotten.
 constexpr const char* kFunctions = "shmkv.functions";
 constexpr const char* kLoadingLib = "shmkv.loading";
 constexpr const char* kLoadGlobals = "shmkv.loadglobals";
 constexpr const char* kRegistered = "shmkv.registered";
+constexpr const char* kLoaded = "shmkv.loaded";
 
 // A function's flags (redis.register_function's `flags`), in the order
 // FUNCTION LIST names them.
