@@ -162,6 +162,43 @@ TEST(FunctionFamilyVsRedis, FunctionsReplyAsRedis) {
   });
 }
 
+// The shebang is split as Redis splits it (quotes resolved), and
+// redis.register_function is refused at run time after any load, one
+// that failed included.
+TEST(FunctionFamilyVsRedis, ShebangAndRegistrationOutsideALoadAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("fnshebang");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string one = "\nredis.register_function('one', function() "
+                          "return 1 end)";
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"FUNCTION", "FLUSH"},
+      {"FUNCTION", "LOAD", "#!lua name=\"q1\"" + one},
+      {"FUNCTION", "LOAD", "REPLACE", "#!\"lua\" 'name=q1'" + one},
+      {"FUNCTION", "LOAD", "REPLACE", "#!lua name=\"q\\x31\"" + one},
+      {"FUNCTION", "LOAD", "#!lua name=\"q2" + one},
+      {"FUNCTION", "LOAD", "#!lua name=\"q2\"x" + one},
+      {"FUNCTION", "LOAD", "#!lua \"name=q3\"  \t" + one},
+      {"FUNCTION", "LOAD", "#!lua name=''" + one},
+      {"FUNCTION", "LOAD", "REPLACE", Lib("lib1",
+          "local lib = redis\n"
+          "lib.register_function('f2', function() "
+          "lib.register_function('f9', function() return 9 end) end)")},
+      {"FCALL", "f2", "0"},
+      {"FUNCTION", "LOAD", Lib("lib2", "redis.math.random()")},
+      {"FCALL", "f2", "0"},
+      {"FUNCTION", "LOAD", Lib("lib3", "local x = 1")},
+      {"FCALL", "f2", "0"},
+      {"FUNCTION", "LOAD", Lib("lib1", "redis.register_function('f8', "
+                                       "function() return 8 end)")},
+      {"FCALL", "f2", "0"}, {"FCALL", "f9", "0"}, {"FCALL", "f8", "0"},
+      // One library a listing: Redis lists several in its hash's order.
+      {"FUNCTION", "LIST", "LIBRARYNAME", "lib1"},
+      {"FUNCTION", "LIST", "LIBRARYNAME", "q1"},
+  });
+}
+
 // A payload of raw bytes with a good footer (version 10, its CRC).
 std::string WithFooter(std::string body) {
   body.push_back(10);

@@ -32,6 +32,7 @@
 #include "server/commands/notify.h"
 #include "server/commands/script_lua.h"
 #include "server/commands/script_sandbox.h"
+#include "server/commands/split_args.h"
 #include "server/rdb/codec.h"
 #include "server/store/repl.h"
 #include "server/store/scripts.h"
@@ -153,19 +154,10 @@ bool ParseMetadata(std::string_view code, std::string* name, size_t* body,
     *err = "ERR Invalid library metadata";
     return false;
   }
+  // Split as Redis splits it (sdssplitargs): name="x" names x.
   std::vector<std::string_view> parts;
-  std::string_view line = code.substr(0, eol);
-  for (size_t i = 0; i < line.size();) {
-    while (i < line.size() && isspace(static_cast<unsigned char>(line[i]))) {
-      ++i;
-    }
-    size_t j = i;
-    while (j < line.size() && !isspace(static_cast<unsigned char>(line[j]))) {
-      ++j;
-    }
-    if (j > i) parts.push_back(line.substr(i, j - i));
-    i = j;
-  }
+  std::string words;
+  if (!SplitInline(code.data(), eol, &parts, &words)) parts.clear();
   if (parts.empty()) {
     *err = "ERR Invalid library metadata";
     return false;
