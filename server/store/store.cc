@@ -204,18 +204,22 @@ class StoreT : public Store {
     return RandomLiveKey(&map_, rng_(), db_, key);
   }
 
+  // Read as any reader reads (the seqlock, no write lock), so that a
+  // client can WATCH while a script, of its own worker or another, holds
+  // the write lock in its transaction (Redis lets WATCH run then).
   WatchStamp Watch(std::string_view key) override {
-    Locked lock(this);
     KeyHash h = HashKeyIn(db_, key);
     WatchStamp w;
-    w.version = journal_.Version(h.a);
-    w.epoch = journal_.Epoch();
-    w.db = db_;
-    Blob b;
-    if (ReadLocked(h, key, false, &b, true, db_) == Status::kOk) {
-      w.expire_ms = b.expire_ms;
+    for (;;) {
+      const uint64_t t = ReadBegin();
+      w = WatchStamp();
+      w.version = journal_.Version(h.a);
+      w.epoch = journal_.Epoch();
+      w.db = db_;
+      Blob b;
+      if (Read(key, &b)) w.expire_ms = b.expire_ms;
+      if (ReadValid(t)) return w;
     }
-    return w;
   }
 
   std::unique_ptr<Txn> Begin() override {
