@@ -453,4 +453,56 @@ TEST(ShmkvScripts, TransactionsMeetABusyScriptAsRedis) {
   }
 }
 
+// MULTI, WATCH, UNWATCH and DISCARD run while a script is busy, as
+// Redis's "allow-busy" commands do, whether the client is on the
+// script's own worker or another; the replies are redis-server 7.0's to
+// the same sequence (a refused command still dooms the transaction).
+TEST(ShmkvScripts, TransactionCommandsRunWhileAScriptIsBusy) {
+  Server s("scripts_busy_allowed");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 3);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* a = groups[0][0].get();
+  const std::string busy =
+      "-BUSY Redis is busy running a script. You can only call SCRIPT KILL "
+      "or SHUTDOWN NOSAVE.\r\n";
+  ASSERT_EQ(a->Call({"CONFIG", "SET", "lua-time-limit", "10"}), "+OK\r\n");
+  for (int where : {1, 0}) {  // the other worker, then the script's own
+    Client* x = groups[where][1].get();
+    Client* probe = groups[where][2].get();
+    SCOPED_TRACE(where == 0 ? "the script's own worker" : "another worker");
+    ASSERT_EQ(x->Call({"SET", "xx", "1"}), "+OK\r\n");
+    ASSERT_TRUE(a->SendRaw(Client::Encode({"EVAL", "while true do end", "0"})));
+    ASSERT_TRUE(BusyFrom(probe));
+    const std::vector<std::pair<std::vector<std::string>, std::string>> seq = {
+        {{"PING"}, busy},
+        {{"MULTI"}, "+OK\r\n"},
+        {{"INCR", "xx"}, busy},
+        {{"WATCH", "k"}, "-ERR WATCH inside MULTI is not allowed\r\n"},
+        {{"MULTI"}, "-ERR MULTI calls can not be nested\r\n"},
+        {{"UNWATCH"}, "+QUEUED\r\n"},
+        {{"DISCARD"}, "+OK\r\n"},
+        {{"WATCH", "xx"}, "+OK\r\n"},
+        {{"MULTI"}, "+OK\r\n"},
+        {{"GET", "xx"}, busy},
+        {{"EXEC"}, "-EXECABORT Transaction discarded because of: " +
+                       busy.substr(1)},
+        {{"WATCH", "xx"}, "+OK\r\n"},
+        {{"MULTI"}, "+OK\r\n"},
+        {{"HELLO", "2"}, "+QUEUED\r\n"},
+    };
+    for (const auto& [cmd, want] : seq) {
+      EXPECT_EQ(x->Call(cmd), want) << cmd[0];
+    }
+    // The transaction begun (and its key watched) while the script ran
+    // runs once it is gone: HELLO's reply and INCR's.
+    EXPECT_EQ(probe->Call({"SCRIPT", "KILL"}), "+OK\r\n");
+    a->Reply();
+    EXPECT_EQ(x->Call({"INCR", "xx"}), "+QUEUED\r\n");
+    EXPECT_EQ(x->Call({"EXEC"}).substr(0, 4), "*2\r\n");
+    EXPECT_EQ(x->Call({"GET", "xx"}), "$1\r\n2\r\n");
+    EXPECT_EQ(x->Call({"PING", "asdf"}), "$4\r\nasdf\r\n");
+  }
+}
+
 }  // namespace

@@ -149,13 +149,16 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
     return row->id;
   }
   // A script of another worker past the busy threshold: as Redis, every
-  // command but SCRIPT KILL, FUNCTION KILL and FUNCTION STATS waits for it (docs/server.md, "Scripts").
-  // (The word is read first: the threshold only while a script runs.)
+  // command but those allowed while busy (kAllowBusy, SCRIPT KILL,
+  // FUNCTION KILL and FUNCTION STATS) waits for it (docs/server.md,
+  // "Scripts"); refused inside MULTI, it dooms the transaction, and a
+  // refused EXEC discards it. (The word is read first: the threshold
+  // only while a script runs.)
   ControlBlock* ctl = ctx->store->control();
   if (ctl->script_busy.load(std::memory_order_relaxed) != 0 &&
+      (row->flags & kAllowBusy) == 0 &&
       ScriptBusyElsewhere(
           ctl, ctx->store->GetSetting(Setting::kBusyReplyThreshold)) &&
-      name != "quit" &&
       !(name == "script" && args.size() == 2 && Eq(args[1], "kill")) &&
       !(name == "function" && args.size() == 2 &&
         (Eq(args[1], "kill") || Eq(args[1], "stats")))) {

@@ -52,6 +52,10 @@ enum CommandFlag : uint32_t {
   // could not hold); inside EXEC it runs in EXEC's transaction.
   kOwnCommit = 1u << 12,
   kBlocking = 1u << 13,  // may hold the client until a key is written
+  // Runs while another client's script is busy ("allow-busy"): the
+  // transaction commands, AUTH, HELLO, RESET and QUIT (SCRIPT KILL,
+  // FUNCTION KILL and FUNCTION STATS are subcommands: dispatch's).
+  kAllowBusy = 1u << 14,
 };
 
 struct CommandRow {

@@ -85,6 +85,14 @@ std::string BusyText(bool function);
 void ReplyKill(Store* store, bool is_eval, Reply* r);
 // FUNCTION STATS answered by a worker whose own function runs long.
 void FunctionStatsWhileBusy(Store* store, Reply* r);
+// Any other command of a client of that worker, as Redis answers it
+// while a script is busy: MULTI, DISCARD, WATCH and UNWATCH run (inside
+// MULTI, UNWATCH, AUTH and HELLO are queued); EXEC discards the
+// transaction, answering EXECABORT with `busy`; the rest, AUTH, HELLO
+// and RESET outside MULTI too, are refused with `busy` and doom a
+// transaction they were meant for (transaction_family.cc).
+void TransactionWhileBusy(const Args& a, Store* store, ClientState* cl,
+                          std::string_view busy, Reply* r);
 // The parts of a published record (checked: false when it is not one).
 std::string EncodeRunning(const RunningScript& r);
 bool DecodeRunning(std::string_view v, RunningScript* r);

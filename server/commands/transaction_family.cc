@@ -101,11 +101,11 @@ void Exec(const Args&, CommandContext* c, Reply* r) {
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kTransactionRows[] = {
-    {"multi", 52, 1, kNoScript | kLoading | kStale | kFast | kNotQueued, 0, 0, 0, Multi},
+    {"multi", 52, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNotQueued, 0, 0, 0, Multi},
     {"exec", 53, 1, kNoScript | kLoading | kStale | kNotQueued, 0, 0, 0, Exec},
-    {"discard", 54, 1, kNoScript | kLoading | kStale | kFast | kNotQueued, 0, 0, 0, Discard},
-    {"watch", 55, -2, kNoScript | kLoading | kStale | kFast | kNotQueued, 1, -1, 1, Watch},
-    {"unwatch", 56, 1, kNoScript | kLoading | kStale | kFast, 0, 0, 0, Unwatch},
+    {"discard", 54, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNotQueued, 0, 0, 0, Discard},
+    {"watch", 55, -2, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNotQueued, 1, -1, 1, Watch},
+    {"unwatch", 56, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast, 0, 0, 0, Unwatch},
 };
 
 }  // namespace
@@ -116,6 +116,40 @@ void RegisterTransactionFamily(Registry* r) {
 
 // Exported for dispatch: a refused EXEC discards the transaction.
 void DiscardTransaction(ClientState* cl) { ClearTransaction(cl); }
+
+void TransactionWhileBusy(const Args& a, Store* store, ClientState* cl,
+                          std::string_view busy, Reply* r) {
+  const CommandRow* row = Commands().Find(a[0]);
+  const std::string_view name = row != nullptr ? row->name : "";
+  const int n = static_cast<int>(a.size());
+  const bool fits = row != nullptr && ((row->arity > 0 && n == row->arity) ||
+                                       (row->arity < 0 && n >= -row->arity));
+  if (fits && cl->in_multi && (row->flags & kAllowBusy) != 0 &&
+      (row->flags & kNotQueued) == 0) {
+    cl->queued.emplace_back(a.begin(), a.end());  // UNWATCH, AUTH, HELLO
+    return r->Simple("QUEUED");
+  }
+  if (fits && (name == "multi" || name == "discard" || name == "watch" ||
+               name == "unwatch")) {
+    CommandContext c;
+    c.store = store;
+    c.client = cl;
+    // The script's database is the store's now: WATCH stamps the
+    // client's, and gives the script its own back.
+    const uint32_t was = store->db();
+    store->UseDb(store->Physical(cl->db));
+    row->run(a, &c, r);
+    store->UseDb(was);
+    return;
+  }
+  if (name == "exec") {
+    ClearTransaction(cl);
+    return r->Error("EXECABORT Transaction discarded because of: " +
+                    std::string(busy));
+  }
+  if (cl->in_multi) cl->multi_failed = true;
+  r->Error(busy);
+}
 
 }  // namespace cmd
 }  // namespace shmkv

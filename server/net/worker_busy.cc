@@ -76,8 +76,10 @@ void Worker::ServeWhileBusy(bool function) {
         c->closing = true;
         break;
       } else {
-        ++local_.errors;
-        reply.Error(cmd::BusyText(function));
+        const size_t before = c->out.size();
+        cmd::TransactionWhileBusy(args, store_.get(), &c->client,
+                                  cmd::BusyText(function), &reply);
+        if (before < c->out.size() && c->out[before] == '-') ++local_.errors;
       }
     }
     // What fits goes out now; the rest, and a close, after the script.
