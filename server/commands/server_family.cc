@@ -122,16 +122,22 @@ bool KeyArgs(const CommandRow& row, const Args& a,
   }
   if (name == "blmpop" || name == "bzmpop") return counted(2, 0);
   if (name == "sort") {
+    // As Redis's scan: the last STORE's key is the one, and the word
+    // after STORE is read as an option too.
     keys->push_back(a[1]);
+    std::string_view store;
+    bool stored = false;
     for (size_t i = 2; i < a.size(); ++i) {
       if (Eq(a[i], "limit")) {
         i += 2;
       } else if (Eq(a[i], "get") || Eq(a[i], "by")) {
         i += 1;
       } else if (Eq(a[i], "store") && i + 1 < a.size()) {
-        keys->push_back(a[++i]);
+        store = a[i + 1];
+        stored = true;
       }
     }
+    if (stored) keys->push_back(store);
     return true;
   }
   if (name == "migrate") {
