@@ -28,6 +28,7 @@ TEST(StringFamily, IdsArePinned) {
       {"decrby", 17}, {"incrbyfloat", 18}, {"append", 19}, {"strlen", 20},
       {"setrange", 21}, {"getrange", 22}, {"substr", 23}, {"setbit", 24},
       {"getbit", 25}, {"bitcount", 26}, {"bitpos", 27}, {"lcs", 28},
+      {"bitop", 191},
   });
 }
 
@@ -171,6 +172,44 @@ TEST(StringFamilyVsRedis, ObjectEncodingAsRedis) {
 
 // Every string command with its edge values and error cases,
 // compared byte for byte with Redis.
+// BITOP of every operation over strings of different lengths, missing
+// keys, an empty result (which removes the destination, its TTL with
+// it), other types and bad arguments, as Redis answers them.
+TEST(StringFamilyVsRedis, BitOpAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("bitopdiff");
+  ASSERT_TRUE(h.ok()) << h.error();
+  const std::string bin("\x00\xff\x0f\xf0\x81", 5);
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"FLUSHALL"},
+      {"SET", "a", "foobar"}, {"SET", "b", "abcdef"}, {"SET", "c", bin},
+      {"SET", "s", "x"},
+      {"BITOP", "AND", "d", "a", "b"}, {"GET", "d"},
+      {"BITOP", "or", "d", "a", "b", "c"}, {"GET", "d"},
+      {"BITOP", "Xor", "d", "a", "c", "s"}, {"GET", "d"},
+      {"BITOP", "NOT", "d", "c"}, {"GET", "d"}, {"OBJECT", "ENCODING", "d"},
+      {"BITOP", "AND", "d", "a", "missing"}, {"GET", "d"},
+      {"BITOP", "OR", "d", "missing", "s"}, {"GET", "d"},
+      {"BITOP", "XOR", "d", "a", "a"}, {"GET", "d"}, {"STRLEN", "d"},
+      {"BITOP", "AND", "d", "d"}, {"GET", "d"},
+      {"SET", "t", "v", "EX", "100"}, {"BITOP", "OR", "t", "s"},
+      {"TTL", "t"}, {"GET", "t"},
+      {"EXPIRE", "t", "100"}, {"BITOP", "OR", "t", "missing", "nothing"},
+      {"EXISTS", "t"}, {"BITOP", "OR", "t", "missing"},
+      {"SET", "e", ""}, {"BITOP", "NOT", "d", "e"}, {"EXISTS", "d"},
+      {"RPUSH", "l", "x"},
+      {"BITOP", "AND", "d", "a", "l"}, {"BITOP", "AND", "l", "a"},
+      {"TYPE", "l"}, {"BITOP", "NOT", "d", "l"},
+      {"BITOP", "NOT", "d", "a", "b"}, {"BITOP", "NOT", "d"},
+      {"BITOP", "NAND", "d", "a"}, {"BITOP", "AND", "d"}, {"BITOP", "AND"},
+      {"MULTI"}, {"BITOP", "OR", "m", "a", "b"}, {"GET", "m"}, {"EXEC"},
+      {"EVAL", "return redis.call('bitop', 'xor', 'z', KEYS[1], KEYS[2])",
+       "2", "a", "b"},
+      {"GET", "z"},
+  });
+}
+
 TEST(StringFamilyVsRedis, EveryCommandRepliesAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);

@@ -20,6 +20,8 @@
 namespace shmkv {
 namespace cmd {
 
+void BitOp(const Args& a, CommandContext* c, Reply* r);  // bit_op.cc
+
 namespace {
 
 using Status = Store::Status;
@@ -760,6 +762,7 @@ const CommandRow kStringRows[] = {
     {"bitcount", 26, -2, kReadOnly, 1, 1, 1, BitCount},
     {"bitpos", 27, -3, kReadOnly, 1, 1, 1, BitPos},
     {"lcs", 28, -3, kReadOnly, 1, 2, 1, Lcs},
+    {"bitop", 191, -4, kWrite | kDenyOom, 2, -1, 1, BitOp},
 };
 
 void RegisterStringFamily(Registry* r) {
