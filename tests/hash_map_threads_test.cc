@@ -41,6 +41,7 @@ TEST(HashMapThreads, ReadersRaceTheWriterWithoutTornValues) {
       int how = static_cast<int>(rng() % 3);
       if (how == 2) {
         for (auto& b : batch) b = rng() % kKeys + 1;
+        cm.Prefetch(batch.data(), kBatch);  // reads the same lines
         cm.FindMany(batch.data(), kBatch, bufs.data(), kStride, lens.data());
         for (size_t i = 0; i < kBatch; ++i) {
           if (lens[i] == cm.kNotFound) continue;

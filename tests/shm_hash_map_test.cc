@@ -143,6 +143,46 @@ TYPED_TEST(ShmHashMapTest, FindManyAgreesWithFind) {
   EXPECT_EQ(lens[1], Map::kNotFound);
 }
 
+// Prefetch is a hint: over keys present and absent, every batch size
+// around its groups of 16, and a null list, it changes no key and no
+// count, and every lookup after it answers as before.
+TYPED_TEST(ShmHashMapTest, PrefetchChangesNothing) {
+  MapKeys<TypeParam> keys;
+  using Map = shmc::ShmHashMap<uint64_t, TypeParam>;
+  Map m;
+  ASSERT_TRUE(m.InitForWrite(keys.base, 2000, 40, 20000));
+  std::map<uint64_t, std::string> model;
+  std::mt19937_64 rng(23);
+  for (uint64_t k = 1; k <= 1500; ++k) {
+    if (rng() % 3 == 0) continue;
+    model[k] = MakeValue(k, 1, rng() % 300);
+    ASSERT_TRUE(m.Insert(k, model[k]));
+  }
+  const size_t size = m.size(), free_nodes = m.free_percentage();
+  m.Prefetch(nullptr, 5);
+  for (size_t n : {0, 1, 15, 16, 17, 33, 64, 100, 1600}) {
+    std::vector<uint64_t> q(n);
+    for (auto& k : q) k = rng() % 1600 + 1;
+    m.Prefetch(q.data(), n);
+    for (uint64_t k : q) {
+      std::string v;
+      auto it = model.find(k);
+      ASSERT_EQ(m.Find(k, &v), it != model.end()) << k;
+      if (it != model.end()) {
+        ASSERT_EQ(v, it->second) << k;
+      }
+    }
+  }
+  EXPECT_EQ(m.size(), size);
+  EXPECT_EQ(m.free_percentage(), free_nodes);
+  size_t seen = 0;
+  m.Travel([&](const uint64_t& k, const std::string& v) {
+    ++seen;
+    EXPECT_EQ(v, model[k]) << k;
+  });
+  EXPECT_EQ(seen, model.size());
+}
+
 TYPED_TEST(ShmHashMapTest, EmptyValuesAndFullStorage) {
   MapKeys<TypeParam> keys;
   shmc::ShmHashMap<uint64_t, TypeParam> m;
@@ -342,6 +382,7 @@ TEST(ShmHashMapMisuse, UninitializedAndReadOnlyHandlesRefuse) {
   EXPECT_FALSE(none.Find(1, &v));
   EXPECT_FALSE(none.Find(1, buf, &len));
   EXPECT_EQ(none.FindMany(keys, 3, buf, 0, lens), 0u);
+  none.Prefetch(keys, 3);  // nothing to read: nothing done
   EXPECT_EQ(lens[2], Map::kNotFound);
   EXPECT_EQ(none.Visit(1, [](const char*, size_t) {}), Map::kVisitNotFound);
   EXPECT_FALSE(none.Replace(1, "x"));

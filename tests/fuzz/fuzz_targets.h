@@ -230,6 +230,7 @@ std::vector<Target> Targets(const std::string& prefix) {
       std::vector<char> bufs(32 * 128);
       std::vector<size_t> lens(32);
       m.FindMany(keys, 32, bufs.data(), 128, lens.data());
+      m.Prefetch(keys, 32);
       m.Travel([](const uint64_t&, const std::string&) {});
       HM::HealthStat hs;
       m.HealthCheck(&hs, false);
