@@ -1466,6 +1466,105 @@ TEST(Shmkv, ClientMemoryBelowOneRequestIsRefused) {
 
 }  // namespace
 
+// A worker parses a read's commands ahead of running them (to fetch
+// their keys' lines together), so a pipeline's replies must not depend
+// on how its bytes arrive: random streams of commands (RESP and inline
+// ones, empty lines, SELECT, MULTI/EXEC, a BLPOP that times out, values
+// of 1 to 100,000 bytes) sent in random pieces, some with pauses, reply
+// byte for byte as redis-server replies to the same pieces; and a
+// protocol error behind good commands answers them first.
+TEST(ShmkvVsRedis, PipelinesInAnyPiecesAnswerAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  Server s("pieces");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start()) << s.log();
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::string stream;
+    size_t commands = 0;
+    auto add = [&](const std::vector<std::string>& args) {
+      stream += Client::Encode(args);
+      ++commands;
+    };
+    add({"FLUSHALL"});
+    for (int i = 0; i < 400; ++i) {
+      std::string k = "k" + std::to_string(rng() % 20);
+      switch (rng() % 12) {
+        case 0: {
+          size_t len = rng() % 8 == 0 ? rng() % 100000 : rng() % 40;
+          add({"SET", k, std::string(len, static_cast<char>('a' + rng() % 26))});
+          break;
+        }
+        case 1: add({"GET", k}); break;
+        case 2: add({"APPEND", k, "xy"}); break;
+        case 3: add({"RPUSH", "l" + k, std::to_string(i)}); break;
+        case 4: add({"LRANGE", "l" + k, "0", "3"}); break;
+        case 5: add({"HSET", "h" + k, "f", std::to_string(i)}); break;
+        case 6: add({"SELECT", std::to_string(rng() % 3)}); break;
+        case 7:  // inline, one or several in a row
+          for (int j = 0; j < 1 + static_cast<int>(rng() % 3); ++j) {
+            stream += rng() % 2 ? "GET " + k + "\r\n" : "STRLEN " + k + "\n";
+            ++commands;
+          }
+          break;
+        case 8: stream += "\r\n"; break;  // an empty line: no reply
+        case 9:
+          add({"MULTI"});
+          add({"INCR", "n" + k});
+          add({"GET", k});
+          add({"EXEC"});
+          break;
+        case 10:
+          if (rng() % 10 == 0) {
+            add({"BLPOP", "empty" + k, "0.05"});
+          } else {
+            add({"TYPE", k});
+          }
+          break;
+        default: add({"EXISTS", k, "l" + k, "h" + k}); break;
+      }
+    }
+    add({"SELECT", "0"});
+    Client a(s.port()), b(redis.port());
+    for (size_t off = 0; off < stream.size();) {
+      size_t n = std::min(stream.size() - off, 1 + rng() % 6000);
+      std::string piece = stream.substr(off, n);
+      ASSERT_TRUE(a.SendRaw(piece) && b.SendRaw(piece));
+      off += n;
+      if (rng() % 8 == 0) std::this_thread::sleep_for(1ms);
+    }
+    for (size_t i = 0; i < commands; ++i) {
+      std::string want = b.Reply();
+      ASSERT_FALSE(want.empty()) << "seed " << seed << " reply " << i;
+      ASSERT_EQ(a.Reply(), want) << "seed " << seed << " reply " << i;
+    }
+  }
+  // A command that blocks with commands behind it, the last of them not
+  // yet whole: they wait for it, then run once the rest arrives.
+  for (size_t cut : {3, 9, 20, 40, 1000}) {
+    const std::string rest = Client::Encode({"GET", "behind"}) +
+                             Client::Encode({"SET", "behind", std::string(2000, 'v')}) +
+                             Client::Encode({"STRLEN", "behind"});
+    const std::string first =
+        Client::Encode({"BLPOP", "nothing", "0.05"}) + rest.substr(0, cut);
+    Client a(s.port()), b(redis.port());
+    ASSERT_TRUE(a.SendRaw(first) && b.SendRaw(first));
+    std::this_thread::sleep_for(100ms);
+    ASSERT_TRUE(a.SendRaw(rest.substr(cut)) && b.SendRaw(rest.substr(cut)));
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(a.Reply(), b.Reply()) << cut << " " << i;
+  }
+  // Good commands, then a bad bulk length: the good ones are answered,
+  // then the error, then the connection closes.
+  const std::string bad = Client::Encode({"SET", "x", "1"}) +
+                          "GET x\r\n" + Client::Encode({"GET", "x"}) +
+                          "*2\r\n$3\r\nGET\r\n$-7\r\n";
+  Client a(s.port()), b(redis.port());
+  ASSERT_TRUE(a.SendRaw(bad) && b.SendRaw(bad));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(a.Reply(), b.Reply()) << i;
+  EXPECT_TRUE(a.Closed());
+}
+
 // Inline commands (as typed into telnet) split as Redis splits them:
 // quotes, escapes, and unbalanced quotes refused.
 TEST(ShmkvVsRedis, InlineCommandsParseQuotesAsRedis) {

@@ -535,12 +535,16 @@ void Worker::Process(Conn* c) {
   double* outer_clock = batch_clock_;
   double clock = MonoUs();
   batch_clock_ = &clock;
+  // This call's commands parsed ahead (a nested call has its own).
+  if (ahead_depth_ == ahead_.size()) ahead_.emplace_back();
+  Ahead& ahead = ahead_[ahead_depth_++];
+  ahead.Clear();
   while (!c->closing && !c->blocked && c->in_off < c->in.size() &&
          c->pending_out() < kMaxPendingOut) {
-    const char* p = c->in.data() + c->in_off;
-    size_t avail = c->in.size() - c->in_off;
-    size_t used = 0;
     if (c->http) {
+      const char* p = c->in.data() + c->in_off;
+      size_t avail = c->in.size() - c->in_off;
+      size_t used = 0;
       ctx_.client = &c->client;
       HttpResult r = HandleHttp(p, avail, cfg_.store.max_value, &ctx_,
                                 &c->out, &used);
@@ -554,17 +558,21 @@ void Worker::Process(Conn* c) {
       c->in_off += used;
       continue;
     }
-    std::string err;
-    ParseResult r = ParseCommand(p, avail, limits_, &c->cursor, &args_,
-                                 &used, &inline_, &err);
-    if (r == ParseResult::kIncomplete) break;
-    if (r == ParseResult::kError) {
-      ReplyError(&c->out, "ERR " + err);
-      ++local_.errors;
-      c->closing = true;
-      break;
+    if (ahead.next == ahead.commands.size()) {
+      std::string err;
+      ParseResult r = ParseAhead(c, &ahead, &err);
+      if (r == ParseResult::kIncomplete) break;
+      if (r == ParseResult::kError) {
+        ReplyError(&c->out, "ERR " + err);
+        ++local_.errors;
+        c->closing = true;
+        break;
+      }
     }
-    c->in_off += used;
+    const Ahead::Command& cmd = ahead.commands[ahead.next++];
+    args_.assign(ahead.args.begin() + cmd.first,
+                 ahead.args.begin() + cmd.first + cmd.argc);
+    c->in_off += cmd.used;
     if (args_.empty()) continue;  // an empty inline line
     // A subscriber's command comes after every message published before
     // it, on any worker (those closed past the limit go after the loop).
@@ -587,6 +595,12 @@ void Worker::Process(Conn* c) {
   }
   if (outer_clock != nullptr) *outer_clock = clock;
   batch_clock_ = outer_clock;
+  // Commands parsed and not run (the client blocked, closes, or has too
+  // much output waiting) are parsed again next time, from in_off: the
+  // cursor may describe a request past them.
+  if (ahead.next != ahead.commands.size()) c->cursor.Reset();
+  ahead.Clear();
+  --ahead_depth_;
   if (c->in_off == c->in.size()) {
     if (c->in.capacity() > kKeepBuffer) {
       std::string().swap(c->in);
@@ -603,6 +617,45 @@ void Worker::Process(Conn* c) {
     c->closing = true;
   }
   Account(c);
+}
+
+ParseResult Worker::ParseAhead(Conn* c, Ahead* ahead, std::string* err) {
+  ahead->Clear();
+  size_t off = c->in_off;
+  while (ahead->commands.size() < Ahead::kMost && off < c->in.size()) {
+    // An inline command's words live in inline_, which the next inline
+    // command (of any client, through a nested Process) overwrites: one
+    // is parsed only first, and run before anything else is parsed.
+    const bool inline_cmd = c->in[off] != '*';
+    if (inline_cmd && !ahead->commands.empty()) break;
+    size_t used = 0;
+    ParseResult r = ParseCommand(c->in.data() + off, c->in.size() - off,
+                                 limits_, &c->cursor, &args_, &used,
+                                 &inline_, err);
+    if (r != ParseResult::kOk) {
+      // A request not yet whole, or a bad one, after good ones: those run
+      // first, and the next parse meets it again.
+      if (ahead->commands.empty()) return r;
+      break;
+    }
+    ahead->commands.push_back(
+        Ahead::Command{used, ahead->args.size(), args_.size()});
+    ahead->args.insert(ahead->args.end(), args_.begin(), args_.end());
+    off += used;
+    if (inline_cmd) break;
+  }
+  // The store fetches the lines of the keys these commands will look up
+  // (most name theirs first), all at once: a pipeline's lookups then
+  // overlap their cache misses instead of waiting for each in turn.
+  if (ahead->commands.size() > 1 && store_ != nullptr) {
+    keys_.clear();
+    for (const Ahead::Command& cmd : ahead->commands) {
+      if (cmd.argc >= 2) keys_.push_back(ahead->args[cmd.first + 1]);
+    }
+    store_->UseDb(store_->Physical(c->client.db));
+    store_->Prefetch(keys_.data(), keys_.size());
+  }
+  return ParseResult::kOk;
 }
 
 void Worker::Flush(Conn* c) {

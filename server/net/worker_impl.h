@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -227,6 +228,33 @@ class Worker {
   void OnReadable(Conn* c);
 
   void Process(Conn* c);
+
+  // The commands of one Process call, parsed from the client's input
+  // before the first of them runs (views into it: it is not changed while
+  // they run), so that the store can fetch their keys' lines together.
+  struct Ahead {
+    static constexpr size_t kMost = Store::kPrefetchMost;
+    struct Command {
+      size_t used;   // its bytes of input
+      size_t first;  // its first argument in args
+      size_t argc;
+    };
+    std::vector<Command> commands;
+    std::vector<std::string_view> args;
+    size_t next = 0;  // the next to run
+    void Clear() {
+      commands.clear();
+      args.clear();
+      next = 0;
+    }
+  };
+  // Parses what c's input holds from in_off, up to kMost commands, into
+  // *ahead and asks the store to prefetch their keys. kOk when one or
+  // more were parsed; otherwise the first one's result (*err: why).
+  ParseResult ParseAhead(Conn* c, Ahead* ahead, std::string* err);
+  std::deque<Ahead> ahead_;  // one per Process call in progress
+  size_t ahead_depth_ = 0;
+  std::vector<std::string_view> keys_;
 
   void Flush(Conn* c);
 

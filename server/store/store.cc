@@ -135,6 +135,14 @@ class StoreT : public Store {
     return true;
   }
 
+  void Prefetch(const std::string_view* keys, size_t n) override {
+    if (asof_ != nullptr) return;  // a save's reads go to its past
+    KeyHash hashes[kPrefetchMost];
+    n = std::min(n, kPrefetchMost);
+    for (size_t i = 0; i < n; ++i) hashes[i] = HashKeyIn(db_, keys[i]);
+    map_.Prefetch(hashes, n);
+  }
+
   bool Exists(std::string_view key) override {
     Blob b;
     return Lookup(key, &b);

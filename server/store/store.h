@@ -342,6 +342,16 @@ class Store {
   bool GetString(std::string_view key, std::string* value,
                  int64_t* expire_ms = nullptr);
   virtual bool Exists(std::string_view key) = 0;
+  // A hint, before the reads or writes of `keys` (this database's) come:
+  // their index lines and values' first lines are requested from memory
+  // at once, so the lookups that follow overlap their misses (a worker's
+  // pipelined requests: docs/server.md). Changes and returns nothing;
+  // keys past the first kPrefetchMost are left out.
+  static constexpr size_t kPrefetchMost = 64;
+  virtual void Prefetch(const std::string_view* keys, size_t n) {
+    (void)keys;
+    (void)n;
+  }
   // Part `index` of collection `id`: false when absent. A reader of a
   // collection brackets its root and parts with ReadBegin/ReadValid.
   virtual bool GetPart(uint64_t id, uint64_t index, std::string* bytes) = 0;
