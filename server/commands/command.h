@@ -80,8 +80,18 @@ struct ClientState {
   bool in_transaction() const { return in_multi || subscribed(); }
 };
 
+namespace cmd {
+struct CommandRow;
+}
+
 struct CommandContext {
   Store* store = nullptr;
+  // The row of the command about to run, when its caller found it already
+  // (a worker that parsed ahead), for the command whose name's bytes
+  // start at row_for: dispatch takes it instead of finding the name again,
+  // and clears it either way.
+  const cmd::CommandRow* row_hint = nullptr;
+  const char* row_for = nullptr;
   SharedStats* stats = nullptr;  // null: no statistics (all zero)
   SharedLatency* latency = nullptr;  // null: none (the estimators' figures)
   // Publishes this worker's own figures (connections, counts, latency)

@@ -86,7 +86,12 @@ namespace {
 size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
   r->SetProtocol(ctx->script_resp != 0 ? ctx->script_resp : cl->resp);
-  const CommandRow* row = Commands().Find(args[0]);
+  const CommandRow* row = ctx->row_hint != nullptr &&
+                                  ctx->row_for == args[0].data()
+                              ? ctx->row_hint
+                              : Commands().Find(args[0]);
+  ctx->row_hint = nullptr;
+  ctx->row_for = nullptr;
   // A command refused before it runs also dooms the transaction it was
   // meant for (EXEC answers EXECABORT), as in Redis; a refused EXEC
   // itself discards the transaction and says why (execCommandAbort).

@@ -69,6 +69,21 @@ struct CommandRow {
   Handler run;
 };
 
+// f(i) for each argument i (of argc, the name being 0) that the row's
+// key positions name (first_key, last_key, key_step): the keys of a
+// command whose keys do not move (EVAL's and ZUNION's do).
+template <class F>
+void ForEachKeyIndex(const CommandRow& row, size_t argc, F&& f) {
+  if (row.first_key <= 0) return;
+  const int64_t n = static_cast<int64_t>(argc);
+  int64_t last = row.last_key < 0 ? n + row.last_key : row.last_key;
+  if (last >= n) last = n - 1;
+  const int64_t step = row.key_step > 0 ? row.key_step : 1;
+  for (int64_t i = row.first_key; i <= last; i += step) {
+    f(static_cast<size_t>(i));
+  }
+}
+
 class Registry {
  public:
   // Adds a family's rows. A duplicate name or id, or an id past the

@@ -151,14 +151,7 @@ bool KeyArgs(const CommandRow& row, const Args& a,
       return false;
     }
   }
-  if (row.first_key <= 0) return false;
-  const int64_t argc = static_cast<int64_t>(a.size());
-  int64_t last = row.last_key < 0 ? argc + row.last_key : row.last_key;
-  if (last >= argc) last = argc - 1;
-  const int64_t step = row.key_step > 0 ? row.key_step : 1;
-  for (int64_t i = row.first_key; i <= last; i += step) {
-    keys->push_back(a[static_cast<size_t>(i)]);
-  }
+  ForEachKeyIndex(row, a.size(), [&](size_t i) { keys->push_back(a[i]); });
   return !keys->empty();
 }
 

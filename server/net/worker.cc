@@ -29,6 +29,7 @@
 #include "server/net/worker_impl.h"
 #include "server/net/fdpass.h"
 #include "server/net/http.h"
+#include "server/commands/registry.h"
 #include "server/commands/reply.h"
 #include "server/net/resp.h"
 #include "server/commands/script_lua.h"
@@ -574,6 +575,8 @@ void Worker::Process(Conn* c) {
                  ahead.args.begin() + cmd.first + cmd.argc);
     c->in_off += cmd.used;
     if (args_.empty()) continue;  // an empty inline line
+    ctx_.row_hint = cmd.row;
+    ctx_.row_for = args_[0].data();
     // A subscriber's command comes after every message published before
     // it, on any worker (those closed past the limit go after the loop).
     if (hub_ != nullptr && c->client.subscribed()) hub_->Poll();
@@ -638,20 +641,28 @@ ParseResult Worker::ParseAhead(Conn* c, Ahead* ahead, std::string* err) {
       if (ahead->commands.empty()) return r;
       break;
     }
+    const cmd::CommandRow* row =
+        args_.empty() ? nullptr : cmd::Commands().Find(args_[0]);
     ahead->commands.push_back(
-        Ahead::Command{used, ahead->args.size(), args_.size()});
+        Ahead::Command{used, ahead->args.size(), args_.size(), row});
     ahead->args.insert(ahead->args.end(), args_.begin(), args_.end());
     off += used;
     if (inline_cmd) break;
   }
   // The store fetches the lines of the keys these commands will look up
-  // (most name theirs first), all at once: a pipeline's lookups then
-  // overlap their cache misses instead of waiting for each in turn.
-  if (ahead->commands.size() > 1 && store_ != nullptr) {
-    keys_.clear();
-    for (const Ahead::Command& cmd : ahead->commands) {
-      if (cmd.argc >= 2) keys_.push_back(ahead->args[cmd.first + 1]);
-    }
+  // (where their rows say their keys are), all at once: a pipeline's
+  // lookups, and a multi-key command's, then overlap their cache misses
+  // instead of waiting for each in turn.
+  keys_.clear();
+  for (const Ahead::Command& cmd : ahead->commands) {
+    if (cmd.row == nullptr) continue;
+    cmd::ForEachKeyIndex(*cmd.row, cmd.argc, [&](size_t i) {
+      if (keys_.size() < Store::kPrefetchMost) {
+        keys_.push_back(ahead->args[cmd.first + i]);
+      }
+    });
+  }
+  if (keys_.size() > 1 && store_ != nullptr) {
     store_->UseDb(store_->Physical(c->client.db));
     store_->Prefetch(keys_.data(), keys_.size());
   }

@@ -238,6 +238,7 @@ class Worker {
       size_t used;   // its bytes of input
       size_t first;  // its first argument in args
       size_t argc;
+      const cmd::CommandRow* row;  // its name's (null: unknown)
     };
     std::vector<Command> commands;
     std::vector<std::string_view> args;
