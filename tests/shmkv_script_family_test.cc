@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include <atomic>
+#include <functional>
 #include <new>
 #include <random>
 #include <string>
@@ -17,12 +18,15 @@
 #include "tests/support/diff_harness.h"
 #include "server/commands/registry.h"
 #include "tests/support/pinned_ids.h"
+#include "tests/support/shmkv_server.h"
 
 namespace {
 
 using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
+using shmkv_test::Client;
+using shmkv_test::Server;
 
 TEST(ScriptFamily, IdsArePinned) {
   shmkv_test::ExpectPinnedIds("script", {
@@ -286,6 +290,49 @@ TEST(ScriptFamilyVsRedis, ScriptCacheRepliesAsRedis) {
       {"MULTI"}, {"EVAL", "return redis.call('incr', 'm')", "0"},
       {"SCRIPT", "LOAD", "return 2"}, {"INCR", "m"}, {"EXEC"},
   });
+}
+
+// Time stands still through a command, as Redis samples it once: a key
+// that expires while a script runs is still there for the script (its
+// loop waits 150 ms past the key's 50), and gone for the next command.
+// PTTL still reads the clock, as Redis 7.0's does: past its deadline it
+// answers 0. Through the command harness and through a worker, which
+// freezes the time from its own clock read.
+TEST(ScriptFamilyVsRedis, TimeStandsStillThroughAScriptAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  const std::string wait =
+      "local s = redis.call('TIME') local e repeat e = redis.call('TIME') "
+      "until (e[1] - s[1]) * 1000000 + (e[2] - s[2]) > 150000 "
+      "return {redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[1]) > 0 "
+      "and 1 or 0, redis.call('GET', KEYS[1])}";
+  const std::vector<std::vector<std::string>> cmds = {
+      {"SET", "k", "v", "PX", "50"}, {"EVAL", wait, "1", "k"},
+      {"EXISTS", "k"}, {"SET", "k", "v", "PX", "50"},
+      {"MULTI"}, {"EVAL", wait, "1", "k"}, {"GET", "k"}, {"EXEC"},
+      {"GET", "k"}};
+  // Each side runs the whole sequence on its own: interleaved, one
+  // side's 150 ms script would age the other's key.
+  auto run = [&](const std::function<std::string(
+                     const std::vector<std::string>&)>& call) {
+    std::vector<std::string> out;
+    for (const auto& c : cmds) out.push_back(call(c));
+    return out;
+  };
+  Client b(redis.port());
+  const std::vector<std::string> want =
+      run([&](const std::vector<std::string>& c) { return b.Call(c); });
+  EXPECT_EQ(want[1], "*3\r\n:1\r\n:0\r\n$1\r\nv\r\n");
+  CommandHarness h("frozen");
+  ASSERT_TRUE(h.ok()) << h.error();
+  EXPECT_EQ(run([&](const std::vector<std::string>& c) { return h.Run(c); }),
+            want);
+  Server s("frozenw");
+  s.set_workers(1);
+  ASSERT_TRUE(s.Start()) << s.log();
+  Client a(s.port());
+  EXPECT_EQ(run([&](const std::vector<std::string>& c) { return a.Call(c); }),
+            want);
 }
 
 // The sandbox holds against the known ways out of Redis's Lua: loading

@@ -52,8 +52,27 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r);
 thread_local int nesting = 0;
 }  // namespace
 
+namespace {
+// A command's time (NowMs) from its start to its end, unless its caller
+// froze it already (a worker does, from the clock read it takes anyway):
+// the commands of an EXEC or a script run inside it, at its time.
+class CommandClock {
+ public:
+  CommandClock() : was_(NowFrozen() ? -1 : FreezeNowMs(WallMs())) {}
+  ~CommandClock() {
+    if (was_ >= 0) FreezeNowMs(was_);
+  }
+  CommandClock(const CommandClock&) = delete;
+  CommandClock& operator=(const CommandClock&) = delete;
+
+ private:
+  int64_t was_;
+};
+}  // namespace
+
 size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
+  CommandClock clock;
   if (nesting > 0 || (!cl->reply_off && !cl->reply_skip_next)) {
     ++nesting;
     size_t id = Run(args, ctx, r);

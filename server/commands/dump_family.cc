@@ -80,7 +80,7 @@ void Restore(const Args& a, CommandContext* c, Reply* r) {
                         ? "ERR Bad data format"
                         : "ERR DUMP payload version or checksum are wrong");
   }
-  const int64_t now = NowMs();
+  const int64_t now = WallMs();
   if (ttl != 0 && !absttl) ttl = ttl > INT64_MAX - now ? INT64_MAX : ttl + now;
   if (exists) {
     Store::Status st = c->txn->Delete(a[1]);
@@ -184,7 +184,7 @@ void Migrate(const Args& a, CommandContext* c, Reply* r) {
                         : Resp({"AUTH", user, password});
   }
   out += Resp({"SELECT", std::to_string(db)});
-  const int64_t now = NowMs();
+  const int64_t now = WallMs();
   for (const Moving& m : keys) {
     int64_t ttl = 0;
     if (m.expire_ms != 0) ttl = std::max<int64_t>(1, m.expire_ms - now);

@@ -224,7 +224,7 @@ void ExpireCommon(const Args& a, bool secs, bool abs, CommandContext* c,
     return r->Error("ERR GT and LT options at the same time are not "
                      "compatible");
   }
-  int64_t v = 0, when = 0, now = NowMs();
+  int64_t v = 0, when = 0, now = WallMs();
   if (!ToInt(a[2], &v)) return NotInt(r);
   if (!AbsoluteExpiry(v, secs, abs, now, &when)) {
     return r->Error(InvalidExpire(a[0]));
@@ -252,7 +252,7 @@ void TtlCommon(const Args& a, bool ms, bool abs, CommandContext* c,
   if (!ReadValue(c, a[1], &v)) return r->Int(-2);
   int64_t expire = v.expire_ms;
   if (expire == 0) return r->Int(-1);
-  int64_t left = abs ? expire : expire - NowMs();
+  int64_t left = abs ? expire : expire - WallMs();
   if (left < 0) left = 0;
   r->Int(ms ? left : (left + 500) / 1000);
 }

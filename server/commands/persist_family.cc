@@ -287,11 +287,12 @@ void BgSave(const Args& a, CommandContext* c, Reply* r) {
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     c->txn = nullptr;
-    const int64_t began = NowMs();
+    FreezeNowMs(0);  // the BGSAVE's time was the worker's, not the save's
+    const int64_t began = WallMs();
     const bool ok = SaveSnapshot(c, at, &why);
     if (ok) {
       std::fprintf(stderr, "shmkv: background save (pid %d) done in %lld ms: "
-                   "%s\n", getpid(), static_cast<long long>(NowMs() - began),
+                   "%s\n", getpid(), static_cast<long long>(WallMs() - began),
                    RdbPath(c).c_str());
     } else {
       std::fprintf(stderr, "shmkv: background save (pid %d) failed: %s\n",

@@ -152,7 +152,7 @@ void Set(const Args& a, CommandContext* c, Reply* r) {
   ExpiryArgs x;
   if (!ParseExpiryArgs(a, 3, true, &x)) return r->Error("ERR syntax error");
   int64_t when = 0;
-  if (!ExpiryOf(x, a[0], NowMs(), &when, r)) return;
+  if (!ExpiryOf(x, a[0], WallMs(), &when, r)) return;
   // A plain SET needs nothing of the old value (Put checks the key). NX,
   // XX and KEEPTTL look at a value of any type (SET replaces it); GET
   // answers WRONGTYPE for one that is not a string, and sets nothing.
@@ -184,7 +184,7 @@ void GetEx(const Args& a, CommandContext* c, Reply* r) {
   Found f = ReadString(c, a[1], &v);
   if (f == Found::kWrongType) return WrongType(r);
   if (f == Found::kNo) return r->Null();
-  int64_t now = NowMs(), when = 0;
+  int64_t now = WallMs(), when = 0;
   if (!ExpiryOf(x, a[0], now, &when, r)) return;
   Status st = Status::kOk;
   if (x.unit != nullptr && when <= now) {
@@ -243,7 +243,7 @@ namespace {
 void SetWithTtl(const Args& a, bool secs, CommandContext* c, Reply* r) {
   int64_t v = 0, when = 0;
   if (!ToInt(a[2], &v)) return NotInt(r);
-  if (v <= 0 || !AbsoluteExpiry(v, secs, false, NowMs(), &when)) {
+  if (v <= 0 || !AbsoluteExpiry(v, secs, false, WallMs(), &when)) {
     return r->Error(InvalidExpire(a[0]));
   }
   Status st = c->txn->Put(a[1], a[3], when);

@@ -226,6 +226,7 @@ int Worker::Loop() {
       std::perror("shmkv: epoll_wait");
       return 1;
     }
+    wall_offset_us_ = WallUs() - MonoUs();
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
       uint32_t ev = events[i].events;

@@ -42,6 +42,13 @@ inline double MonoUs() {
   return static_cast<double>(ts.tv_sec) * 1e6 + ts.tv_nsec / 1e3;
 }
 
+// The wall clock (CLOCK_REALTIME) in us.
+inline double WallUs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + ts.tv_nsec / 1e3;
+}
+
 struct Conn {
   int fd = -1;
   bool http = false;
@@ -125,6 +132,10 @@ class Worker {
     // In a batch (Process), the clock read that ended the command before
     // starts this one: one read per command, its parse included.
     double t0 = batch_clock_ != nullptr ? *batch_clock_ : MonoUs();
+    // The command's time (NowMs) is when it began, from the same clock
+    // read: expiry sees one instant through the command, as in Redis.
+    const int64_t frozen_was =
+        FreezeNowMs(static_cast<int64_t>((t0 + wall_offset_us_) / 1e3));
     ctx_.client = client;
     ctx_.may_block = may_block && ctx_.waits != nullptr;
     ctx_.ticket = ticket;
@@ -139,6 +150,7 @@ class Worker {
     }
     ctx_.may_block = false;
     ctx_.ticket = 0;
+    FreezeNowMs(frozen_was);
     SendWakes();
     double t1 = MonoUs();
     if (batch_clock_ != nullptr) *batch_clock_ = t1;
@@ -317,6 +329,9 @@ class Worker {
   // While Process runs a connection's commands: the clock at the end of
   // the last one (Run).
   double* batch_clock_ = nullptr;
+  // The wall clock less MonoUs, in us, read once a loop: what turns a
+  // command's start on MonoUs into its time (Run).
+  double wall_offset_us_ = WallUs() - MonoUs();
   uint64_t rate_ops_ = 0;
   // Pub/sub (docs/server.md, "Pub/sub"): this worker's hub.
   std::unique_ptr<PubSubHub> hub_;

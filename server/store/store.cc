@@ -798,7 +798,7 @@ class StoreT : public Store {
   // Under the lock: the instant of the save `pid` makes (*at), its log
   // made and the save published, so writers log from here on.
   bool MarkSnapshot(pid_t pid, SnapshotPoint* at, std::string* err) {
-    at->ms = NowMs();
+    at->ms = WallMs();
     const uint64_t parts = journal_.Counter(Journal::kParts);
     for (uint32_t l = 0; l < kDatabases; ++l) {
       const uint32_t p = dbs_.Physical(l);

@@ -160,7 +160,18 @@ static_assert(offsetof(ControlBlock, master) == 8 &&
 // "smkvclt2": the second layout (the master lease became a ProcessLease).
 constexpr uint64_t kControlMagic = 0x32746c63766b6d73ULL;
 
+// The wall clock (CLOCK_REALTIME) in ms, as expiry reads it. While a
+// worker runs a command, the time that command began (FreezeNowMs), as
+// Redis samples its time once a command: a key does not expire halfway
+// through a command, an EXEC or a script. Elsewhere the clock itself.
 int64_t NowMs();
+// The clock itself, for durations.
+int64_t WallMs();
+// Makes NowMs answer `ms` on this thread (0: the clock again); returns
+// what it answered before.
+int64_t FreezeNowMs(int64_t ms);
+// True while NowMs answers a frozen time on this thread.
+bool NowFrozen();
 
 // Name of the POSIX segment holding the control block (and, with
 // ".stats" appended, the statistics) of a store.

@@ -17,10 +17,24 @@
 
 namespace shmkv {
 
-int64_t NowMs() {
+namespace {
+thread_local int64_t frozen_now_ms = 0;
+}  // namespace
+
+int64_t WallMs() {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t NowMs() { return frozen_now_ms != 0 ? frozen_now_ms : WallMs(); }
+
+bool NowFrozen() { return frozen_now_ms != 0; }
+
+int64_t FreezeNowMs(int64_t ms) {
+  int64_t was = frozen_now_ms;
+  frozen_now_ms = ms;
+  return was;
 }
 
 const char* StatusText(Store::Status s) {
@@ -109,7 +123,7 @@ Store::Status Store::SetExpireIn(Txn* t, std::string_view key,
   if (expire_ms == 0 && v.expire_ms == 0) return Status::kOk;  // PERSIST
   *changed = true;
   // A deadline in the past deletes, as in Redis.
-  if (expire_ms != 0 && expire_ms <= NowMs()) return t->Delete(key);
+  if (expire_ms != 0 && expire_ms <= WallMs()) return t->Delete(key);
   return t->Write(key, v.type, v.encoding, v.bytes, expire_ms);
 }
 
