@@ -658,8 +658,11 @@ ParseResult Worker::ParseAhead(Conn* c, Ahead* ahead, std::string* err) {
   for (const Ahead::Command& cmd : ahead->commands) {
     if (cmd.row == nullptr) continue;
     cmd::ForEachKeyIndex(*cmd.row, cmd.argc, [&](size_t i) {
-      if (keys_.size() < Store::kPrefetchMost) {
-        keys_.push_back(ahead->args[cmd.first + i]);
+      std::string_view key = ahead->args[cmd.first + i];
+      // (A pipeline of one key's commands asks for its lines once.)
+      if (keys_.size() < Store::kPrefetchMost &&
+          (keys_.empty() || keys_.back() != key)) {
+        keys_.push_back(key);
       }
     });
   }
