@@ -4,6 +4,9 @@
 // replacement), and OBJECT ENCODING names the encoding Redis would use.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <random>
+
 #include <string>
 #include <vector>
 
@@ -18,6 +21,7 @@ using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using Cmd = std::vector<std::string>;
+using Cmds = std::vector<Cmd>;
 
 // The family's statistics ids, as first given: pin a new command's here.
 TEST(StringFamily, IdsArePinned) {
@@ -28,7 +32,7 @@ TEST(StringFamily, IdsArePinned) {
       {"decrby", 17}, {"incrbyfloat", 18}, {"append", 19}, {"strlen", 20},
       {"setrange", 21}, {"getrange", 22}, {"substr", 23}, {"setbit", 24},
       {"getbit", 25}, {"bitcount", 26}, {"bitpos", 27}, {"lcs", 28},
-      {"bitop", 191},
+      {"bitop", 191}, {"bitfield", 192}, {"bitfield_ro", 193},
   });
 }
 
@@ -208,6 +212,125 @@ TEST(StringFamilyVsRedis, BitOpAsRedis) {
        "2", "a", "b"},
       {"GET", "z"},
   });
+}
+
+// BITFIELD and BITFIELD_RO: every width at the edges of its range, the
+// three overflow rules on SET and INCRBY, #n offsets, fields past the
+// string's end and across byte edges, a string grown by writes that all
+// fail, other types and every argument error, in the order Redis checks
+// them; then random sequences over many seeds.
+TEST(StringFamilyVsRedis, BitFieldAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("bitfield");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"FLUSHALL"},
+      {"BITFIELD", "k", "GET", "u8", "0"}, {"EXISTS", "k"},
+      {"BITFIELD", "k"}, {"EXISTS", "k"},
+      {"BITFIELD", "k", "SET", "i8", "0", "-100", "GET", "u8", "0",
+       "GET", "i4", "4", "GET", "u1", "7"},
+      {"GET", "k"},
+      {"BITFIELD", "k", "SET", "u8", "#2", "255", "GET", "u16", "12",
+       "GET", "i64", "3", "GET", "u63", "1"},
+      {"GET", "k"}, {"STRLEN", "k"},
+      {"BITFIELD", "k", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT",
+       "INCRBY", "u2", "102", "1", "OVERFLOW", "FAIL", "INCRBY", "u2",
+       "102", "5"},
+      {"BITFIELD", "k", "OVERFLOW", "WRAP", "INCRBY", "i8", "0", "200",
+       "OVERFLOW", "SAT", "INCRBY", "i8", "0", "-1000", "INCRBY", "i8", "0",
+       "1000", "OVERFLOW", "FAIL", "INCRBY", "i8", "0", "1"},
+      {"BITFIELD", "k", "OVERFLOW", "SAT", "SET", "u8", "0", "-1", "SET",
+       "i8", "8", "200", "SET", "i8", "8", "-200", "OVERFLOW", "WRAP",
+       "SET", "u8", "0", "-1", "SET", "i8", "8", "200", "SET", "u3", "0",
+       "9"},
+      {"BITFIELD", "k", "SET", "i64", "0", "9223372036854775807", "INCRBY",
+       "i64", "0", "1", "OVERFLOW", "SAT", "INCRBY", "i64", "0",
+       "-9223372036854775808", "INCRBY", "i64", "0", "-5", "OVERFLOW",
+       "FAIL", "INCRBY", "i64", "0", "-9223372036854775807"},
+      {"BITFIELD", "k", "SET", "u63", "1", "9223372036854775807", "GET",
+       "u63", "1", "INCRBY", "u63", "1", "1", "OVERFLOW", "SAT", "INCRBY",
+       "u63", "1", "-9223372036854775808"},
+      {"GET", "k"},
+      // Writes that all fail still grow the string; an unchanged write
+      // leaves it as it was.
+      {"BITFIELD", "g", "OVERFLOW", "FAIL", "SET", "u2", "20", "9"},
+      {"GET", "g"}, {"BITFIELD", "g", "SET", "u2", "0", "0"}, {"GET", "g"},
+      {"SET", "t", "ab", "EX", "100"}, {"BITFIELD", "t", "SET", "u8", "8", "99"},
+      {"GET", "t"}, {"TTL", "t"},
+      {"SET", "n", "12345"}, {"BITFIELD", "n", "GET", "u8", "0"},
+      {"BITFIELD", "n", "INCRBY", "u8", "0", "1"}, {"GET", "n"},
+      {"OBJECT", "ENCODING", "n"},
+      {"BITFIELD_RO", "k", "GET", "u8", "0", "GET", "i16", "#1"},
+      {"BITFIELD_RO", "k", "GET", "u8", "0", "SET", "u8", "0", "1"},
+      {"BITFIELD_RO", "k", "INCRBY", "u8", "0", "x"},
+      {"BITFIELD_RO", "nothere", "GET", "u8", "0"}, {"BITFIELD_RO", "k"},
+      {"RPUSH", "l", "x"}, {"BITFIELD", "l", "GET", "u8", "0"},
+      {"BITFIELD", "l", "SET", "u8", "0", "1"}, {"BITFIELD", "l"},
+      {"BITFIELD_RO", "l", "GET", "u8", "0"},
+      {"BITFIELD", "l", "GET", "u99", "0"},
+      // Argument errors, in Redis's order.
+      {"BITFIELD", "k", "GET", "u8"}, {"BITFIELD", "k", "SET", "u8", "0"},
+      {"BITFIELD", "k", "BOGUS", "u8", "0"}, {"BITFIELD", "k", "OVERFLOW"},
+      {"BITFIELD", "k", "OVERFLOW", "nope", "GET", "u8", "0"},
+      {"BITFIELD", "k", "GET", "u64", "0"}, {"BITFIELD", "k", "GET", "i65", "0"},
+      {"BITFIELD", "k", "GET", "i0", "0"}, {"BITFIELD", "k", "GET", "x8", "0"},
+      {"BITFIELD", "k", "GET", "", "0"}, {"BITFIELD", "k", "GET", "i08", "0"},
+      {"BITFIELD", "k", "GET", "u8", "-1"}, {"BITFIELD", "k", "GET", "u8", "x"},
+      {"BITFIELD", "k", "GET", "u8", "4294967296"},
+      {"BITFIELD", "k", "GET", "u8", "4294967295"},
+      {"BITFIELD", "k", "GET", "u8", "#536870911"},
+      {"BITFIELD", "k", "GET", "u8", "#536870912"},
+      {"BITFIELD", "k", "GET", "u8", "#-1"}, {"BITFIELD", "k", "GET", "u8", "#"},
+      {"BITFIELD", "k", "GET", "u8", "#9223372036854775807"},
+      {"BITFIELD", "k", "SET", "u8", "0", "x"},
+      {"BITFIELD", "k", "SET", "u8", "0", "1.5"},
+      {"BITFIELD", "k", "SET", "x8", "y", "z"},
+      {"BITFIELD", "k", "GET", "u8", "0", "SET", "u8", "x", "1"},
+      {"BITFIELD"}, {"BITFIELD_RO"},
+      {"MULTI"}, {"BITFIELD", "m", "INCRBY", "u4", "0", "3"},
+      {"BITFIELD_RO", "m", "GET", "u4", "0"}, {"EXEC"},
+      {"EVAL", "return redis.call('bitfield', KEYS[1], 'incrby', 'i5', "
+       "'3', '9')", "1", "m"},
+      {"GET", "m"},
+  });
+  // Random fields and rules over a few short strings.
+  shmkv_test::Client redis_client(redis.port());
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    std::mt19937_64 rng(seed);
+    Cmds cmds = {{"DEL", "r0", "r1"}};
+    for (int i = 0; i < 30; ++i) {
+      Cmd cmd = {rng() % 5 == 0 ? "BITFIELD_RO" : "BITFIELD",
+                 "r" + std::to_string(rng() % 2)};
+      for (int n = 1 + static_cast<int>(rng() % 4); n > 0; --n) {
+        const bool sign = rng() % 2;
+        const int bits = 1 + static_cast<int>(rng() % (sign ? 64 : 63));
+        std::string type = (sign ? "i" : "u") + std::to_string(bits);
+        std::string off = rng() % 4 == 0 ? "#" + std::to_string(rng() % 6)
+                                         : std::to_string(rng() % 90);
+        static const int64_t kValues[] = {0, 1, -1, 127, 128, -129, 255,
+                                          256, INT64_MAX, INT64_MIN, 1000003};
+        std::string val = std::to_string(
+            rng() % 2 ? kValues[rng() % 11]
+                      : static_cast<int64_t>(rng() % 2000) - 1000);
+        switch (rng() % 4) {
+          case 0: cmd.insert(cmd.end(), {"GET", type, off}); break;
+          case 1: cmd.insert(cmd.end(), {"SET", type, off, val}); break;
+          case 2: cmd.insert(cmd.end(), {"INCRBY", type, off, val}); break;
+          default: {
+            static const char* kRules[] = {"WRAP", "SAT", "FAIL"};
+            cmd.insert(cmd.end(), {"OVERFLOW", kRules[rng() % 3]});
+          }
+        }
+      }
+      cmds.push_back(cmd);
+      if (rng() % 5 == 0) cmds.push_back({"GET", "r" + std::to_string(rng() % 2)});
+    }
+    for (const Cmd& c : cmds) {
+      ASSERT_EQ(h.Run(c), redis_client.Call(c))
+          << "seed " << seed << ": " << shmkv_test::CommandLine(c);
+    }
+  }
 }
 
 TEST(StringFamilyVsRedis, EveryCommandRepliesAsRedis) {

@@ -21,6 +21,8 @@ namespace shmkv {
 namespace cmd {
 
 void BitOp(const Args& a, CommandContext* c, Reply* r);  // bit_op.cc
+void BitField(const Args& a, CommandContext* c, Reply* r);  // bit_op.cc
+void BitFieldRo(const Args& a, CommandContext* c, Reply* r);  // bit_op.cc
 
 namespace {
 
@@ -763,6 +765,8 @@ const CommandRow kStringRows[] = {
     {"bitpos", 27, -3, kReadOnly, 1, 1, 1, BitPos},
     {"lcs", 28, -3, kReadOnly, 1, 2, 1, Lcs},
     {"bitop", 191, -4, kWrite | kDenyOom, 2, -1, 1, BitOp},
+    {"bitfield", 192, -2, kWrite | kDenyOom, 1, 1, 1, BitField},
+    {"bitfield_ro", 193, -2, kReadOnly | kFast, 1, 1, 1, BitFieldRo},
 };
 
 void RegisterStringFamily(Registry* r) {
