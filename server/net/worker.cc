@@ -539,8 +539,7 @@ void Worker::Process(Conn* c) {
   batch_clock_ = &clock;
   // This call's commands parsed ahead (a nested call has its own).
   if (ahead_depth_ == ahead_.size()) ahead_.emplace_back();
-  Ahead& ahead = ahead_[ahead_depth_++];
-  ahead.Clear();
+  Ahead& ahead = ahead_[ahead_depth_++];  // empty: cleared when left
   while (!c->closing && !c->blocked && c->in_off < c->in.size() &&
          c->pending_out() < kMaxPendingOut) {
     if (c->http) {

@@ -36,18 +36,14 @@
 namespace shmkv {
 namespace worker_impl {
 
-inline double MonoUs() {
+// A clock in us: CLOCK_MONOTONIC (MonoUs) or the wall clock (WallUs).
+inline double ClockUs(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return static_cast<double>(ts.tv_sec) * 1e6 + ts.tv_nsec / 1e3;
 }
-
-// The wall clock (CLOCK_REALTIME) in us.
-inline double WallUs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e6 + ts.tv_nsec / 1e3;
-}
+inline double MonoUs() { return ClockUs(CLOCK_MONOTONIC); }
+inline double WallUs() { return ClockUs(CLOCK_REALTIME); }
 
 struct Conn {
   int fd = -1;
