@@ -268,6 +268,8 @@ TEST(StringFamilyVsRedis, BitFieldAsRedis) {
       {"RPUSH", "l", "x"}, {"BITFIELD", "l", "GET", "u8", "0"},
       {"BITFIELD", "l", "SET", "u8", "0", "1"}, {"BITFIELD", "l"},
       {"BITFIELD_RO", "l", "GET", "u8", "0"},
+      {"BITFIELD_RO", "l", "SET", "u8", "0", "1"},
+      {"BITFIELD_RO", "l", "INCRBY", "u8", "0", "1", "GET", "u8", "0"},
       {"BITFIELD", "l", "GET", "u99", "0"},
       // Argument errors, in Redis's order.
       {"BITFIELD", "k", "GET", "u8"}, {"BITFIELD", "k", "SET", "u8", "0"},

@@ -233,12 +233,13 @@ void BitFieldGeneric(const Args& a, CommandContext* c, Reply* r,
     ops.push_back(op);
     j += op.kind == FieldOp::kGet ? 2 : 3;
   }
-  Value value;
-  const bool found = ReadValue(c, a[1], &value);
-  if (found && value.type != ValueType::kString) return WrongType(r);
+  // (Redis refuses BITFIELD_RO's writes before it looks at the key.)
   if (writes && read_only_command) {
     return r->Error("ERR BITFIELD_RO only supports the GET subcommand");
   }
+  Value value;
+  const bool found = ReadValue(c, a[1], &value);
+  if (found && value.type != ValueType::kString) return WrongType(r);
   std::string& v = value.bytes;
   bool grown = false;
   if (writes) {
