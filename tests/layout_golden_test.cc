@@ -20,6 +20,7 @@
 #include "shmc/shm_array.h"
 #include "shmc/shm_double_buf.h"
 #include "shmc/shm_double_table.h"
+#include "shmc/shm_extent_table.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
@@ -175,6 +176,11 @@ TEST_F(LayoutGolden, LinkTableAndMap) {
   ExpectGolden("map_values", l.kLayoutVersion, keys.second);
 }
 
+TEST_F(LayoutGolden, ExtentTable) {
+  shmc::ShmExtentTable<POSIX> e;
+  MakeAndCheck("extent_table", &e, uint64_t{80000});
+}
+
 TEST_F(LayoutGolden, QueueAndSyncBuf) {
   shmc::ShmQueue<POSIX> q;
   MakeAndCheck("queue", &q, 1 << 16);
@@ -249,6 +255,26 @@ TEST(LayoutGoldenStructs, ContainerHeaders) {
                                   {"build_ns", 16, 8},
                                   {"sizeof", 64, 0}};
   EXPECT_EQ(data, want_data) << "bump kSortedLayoutVersion";
+  using EH = sd::ExtentTableHeader;
+  std::vector<Field> ext = {FIELD(EH, top),        FIELD(EH, reserved),
+                            FIELD(EH, free_granules), FIELD(EH, bufs),
+                            FIELD(EH, buf_bytes),  FIELD(EH, next_tag),
+                            FIELD(EH, intent),     FIELD(EH, nonempty),
+                            FIELD(EH, list),       {"sizeof", sizeof(EH), 0}};
+  std::vector<Field> want_ext = {
+      {"top", 0, 8},        {"reserved", 8, 8},  {"free_granules", 16, 8},
+      {"bufs", 24, 8},      {"buf_bytes", 32, 8}, {"next_tag", 40, 4},
+      {"intent", 64, 64},   {"nonempty", 128, 72}, {"list", 200, 2128},
+      {"sizeof", 2328, 0}};
+  EXPECT_EQ(ext, want_ext) << "bump kExtentLayoutVersion";
+  using EI = sd::ExtentIntent;
+  std::vector<Field> intent = {FIELD(EI, op), FIELD(EI, slot),
+                               FIELD(EI, new_lb), FIELD(EI, old_lb)};
+  std::vector<Field> want_intent = {
+      {"op", 0, 4}, {"slot", 8, 8}, {"new_lb", 16, 8}, {"old_lb", 24, 8}};
+  EXPECT_EQ(intent, want_intent) << "bump kExtentLayoutVersion";
+  // An extent's head word: tag, size, pad.
+  EXPECT_EQ(sd::ExtentHead(0x12345678, 1000, 5), 0x500003e812345678ULL);
 }
 
 // The fixed-node layouts the tool reads: a table's tag of slot s lies in

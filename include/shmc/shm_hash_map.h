@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "shmc/common_utils.h"
+#include "shmc/shm_extent_table.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_link_table.h"
 
@@ -171,6 +172,76 @@ bool MapHealthCheck(Links& links, const EachSlot& each_slot,
   return true;
 }
 
+// The same check over an extent table: the handles the index names are
+// the values; a live extent none names is leaked (auto_fix frees it), and
+// a repair of broken extents keeps every value the index names.
+template <class A, class EachSlot>
+bool MapHealthCheck(ShmExtentTable<A>& links, const EachSlot& each_slot,
+                    MapHealthStat<typename ShmExtentTable<A>::HealthStat>* hs,
+                    bool auto_fix) {
+  if (hs == nullptr) return false;
+  std::memset(hs, 0, sizeof(*hs));
+  if (auto_fix && !links.is_initialized()) return false;
+  std::vector<std::pair<link_buf_t, std::atomic<uint64_t>*>> named;
+  bool ok = each_slot([&](std::atomic<uint64_t>* word) {
+    link_buf_t lb = link_buf_t::Unpack(word->load(std::memory_order_acquire));
+    uint32_t len = 0;
+    if (links.HeadLength(lb, &len)) {
+      named.push_back({lb, word});
+    } else {
+      ++hs->bad_key_values;
+      if (auto_fix) {
+        word->store(0, std::memory_order_release);
+        ++hs->cleared_key_values;
+      }
+    }
+  });
+  if (!ok) return false;
+  // Two slots naming one value: damage; the second is not a value.
+  std::sort(named.begin(), named.end(), [](const auto& a, const auto& b) {
+    return a.first.head() < b.first.head();
+  });
+  std::vector<link_buf_t> keep;
+  for (const auto& n : named) {
+    if (!keep.empty() && keep.back().head() == n.first.head()) {
+      ++hs->bad_key_values;
+      if (auto_fix) {
+        n.second->store(0, std::memory_order_release);
+        ++hs->cleared_key_values;
+      }
+      continue;
+    }
+    keep.push_back(n.first);
+  }
+  hs->total_key_values = keep.size();
+  std::vector<link_buf_t> leaked;
+  links.Travel([&](link_buf_t lb) {
+    auto it = std::lower_bound(
+        keep.begin(), keep.end(), lb,
+        [](link_buf_t a, link_buf_t b) { return a.head() < b.head(); });
+    if (it == keep.end() || it->head() != lb.head()) leaked.push_back(lb);
+  });
+  hs->leaked_values = leaked.size();
+  if (auto_fix) {
+    for (link_buf_t lb : leaked) {
+      if (links.Free(lb)) ++hs->recycled_leaked_values;
+    }
+  }
+  return links.HealthCheck(&hs->lt_stat, auto_fix, &keep);
+}
+
+// The write protocol of a map's value pool.
+template <class Values>
+struct ValuesWriter;
+template <class A>
+struct ValuesWriter<ShmLinkTable<A>> {
+  using type = LinkTableWriter<A>;
+};
+template <class A>
+struct ValuesWriter<ShmExtentTable<A>> {
+  using type = ExtentTableWriter<A>;
+};
+
 }  // namespace detail
 
 // A map lives in two segments: its index (a ShmHashTable) at the key with
@@ -179,15 +250,19 @@ bool MapHealthCheck(Links& links, const EachSlot& each_slot,
 constexpr const char* kMapIndexSuffix = "0";
 constexpr const char* kMapValuesSuffix = "1";
 
-template <class KeyType, class Alloc = SVIPC>
+// Values: the pool the values live in, ShmLinkTable<Alloc> (the
+// reference's, chained fixed nodes) or ShmExtentTable<Alloc> (shmc
+// addition: each value whole in an extent of its own size).
+template <class KeyType, class Alloc = SVIPC,
+          class Values = ShmLinkTable<Alloc>>
 class ShmHashMap {
   static_assert(std::is_trivially_copyable<KeyType>::value &&
                     std::is_standard_layout<KeyType>::value,
                 "map keys are stored in shared memory as bytes");
   using Node = detail::MapNode<KeyType>;
   using Table = ShmHashTable<KeyType, Node, Alloc>;
-  using Links = ShmLinkTable<Alloc>;
-  using Writer = detail::LinkTableWriter<Alloc>;
+  using Links = Values;
+  using Writer = typename detail::ValuesWriter<Values>::type;
   static_assert(detail::MapIndexNodeOk(sizeof(Node)) &&
                     offsetof(Node, link_buf) ==
                         detail::MapHandleOffset(sizeof(Node)),

@@ -61,7 +61,7 @@
 
 namespace shmc {
 
-template <class KeyType, class Alloc>
+template <class KeyType, class Alloc, class Values>
 class ShmHashMap;
 template <class Key, class Node, class Alloc>
 class ShmDoubleTable;
@@ -756,7 +756,7 @@ class ShmHashTable {
   // made: the handle detaches, and removes the segment if this handle
   // created it (an index without its values is no map, and left behind it
   // would hold memory, hugepages even, that nothing owns).
-  template <class K, class A>
+  template <class K, class A, class V>
   friend class ShmHashMap;
   void DetachRemovingCreated() {
     bool created = seg_.newly_created();

@@ -62,6 +62,7 @@ enum class ContainerKind : uint32_t {
   kPercentile = 10,
   kSortedDir = 11,
   kDoubleTable = 12,
+  kExtentTable = 13,
 };
 
 struct SegmentParam {
@@ -143,6 +144,7 @@ inline const char* KindName(ContainerKind kind) {
     case ContainerKind::kPercentile: return "percentile";
     case ContainerKind::kSortedDir: return "sorted_dir";
     case ContainerKind::kDoubleTable: return "double_table";
+    case ContainerKind::kExtentTable: return "extent_table";
   }
   return "unknown";
 }
