@@ -14,6 +14,7 @@
 #include "shmc/shm_array.h"
 #include "shmc/shm_double_buf.h"
 #include "shmc/shm_double_table.h"
+#include "shmc/shm_extent_table.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/shm_hash_table.h"
 #include "shmc/shm_hash_table_m.h"
@@ -244,6 +245,56 @@ std::vector<Target> Targets(const std::string& prefix) {
       for (uint64_t i = 1; i <= 10; ++i) m.Erase(i);
       HM::HealthStat hs;
       m.HealthCheck(&hs, true);
+      return true;
+    };
+    ts.push_back(t);
+  }
+  {
+    // A map over an extent table: values of many sizes, some freed, so
+    // that damage meets live extents, free lists and the top.
+    Target t;
+    t.kind = "extent_map";
+    t.base = key("em");
+    t.keys = {t.base + "0", t.base + "1"};
+    std::string k = t.base;
+    using EM = shmc::ShmHashMap<uint64_t, POSIX, shmc::ShmExtentTable<POSIX>>;
+    t.build = [k] {
+      EM m;
+      if (!m.InitForWrite(k, 300, 32, 600)) std::abort();
+      for (uint64_t i = 1; i <= 150; ++i) {
+        if (!m.Insert(i, std::string(i % 100, static_cast<char>('a' + i % 26)))) {
+          std::abort();
+        }
+      }
+      for (uint64_t i = 5; i <= 150; i += 9) m.Erase(i);
+    };
+    t.read = [k] () -> bool {
+      EM m;
+      if (!m.InitForRead(k)) return false;
+      std::string v;
+      for (uint64_t i = 1; i <= 160; ++i) m.Find(i, &v);
+      uint64_t keys[32];
+      for (uint64_t i = 0; i < 32; ++i) keys[i] = i * 3 + 1;
+      std::vector<char> bufs(32 * 128);
+      std::vector<size_t> lens(32);
+      m.FindMany(keys, 32, bufs.data(), 128, lens.data());
+      m.Prefetch(keys, 32);
+      m.Travel([](const uint64_t&, const std::string&) {});
+      EM::HealthStat hs;
+      m.HealthCheck(&hs, false);
+      return true;
+    };
+    t.write = [k] () -> bool {
+      EM m;
+      if (!m.InitForWrite(k, 300, 32, 600)) return false;
+      for (uint64_t i = 151; i <= 160; ++i) m.Insert(i, std::string(200, 'n'));
+      for (uint64_t i = 140; i <= 150; ++i) m.Replace(i, std::string(60, 'r'));
+      for (uint64_t i = 1; i <= 10; ++i) m.Erase(i);
+      for (uint64_t i = 20; i <= 40; ++i) m.Replace(i, std::string(i, 's'));
+      EM::HealthStat hs;
+      m.HealthCheck(&hs, true);
+      std::string v;
+      for (uint64_t i = 1; i <= 160; ++i) m.Find(i, &v);
       return true;
     };
     ts.push_back(t);

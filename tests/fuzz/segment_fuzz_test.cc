@@ -433,7 +433,7 @@ TEST_P(SegmentFuzz, DamageIsAnErrorNeverACrash) {
 INSTANTIATE_TEST_SUITE_P(
     SHMC_FUZZ_SUITE, SegmentFuzz,
     ::testing::Values("array", "hash_table", "hash_table_m", "link_table",
-                      "hash_map", "queue", "sync_buf", "double_buf",
+                      "hash_map", "extent_map", "queue", "sync_buf", "double_buf",
                       "double_table", "sorted_array", "percentile"),
     [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 

@@ -204,7 +204,8 @@ int List(const Args& a) {
       SegName base = n;
       base.key.resize(base.key.size() - index_suffix.size());
       Container m;
-      if (Resolve(base, peek, &m, &err) == kExitOk && m.kind == "hash_map") {
+      if (Resolve(base, peek, &m, &err) == kExitOk &&
+          (m.kind == "hash_map" || m.kind == "extent_map")) {
         c = std::move(m);
       }
     }

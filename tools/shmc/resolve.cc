@@ -30,12 +30,13 @@ int ResolveMap(const SegName& name, const HeaderPeek& missing,
   const SegName values = name.Suffixed(shmc::kMapValuesSuffix);
   HeaderPeek p0 = peek(index);
   HeaderPeek p1 = peek(values);
+  const bool links = IsKind(p1, ContainerKind::kLinkTable);
   if (IsKind(p0, ContainerKind::kHashTable) &&
-      IsKind(p1, ContainerKind::kLinkTable)) {
+      (links || IsKind(p1, ContainerKind::kExtentTable))) {
     bool found = false;
     uint64_t node_size = p0.param(sd::kParamNodeSize, &found);
     if (found && sd::MapIndexNodeOk(node_size)) {
-      out->kind = "hash_map";
+      out->kind = links ? "hash_map" : "extent_map";
       out->segments = {index, values};
       out->peeks = {p0, p1};
       return kExitOk;

@@ -69,6 +69,8 @@ const KindOps<Alloc>* FindKind(const std::string& kind);
 template <class Alloc> KindOps<Alloc> MapOps();
 template <class Alloc> KindOps<Alloc> FixedOps();
 template <class Alloc> KindOps<Alloc> LinkOps();
+template <class Alloc> KindOps<Alloc> ExtentMapOps();
+template <class Alloc> KindOps<Alloc> ExtentOps();
 template <class Alloc> KindOps<Alloc> QueueOps();
 template <class Alloc> KindOps<Alloc> SyncOps();
 template <class Alloc> KindOps<Alloc> DoubleBufOps();

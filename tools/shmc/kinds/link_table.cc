@@ -1,8 +1,9 @@
-// `shmc` on a link table: its chains of nodes, read through its own read
-// path.
+// `shmc` on a value pool (a link table: its chains of nodes; an extent
+// table: its extents), read through its own read path.
 #include "tools/shmc/kinds/kind.h"
 
 #include <string>
+#include <type_traits>
 
 #include "tools/shmc/kinds/links.h"
 
@@ -10,15 +11,18 @@ namespace shmc_tool {
 namespace kinds {
 namespace {
 
-template <class Alloc>
+template <class Links>
 struct LinkKind {
-  using Links = shmc::ShmLinkTable<Alloc>;
+  static constexpr const char* kName =
+      std::is_same<typename Links::HealthStat, sd::ExtentHealthStat>::value
+          ? "extent_table"
+          : "link_table";
 
   static int LinkInfo(const Container& c, Json* j, std::string* err) {
     Links lt;
     int rc = OpenLinks(c.segments[0], &lt, err);
     if (rc != kExitOk) return rc;
-    (*j)["link_table"] = LinkFacts(lt);
+    (*j)[kName] = LinkFacts(lt);
     return kExitOk;
   }
 
@@ -64,10 +68,17 @@ struct LinkKind {
 
 template <class Alloc>
 KindOps<Alloc> LinkOps() {
-  using K = LinkKind<Alloc>;
+  using K = LinkKind<shmc::ShmLinkTable<Alloc>>;
   return {K::LinkInfo, K::LinkCheck, K::LinkDump};
 }
 SHMC_TOOL_INSTANTIATE_KIND(LinkOps)
+
+template <class Alloc>
+KindOps<Alloc> ExtentOps() {
+  using K = LinkKind<shmc::ShmExtentTable<Alloc>>;
+  return {K::LinkInfo, K::LinkCheck, K::LinkDump};
+}
+SHMC_TOOL_INSTANTIATE_KIND(ExtentOps)
 
 }  // namespace kinds
 }  // namespace shmc_tool

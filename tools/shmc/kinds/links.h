@@ -1,10 +1,12 @@
-// What the hash map's and the link table's handlers share: a link table
-// opened to read or to repair, its facts and its health findings.
+// What the hash map's and the value pools' handlers share: a link table or
+// an extent table opened to read or to repair, its facts and its health
+// findings.
 #pragma once
 
 #include <string>
 
 #include "shmc/detail/link_table_impl.h"
+#include "shmc/shm_extent_table.h"
 #include "shmc/shm_link_table.h"
 #include "tools/shmc/kinds/kind.h"
 
@@ -65,6 +67,58 @@ void LinkProblems(const HealthStat& hs, Findings* f) {
       "leaked nodes returned to the pool");
   add(&f->fixed, hs.cleared_link_bufs, "broken values cleared");
   f->stats["free_nodes"] = hs.total_free_nodes;
+  f->stats["values"] = hs.total_link_bufs;
+  f->stats["value_bytes"] = hs.total_link_buf_bytes;
+}
+
+template <class Alloc>
+int OpenLinks(const SegName& n, shmc::ShmExtentTable<Alloc>* lt,
+              std::string* err) {
+  if (!lt->InitForRead(n.key)) return Fail(lt->last_error(), err);
+  return kExitOk;
+}
+
+template <class Alloc>
+int OpenLinksToRepair(const SegName& n, const HeaderPeek& peek,
+                      const sd::LinkSlotResolver* resolve,
+                      shmc::ShmExtentTable<Alloc>* lt, std::string* err) {
+  const uint64_t granules = peek.param(sd::kExtentParamGranules);
+  if (!sd::ExtentTableWriter<Alloc>::InitForWrite(
+          *lt, n.key, sd::kGranule, granules == 0 ? 0 : granules - 1,
+          resolve, true)) {
+    return Fail(lt->last_error(), err);
+  }
+  return kExitOk;
+}
+
+template <class Alloc>
+Json LinkFacts(const shmc::ShmExtentTable<Alloc>& lt) {
+  Json j = Json::object();
+  j["granules"] = lt.total_nodes();
+  j["granule_bytes"] = sd::kGranule;
+  j["free_granules"] = lt.free_nodes();
+  j["used_granules"] = lt.used_nodes();
+  j["reserved_bytes"] = lt.reserved_bytes();
+  j["values"] = lt.link_bufs();
+  j["value_bytes"] = lt.link_buf_bytes();
+  return j;
+}
+
+inline void LinkProblems(const sd::ExtentHealthStat& hs, Findings* f) {
+  if (hs.broken_at != 0) {
+    f->problems.push_back("extents broken at granule " +
+                          std::to_string(hs.broken_at));
+  }
+  if (hs.bad_free_list != 0) f->problems.push_back("1 broken free list");
+  if (hs.counter_mismatches != 0) {
+    f->problems.push_back(std::to_string(hs.counter_mismatches) +
+                          " header counters wrong");
+  }
+  if (hs.lost_granules != 0) {
+    f->fixed.push_back(std::to_string(hs.lost_granules) +
+                       " granules of broken extents made free");
+  }
+  f->stats["free_granules"] = hs.total_free_nodes;
   f->stats["values"] = hs.total_link_bufs;
   f->stats["value_bytes"] = hs.total_link_buf_bytes;
 }

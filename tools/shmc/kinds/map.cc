@@ -1,5 +1,6 @@
 // `shmc` on a hash map: its index NAME0 (fixed nodes: key words, then
-// the value handle) and its values NAME1 (a link table).
+// the value handle) and its values NAME1 (a link table, or an extent
+// table: kind "extent_map").
 #include "tools/shmc/kinds/kind.h"
 
 #include <atomic>
@@ -14,10 +15,8 @@ namespace shmc_tool {
 namespace kinds {
 namespace {
 
-template <class Alloc>
+template <class Alloc, class Links>
 struct MapKind {
-  using Links = shmc::ShmLinkTable<Alloc>;
-
   // A map's index (as bytes) and values, both read-only.
   struct MapView {
     sd::Segment<Alloc> seg;
@@ -61,7 +60,7 @@ struct MapKind {
     }
     if (rc != kExitOk) return rc;
     CheckTable(index, fix, &f->problems, &f->fixed);
-    typename shmc::ShmHashMap<uint64_t, Alloc>::HealthStat hs;
+    typename shmc::ShmHashMap<uint64_t, Alloc, Links>::HealthStat hs;
     auto each_slot =
         [&](const std::function<void(std::atomic<uint64_t>*)>& visit) {
           for (uint64_t i = 0; i < index.lay.slots(); ++i) {
@@ -126,10 +125,17 @@ struct MapKind {
 
 template <class Alloc>
 KindOps<Alloc> MapOps() {
-  using K = MapKind<Alloc>;
+  using K = MapKind<Alloc, shmc::ShmLinkTable<Alloc>>;
   return {K::MapInfo, K::MapCheck, K::MapDump};
 }
 SHMC_TOOL_INSTANTIATE_KIND(MapOps)
+
+template <class Alloc>
+KindOps<Alloc> ExtentMapOps() {
+  using K = MapKind<Alloc, shmc::ShmExtentTable<Alloc>>;
+  return {K::MapInfo, K::MapCheck, K::MapDump};
+}
+SHMC_TOOL_INSTANTIATE_KIND(ExtentMapOps)
 
 }  // namespace kinds
 }  // namespace shmc_tool

@@ -18,6 +18,8 @@ const KindOps<Alloc>* FindKind(const std::string& kind) {
       {"hash_table", FixedOps<Alloc>()},
       {"hash_table_m", FixedOps<Alloc>()},
       {"link_table", LinkOps<Alloc>()},
+      {"extent_map", ExtentMapOps<Alloc>()},
+      {"extent_table", ExtentOps<Alloc>()},
       {"queue", QueueOps<Alloc>()},
       {"sync_buf", SyncOps<Alloc>()},
       {"double_buf", DoubleBufOps<Alloc>()},
