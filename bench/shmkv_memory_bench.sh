@@ -7,7 +7,8 @@
 # of what each server holds is divided by the elements written:
 #   redis: INFO memory used_memory;
 #   shmkv: INFO memory used_memory (the value nodes in use, 80 bytes each
-#          with their bookkeeping) plus the index slots the keys and parts
+#          with their bookkeeping; with --value-pool extents, the 8-byte
+#          granules its values' extents hold) plus the index slots the keys and parts
 #          fill (the index segment's size over --capacity, per slot).
 # Shapes: a hash, a list, a set and a sorted set of N elements with small
 # (14-byte) and large (100-byte) members, N/10 small hashes of 10
@@ -15,7 +16,7 @@
 # 1,000-byte values.
 #
 #   bench/shmkv_memory_bench.sh [--elements N] [--shapes "zset small,..."]
-#                               [--out DIR]
+#                               [--out DIR] [--value-pool nodes|extents]
 #
 # Needs redis-server, redis-tools and python3, and a release build.
 # Writes DIR/memory.csv and prints bytes per element and the ratio.
@@ -24,19 +25,21 @@ cd "$(dirname "$0")/.."
 
 elements=1000000
 only=""
+pool=nodes
 out=build/shmkv_memory_bench
 while [ $# -gt 0 ]; do
   case "$1" in
     --elements) elements=$2; shift 2 ;;
     --shapes) only=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--elements N] [--shapes LIST] [--out DIR]" >&2; exit 2 ;;
+    --value-pool) pool=$2; shift 2 ;;
+    *) echo "usage: $0 [--elements N] [--shapes LIST] [--out DIR] [--value-pool P]" >&2; exit 2 ;;
   esac
 done
 capacity=$((elements * 3))
 . bench/server_pair.sh  # start_server_pair
 start_server_pair shmkv_memory_bench --capacity $capacity --memory 1536M \
-  --max-value 256M --journal-size 512M
+  --max-value 256M --journal-size 512M --value-pool $pool
 slot_bytes=$(python3 -c "import os; print(os.path.getsize('/dev/shm$seg' + '0') / $capacity)")
 
 mkdir -p "$out"

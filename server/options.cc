@@ -35,6 +35,10 @@ const char kUsage[] =
     "  --hugepages       create the map on 2 MiB hugepages (needs a\n"
     "                    sysv: name and a reserved pool:\n"
     "                    /proc/sys/vm/nr_hugepages)             [off]\n"
+    "  --value-pool P    nodes | extents: how a new store keeps its\n"
+    "                    values (64-byte nodes, or each whole in an\n"
+    "                    extent of its size); an existing store keeps\n"
+    "                    its own                               [nodes]\n"
     "  --capacity KEYS   keys the index holds                  [1000000]\n"
     "  --memory BYTES    size of the key and value store, its\n"
     "                    bookkeeping included (K/M/G ok)        [256M]\n"
@@ -232,6 +236,12 @@ int ParseArgs(int argc, char** argv, Options* o) {
        : a == "--memory"       ? o->memory
        : a == "--journal-size" ? o->journal
                                : o->max_value) = n;
+    } else if (a == "--value-pool") {
+      std::string p = v;
+      if (p != "nodes" && p != "extents") {
+        return Usage("--value-pool: nodes or extents");
+      }
+      o->extents = p == "extents";
     } else if (a == "--protected-mode") {
       std::string m = v;
       if (m != "yes" && m != "no") return Usage("--protected-mode: yes or no");
@@ -356,6 +366,7 @@ bool MakeStoreConfig(const Options& o, StoreConfig* c, std::string* err) {
   c->journal = o.journal;
   c->name = o.seg;
   c->hugepages = o.hugepages;
+  c->extents = o.extents;
   c->dir = o.dir;
   if (!MakeStoreName(o, c, err)) return false;
   if (c->hugepages && c->backend != Backend::kSysv) {

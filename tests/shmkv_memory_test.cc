@@ -113,6 +113,52 @@ TEST(ShmkvMemory, FreshStoreHoldsWhatItsDataNeeds) {
   EXPECT_EQ(c.Call({"DBSIZE"}), ":" + std::to_string(kKeys + 100) + "\r\n");
 }
 
+long long CountAfter(const std::string& text, const std::string& field) {
+  size_t at = text.find(field);
+  return at == std::string::npos ? -1
+                                 : std::atoll(text.c_str() + at + field.size());
+}
+
+// --value-pool extents: a value costs its blob's bytes rounded up to 8
+// and an 8-byte head (INFO's used_memory counts exactly that), and a
+// store keeps the pool it was made with whatever a restart asks for.
+TEST(ShmkvMemory, AStoreKeepsItsValuePoolAndExtentsCostTheirBytes) {
+  for (const char* made : {"extents", "nodes"}) {
+    SCOPED_TRACE(made);
+    const std::string other = std::string(made) == "extents" ? "nodes"
+                                                             : "extents";
+    Server s(std::string("pool") + made);
+    s.set_workers(1);
+    ASSERT_TRUE(s.Start({"--value-pool", made})) << s.log();
+    {
+      Client c(s.port());
+      const std::string info = c.Call({"INFO", "memory"});
+      EXPECT_NE(info.find(std::string("value_pool:") + made),
+                std::string::npos) << info;
+      const long long before = CountAfter(info, "used_memory:");
+      for (int i = 0; i < 1000; ++i) {
+        char key[8];
+        std::snprintf(key, sizeof(key), "k%04d", i);
+        ASSERT_EQ(c.Call({"SET", key, Value(i, 100)}), "+OK\r\n");
+      }
+      const long long grew =
+          CountAfter(c.Call({"INFO", "memory"}), "used_memory:") - before;
+      // A blob of 16 + 5 + 100 bytes: 17 granules of 8, or 2 nodes of 80.
+      EXPECT_EQ(grew, std::string(made) == "extents" ? 1000 * 136
+                                                      : 1000 * 160);
+    }
+    s.Stop();
+    ASSERT_TRUE(s.Start({"--value-pool", other.c_str()})) << s.log();
+    Client c(s.port());
+    EXPECT_NE(c.Call({"INFO", "memory"})
+                  .find(std::string("value_pool:") + made),
+              std::string::npos);
+    EXPECT_EQ(c.Call({"GET", "k0500"}), Bulk(Value(500, 100)));
+    EXPECT_EQ(c.Call({"DBSIZE"}), ":1000\r\n");
+    s.Stop();
+  }
+}
+
 // Every segment of a store but its index and value pool (the control
 // block, journal, statistics, latency sketches, wait board, script cache,
 // pub/sub registry and ring, databases, replication state) holds little
@@ -155,12 +201,6 @@ TEST(ShmkvMemory, TheOtherSegmentsHoldWhatIsUsed) {
   EXPECT_NE(seen.find(".ctl.stats="), std::string::npos) << seen;
   EXPECT_NE(seen.find(".ctl.waits="), std::string::npos) << seen;
   EXPECT_LE(others, 4LL << 20) << seen;
-}
-
-long long CountAfter(const std::string& text, const std::string& field) {
-  size_t at = text.find(field);
-  return at == std::string::npos ? -1
-                                 : std::atoll(text.c_str() + at + field.size());
 }
 
 // Workers replaced again and again (70 reloads, more than the 64

@@ -30,9 +30,11 @@
 #include "shmc/hash.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
+#include "shmc/shm_extent_table.h"
 #include "shmc/shm_hash_map.h"
 #include "tests/support/latency_streams.h"
 #include "tests/support/test_util.h"
+#include "tests/support/value_pool.h"
 
 namespace {
 
@@ -52,6 +54,7 @@ class StoreFixture : public ::testing::Test {
     cfg_.name = key_.str();
     cfg_.capacity = 4096;
     cfg_.memory = 8ULL << 20;
+    cfg_.extents = shmc_test::TestValuePoolExtents();
     std::string err;
     // A segment left by an earlier run (a reused pid) must not be attached.
     ASSERT_TRUE(shmkv::RemoveStore(cfg_, &err)) << err;
@@ -599,12 +602,18 @@ TEST_F(StoreFixture, TransactionsSeeOwnWritesAndStartClean) {
 // is never seen): writes to the key are refused and leave that blob alone,
 // whether the other key is shorter, as long, or longer. A blob too short
 // for its own key is damage and is taken as no key, as reads take it.
-TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
+// The store's own map, attached behind its back, over the pool the store
+// was made with (server/store/store.cc sizes both so).
+template <class Map>
+void OpenStoreMap(const shmkv::StoreConfig& cfg, uint64_t size,
+                  uint64_t count, Map* map) {
   shmc::SetDefaultCreateFlags(shmc::kSharedWriters | shmc::kNoCreate);
-  shmc::ShmHashMap<shmkv::KeyHash, shmc::POSIX> map;
-  ASSERT_TRUE(map.InitForWrite(cfg_.name, cfg_.capacity, 64,
-                               cfg_.memory / 80))
-      << map.last_error().message;
+  ASSERT_TRUE(map->InitForWrite(cfg.name, cfg.capacity, size, count))
+      << map->last_error().message;
+}
+
+template <class Map>
+void WriteOverAnotherKeysBlob(Map& map, shmkv::Store* master_) {
   const shmkv::KeyHash h = shmkv::HashKey("victim");
   for (std::string other : {"vic", "victin", "victim-but-longer"}) {
     std::string blob;
@@ -630,6 +639,20 @@ TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
   std::string v;
   ASSERT_TRUE(master_->GetString("victim", &v));
   EXPECT_EQ(v, "mine");
+}
+
+TEST_F(StoreFixture, WriteOverAnotherKeysBlobIsRefused) {
+  if (cfg_.extents) {
+    shmc::ShmHashMap<shmkv::KeyHash, shmc::POSIX,
+                     shmc::ShmExtentTable<shmc::POSIX>> map;
+    const uint64_t g = std::max<uint64_t>(256, cfg_.memory / 8);
+    ASSERT_NO_FATAL_FAILURE(OpenStoreMap(cfg_, 8, g + g / 8, &map));
+    WriteOverAnotherKeysBlob(map, master_.get());
+  } else {
+    shmc::ShmHashMap<shmkv::KeyHash, shmc::POSIX> map;
+    ASSERT_NO_FATAL_FAILURE(OpenStoreMap(cfg_, 64, cfg_.memory / 80, &map));
+    WriteOverAnotherKeysBlob(map, master_.get());
+  }
 }
 
 // A commit whose new blobs need more nodes than the pool has free is

@@ -561,6 +561,9 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"memory", "used_memory", "memory_used", n(used)},
       {"memory", "maxmemory", "memory_total", n(total)},
       {"memory", "keys_capacity", "keys_capacity", n(c->store->Capacity())},
+      {"memory", "value_pool", nullptr, c->store->ValuePool()},
+      {"memory", "value_pool_reserved", nullptr,
+       n(c->store->PoolReservedBytes())},
       {"memory", "memory_fill_pct", nullptr,
        Fmt("%.2f", total ? 100.0 * used / total : 0)},
       // The index holds keys and the parts of large collections alike.

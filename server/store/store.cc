@@ -30,6 +30,7 @@
 #include "shmc/mapfile_alloc.h"
 #include "shmc/posix_shm_alloc.h"
 #include "shmc/shm_array.h"
+#include "shmc/shm_extent_table.h"
 #include "shmc/shm_hash_map.h"
 #include "shmc/svipc_shm_alloc.h"
 
@@ -44,10 +45,46 @@ constexpr size_t kNodeBytes = 64;  // value node payload
 constexpr size_t kNodeCost = shmc::ShmLinkTable<shmc::POSIX>::NodeCost(kNodeBytes);
 static_assert(kNodeCost == 80, "--memory's accounting (docs/server.md)");
 
-template <class Alloc>
+// How --memory is spent in each value pool (docs/server.md): a link
+// table's units are 80-byte nodes, all of them the limit; an extent
+// table's are 8-byte granules, --memory's worth of them in use the limit,
+// its segment an eighth larger so that free space split among sizes
+// seldom stands between a write and the limit (its pages are reserved
+// only as the top reaches them).
+template <class Values>
+struct PoolUnits;
+template <class A>
+struct PoolUnits<shmc::ShmLinkTable<A>> {
+  static constexpr uint64_t kCost = kNodeCost;
+  static constexpr uint64_t kInitSize = kNodeBytes;
+  static constexpr const char* kName = "nodes";
+  static uint64_t InitCount(uint64_t memory) {
+    return std::max<uint64_t>(16, memory / kNodeCost);
+  }
+  static uint64_t Limit(const shmc::ShmLinkTable<A>& p, uint64_t) {
+    return p.total_nodes();
+  }
+};
+template <class A>
+struct PoolUnits<shmc::ShmExtentTable<A>> {
+  static constexpr uint64_t kCost = shmc::detail::kGranule;
+  static constexpr uint64_t kInitSize = shmc::detail::kGranule;
+  static constexpr const char* kName = "extents";
+  static uint64_t InitCount(uint64_t memory) {
+    const uint64_t g = std::max<uint64_t>(256, memory / kCost);
+    return g + g / 8;
+  }
+  static uint64_t Limit(const shmc::ShmExtentTable<A>& p, uint64_t memory) {
+    return std::min<uint64_t>(p.total_nodes(),
+                              std::max<uint64_t>(256, memory / kCost));
+  }
+};
+
+template <class Alloc, class Values = shmc::ShmLinkTable<Alloc>>
 class StoreT : public Store {
  public:
-  using Map = CowMap<shmc::ShmHashMap<KeyHash, Alloc>>;
+  using Map = CowMap<shmc::ShmHashMap<KeyHash, Alloc, Values>>;
+  using Units = PoolUnits<Values>;
 
   bool Init(const StoreConfig& cfg, bool master, std::string* err) {
     cfg_ = cfg;
@@ -58,9 +95,8 @@ class StoreT : public Store {
     int flags = shmc::kSharedWriters | shmc::kGrowInSteps |
                 (master ? shmc::kCreateIfNotExist : shmc::kNoCreate);
     shmc::SetDefaultCreateFlags(flags);
-    uint64_t nodes = cfg.memory / kNodeCost;
-    if (nodes < 16) nodes = 16;
-    if (!map_.InitForWrite(cfg.name, cfg.capacity, kNodeBytes, nodes)) {
+    if (!map_.InitForWrite(cfg.name, cfg.capacity, Units::kInitSize,
+                           Units::InitCount(cfg.memory))) {
       *err = map_.last_error().message;
       return false;
     }
@@ -313,16 +349,15 @@ class StoreT : public Store {
     return journal_.Counter(Journal::kParts);
   }
   uint64_t Capacity() override { return cfg_.capacity; }
-  uint64_t MemoryTotal() override {
-    return map_.link_table().total_nodes() * kNodeCost;
-  }
-  uint64_t MemoryUsed() override {
-    const auto& lt = map_.link_table();
-    return (lt.total_nodes() - lt.free_nodes()) * kNodeCost;
-  }
+  uint64_t MemoryTotal() override { return LimitUnits() * Units::kCost; }
+  uint64_t MemoryUsed() override { return UsedUnits() * Units::kCost; }
   uint64_t BlobCost(uint64_t bytes) override {
-    return map_.link_table().NodesFor(bytes) * kNodeCost +
+    return map_.link_table().NodesFor(bytes) * Units::kCost +
            sizeof(shmc::detail::MapNode<KeyHash>);
+  }
+  const char* ValuePool() override { return Units::kName; }
+  uint64_t PoolReservedBytes() override {
+    return map_.link_table().reserved_bytes();
   }
   uint64_t IndexBytes() override {
     return map_.hash_table().ideal_capacity() *
@@ -611,7 +646,8 @@ class StoreT : public Store {
     // The map's pool reserves its memory in steps: the nodes the commit
     // may take are reserved before its first record applies, so that a
     // full /dev/shm fails it whole (-OOM), never halfway.
-    if (nodes > links.free_nodes() || !map_.ReserveNodes(nodes)) {
+    const uint64_t limit = LimitUnits(), used = UsedUnits();
+    if (used > limit || nodes > limit - used || !map_.ReserveNodes(nodes)) {
       return Status::kFull;
     }
     // (An undone commit bumped what it applied and undid: a WATCH of
@@ -626,6 +662,16 @@ class StoreT : public Store {
   static bool Patch(const Entry& e, std::string* pieces) {
     return e.part && e.kept_orig && e.present && e.had_old &&
            Journal::Diff(e.orig, e.value, kBlobHeader + e.key.size(), pieces);
+  }
+
+  // The pool's units (nodes or granules) --memory allows, and those that
+  // values hold.
+  uint64_t LimitUnits() const {
+    return Units::Limit(map_.link_table(), cfg_.memory);
+  }
+  uint64_t UsedUnits() const {
+    const auto& p = map_.link_table();
+    return p.total_nodes() - p.free_nodes();
   }
 
   void Lock() {
@@ -857,13 +903,36 @@ class StoreT : public Store {
   }
 };
 
-#include "server/store/store_txn.h"  // StoreT<Alloc>::TxnImpl
+#include "server/store/store_txn.h"  // StoreT<Alloc, Values>::TxnImpl
+
+// Whether the store's values segment exists as an extent table (or, with
+// *other, as a link table): a store keeps the pool it was made with.
+template <class Alloc>
+bool HasPool(const StoreConfig& cfg, bool* other) {
+  const std::string key =
+      shmc::ShmHashMap<KeyHash, Alloc>::SegmentKeys(cfg.name).second;
+  shmc::ShmExtentTable<Alloc> e;
+  if (e.InitForRead(key)) return true;
+  shmc::ShmLinkTable<Alloc> l;
+  *other = l.InitForRead(key);
+  return false;
+}
 
 template <class Alloc>
 std::unique_ptr<Store> OpenT(const StoreConfig& cfg, bool master,
                              std::string* err) {
-  auto s = std::make_unique<StoreT<Alloc>>();
-  if (!s->Init(cfg, master, err)) return nullptr;
+  bool links = false;
+  const bool extents = HasPool<Alloc>(cfg, &links);
+  std::unique_ptr<Store> s;
+  if (extents || (!links && cfg.extents)) {
+    auto e = std::make_unique<StoreT<Alloc, shmc::ShmExtentTable<Alloc>>>();
+    if (!e->Init(cfg, master, err)) return nullptr;
+    s = std::move(e);
+  } else {
+    auto l = std::make_unique<StoreT<Alloc>>();
+    if (!l->Init(cfg, master, err)) return nullptr;
+    s = std::move(l);
+  }
   return s;
 }
 

@@ -75,6 +75,10 @@ struct StoreConfig {
   uint64_t journal = 64ULL << 20;  // bytes for one multi-key commit
   // The map's two segments on 2 MiB hugepages (SVIPC_HugeTLB; kSysv only).
   bool hugepages = false;
+  // A new store keeps its values in a ShmExtentTable (each value whole,
+  // 8 bytes of bookkeeping) instead of 64-byte link nodes; an existing
+  // store keeps the pool it was made with (--value-pool).
+  bool extents = false;
   // Where background saves keep their logs (--dir; server/store/cow.h).
   std::string dir = ".";
 };
@@ -423,6 +427,11 @@ class Store {
   virtual uint64_t BlobCost(uint64_t bytes) = 0;
   // The bytes of the index, held whole (capacity's).
   virtual uint64_t IndexBytes() = 0;
+  // The value pool: "nodes" (64-byte link nodes) or "extents"
+  // (--value-pool), and the bytes of its segment reserved so far (what it
+  // holds of the machine's memory, free space among the values included).
+  virtual const char* ValuePool() = 0;
+  virtual uint64_t PoolReservedBytes() = 0;
   virtual ControlBlock* control() = 0;
   // Multi-key commits that needed more than the plain path.
   struct JournalStats {

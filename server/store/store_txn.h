@@ -1,11 +1,11 @@
-// The store's write transaction, StoreT<Alloc>::TxnImpl (server/store/
+// The store's write transaction, StoreT<Alloc, Values>::TxnImpl (server/store/
 // store.h, Store::Txn): an overlay of the keys it touched, read from the
 // map under the write lock, applied by Commit in one map write or one
 // journaled commit. Part of store.cc, which includes it inside its own
 // anonymous namespace after StoreT; no other file includes it.
 
-template <class Alloc>
-class StoreT<Alloc>::TxnImpl : public Store::Txn {
+template <class Alloc, class Values>
+class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
  public:
   explicit TxnImpl(StoreT* s)
       : s_(s), lock_(s), entries_(&s->txn_entries_), db_(s->db_),

@@ -16,6 +16,7 @@
 #include "shmc/global_options.h"
 #include "server/store/store.h"
 #include "tests/support/test_protocol.h"
+#include "tests/support/value_pool.h"
 
 namespace shmkv_test {
 
@@ -35,6 +36,7 @@ class CommandHarness {
     cfg_.memory = memory;
     cfg_.journal = memory > (8ULL << 20) ? 16ULL << 20 : 1ULL << 20;
     cfg_.max_value = 1ULL << 20;
+    cfg_.extents = shmc_test::TestValuePoolExtents();
     std::string err;
     shmkv::RemoveStore(cfg_, &err);  // a leftover of a killed run of ours
     // Store::Open sets the process's default create flags (as every shmkv

@@ -37,6 +37,7 @@
 
 #include "server/store/store.h"
 #include "tests/support/test_protocol.h"
+#include "tests/support/value_pool.h"
 
 namespace shmkv_test {
 
@@ -284,6 +285,10 @@ class Server {
         SHMKV_BIN, "--port", std::to_string(port_), "--http-port",
         std::to_string(http_port_), "--name", name_, "--workers",
         std::to_string(workers_), "--capacity", "100000", "--memory", "64M"};
+    // (Before the test's own options: a test that names a pool gets it.)
+    if (shmc_test::TestValuePoolExtents()) {
+      args.insert(args.end(), {"--value-pool", "extents"});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     if (pid_ == 0) {

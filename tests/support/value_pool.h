@@ -1,0 +1,17 @@
+// The value pool the server tests give the stores they make: the default
+// (64-byte nodes), or with SHMKV_TEST_VALUE_POOL=extents the extent pool
+// (`--value-pool extents`), so that one suite covers both (.ci/run runs the
+// server tests a second time so).
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+
+namespace shmc_test {
+
+inline bool TestValuePoolExtents() {
+  const char* v = std::getenv("SHMKV_TEST_VALUE_POOL");
+  return v != nullptr && std::strcmp(v, "extents") == 0;
+}
+
+}  // namespace shmc_test
