@@ -273,8 +273,13 @@ TEST(LayoutGoldenStructs, ContainerHeaders) {
   std::vector<Field> want_intent = {
       {"op", 0, 4}, {"slot", 8, 8}, {"new_lb", 16, 8}, {"old_lb", 24, 8}};
   EXPECT_EQ(intent, want_intent) << "bump kExtentLayoutVersion";
-  // An extent's head word: tag, size, pad.
-  EXPECT_EQ(sd::ExtentHead(0x12345678, 1000, 5), 0x500003e812345678ULL);
+  // An extent's head word: tag, size, the mark of the extent below, pad;
+  // a free extent's links word.
+  EXPECT_EQ(sd::ExtentHead(0x12345678, 1000, 5), 0xa00003e812345678ULL);
+  EXPECT_EQ(sd::ExtentHead(0, 3, 0, 3), 0x1800000300000000ULL);
+  EXPECT_EQ(sd::ExtentHead(7, sd::kExtentMaxGranules, 7, 2),
+            0xf7ffffff00000007ULL);
+  EXPECT_EQ(sd::ExtentLinks(5, 9), 0x0000000900000005ULL);
 }
 
 // The fixed-node layouts the tool reads: a table's tag of slot s lies in

@@ -3,6 +3,7 @@
 // counters, damage found and repaired, a full pool refused cleanly.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <string>
@@ -87,7 +88,8 @@ TEST(ShmExtentTable, AValueCostsItsBytesRoundedToEightPlusAHead) {
   // 130 bytes: 17 data granules and a head, 144 bytes a value.
   EXPECT_EQ(Pool::NodesFor(130), 18u);
   EXPECT_EQ(p.used_nodes(), 1000u * 18);
-  EXPECT_EQ(Pool::NodesFor(0), 2u);
+  EXPECT_EQ(Pool::NodesFor(0), 1u);  // the head alone
+  EXPECT_EQ(Pool::NodesFor(1), 2u);
   EXPECT_EQ(Pool::NodesFor(8), 2u);
   EXPECT_EQ(Pool::NodesFor(9), 3u);
 }
@@ -103,15 +105,98 @@ TEST(ShmExtentTable, FreedExtentsAreReusedBeforeThePoolGrows) {
   for (uint64_t k = 0; k < 100; ++k) ASSERT_TRUE(m.Replace(k, MakeValue(k, 2, 200)));
   // Replace needs the new extent before the old one goes: one more.
   EXPECT_LE(p.used_nodes(), top + Pool::NodesFor(200));
-  // Smaller values split the larger free extents.
-  for (uint64_t k = 0; k < 100; ++k) ASSERT_TRUE(m.Erase(k));
-  const size_t after = p.used_nodes();
+  // Smaller values split the larger free extents (every other value
+  // stays, so that the free ones cannot merge).
   std::map<uint64_t, std::string> model;
-  for (uint64_t k = 0; k < 300; ++k) {
+  for (uint64_t k = 0; k < 100; ++k) {
+    if (k % 2 == 0) {
+      ASSERT_TRUE(m.Erase(k));
+    } else {
+      model[k] = MakeValue(k, 2, 200);
+    }
+  }
+  const size_t after = p.used_nodes();
+  for (uint64_t k = 100; k < 250; ++k) {
     model[k] = MakeValue(k, 3, 40);
     ASSERT_TRUE(m.Insert(k, model[k]));
   }
   EXPECT_EQ(p.used_nodes(), after);
+  ExpectSame(&m, model);
+  ExpectHealthy(&m);
+}
+
+// A freed value merges with the free extents on both sides at once, and
+// free space at the end lowers the top: the gap between two values is one
+// extent, whatever order its values left in.
+TEST(ShmExtentTable, FreedNeighboursMergeAndTheTopComesDown) {
+  Segs s;
+  Map m;
+  ASSERT_TRUE(m.InitForWrite(s.base, 2000, 64, 1 << 16));
+  const Pool& p = m.link_table();
+  std::mt19937_64 rng(11);
+  std::vector<size_t> len(400);
+  std::vector<uint64_t> gone;
+  for (uint64_t k = 0; k < 400; ++k) {
+    len[k] = rng() % 300;
+    ASSERT_TRUE(m.Insert(k, MakeValue(k, 1, len[k])));
+    if (k % 10 != 0) gone.push_back(k);
+  }
+  const size_t top = p.used_nodes();
+  std::shuffle(gone.begin(), gone.end(), rng);
+  for (size_t i = 0; i < gone.size(); ++i) {
+    ASSERT_TRUE(m.Erase(gone[i]));
+    if (i % 37 == 0) ExpectHealthy(&m);  // merged, marked, trimmed
+  }
+  ExpectHealthy(&m);
+  // Keys 391..399 were the last: the top came down to key 390's end.
+  size_t end = 0;
+  for (uint64_t k = 0; k <= 390; ++k) end += Pool::NodesFor(len[k]);
+  EXPECT_EQ(p.used_nodes(), end);
+  EXPECT_LT(p.used_nodes(), top);
+  // Each gap of nine values is one free extent: a value of its whole size
+  // fits there without the pool growing.
+  std::map<uint64_t, std::string> model;
+  for (uint64_t k = 0; k < 390; k += 10) {
+    uint64_t gap = 0;
+    for (uint64_t j = k + 1; j < k + 10; ++j) gap += Pool::NodesFor(len[j]);
+    model[1000 + k] = MakeValue(1000 + k, 2, (gap - 1) * 8);
+    ASSERT_TRUE(m.Insert(1000 + k, model[1000 + k]));
+    ASSERT_EQ(p.used_nodes(), end) << "gap after key " << k;
+  }
+  EXPECT_EQ(p.free_nodes() - (p.total_nodes() - end), 0u);
+  for (uint64_t k = 0; k < 400; k += 10) model[k] = MakeValue(k, 1, len[k]);
+  ExpectSame(&m, model);
+  ExpectHealthy(&m);
+  // Everything gone: the pool is empty again.
+  for (const auto& kv : model) ASSERT_TRUE(m.Erase(kv.first));
+  EXPECT_EQ(p.used_nodes(), 0u);
+  EXPECT_EQ(p.free_nodes(), p.total_nodes());
+  ExpectHealthy(&m);
+}
+
+// Values that grow a little at a time, side by side (a list's chunks under
+// pushes): each rewrite frees the old extent beside other free space, and
+// the merged space takes the next larger value, so the pool stays near
+// what the values hold.
+TEST(ShmExtentTable, GrowingValuesDoNotFragmentThePool) {
+  Segs s;
+  Map m;
+  ASSERT_TRUE(m.InitForWrite(s.base, 200, 64, 1 << 16));
+  const Pool& p = m.link_table();
+  std::map<uint64_t, std::string> model;
+  size_t peak = 0;
+  for (int round = 0; round < 300; ++round) {
+    for (uint64_t k = 0; k < 40; ++k) {
+      std::string v = model[k] + std::string(8 + k % 5, static_cast<char>('a' + k));
+      ASSERT_TRUE(model.count(k) && round > 0 ? m.Replace(k, v)
+                                              : m.Insert(k, v));
+      model[k] = v;
+    }
+    peak = std::max(peak, p.used_nodes());
+  }
+  size_t live = 0;
+  for (const auto& kv : model) live += Pool::NodesFor(kv.second.size());
+  EXPECT_LE(peak, live + live / 2) << "live " << live << " granules";
   ExpectSame(&m, model);
   ExpectHealthy(&m);
 }
@@ -139,6 +224,8 @@ TEST(ShmExtentTable, RandomWritesMatchAModel) {
       model[k] = v;
     } else if (what < 9) {
       EXPECT_EQ(m.Erase(k), model.erase(k) == 1);
+    } else if (i % 1000 == 999) {
+      ExpectHealthy(&m);
     } else {
       std::string v;
       EXPECT_EQ(m.Find(k, &v), model.count(k) == 1);

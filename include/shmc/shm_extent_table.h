@@ -10,8 +10,13 @@
 // granules 1 .. top-1 at every instant: free ones are on free lists (one
 // per exact size up to 4 KiB, one per power of two above), a write takes
 // the exact size, else splits the smallest larger free extent, else grows
-// the top. Readers check the head's tag before and after their copy (a
-// seqlock per value), and the map checks its handle again after that.
+// the top. A freed extent merges at once with free neighbours on both
+// sides (each head marks whether the extent below it is free, and a free
+// extent's last word holds its size), and one that reaches the top lowers
+// it: free space stays in as few extents as the values between allow.
+// Readers check the head's tag before and after their copy (a seqlock per
+// value; the neighbour mark is not part of it), and the map checks its
+// handle again after that.
 //
 // Crash safety: each map write records its intent (slot, new tag, old
 // handle) before it changes anything; the slot's store is its commit.
@@ -20,9 +25,8 @@
 // extents themselves (O(extents), merging neighbouring free extents).
 //
 // Limits: at most 2^32 - 1 granules (32 GiB) a pool; a value at most
-// 2 GiB - 16 bytes. Free extents are merged only by recovery and by
-// HealthCheck's repair, so a pool whose values change size can hold free
-// space it cannot use for a larger value (Reserve counts the top only).
+// 1 GiB - 16 bytes. Reserve counts the room above the top only (free
+// extents below it are used first, but need not fit a given write).
 #pragma once
 
 #include <algorithm>
@@ -269,14 +273,13 @@ class ShmExtentTable {
   bool Free(link_buf_t lb);
   // Granules a value of `len` bytes takes, its head included.
   static uint64_t NodesFor(size_t len) {
-    uint64_t data = (static_cast<uint64_t>(len) + 7) / 8;
-    return 1 + (data == 0 ? 1 : data);
+    return 1 + (static_cast<uint64_t>(len) + 7) / 8;
   }
   static constexpr uint64_t kNodeCost = detail::kGranule;
 
   // Whether lb names a live value, and its length.
   bool HeadLength(link_buf_t lb, uint32_t* len) const {
-    if (hdr_ == nullptr || lb.tag() == 0 || !Placed(lb.head(), 2)) {
+    if (hdr_ == nullptr || lb.tag() == 0 || !Placed(lb.head(), 1)) {
       return false;
     }
     uint64_t h = Head(lb.head())->load(std::memory_order_acquire);
@@ -363,7 +366,7 @@ class ShmExtentTable {
   __attribute__((always_inline)) bool Walk(link_buf_t lb, uint64_t* len_out,
                                            const Sink& sink) const {
     const uint32_t g = lb.head(), tag = lb.tag();
-    if (tag == 0 || !Placed(g, 2)) return false;
+    if (tag == 0 || !Placed(g, 1)) return false;
     const std::atomic<uint64_t>* head = Head(g);
     // SYNC POINT (acquire): pairs with the head's release store in
     // PublishValue; the data read after it is the value's.
@@ -375,22 +378,25 @@ class ShmExtentTable {
     }
     sink(head + 1, static_cast<uint64_t>(len));
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (head->load(std::memory_order_relaxed) != h) return false;
+    // (The writer marks a live head when the extent below it frees: not a
+    // change of the value.)
+    if (((head->load(std::memory_order_relaxed) ^ h) &
+         ~detail::kExtentPrevMask) != 0) {
+      return false;
+    }
     *len_out = static_cast<uint64_t>(len);
     return true;
   }
 
   // Calls f(granule, head) for each extent from granule 1 to the top;
   // false at a head that cannot be one (its granule in *broken).
-  // (A free extent of one granule is a repair's filler: never listed.)
   template <class F>
   bool WalkExtents(const F& f, uint64_t* broken = nullptr) const {
     const uint64_t top = Top();
     for (uint64_t g = 1; g < top;) {
       uint64_t h = Head(g)->load(std::memory_order_acquire);
       uint64_t size = detail::ExtentSize(h);
-      bool filler = detail::ExtentTag(h) == 0 && size == 1;
-      if ((!filler && detail::ExtentLength(h) < 0) || size > top - g) {
+      if (detail::ExtentLength(h) < 0 || size > top - g) {
         if (broken != nullptr) *broken = g;
         return false;
       }
@@ -432,17 +438,29 @@ class ShmExtentTable {
   // the system could not reserve the step).
   uint64_t Allocate(uint64_t need);
   // From list `list`, the first extent of at least `need` granules
-  // (split when larger by two or more), or 0; damaged_ on a bad entry.
+  // (split when larger), or 0; damaged_ on a bad entry.
   uint64_t Take(uint64_t list, uint64_t need);
   // Whether g heads a free extent of list `list` (its size in *size).
   bool FreeHead(uint64_t g, uint64_t list, uint64_t* size) const;
   void Push(uint64_t g, uint64_t size);
+  // Takes listed free extent g (of `size` granules) off its list; false
+  // (damaged_, nothing changed) when its links are not its list's.
+  bool Unlink(uint64_t g, uint64_t size);
+  // A free extent [g, g+size) whose head is written joins the pool: its
+  // list, its footer, and the mark on the head above it.
+  void Settle(uint64_t g, uint64_t size);
+  // Sets the prev mark of the extent at g (when below the top).
+  void MarkPrev(uint64_t g, uint64_t mark);
+  // The free extent just below g, as g's head marks it, or 0 (none, or a
+  // mark its neighbour does not bear out).
+  uint64_t FreeBelow(uint64_t g, uint64_t head) const;
   void Split(uint64_t g, uint64_t size, uint64_t need);
   uint64_t NextList(uint64_t from) const;
   void FreeExtent(uint64_t g);
   bool ClearIfTagged(link_buf_t lb);
-  // Rebuilds the lists and counters from the extents, merging
-  // neighbouring free ones; false (kCorrupted) when the tiling breaks.
+  // Rebuilds the lists, marks and counters from the extents, merging
+  // neighbouring free ones and lowering the top over free ones at its
+  // end; false (kCorrupted) when the tiling breaks.
   bool Rebuild(const char* who);
   void ResetLists();
   bool Fail(ErrorCode code, const char* who, const char* what) {

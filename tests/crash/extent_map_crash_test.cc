@@ -83,25 +83,47 @@ TEST(ExtentMapCrash, EveryKillPointRecovers) {
   const std::string v1 = MakeValue(1, 1, 500);
   const std::string v2 = MakeValue(2, 1, 500);
   // 30 intent recorded, 31 extent placed, 32 value tagged, 33 published,
-  // 34 old value freed, 35 erase committed.
+  // 34 old value freed, 35 erase committed; inside a free: 36 the free
+  // extent above unlinked, 37 the one below, 38 the top lowered over the
+  // freed space; 39 a free extent listed, its footer and mark not yet
+  // written (a split's rest, a freed value's merged space).
   const std::map<Op, std::set<int>> expected = {
-      {Op::kInsert, {30, 31, 32, 33, 34}},
-      {Op::kReplace, {30, 31, 32, 33, 34}},
-      {Op::kErase, {35}}};
+      {Op::kInsert, {30, 31, 32, 33, 34, 39}},
+      {Op::kReplace, {30, 31, 32, 33, 34, 36, 37, 39}},
+      {Op::kErase, {35, 36, 37, 38, 39}}};
   std::map<Op, std::set<int>> reached;
-  for (int free_shape = 0; free_shape < 3; ++free_shape) {
+  for (int free_shape = 0; free_shape < 5; ++free_shape) {
     for (Op op : {Op::kInsert, Op::kReplace, Op::kErase}) {
-      for (int id = 30; id <= 35; ++id) {
+      for (int id = 30; id <= 39; ++id) {
         for (int at = 1; at <= 2; ++at) {
           MapSegments seg;
           {
             Map m;
             ASSERT_TRUE(m.InitForWrite(seg.base, kKeys, kBytes, kNodes));
+            // 3: key 1's value between two free extents (a free merges
+            // both); 4: key 1's value last, a free extent below it.
+            if (free_shape == 4) {
+              ASSERT_TRUE(m.Insert(3, MakeValue(3, 0, 100)));
+            }
+            if (free_shape >= 3) {
+              ASSERT_TRUE(m.Insert(8, MakeValue(8, 0, 50)));
+            }
             ASSERT_TRUE(m.Insert(1, v0));
-            ASSERT_TRUE(m.Insert(3, MakeValue(3, 0, 100)));
+            if (free_shape == 3) {
+              ASSERT_TRUE(m.Insert(9, MakeValue(9, 0, 60)));
+            }
+            if (free_shape != 4) {
+              ASSERT_TRUE(m.Insert(3, MakeValue(3, 0, 100)));
+            }
+            if (free_shape >= 3) {
+              ASSERT_TRUE(m.Erase(8));
+            }
+            if (free_shape == 3) {
+              ASSERT_TRUE(m.Erase(9));
+            }
             // 0: nothing free; 1: a free extent of 500 bytes' size;
             // 2: a free extent of 4,000 bytes (split).
-            if (free_shape > 0) {
+            if (free_shape == 1 || free_shape == 2) {
               ASSERT_TRUE(m.Insert(9, MakeValue(9, 0,
                                                 free_shape == 1 ? 500 : 4000)));
               ASSERT_TRUE(m.Insert(10, MakeValue(10, 0, 10)));

@@ -12,21 +12,31 @@
 namespace shmc {
 namespace detail {
 
-constexpr uint32_t kExtentLayoutVersion = 1;
+constexpr uint32_t kExtentLayoutVersion = 2;
 constexpr uint64_t kGranule = 8;
 
 // An extent's head word, in its first granule:
 //   bits  0..31  tag: the value's (never 0), or 0 for a free extent
-//   bits 32..59  size: granules the extent spans, its head included (>= 2)
-//   bits 60..63  pad: bytes of its data granules the value leaves unused
-// A free extent keeps its size and its first data word holds the next
-// free extent of its list (a granule index, 0 = end).
-constexpr uint64_t kExtentMinGranules = 2;
-constexpr uint64_t kExtentMaxGranules = (uint64_t{1} << 28) - 1;
-constexpr uint64_t kExtentMaxPad = 15;
+//   bits 32..58  size: granules the extent spans, its head included (>= 1)
+//   bits 59..60  prev: what the extent just below this one is, for a free
+//                to merge with it: 0 a value (or none), 1 a free extent of
+//                one granule, 2 of two granules, 3 a free extent of three
+//                or more, whose size its last granule (the footer) holds
+//   bits 61..63  pad: bytes of its data granules the value leaves unused
+// A free extent of two granules or more is on a free list: its first data
+// word links it {next granule (low 32 bits), previous (high 32)}, 0 = none.
+// One of three or more also ends in a footer word {0, size}. A free
+// extent of one granule (a filler) is on no list; its neighbours absorb it.
+constexpr uint64_t kExtentMinGranules = 2;  // the smallest listed
+constexpr uint64_t kExtentMaxGranules = (uint64_t{1} << 27) - 1;
+constexpr uint64_t kExtentMaxPad = 7;
+constexpr int kExtentPrevShift = 59;
+constexpr uint64_t kExtentPrevMask = uint64_t{3} << kExtentPrevShift;
 
-inline uint64_t ExtentHead(uint32_t tag, uint64_t size, uint64_t pad) {
-  return static_cast<uint64_t>(tag) | (size << 32) | (pad << 60);
+inline uint64_t ExtentHead(uint32_t tag, uint64_t size, uint64_t pad,
+                           uint64_t prev = 0) {
+  return static_cast<uint64_t>(tag) | (size << 32) |
+         (prev << kExtentPrevShift) | (pad << 61);
 }
 inline uint32_t ExtentTag(uint64_t head) {
   return static_cast<uint32_t>(head);
@@ -34,19 +44,32 @@ inline uint32_t ExtentTag(uint64_t head) {
 inline uint64_t ExtentSize(uint64_t head) {
   return (head >> 32) & kExtentMaxGranules;
 }
-inline uint64_t ExtentPad(uint64_t head) { return head >> 60; }
+inline uint64_t ExtentPrev(uint64_t head) {
+  return (head & kExtentPrevMask) >> kExtentPrevShift;
+}
+inline uint64_t ExtentPad(uint64_t head) { return head >> 61; }
+inline uint64_t ExtentWithPrev(uint64_t head, uint64_t prev) {
+  return (head & ~kExtentPrevMask) | (prev << kExtentPrevShift);
+}
+// The prev mark a free extent of `size` granules leaves on the extent
+// above it.
+inline uint64_t ExtentPrevMark(uint64_t size) {
+  return size >= 3 ? 3 : size;
+}
 // The value bytes an extent of this head holds, or -1 when the head
 // cannot be one (damage): a reader never sizes a copy from it then.
 inline int64_t ExtentLength(uint64_t head) {
   uint64_t size = ExtentSize(head), pad = ExtentPad(head);
-  if (size < kExtentMinGranules) return -1;
+  if (size == 0) return -1;
   uint64_t room = (size - 1) * kGranule;
   return pad > room ? -1 : static_cast<int64_t>(room - pad);
 }
 
-// Free lists: one per exact size of 2 .. kExtentExactMax granules (list
-// index = size), then one per power of two above (index kExtentExactMax +
-// floor(log2(size)) - kExtentExactBits + 1), taken first-fit.
+// Free lists, doubly linked: one per exact size of 2 .. kExtentExactMax
+// granules (list index = size), then one per power of two above (index
+// kExtentExactMax + floor(log2(size)) - kExtentExactBits + 1), taken
+// first-fit. (The last of the 532 heads is never used since version 2's
+// sizes stop below 2^27.)
 constexpr uint64_t kExtentExactBits = 9;
 constexpr uint64_t kExtentExactMax = uint64_t{1} << kExtentExactBits;  // 512
 constexpr uint64_t kExtentLists = kExtentExactMax + 1 + (28 - kExtentExactBits);
@@ -56,6 +79,11 @@ inline uint64_t ExtentList(uint64_t size) {
   return kExtentExactMax + (63 - __builtin_clzll(size)) - kExtentExactBits + 1;
 }
 static_assert(kExtentLists == 532, "lists: 0..512 exact, then 19 classes");
+inline uint64_t ExtentLinkNext(uint64_t links) { return links & 0xffffffffULL; }
+inline uint64_t ExtentLinkPrev(uint64_t links) { return links >> 32; }
+inline uint64_t ExtentLinks(uint64_t next, uint64_t prev) {
+  return next | (prev << 32);
+}
 
 enum ExtentOp : uint32_t {
   kExtentOpNone = 0,

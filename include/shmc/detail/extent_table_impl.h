@@ -100,41 +100,73 @@ bool ShmExtentTable<Alloc>::FreeHead(uint64_t g, uint64_t list,
 }
 
 template <class Alloc>
+bool ShmExtentTable<Alloc>::Unlink(uint64_t g, uint64_t size) {
+  const uint64_t list = detail::ExtentList(size);
+  const uint64_t links = Data(g)[0].load(std::memory_order_relaxed);
+  const uint64_t next = detail::ExtentLinkNext(links);
+  const uint64_t prev = detail::ExtentLinkPrev(links);
+  uint64_t s = 0, prev_links = 0, next_links = 0;
+  // Both neighbours must name g back: a damaged link changes nothing.
+  if (prev != 0) {
+    if (!FreeHead(prev, list, &s)) return damaged_ = true, false;
+    prev_links = Data(prev)[0].load(std::memory_order_relaxed);
+    if (detail::ExtentLinkNext(prev_links) != g) return damaged_ = true, false;
+  } else if (hdr_->list[list].load(std::memory_order_relaxed) != g) {
+    return damaged_ = true, false;
+  }
+  if (next != 0) {
+    if (!FreeHead(next, list, &s)) return damaged_ = true, false;
+    next_links = Data(next)[0].load(std::memory_order_relaxed);
+    if (detail::ExtentLinkPrev(next_links) != g) return damaged_ = true, false;
+  }
+  if (prev != 0) {
+    Data(prev)[0].store(
+        detail::ExtentLinks(next, detail::ExtentLinkPrev(prev_links)),
+        std::memory_order_relaxed);
+  } else {
+    hdr_->list[list].store(static_cast<uint32_t>(next),
+                           std::memory_order_relaxed);
+    if (next == 0) {
+      hdr_->nonempty[list / 64].fetch_and(~(uint64_t{1} << (list % 64)),
+                                          std::memory_order_relaxed);
+    }
+  }
+  if (next != 0) {
+    Data(next)[0].store(
+        detail::ExtentLinks(detail::ExtentLinkNext(next_links), prev),
+        std::memory_order_relaxed);
+  }
+  return true;
+}
+
+template <class Alloc>
 uint64_t ShmExtentTable<Alloc>::Take(uint64_t list, uint64_t need) {
   // Exact lists hold one size (the first extent fits); a class's list is
   // searched first-fit a few steps (a larger class's first one fits).
-  uint64_t prev = 0;
   uint64_t g = hdr_->list[list].load(std::memory_order_relaxed);
+  if (g == 0) {
+    // An empty list whose bit was left set.
+    hdr_->nonempty[list / 64].fetch_and(~(uint64_t{1} << (list % 64)),
+                                        std::memory_order_relaxed);
+    return 0;
+  }
   for (int steps = 0; g != 0 && steps < 32; ++steps) {
     uint64_t size = 0;
     if (!FreeHead(g, list, &size)) {
       damaged_ = true;
       return 0;
     }
-    const uint64_t next =
-        Data(g)[0].load(std::memory_order_relaxed) & 0xffffffffULL;
     if (size >= need) {
-      if (prev == 0) {
-        hdr_->list[list].store(static_cast<uint32_t>(next),
-                               std::memory_order_relaxed);
+      if (!Unlink(g, size)) return 0;
+      hdr_->free_granules.fetch_sub(need, std::memory_order_relaxed);
+      if (size > need) {
+        Split(g, size, need);
       } else {
-        Data(prev)[0].store(next, std::memory_order_relaxed);
+        MarkPrev(g + size, 0);
       }
-      if (hdr_->list[list].load(std::memory_order_relaxed) == 0) {
-        hdr_->nonempty[list / 64].fetch_and(~(uint64_t{1} << (list % 64)),
-                                            std::memory_order_relaxed);
-      }
-      hdr_->free_granules.fetch_sub(size, std::memory_order_relaxed);
-      if (size >= need + detail::kExtentMinGranules) Split(g, size, need);
       return g;
     }
-    prev = g;
-    g = next;
-  }
-  if (g == 0 && prev == 0) {
-    // An empty list whose bit was left set.
-    hdr_->nonempty[list / 64].fetch_and(~(uint64_t{1} << (list % 64)),
-                                        std::memory_order_relaxed);
+    g = detail::ExtentLinkNext(Data(g)[0].load(std::memory_order_relaxed));
   }
   return 0;
 }
@@ -146,19 +178,65 @@ void ShmExtentTable<Alloc>::Split(uint64_t g, uint64_t size, uint64_t need) {
                     std::memory_order_relaxed);
   // SYNC POINT (release, for a kill): the rest's head is in place before
   // the extent shrinks to uncover it, so a walk always finds extents.
-  Head(g)->store(detail::ExtentHead(0, need, 0), std::memory_order_release);
-  Push(rest, size - need);
+  const uint64_t mark =
+      detail::ExtentPrev(Head(g)->load(std::memory_order_relaxed));
+  Head(g)->store(detail::ExtentHead(0, need, 0, mark),
+                 std::memory_order_release);
+  Settle(rest, size - need);
 }
 
 template <class Alloc>
 void ShmExtentTable<Alloc>::Push(uint64_t g, uint64_t size) {
   const uint64_t list = detail::ExtentList(size);
-  Data(g)[0].store(hdr_->list[list].load(std::memory_order_relaxed),
-                   std::memory_order_relaxed);
+  const uint64_t first = hdr_->list[list].load(std::memory_order_relaxed);
+  Data(g)[0].store(detail::ExtentLinks(first, 0), std::memory_order_relaxed);
+  if (first != 0 && Placed(first, 2)) {
+    const uint64_t links = Data(first)[0].load(std::memory_order_relaxed);
+    Data(first)[0].store(
+        detail::ExtentLinks(detail::ExtentLinkNext(links), g),
+        std::memory_order_relaxed);
+  }
   hdr_->list[list].store(static_cast<uint32_t>(g), std::memory_order_release);
   hdr_->nonempty[list / 64].fetch_or(uint64_t{1} << (list % 64),
                                      std::memory_order_relaxed);
-  hdr_->free_granules.fetch_add(size, std::memory_order_relaxed);
+}
+
+template <class Alloc>
+void ShmExtentTable<Alloc>::MarkPrev(uint64_t g, uint64_t mark) {
+  if (g >= Top()) return;
+  const uint64_t h = Head(g)->load(std::memory_order_relaxed);
+  // SYNC POINT (release): a live head stays a publication of its value's
+  // bytes for a reader that acquires it after the mark changed.
+  if (detail::ExtentPrev(h) != mark) {
+    Head(g)->store(detail::ExtentWithPrev(h, mark), std::memory_order_release);
+  }
+}
+
+template <class Alloc>
+void ShmExtentTable<Alloc>::Settle(uint64_t g, uint64_t size) {
+  if (size >= detail::kExtentMinGranules) Push(g, size);
+  SHMC_CRASH_POINT(39);
+  if (size >= 3) {
+    Head(g + size - 1)->store(detail::ExtentHead(0, size, 0),
+                              std::memory_order_relaxed);
+  }
+  MarkPrev(g + size, detail::ExtentPrevMark(size));
+}
+
+template <class Alloc>
+uint64_t ShmExtentTable<Alloc>::FreeBelow(uint64_t g, uint64_t head) const {
+  const uint64_t mark = detail::ExtentPrev(head);
+  if (mark == 0 || g < 2) return 0;
+  uint64_t size = mark;
+  if (mark == 3) {
+    const uint64_t foot = Head(g - 1)->load(std::memory_order_relaxed);
+    size = detail::ExtentSize(foot);
+    if (size < 3 || foot != detail::ExtentHead(0, size, 0)) return 0;
+  }
+  if (size >= g) return 0;
+  const uint64_t h = Head(g - size)->load(std::memory_order_relaxed);
+  if (detail::ExtentTag(h) != 0 || detail::ExtentSize(h) != size) return 0;
+  return g - size;
 }
 
 template <class Alloc>
@@ -182,6 +260,7 @@ uint64_t ShmExtentTable<Alloc>::Allocate(uint64_t need) {
     // top: a free extent is used before the pool grows.
     uint64_t from = need <= detail::kExtentExactMax ? need
                                                      : detail::ExtentList(need);
+    if (from < detail::kExtentMinGranules) from = detail::kExtentMinGranules;
     for (uint64_t l = NextList(from); l < detail::kExtentLists;
          l = NextList(l + 1)) {
       const uint64_t g = Take(l, need);
@@ -197,6 +276,8 @@ uint64_t ShmExtentTable<Alloc>::Allocate(uint64_t need) {
   }
   if (!Room(need)) return 0;
   const uint64_t top = Top();
+  // The extent below the top is never free (a free one there lowers the
+  // top): the new extent's mark is 0.
   Head(top)->store(detail::ExtentHead(0, need, 0), std::memory_order_relaxed);
   // SYNC POINT (release): the new extent's head is in place before the
   // top covers it (walks, and readers bounding a handle by the top).
@@ -206,13 +287,70 @@ uint64_t ShmExtentTable<Alloc>::Allocate(uint64_t need) {
 
 template <class Alloc>
 void ShmExtentTable<Alloc>::FreeExtent(uint64_t g) {
-  const uint64_t size = detail::ExtentSize(Head(g)->load(std::memory_order_relaxed));
-  Head(g)->store(detail::ExtentHead(0, size, 0), std::memory_order_relaxed);
+  damaged_ = false;
+  uint64_t h = Head(g)->load(std::memory_order_relaxed);
+  uint64_t size = detail::ExtentSize(h);
+  h = detail::ExtentHead(0, size, 0, detail::ExtentPrev(h));
+  Head(g)->store(h, std::memory_order_relaxed);
   // SYNC POINT (release fence): the tag is cleared before any later write
   // reuses the extent's bytes; a reader that copied those bytes sees the
   // cleared tag on its second load (its acquire fence).
   std::atomic_thread_fence(std::memory_order_release);
-  Push(g, size);
+  hdr_->free_granules.fetch_add(size, std::memory_order_relaxed);
+  const uint64_t top = Top();
+  // The free extent above absorbed (its head is then a word inside this
+  // one: a stale handle's tag check fails on it, the map's second check
+  // on whatever overwrites it).
+  const uint64_t above = g + size;
+  if (above < top) {
+    const uint64_t ha = Head(above)->load(std::memory_order_relaxed);
+    const uint64_t sa = detail::ExtentSize(ha);
+    if (detail::ExtentTag(ha) == 0 && sa >= 1 && sa <= top - above &&
+        size + sa <= detail::kExtentMaxGranules &&
+        (sa < detail::kExtentMinGranules || Unlink(above, sa))) {
+      SHMC_CRASH_POINT(36);
+      size += sa;
+      h = detail::ExtentHead(0, size, 0, detail::ExtentPrev(h));
+      Head(g)->store(h, std::memory_order_release);
+    }
+  }
+  // The free extent below absorbs this one.
+  const uint64_t below = FreeBelow(g, h);
+  if (below != 0) {
+    const uint64_t hb = Head(below)->load(std::memory_order_relaxed);
+    const uint64_t sb = detail::ExtentSize(hb);
+    if (size + sb <= detail::kExtentMaxGranules &&
+        (sb < detail::kExtentMinGranules || Unlink(below, sb))) {
+      SHMC_CRASH_POINT(37);
+      g = below;
+      size += sb;
+      h = detail::ExtentHead(0, size, 0, detail::ExtentPrev(hb));
+      Head(g)->store(h, std::memory_order_release);
+    }
+  }
+  if (g + size == top) {
+    // Free space at the end goes back above the top (and the free extent
+    // below, if a merge was refused for its size, after it).
+    for (;;) {
+      hdr_->top.store(g, std::memory_order_release);
+      seen_top_.store(g, std::memory_order_relaxed);
+      SHMC_CRASH_POINT(38);
+      hdr_->free_granules.fetch_sub(size, std::memory_order_relaxed);
+      const uint64_t b = FreeBelow(g, h);
+      if (b == 0) break;
+      h = Head(b)->load(std::memory_order_relaxed);
+      size = detail::ExtentSize(h);
+      if (size >= detail::kExtentMinGranules && !Unlink(b, size)) break;
+      g = b;
+    }
+  } else {
+    Settle(g, size);
+  }
+  if (damaged_) {
+    detail::Log(kWarning, "ShmExtentTable(%s): a free list is damaged; "
+                "rebuilding the lists\n", seg_.key().c_str());
+    Rebuild("ShmExtentTable::Free");
+  }
 }
 
 template <class Alloc>
@@ -221,7 +359,8 @@ bool ShmExtentTable<Alloc>::ClearIfTagged(link_buf_t lb) {
   std::atomic<uint64_t>* head = Head(lb.head());
   const uint64_t h = head->load(std::memory_order_relaxed);
   if (detail::ExtentTag(h) != lb.tag()) return false;
-  head->store(detail::ExtentHead(0, detail::ExtentSize(h), 0),
+  head->store(detail::ExtentHead(0, detail::ExtentSize(h), 0,
+                                 detail::ExtentPrev(h)),
               std::memory_order_release);
   return true;
 }
@@ -248,12 +387,13 @@ bool ShmExtentTable<Alloc>::PublishValue(std::atomic<uint64_t>* slot,
   const link_buf_t lb(static_cast<uint32_t>(g), tag);
   hdr_->intent.new_lb.store(lb.packed(), std::memory_order_relaxed);
   SHMC_CRASH_POINT(31);
-  const uint64_t got =
-      detail::ExtentSize(Head(g)->load(std::memory_order_relaxed));
+  const uint64_t free_head = Head(g)->load(std::memory_order_relaxed);
+  const uint64_t got = detail::ExtentSize(free_head);
   if (size > 0) detail::StoreWords(Data(g), buf, size);
   // SYNC POINT (release): the value's bytes are in place before its tag.
-  Head(g)->store(detail::ExtentHead(tag, got, (got - 1) * detail::kGranule -
-                                                  size),
+  Head(g)->store(detail::ExtentHead(tag, got,
+                                    (got - 1) * detail::kGranule - size,
+                                    detail::ExtentPrev(free_head)),
                  std::memory_order_release);
   SHMC_CRASH_POINT(32);
   // SYNC POINT (release): the commit. Publishes the value (and, for an
@@ -351,22 +491,25 @@ void ShmExtentTable<Alloc>::ResetLists() {
 template <class Alloc>
 bool ShmExtentTable<Alloc>::Rebuild(const char* who) {
   ResetLists();
-  uint64_t bufs = 0, bytes = 0;
-  uint64_t run = 0, run_size = 0;  // free extents met in a row, merged
+  uint64_t bufs = 0, bytes = 0, free = 0;
+  uint64_t run = 0, run_size = 0, run_mark = 0;  // free extents in a row
+  uint64_t mark = 0;  // the mark the next extent's head should bear
+  // Free runs since the last value: at the top's end they go above it.
+  std::vector<std::pair<uint64_t, uint64_t>> tail;
   auto close = [&] {
     if (run == 0) return;
-    if (run_size == 1) {
-      // A lone granule (a repair's filler) stays a filler until a
-      // neighbour frees.
-      run = 0;
-      return;
+    const uint64_t want = detail::ExtentHead(0, run_size, 0, run_mark);
+    if (Head(run)->load(std::memory_order_relaxed) != want) {
+      Head(run)->store(want, std::memory_order_release);
     }
-    if (detail::ExtentSize(Head(run)->load(std::memory_order_relaxed)) !=
-        run_size) {
-      Head(run)->store(detail::ExtentHead(0, run_size, 0),
-                       std::memory_order_release);
+    if (run_size >= detail::kExtentMinGranules) Push(run, run_size);
+    if (run_size >= 3) {
+      Head(run + run_size - 1)->store(detail::ExtentHead(0, run_size, 0),
+                                      std::memory_order_relaxed);
     }
-    Push(run, run_size);
+    free += run_size;
+    mark = detail::ExtentPrevMark(run_size);
+    tail.push_back({run, run_size});
     run = 0;
   };
   uint64_t broken = 0;
@@ -380,15 +523,35 @@ bool ShmExtentTable<Alloc>::Rebuild(const char* who) {
             close();
             run = g;
             run_size = size;
+            run_mark = mark;
           }
         } else {
           close();
+          if (detail::ExtentPrev(h) != mark) {
+            Head(g)->store(detail::ExtentWithPrev(h, mark),
+                           std::memory_order_release);
+          }
+          mark = 0;
+          tail.clear();
           ++bufs;
           bytes += static_cast<uint64_t>(detail::ExtentLength(h));
         }
       },
       &broken);
   close();
+  if (whole) {
+    while (!tail.empty()) {
+      const auto t = tail.back();
+      tail.pop_back();
+      if (t.second >= detail::kExtentMinGranules && !Unlink(t.first, t.second)) {
+        break;
+      }
+      hdr_->top.store(t.first, std::memory_order_release);
+      seen_top_.store(t.first, std::memory_order_relaxed);
+      free -= t.second;
+    }
+  }
+  hdr_->free_granules.store(free, std::memory_order_relaxed);
   hdr_->bufs.store(bufs, std::memory_order_relaxed);
   hdr_->buf_bytes.store(bytes, std::memory_order_relaxed);
   if (whole) return true;
@@ -405,22 +568,41 @@ bool ShmExtentTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix,
   std::memset(hs, 0, sizeof(*hs));
   if (auto_fix && !Writable()) return false;
   // The extents, in order: the free ones' granules kept for the lists.
+  // Each head's mark must say what lies below it, each free extent of
+  // three granules or more end in its footer, no two free extents that
+  // fit one be neighbours, and the last extent be a value.
   std::vector<uint64_t> free_heads;
   uint64_t free = 0, bufs = 0, bytes = 0, broken = 0;
+  uint64_t mark = 0, below_free = 0, last_free = 0;
   WalkExtents(
       [&](uint64_t g, uint64_t h) {
+        const uint64_t size = detail::ExtentSize(h);
+        if (detail::ExtentPrev(h) != mark) hs->bad_free_list = 1;
         if (detail::ExtentTag(h) == 0) {
-          if (detail::ExtentSize(h) >= detail::kExtentMinGranules) {
-            free_heads.push_back(g);
+          if (size >= detail::kExtentMinGranules) free_heads.push_back(g);
+          if (size >= 3 && Head(g + size - 1)->load(
+                               std::memory_order_relaxed) !=
+                               detail::ExtentHead(0, size, 0)) {
+            hs->bad_free_list = 1;
           }
-          free += detail::ExtentSize(h);
+          if (below_free != 0 &&
+              below_free + size <= detail::kExtentMaxGranules) {
+            hs->bad_free_list = 1;  // not merged
+          }
+          free += size;
+          mark = detail::ExtentPrevMark(size);
+          below_free = size;
         } else {
           ++bufs;
           bytes += static_cast<uint64_t>(detail::ExtentLength(h));
+          mark = 0;
+          below_free = 0;
         }
+        last_free = below_free;
       },
       &broken);
   hs->broken_at = broken;
+  if (broken == 0 && last_free != 0) hs->bad_free_list = 1;  // not trimmed
   // Each list: free extents of its sizes, each listed once, every free
   // extent on one (walks bounded by the extents there are).
   std::vector<uint8_t> listed(free_heads.size(), 0);
@@ -430,7 +612,7 @@ bool ShmExtentTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix,
     const bool bit =
         (hdr_->nonempty[l / 64].load(std::memory_order_relaxed) >> (l % 64)) & 1;
     if (g != 0 && !bit) hs->bad_free_list = 1;
-    for (size_t steps = 0; g != 0; ++steps) {
+    for (uint64_t steps = 0, before = 0; g != 0; ++steps) {
       uint64_t size = 0;
       auto it = std::lower_bound(free_heads.begin(), free_heads.end(), g);
       if (steps > free_heads.size() || it == free_heads.end() || *it != g ||
@@ -438,9 +620,15 @@ bool ShmExtentTable<Alloc>::HealthCheck(HealthStat* hs, bool auto_fix,
         hs->bad_free_list = 1;
         break;
       }
+      const uint64_t links = Data(g)[0].load(std::memory_order_relaxed);
+      if (detail::ExtentLinkPrev(links) != before) {
+        hs->bad_free_list = 1;
+        break;
+      }
       listed[it - free_heads.begin()] = 1;
       ++seen;
-      g = Data(g)[0].load(std::memory_order_relaxed) & 0xffffffffULL;
+      before = g;
+      g = detail::ExtentLinkNext(links);
     }
   }
   if (seen != free_heads.size()) hs->bad_free_list = 1;
