@@ -564,6 +564,7 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"memory", "value_pool", nullptr, c->store->ValuePool()},
       {"memory", "value_pool_reserved", nullptr,
        n(c->store->PoolReservedBytes())},
+      {"memory", "value_pool_top", nullptr, n(c->store->PoolTopBytes())},
       {"memory", "memory_fill_pct", nullptr,
        Fmt("%.2f", total ? 100.0 * used / total : 0)},
       // The index holds keys and the parts of large collections alike.

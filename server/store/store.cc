@@ -64,6 +64,10 @@ struct PoolUnits<shmc::ShmLinkTable<A>> {
   static uint64_t Limit(const shmc::ShmLinkTable<A>& p, uint64_t) {
     return p.total_nodes();
   }
+  // Units ever handed out: the nodes reserved (a free node stays linked).
+  static uint64_t Top(const shmc::ShmLinkTable<A>& p) {
+    return p.reserved_nodes();
+  }
 };
 template <class A>
 struct PoolUnits<shmc::ShmExtentTable<A>> {
@@ -77,6 +81,10 @@ struct PoolUnits<shmc::ShmExtentTable<A>> {
   static uint64_t Limit(const shmc::ShmExtentTable<A>& p, uint64_t memory) {
     return std::min<uint64_t>(p.total_nodes(),
                               std::max<uint64_t>(256, memory / kCost));
+  }
+  // Granules below the top: the values and the free extents among them.
+  static uint64_t Top(const shmc::ShmExtentTable<A>& p) {
+    return p.used_nodes();
   }
 };
 
@@ -358,6 +366,9 @@ class StoreT : public Store {
   const char* ValuePool() override { return Units::kName; }
   uint64_t PoolReservedBytes() override {
     return map_.link_table().reserved_bytes();
+  }
+  uint64_t PoolTopBytes() override {
+    return Units::Top(map_.link_table()) * Units::kCost;
   }
   uint64_t IndexBytes() override {
     return map_.hash_table().ideal_capacity() *

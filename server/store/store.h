@@ -432,6 +432,9 @@ class Store {
   // holds of the machine's memory, free space among the values included).
   virtual const char* ValuePool() = 0;
   virtual uint64_t PoolReservedBytes() = 0;
+  // The bytes of the pool's units below its high-water mark: the values'
+  // and the free space among them (a free extent at the end goes back).
+  virtual uint64_t PoolTopBytes() = 0;
   virtual ControlBlock* control() = 0;
   // Multi-key commits that needed more than the plain path.
   struct JournalStats {
