@@ -16,7 +16,7 @@
 # 1,000-byte values.
 #
 #   bench/shmkv_memory_bench.sh [--elements N] [--shapes "zset small,..."]
-#                               [--out DIR] [--value-pool nodes|extents]
+extents]|extents]
 #
 # Needs redis-server, redis-tools and python3, and a release build.
 # Writes DIR/memory.csv and prints bytes per element and the ratio.
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 
 elements=1000000
 only=""
-pool=nodes
+pool=extents
 out=build/shmkv_memory_bench
 while [ $# -gt 0 ]; do
   case "$1" in

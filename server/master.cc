@@ -270,7 +270,8 @@ class Master {
           "--dir", o_.dir, "--dbfilename", o_.dbfilename, "--save", o_.save,
           "--start-ms", std::to_string(start_ms_)};
       if (o_.hugepages) args.push_back("--hugepages");
-      if (o_.extents) args.insert(args.end(), {"--value-pool", "extents"});
+      args.insert(args.end(),
+                  {"--value-pool", o_.extents ? "extents" : "nodes"});
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(&a[0]);
       argv.push_back(nullptr);

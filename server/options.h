@@ -34,7 +34,7 @@ struct Options {
   bool remove = false;  // --remove: drop the store's segments, exit
   std::string load_rdb;  // --load-rdb FILE: load it into the store, exit
   bool hugepages = false;  // the map on SysV hugetlb segments
-  bool extents = false;    // --value-pool extents
+  bool extents = true;    // --value-pool extents
   // Redis 7's defaults: loopback only, protected mode on.
   std::vector<std::string> bind = {"127.0.0.1", "::1"};
   bool bind_given = false;

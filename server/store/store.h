@@ -76,9 +76,9 @@ struct StoreConfig {
   // The map's two segments on 2 MiB hugepages (SVIPC_HugeTLB; kSysv only).
   bool hugepages = false;
   // A new store keeps its values in a ShmExtentTable (each value whole,
-  // 8 bytes of bookkeeping) instead of 64-byte link nodes; an existing
-  // store keeps the pool it was made with (--value-pool).
-  bool extents = false;
+  // 8 bytes of bookkeeping; the default) or in 64-byte link nodes; an
+  // existing store keeps the pool it was made with (--value-pool).
+  bool extents = true;
   // Where background saves keep their logs (--dir; server/store/cow.h).
   std::string dir = ".";
 };

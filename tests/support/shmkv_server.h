@@ -286,8 +286,8 @@ class Server {
         std::to_string(http_port_), "--name", name_, "--workers",
         std::to_string(workers_), "--capacity", "100000", "--memory", "64M"};
     // (Before the test's own options: a test that names a pool gets it.)
-    if (shmc_test::TestValuePoolExtents()) {
-      args.insert(args.end(), {"--value-pool", "extents"});
+    if (!shmc_test::TestValuePoolExtents()) {
+      args.insert(args.end(), {"--value-pool", "nodes"});
     }
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();

@@ -1,6 +1,6 @@
 // The value pool the server tests give the stores they make: the default
-// (64-byte nodes), or with SHMKV_TEST_VALUE_POOL=extents the extent pool
-// (`--value-pool extents`), so that one suite covers both (.ci/run runs the
+// (extents), or with SHMKV_TEST_VALUE_POOL=nodes the 64-byte link nodes
+// (`--value-pool nodes`), so that one suite covers both (.ci/run runs the
 // server tests a second time so).
 #pragma once
 
@@ -11,7 +11,7 @@ namespace shmc_test {
 
 inline bool TestValuePoolExtents() {
   const char* v = std::getenv("SHMKV_TEST_VALUE_POOL");
-  return v != nullptr && std::strcmp(v, "extents") == 0;
+  return v == nullptr || std::strcmp(v, "nodes") != 0;
 }
 
 }  // namespace shmc_test
