@@ -175,19 +175,7 @@ class ShmExtentTable {
     if (!HeadLength(lb, &len) || offset > len || n > len - offset) {
       return false;
     }
-    // Byte stores through the word array the readers load from: the
-    // range need not be word-aligned.
-    const auto* src = static_cast<const unsigned char*>(data);
-    std::atomic<uint64_t>* words = Data(lb.head());
-    for (size_t at = offset; at < offset + n;) {
-      const size_t w = at / 8, b = at % 8;
-      const size_t take = std::min<size_t>(8 - b, offset + n - at);
-      uint64_t v = words[w].load(std::memory_order_relaxed);
-      std::memcpy(reinterpret_cast<unsigned char*>(&v) + b,
-                  src + (at - offset), take);
-      words[w].store(v, std::memory_order_relaxed);
-      at += take;
-    }
+    detail::PatchWords(Data(lb.head()), offset, data, n);
     return true;
   }
 

@@ -300,15 +300,8 @@ class ShmLinkTable {
         std::atomic<uint64_t>* words = Data(i);
         const uint64_t base = k * cap;
         const uint64_t end = std::min<uint64_t>(base + cap, offset + n);
-        while (at < end) {
-          const uint64_t w = (at - base) / 8, b = (at - base) % 8;
-          const uint64_t take = std::min<uint64_t>(8 - b, end - at);
-          uint64_t v = words[w].load(std::memory_order_relaxed);
-          std::memcpy(reinterpret_cast<unsigned char*>(&v) + b,
-                      src + (at - offset), take);
-          words[w].store(v, std::memory_order_relaxed);
-          at += take;
-        }
+        detail::PatchWords(words, at - base, src + (at - offset), end - at);
+        at = end;
       }
       i = Head(i)->next.load(std::memory_order_relaxed);
     }

@@ -2,6 +2,7 @@
 // word-wise copy helpers its readers and writer use.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -177,6 +178,23 @@ inline void LoadWords(void* dst, const std::atomic<uint64_t>* src, size_t n) {
   }
 #endif
   LoadByWords(dst, src, n);
+}
+
+// Writes n bytes at byte `at` of a word array readers load from, a word
+// at a time (the range need not be word-aligned): a writer's in-place
+// change of part of a value.
+inline void PatchWords(std::atomic<uint64_t>* words, size_t at,
+                       const void* src, size_t n) {
+  const auto* s = static_cast<const unsigned char*>(src);
+  for (const size_t end = at + n; at < end;) {
+    const size_t w = at / 8, b = at % 8;
+    const size_t take = std::min<size_t>(8 - b, end - at);
+    uint64_t v = words[w].load(std::memory_order_relaxed);
+    std::memcpy(reinterpret_cast<unsigned char*>(&v) + b, s, take);
+    words[w].store(v, std::memory_order_relaxed);
+    s += take;
+    at += take;
+  }
 }
 
 inline void StoreWords(std::atomic<uint64_t>* dst, const void* src, size_t n) {
