@@ -15,7 +15,8 @@
 #   bench/shmkv_collections_bench.sh [--requests N] [--sizes "10 1000"]
 #                                    [--ops "HSET HGET"] [--out DIR]
 #
-# --ops runs only the named operations (all by default). --hugepages puts
+# --ops runs only the named operations (all by default). --value-pool
+# picks shmkv's value pool (extents, the default, or nodes). --hugepages puts
 # shmkv's map on 2 MiB pages (docs/server.md, "Hugepages"; reserve about
 # 1,200 of them first: echo 1200 > /proc/sys/vm/nr_hugepages); Redis runs
 # as Debian ships it either way.
@@ -32,6 +33,7 @@ kv_hugepages=0
 sizes="10 1000 1000000"
 only=""
 out=build/shmkv_collections_bench
+pool=extents
 while [ $# -gt 0 ]; do
   case "$1" in
     --requests) requests=$2; shift 2 ;;
@@ -39,12 +41,13 @@ while [ $# -gt 0 ]; do
     --ops) only=" $2 "; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --hugepages) kv_hugepages=1; shift ;;
-    *) echo "usage: $0 [--requests N] [--sizes LIST] [--ops LIST] [--out DIR] [--hugepages]" >&2; exit 2 ;;
+    --value-pool) pool=$2; shift 2 ;;
+    *) echo "usage: $0 [--requests N] [--sizes LIST] [--ops LIST] [--out DIR] [--hugepages] [--value-pool extents|nodes]" >&2; exit 2 ;;
   esac
 done
 . bench/server_pair.sh  # start_server_pair, ticks
 start_server_pair shmkv_collections_bench --capacity 4000000 --memory 2G \
-  --journal-size 256M
+  --journal-size 256M --value-pool "$pool"
 
 hz=$(getconf CLK_TCK)
 
