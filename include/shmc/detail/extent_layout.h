@@ -29,7 +29,6 @@ constexpr uint64_t kGranule = 8;
 // extent of one granule (a filler) is on no list; its neighbours absorb it.
 constexpr uint64_t kExtentMinGranules = 2;  // the smallest listed
 constexpr uint64_t kExtentMaxGranules = (uint64_t{1} << 27) - 1;
-constexpr uint64_t kExtentMaxPad = 7;
 constexpr int kExtentPrevShift = 59;
 constexpr uint64_t kExtentPrevMask = uint64_t{3} << kExtentPrevShift;
 
