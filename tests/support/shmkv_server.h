@@ -326,8 +326,9 @@ class Server {
   }
   int exit_code() const { return exit_code_; }
   // The first worker answers while the master still starts the others
-  // (one after the other): a test that counts or kills workers waits for
-  // all of them (the last --workers given), up to a few seconds.
+  // (one after the other): a test that counts, kills or changes what the
+  // workers attach to waits for all of them (the last --workers given) to
+  // be serving, up to a few seconds.
   void WaitForWorkers(const std::vector<std::string>& args);
   // The server's open files limit (soft and hard), from the next Start.
   void set_fd_limit(rlim_t n) { fd_limit_ = n; }
@@ -402,6 +403,15 @@ std::vector<pid_t> WorkerPids(pid_t master) {
   return out;
 }
 
+// A field of INFO's reply ("" if absent).
+std::string InfoField(Client* c, const std::string& field) {
+  std::string r = c->Call({"INFO"});
+  size_t p = r.find(field + ":");
+  if (p == std::string::npos) return "";
+  size_t e = r.find("\r\n", p);
+  return r.substr(p + field.size() + 1, e - p - field.size() - 1);
+}
+
 inline void Server::WaitForWorkers(const std::vector<std::string>& args) {
   size_t want = 0;
   for (size_t i = 0; i + 1 < args.size(); ++i) {
@@ -410,6 +420,18 @@ inline void Server::WaitForWorkers(const std::vector<std::string>& args) {
     }
   }
   for (int i = 0; i < 500 && WorkerPids(pid_).size() < want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  // A worker is forked before it has attached the store and its statistics
+  // slot; it shows in INFO's workers_alive once it has, just before it
+  // tells the master it is ready. (No count without statistics or without
+  // the password: then the processes are all there is to wait for.)
+  for (int i = 0; i < 500; ++i) {
+    Client c(port_);
+    std::string alive = c.ok() ? InfoField(&c, "workers_alive") : "";
+    if (alive.empty() || std::strtoul(alive.c_str(), nullptr, 10) >= want) {
+      break;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
@@ -430,15 +452,6 @@ uint64_t WorkersAnonRss(pid_t master) {
   return total;
 }
 
-
-// A field of INFO's reply ("" if absent).
-std::string InfoField(Client* c, const std::string& field) {
-  std::string r = c->Call({"INFO"});
-  size_t p = r.find(field + ":");
-  if (p == std::string::npos) return "";
-  size_t e = r.find("\r\n", p);
-  return r.substr(p + field.size() + 1, e - p - field.size() - 1);
-}
 
 // Connections until `per` of them sit on each of `workers` worker
 // processes: one group per worker (INFO's process_id tells them apart).
