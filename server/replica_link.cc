@@ -31,6 +31,11 @@ volatile sig_atomic_t g_stop = 0;
 void OnStop(int) { g_stop = 1; }
 
 constexpr int kIoTimeoutMs = 60000;  // Redis's repl-timeout
+// How long a stop that comes between the master's MULTI and its EXEC waits
+// for the EXEC (the master sends both together: it is normally read
+// already). Stopped there, the offset would not describe the data and the
+// next link would sync in full.
+constexpr int kStopInTransactionMs = 1500;  // (under promotion's 2 s)
 constexpr uint64_t kMaxRdbBytes = uint64_t{1} << 40;
 
 // (appended piece by piece: g++ 12 -O3 warns spuriously on "$" + a
@@ -321,9 +326,13 @@ class Link {
     std::vector<std::string_view> args;
     std::string inline_store, err;
     std::vector<char> buf(256 << 10);
-    int64_t last_ack = 0, last_io = NowMs();
+    int64_t last_ack = 0, last_io = NowMs(), stop_seen = 0;
     for (;;) {
-      if (Stopped()) return true;
+      if (Stopped()) {
+        if (!local_.client()->in_multi) return true;
+        if (stop_seen == 0) stop_seen = NowMs();
+        if (NowMs() - stop_seen > kStopInTransactionMs) return true;
+      }
       const int64_t now = NowMs();
       if (now - last_ack >= 1000) {
         if (!Ack(c)) {
@@ -359,7 +368,7 @@ class Link {
         }
         if (!Apply(c, args, used)) return false;
         pos += used;
-        if (Stopped()) return true;
+        if (Stopped() && !local_.client()->in_multi) return true;
       }
       if (pos == in.size()) {
         in.clear();

@@ -8,7 +8,9 @@
 // killed at random points under a write load: it converges to the master
 // every time.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -430,6 +432,162 @@ TEST(ShmkvReplication, RestartsAndKillsConvergeToTheMaster) {
   ExpectSameData(&m, replica.get(), {0, 2});
   EXPECT_EQ(ReplField(replica.get(), "shmkv_stream_errors"), "0") << s.log();
   EXPECT_NE(ReplField(replica.get(), "shmkv_partial_syncs"), "0") << s.log();
+}
+
+// A master of the test's own, to hold the stream where a test wants it:
+// it answers the link's handshake, syncs in full with `rdb` on a first
+// PSYNC, continues the stream on a later one, and sends what it is told.
+class ScriptedMaster {
+ public:
+  explicit ScriptedMaster(std::string rdb) : rdb_(std::move(rdb)) {
+    port_ = shmkv_test::FreePort();
+    listen_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port_));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(listen_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    ok_ = bind(listen_, reinterpret_cast<struct sockaddr*>(&sa),
+               sizeof(sa)) == 0 &&
+          listen(listen_, 4) == 0;
+  }
+  ~ScriptedMaster() {
+    if (conn_ >= 0) close(conn_);
+    close(listen_);
+  }
+  bool ok() const { return ok_; }
+  int port() const { return port_; }
+  static constexpr const char* kId = "0123456789abcdef0123456789abcdef01234567";
+
+  // Takes the next link and answers it up to its PSYNC (returned).
+  std::vector<std::string> Handshake() {
+    if (conn_ >= 0) close(conn_);
+    conn_ = accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC);
+    in_.clear();
+    for (;;) {
+      std::vector<std::string> cmd = ReadCommand();
+      if (cmd.empty()) return cmd;
+      if (cmd[0] == "PING") {
+        Send("+PONG\r\n");
+      } else if (cmd[0] == "REPLCONF") {
+        Send("+OK\r\n");
+      } else if (cmd[0] == "PSYNC") {
+        if (cmd.size() == 3 && cmd[1] == "?") {
+          Send(std::string("+FULLRESYNC ") + kId + " 0\r\n$" +
+               std::to_string(rdb_.size()) + "\r\n" + rdb_);
+          offset_ = 0;
+        } else {
+          Send(std::string("+CONTINUE ") + kId + "\r\n");
+        }
+        return cmd;
+      }
+    }
+  }
+  // The stream's next commands; the offset moves past their bytes.
+  void Stream(const Cmds& cmds) {
+    for (const auto& c : cmds) {
+      std::string enc = "*" + std::to_string(c.size()) + "\r\n";
+      for (const auto& a : c) {
+        enc += "$" + std::to_string(a.size()) + "\r\n" + a + "\r\n";
+      }
+      Send(enc);
+      offset_ += enc.size();
+    }
+  }
+  uint64_t offset() const { return offset_; }
+
+ private:
+  void Send(const std::string& s) {
+    (void)!write(conn_, s.data(), s.size());
+  }
+  // One command of bulk strings from the link ({} if it went away).
+  std::vector<std::string> ReadCommand() {
+    for (;;) {
+      std::vector<std::string> cmd;
+      size_t pos = 0;
+      if (Parse(&cmd, &pos)) {
+        in_.erase(0, pos);
+        return cmd;
+      }
+      char buf[4096];
+      ssize_t n = read(conn_, buf, sizeof(buf));
+      if (n <= 0) return {};
+      in_.append(buf, static_cast<size_t>(n));
+    }
+  }
+  bool Line(size_t* pos, char type, long* n) {
+    size_t e = in_.find("\r\n", *pos);
+    if (e == std::string::npos || in_[*pos] != type) return false;
+    *n = std::strtol(in_.c_str() + *pos + 1, nullptr, 10);
+    *pos = e + 2;
+    return true;
+  }
+  bool Parse(std::vector<std::string>* cmd, size_t* pos) {
+    long count = 0, len = 0;
+    if (!Line(pos, '*', &count)) return false;
+    for (long i = 0; i < count; ++i) {
+      if (!Line(pos, '$', &len) || in_.size() < *pos + len + 2) return false;
+      cmd->push_back(in_.substr(*pos, len));
+      *pos += len + 2;
+    }
+    return true;
+  }
+
+  std::string rdb_, in_;
+  int port_ = 0, listen_ = -1, conn_ = -1;
+  bool ok_ = false;
+  uint64_t offset_ = 0;
+};
+
+// A replica stopped while its link is between the master's MULTI and its
+// EXEC applies the EXEC before it stops: the next start continues the
+// stream at the offset past it (a stop there used to leave a full sync).
+TEST(ShmkvReplication, AStopInsideATransactionStillContinuesTheStream) {
+  TempDir dir, own;
+  RedisOracle redis(MasterArgs(dir));
+  if (!redis.ok()) GTEST_SKIP() << "no redis-server";
+  std::string rdb;
+  {
+    Client r(redis.port());
+    ASSERT_EQ(r.Call({"SAVE"}), "+OK\r\n");
+    rdb = shmkv_test::ReadAll(dir.path + "/dump.rdb");
+    ASSERT_FALSE(rdb.empty());
+  }
+  ScriptedMaster master(rdb);
+  ASSERT_TRUE(master.ok());
+  Server s("repl_multi_stop");
+  ASSERT_TRUE(s.Start(ReplicaArgs(own))) << s.log();
+  auto replica = std::make_unique<Client>(s.port());
+  ASSERT_EQ(replica->Call({"REPLICAOF", "127.0.0.1",
+                           std::to_string(master.port())}),
+            "+OK\r\n");
+  std::vector<std::string> psync = master.Handshake();
+  ASSERT_EQ(psync, (std::vector<std::string>{"PSYNC", "?", "-1"}));
+  ASSERT_TRUE(WaitLinkUp(replica.get(), 60)) << s.log();
+  master.Stream({{"SET", "before", "1"}, {"MULTI"}, {"SET", "k", "v"}});
+  const std::string inside = std::to_string(master.offset());
+  for (int i = 0; i < 500; ++i) {
+    if (ReplField(replica.get(), "slave_repl_offset") == inside) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(ReplField(replica.get(), "slave_repl_offset"), inside);
+  // The stop comes while the link waits for the EXEC; the EXEC follows.
+  s.Signal(SIGTERM);
+  std::this_thread::sleep_for(300ms);
+  master.Stream({{"EXEC"}});
+  s.Stop();
+
+  ASSERT_TRUE(s.Start(ReplicaArgs(own))) << s.log();
+  psync = master.Handshake();
+  EXPECT_EQ(psync, (std::vector<std::string>{
+                       "PSYNC", ScriptedMaster::kId,
+                       std::to_string(master.offset() + 1)}))
+      << s.log();
+  replica = std::make_unique<Client>(s.port());
+  ASSERT_TRUE(WaitLinkUp(replica.get(), 60)) << s.log();
+  EXPECT_EQ(replica->Call({"GET", "k"}), "$1\r\nv\r\n");
+  EXPECT_EQ(ReplField(replica.get(), "shmkv_partial_syncs"), "1") << s.log();
 }
 
 }  // namespace
