@@ -21,6 +21,7 @@
 #include <string>
 
 #include "shmc/shm_hash_map.h"
+#include "tests/crash/map_crash_cases.h"
 #include "tests/support/test_util.h"
 #include "tests/support/values.h"
 
@@ -50,32 +51,16 @@ void ExpectHealthy(Map* m) {
   EXPECT_EQ(hs.total_key_values, m->size());
 }
 
-int g_kill_id = 0;
-int g_kill_at = 0;
-int g_hits = 0;
-void KillHook(int id) {
-  if (id == g_kill_id && ++g_hits == g_kill_at) raise(SIGKILL);
-}
-
 enum class Op { kInsert, kReplace, kErase };
 
-// Forks a writer that attaches the map at `base`, arms kill point `id` for
-// its `at`-th pass and runs `op` (exit 0, or 4 if op fails, 3 if it cannot
-// attach); returns its wait status, or -1 if it could not be run.
+// The map as each writer of these tests attaches it.
+bool Attach(Map& m, const std::string& base) {
+  return m.InitForWrite(base, 100, 64, 200);
+}
+
 int RunWriterToKill(const std::string& base, int id, int at,
                     const std::function<bool(Map&)>& op) {
-  pid_t child = fork();
-  if (child < 0) return -1;
-  if (child == 0) {
-    Map m;
-    if (!m.InitForWrite(base, 100, 64, 200)) _exit(3);
-    g_kill_id = id;
-    g_kill_at = at;
-    shmc::detail::CrashHook() = KillHook;
-    _exit(op(m) ? 0 : 4);
-  }
-  int status = 0;
-  return waitpid(child, &status, 0) == child ? status : -1;
+  return shmc_test::RunWriterToKill<Map>(base, id, at, Attach, op);
 }
 
 // Every kill point of every operation, at its first three occurrences.
@@ -144,146 +129,20 @@ TEST(HashMapCrash, EveryKillPointRecovers) {
   EXPECT_EQ(reached, expected) << "every kill point must be reached";
 }
 
-// Writers that share the map (kSharedWriters, serialized by the program)
-// never take a dead writer's lease over, so the survivor runs Recover()
-// itself: the map is whole again, and was not before.
+// The cases every pool goes through (tests/crash/map_crash_cases.h).
 TEST(HashMapCrash, SharedWritersRecoverExplicitly) {
-  const std::string v0 = MakeValue(1, 0, 300);
-  const std::string v1 = MakeValue(1, 1, 500);
-  for (int id : {2, 4, 5, 7}) {
-    SCOPED_TRACE("kill point " + std::to_string(id));
-    MapSegments seg;
-    auto shared = std::make_unique<shmc_test::ScopedCreateFlags>(
-        shmc::kCreateIfNotExist | shmc::kSharedWriters);
-    Map m;
-    ASSERT_TRUE(m.InitForWrite(seg.base, 100, 64, 200));
-    ASSERT_TRUE(m.Insert(1, v0));
-    int status = RunWriterToKill(seg.base, id, 1,
-                                 [&](Map& w) { return w.Replace(1, v1); });
-    ASSERT_NE(status, -1);
-    shared.reset();
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the writer must die mid-write";
-    Map::HealthStat before;
-    ASSERT_TRUE(m.HealthCheck(&before, false));
-    EXPECT_GT(before.lt_stat.leaked_nodes + before.lt_stat.counter_mismatches +
-                  before.leaked_values,
-              0u) << "a half-done write is visible before recovery";
-    m.Recover();
-    ExpectHealthy(&m);
-    std::string out;
-    ASSERT_TRUE(m.Find(1, &out));
-    EXPECT_TRUE(out == v0 || out == v1);
-    m.Recover();  // nothing pending: a no-op
-    ExpectHealthy(&m);
-  }
+  shmc_test::SharedWritersRecoverExplicitly<Map, MapSegments>(
+      {2, 4, 5, 7}, Attach,
+      [](const Map::HealthStat& h) {
+        return h.lt_stat.leaked_nodes + h.lt_stat.counter_mismatches +
+               h.leaked_values;
+      },
+      ExpectHealthy);
 }
 
-struct Shared {
-  std::atomic<int> stop;
-  std::atomic<uint64_t> reads;
-};
-
-// A writer doing random Replace/Erase is SIGKILLed at random moments, over
-// and over, while a reader process validates everything it reads.
 TEST(HashMapCrash, RandomKillsWhileReading) {
-  constexpr int kKills = 1000;
-  constexpr uint64_t kKeys = 300;
-  MapSegments seg;
-  {
-    Map m;
-    ASSERT_TRUE(m.InitForWrite(seg.base, kKeys * 2, 64, 40000));
-    for (uint64_t k = 1; k <= kKeys; ++k) {
-      ASSERT_TRUE(m.Replace(k, MakeValue(k, 0, 16 + k % 800)));
-    }
-  }
-  auto* shared = static_cast<Shared*>(mmap(nullptr, sizeof(Shared),
-                                           PROT_READ | PROT_WRITE,
-                                           MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  ASSERT_NE(shared, MAP_FAILED);
-  shared->stop.store(0);
-  shared->reads.store(0);
-  pid_t reader = fork();
-  ASSERT_GE(reader, 0);
-  if (reader == 0) {
-    Map r;
-    if (!r.InitForRead(seg.base)) _exit(10);
-    std::string v;
-    std::mt19937_64 rng(getpid());
-    while (shared->stop.load() == 0) {
-      uint64_t k = rng() % kKeys + 1;
-      if (r.Find(k, &v)) {
-        if (!ValidValue(k, v, nullptr)) _exit(11);  // torn or mixed
-        shared->reads.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    _exit(0);
-  }
-  std::mt19937_64 rng(42);
-  int refused = 0;
-  for (int cycle = 0; cycle < kKills; ++cycle) {
-    int ready[2];
-    ASSERT_EQ(pipe(ready), 0);
-    pid_t writer = fork();
-    ASSERT_GE(writer, 0);
-    if (writer == 0) {
-      close(ready[0]);
-      Map m;
-      if (!m.InitForWrite(seg.base, kKeys * 2, 64, 40000)) _exit(20);
-      (void)!write(ready[1], "r", 1);
-      std::mt19937_64 wr(static_cast<uint64_t>(cycle) * 7919 + 1);
-      for (uint64_t ver = 1;; ++ver) {
-        uint64_t k = wr() % kKeys + 1;
-        if (wr() % 5 == 0) {
-          m.Erase(k);
-        } else {
-          m.Replace(k, MakeValue(k, static_cast<uint64_t>(cycle) << 32 | ver,
-                                 16 + wr() % 885));
-        }
-      }
-    }
-    close(ready[1]);
-    char c = 0;
-    ASSERT_EQ(read(ready[0], &c, 1), 1) << "writer " << cycle
-                                        << " could not take over the lease";
-    close(ready[0]);
-    {
-      Map second;  // a second live writer is refused, every time
-      if (!second.InitForWrite(seg.base, kKeys * 2, 64, 40000) &&
-          second.last_error().code == shmc::ErrorCode::kWriterBusy) {
-        ++refused;
-      }
-    }
-    usleep(static_cast<useconds_t>(rng() % 3000));
-    kill(writer, SIGKILL);
-    int status = 0;
-    ASSERT_EQ(waitpid(writer, &status, 0), writer);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "writer exited: " << status;
-    if (cycle % 100 == 99) {
-      Map m;
-      ASSERT_TRUE(m.InitForWrite(seg.base, kKeys * 2, 64, 40000));
-      SCOPED_TRACE("after cycle " + std::to_string(cycle));
-      ExpectHealthy(&m);
-    }
-  }
-  EXPECT_EQ(refused, kKills);
-  shared->stop.store(1);
-  int status = 0;
-  ASSERT_EQ(waitpid(reader, &status, 0), reader);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "11: the reader saw a torn value";
-  EXPECT_GT(shared->reads.load(), 1000u);
-  Map m;
-  ASSERT_TRUE(m.InitForWrite(seg.base, kKeys * 2, 64, 40000));
-  ExpectHealthy(&m);
-  size_t whole = 0;
-  m.Travel([&](const uint64_t& k, const std::string& v) {
-    EXPECT_TRUE(ValidValue(k, v, nullptr)) << k;
-    ++whole;
-  });
-  EXPECT_EQ(whole, m.size());
-  std::printf("kills %d, reader reads %llu, keys %zu\n", kKills,
-              static_cast<unsigned long long>(shared->reads.load()), m.size());
-  munmap(shared, sizeof(Shared));
+  shmc_test::RandomKillsWhileReading<Map, MapSegments>(1000,
+                                                       ExpectHealthy);
 }
 
 }  // namespace
