@@ -114,7 +114,7 @@ TEST(BlockingFamilyVsRedis, RandomSequencesReplyAsRedis) {
   CommandHarness h("blockingrand");
   ASSERT_TRUE(h.ok()) << h.error();
   using Cmd = std::vector<std::string>;
-  for (uint64_t seed = 1; seed <= 8; ++seed) {
+  for (uint64_t seed : shmkv_test::TestSeeds(1, 8)) {
     Client b(redis.port());
     ASSERT_TRUE(b.ok());
     h.Run({"FLUSHALL"});

@@ -105,7 +105,7 @@ TEST(DatabasesVsRedis, EveryCommandRepliesAsRedis) {
 TEST(DatabasesVsRedis, RandomSequencesReplyAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (uint64_t seed : {1u, 2u, 3u, 4u}) {
+  for (uint64_t seed : shmkv_test::TestSeeds(1, 4)) {
     CommandHarness h("dbsrand", 50000, 64ULL << 20);
     ASSERT_TRUE(h.ok()) << h.error();
     Client c(redis.port());

@@ -201,7 +201,7 @@ void RandomListSequence(CommandHarness* h, int redis_port, uint64_t seed,
 TEST(ListFamilyVsRedis, ShortListsReplyAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (uint64_t seed = 1; seed <= 4; ++seed) {
+  for (uint64_t seed : shmkv_test::TestSeeds(1, 4)) {
     CommandHarness h("listshort");
     ASSERT_TRUE(h.ok()) << h.error();
     Client(redis.port()).Call({"FLUSHALL"});
@@ -212,7 +212,7 @@ TEST(ListFamilyVsRedis, ShortListsReplyAsRedis) {
 TEST(ListFamilyVsRedis, LongListsInChunksReplyAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (uint64_t seed = 11; seed <= 13; ++seed) {
+  for (uint64_t seed : shmkv_test::TestSeeds(11, 13)) {
     CommandHarness h("listlong", 100000, 128ULL << 20);
     ASSERT_TRUE(h.ok()) << h.error();
     Client c(redis.port());

@@ -150,7 +150,7 @@ TEST(MixedVsRedis, RandomCommandSequencesReplyAsRedis) {
   SKIP_WITHOUT_REDIS(redis);
   CommandHarness h("fuzz");
   ASSERT_TRUE(h.ok()) << h.error();
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
+  for (uint64_t seed : shmkv_test::TestSeeds(1, 10)) {
     Client b(redis.port());
     ASSERT_TRUE(b.ok());
     h.Run({"FLUSHALL"});

@@ -523,7 +523,7 @@ TEST(ScriptFamilyVsRedis, RandomScriptsReplyAsRedis) {
       "'zrange', @K, 0, -1, 'withscores'", "'zscore', @K, @V", "'expire', @K, @N",
       "'ttl', @K", "'mget', @K, @K", "'getdel', @K", "'rename', @K, @K",
   };
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
+  for (uint64_t seed : shmkv_test::TestSeeds(1, 10)) {
     CommandHarness h("luarand");
     ASSERT_TRUE(h.ok()) << h.error();
     shmkv_test::Client oracle(redis.port());

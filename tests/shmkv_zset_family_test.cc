@@ -205,7 +205,7 @@ TEST(ZSetFamilyVsRedis, EveryCommandRepliesAsRedis) {
 TEST(ZSetFamilyVsRedis, RandomSequencesReplyAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (uint64_t seed : {1u, 2u, 3u}) {
+  for (uint64_t seed : shmkv_test::TestSeeds(1, 3)) {
     CommandHarness h("zsetrand", 50000, 64ULL << 20);
     ASSERT_TRUE(h.ok()) << h.error();
     Client c(redis.port());

@@ -23,6 +23,24 @@ inline bool InCi() {
   return ci != nullptr && std::strcmp(ci, "true") == 0;
 }
 
+// The seeds a randomized differential test runs: its own, or the range
+// SHMKV_TEST_SEEDS names ("first-last") for a longer hunt by hand (a
+// failure names its seed; the test then runs that one alone).
+inline std::vector<uint64_t> TestSeeds(uint64_t first, uint64_t last) {
+  if (const char* e = std::getenv("SHMKV_TEST_SEEDS")) {
+    char* end = nullptr;
+    uint64_t a = std::strtoull(e, &end, 10), b = a;
+    if (end != nullptr && *end == '-') b = std::strtoull(end + 1, nullptr, 10);
+    if (b >= a && b - a < 1000000) {
+      first = a;
+      last = b;
+    }
+  }
+  std::vector<uint64_t> out;
+  for (uint64_t s = first; s <= last; ++s) out.push_back(s);
+  return out;
+}
+
 // A real redis-server (Debian redis-server 7) on a free loopback port: the
 // oracle the differential tests compare shmkv's replies with.
 class RedisOracle {
