@@ -153,26 +153,38 @@ namespace {
 
 // Inside EXEC the commands that look at the whole keyspace see the
 // transaction's own writes, as in Redis (where the queued commands run
-// one after another): the keys it deleted are left out and the keys it
-// created are added. Outside EXEC both sets are empty.
+// one after another): the keys it deleted (or wrote with a time already
+// past) are left out, the keys it created are added. Outside EXEC both
+// sets are empty.
 struct TxnView {
-  std::set<std::string, std::less<>> deleted;
+  std::set<std::string, std::less<>> unlisted;
   std::vector<std::string> created;  // live ones (KEYS, SCAN, RANDOMKEY)
-  int64_t created_count = 0;         // expired ones too (DBSIZE)
-  bool Deleted(std::string_view k) const {
-    return !deleted.empty() && deleted.find(k) != deleted.end();
+  int64_t count_delta = 0;           // what DBSIZE adds to the map's count
+  bool Unlisted(std::string_view k) const {
+    return !unlisted.empty() && unlisted.find(k) != unlisted.end();
   }
 };
 TxnView ViewOf(CommandContext* c) {
+  using Change = Store::Txn::Change;
   TxnView v;
   if (c->txn != nullptr) {
-    c->txn->Changed([&](std::string_view k, bool now, bool live) {
-      if (!now) {
-        v.deleted.emplace(k);
-        return;
+    c->txn->Changed([&](std::string_view k, Change ch) {
+      switch (ch) {
+        case Change::kCreated:
+          ++v.count_delta;
+          v.created.emplace_back(k);
+          break;
+        case Change::kCreatedGone:
+          ++v.count_delta;
+          break;
+        case Change::kDeleted:
+          --v.count_delta;
+          v.unlisted.emplace(k);
+          break;
+        case Change::kRewrittenGone:
+          v.unlisted.emplace(k);
+          break;
       }
-      ++v.created_count;
-      if (live) v.created.emplace_back(k);
     });
   }
   return v;
@@ -184,11 +196,23 @@ TxnView ViewOf(CommandContext* c) {
 void RandomKey(const Args&, CommandContext* c, Reply* r) {
   TxnView v = ViewOf(c);
   std::string k;
-  // A key this transaction deleted is drawn again (a few times: it may
-  // have deleted them all), then one it created stands in.
+  // A key this transaction left out is drawn again (a few times: it may
+  // have left them all out), then the first listed key stands in (found
+  // by a walk of the keyspace), then one it created.
+  bool drawn = false;
   for (int tries = 0; tries < 16 && c->store->RandomKey(&k); ++tries) {
-    if (!v.Deleted(k)) return r->Bulk(k);
+    if (!v.Unlisted(k)) return r->Bulk(k);
+    drawn = true;
   }
+  std::string listed;
+  uint64_t cursor = 0;
+  while (drawn && listed.empty()) {
+    c->store->Scan(&cursor, 64, [&](std::string_view key, ValueType) {
+      if (listed.empty() && !v.Unlisted(key)) listed.assign(key);
+    });
+    if (cursor == 0) break;
+  }
+  if (!listed.empty()) return r->Bulk(listed);
   if (!v.created.empty()) {
     return r->Bulk(v.created[static_cast<size_t>(NowMs()) %
                                   v.created.size()]);
@@ -306,7 +330,7 @@ void DbSize(const Args&, CommandContext* c, Reply* r) {
   TxnView v = ViewOf(c);
   int64_t n = static_cast<int64_t>(
                   c->store->KeysIn(c->store->db(), nullptr, c->txn != nullptr)) +
-              v.created_count - static_cast<int64_t>(v.deleted.size());
+              v.count_delta;
   r->Int(n < 0 ? 0 : n);
 }
 
@@ -344,7 +368,7 @@ void Keys(const Args& a, CommandContext* c, Reply* r) {
   uint64_t cursor = 0;
   do {
     c->store->Scan(&cursor, 4096, [&](std::string_view k, ValueType) {
-      if (GlobMatch(a[1], k) && !v.Deleted(k)) keys.emplace_back(k);
+      if (GlobMatch(a[1], k) && !v.Unlisted(k)) keys.emplace_back(k);
     });
   } while (cursor != 0);
   for (const std::string& k : v.created) {
@@ -373,7 +397,7 @@ void Scan(const Args& a, CommandContext* c, Reply* r) {
   uint64_t cursor = cur;
   c->store->Scan(&cursor, static_cast<size_t>(count),
                  [&](std::string_view k, ValueType t) {
-                   if (wanted(k, t) && !v.Deleted(k)) keys.emplace_back(k);
+                   if (wanted(k, t) && !v.Unlisted(k)) keys.emplace_back(k);
                  });
   // The keys the transaction created come with the scan's last page.
   if (cursor == 0) {

@@ -149,9 +149,12 @@ bool SaveRdb(CommandContext* c, std::string* why) {
       WalkDb in(c, db);
       std::set<std::string, std::less<>> deleted;
       std::vector<std::string> keys;
-      c->txn->Changed([&](std::string_view k, bool now, bool live) {
-        if (!now) deleted.emplace(k);
-        if (now && live) keys.emplace_back(k);
+      c->txn->Changed([&](std::string_view k, Store::Txn::Change ch) {
+        if (ch == Store::Txn::Change::kCreated) keys.emplace_back(k);
+        if (ch == Store::Txn::Change::kDeleted ||
+            ch == Store::Txn::Change::kRewrittenGone) {
+          deleted.emplace(k);
+        }
       });
       uint64_t cursor = 0;
       do {

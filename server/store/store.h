@@ -284,14 +284,20 @@ class Store {
     // False when `key` changed (or expired) since Watch() gave `stamp`
     // (in the stamp's database), or a SWAPDB moved databases since.
     virtual bool Unchanged(std::string_view key, const WatchStamp& stamp) = 0;
-    // The keys this transaction created or deleted so far: f(key, true,
-    // live) for one it created (live: false when it was written with a
-    // time already past, which DBSIZE counts as Redis does and KEYS does
-    // not), f(key, false, false) for one it deleted; not for one it only
-    // rewrote. For the commands that look at the whole keyspace (DBSIZE,
-    // KEYS, SCAN, RANDOMKEY) inside EXEC.
+    // What this transaction did to a key, as the commands that look at
+    // the whole keyspace inside EXEC (DBSIZE, KEYS, SCAN, RANDOMKEY, SAVE)
+    // see it. A key written with a time already past is counted by DBSIZE
+    // (as Redis counts a key it has not reaped yet) and listed by none.
+    enum class Change {
+      kCreated,        // a new key
+      kCreatedGone,    // a new key written with a time already past
+      kDeleted,        // a key that was there, deleted
+      kRewrittenGone,  // a key that was there, written with a past time
+    };
+    // f(key, change) for each key of the current database this transaction
+    // changed so (not for a key it only rewrote, live).
     virtual void Changed(
-        const std::function<void(std::string_view, bool, bool)>& f) = 0;
+        const std::function<void(std::string_view, Change)>& f) = 0;
     // Applies every write, all or none: kOk, kFull or kTxnTooLarge (then
     // nothing changed). The transaction is over either way.
     virtual Status Commit() = 0;

@@ -162,12 +162,17 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
     return Status::kOk;
   }
 
-  void Changed(const std::function<void(std::string_view, bool, bool)>& f)
+  void Changed(const std::function<void(std::string_view, Change)>& f)
       override {
     for (size_t i = 0; i < entries_->size(); ++i) {
       const Entry& e = (*entries_)[i];
-      if (!e.part && e.db == db_ && e.present != e.had_old) {
-        f(e.key, e.present, Live(e));
+      if (e.part || e.db != db_) continue;
+      if (!e.had_old && e.present) {
+        f(e.key, Live(e) ? Change::kCreated : Change::kCreatedGone);
+      } else if (e.had_old && !e.present) {
+        f(e.key, Change::kDeleted);
+      } else if (e.had_old && !Live(e)) {
+        f(e.key, Change::kRewrittenGone);
       }
     }
   }
