@@ -89,6 +89,12 @@ TEST(ZSetFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"ZRANGE", "z", "0", "-1"}, {"ZRANGE", "z", "-2", "-1", "WITHSCORES"},
       {"ZRANGE", "z", "1", "0"}, {"ZRANGE", "z", "0", "1", "REV"},
       {"ZRANGE", "z", "0", "1", "LIMIT", "0", "1"},
+      // by rank, a LIMIT of count -1 is no limit: it passes, offset unread
+      {"ZRANGE", "z", "0", "1", "LIMIT", "1", "-1"},
+      {"ZRANGE", "z", "0", "1", "LIMIT", "0", "-5"},
+      {"ZRANGE", "z", "0", "+1"}, {"ZRANGE", "z", "x", "1", "LIMIT", "0", "5"},
+      {"ZRANGESTORE", "zdst", "z", "0", "-1", "LIMIT", "2", "-1"},
+      {"ZRANGE", "zdst", "0", "-1"},
       {"ZRANGE", "z", "(1", "3", "BYSCORE", "WITHSCORES"},
       {"ZRANGE", "z", "3", "(1", "BYSCORE", "REV", "WITHSCORES"},
       {"ZRANGE", "z", "-inf", "+inf", "BYSCORE", "LIMIT", "1", "2"},

@@ -183,9 +183,14 @@ bool ParseRange(const Args& a, size_t bounds, size_t from, bool by_ok,
     }
   }
   if (s->limit && s->by == RangeBy::kRank) {
-    r->Error("ERR syntax error, LIMIT is only supported in combination "
-             "with either BYSCORE or BYLEX");
-    return false;
+    // A count of -1 (no limit) passes, its offset unread, as in Redis.
+    if (s->count != -1) {
+      r->Error("ERR syntax error, LIMIT is only supported in combination "
+               "with either BYSCORE or BYLEX");
+      return false;
+    }
+    s->limit = false;
+    s->offset = 0;
   }
   if (s->with_scores && s->by == RangeBy::kLex) {
     r->Error("ERR syntax error, WITHSCORES not supported in combination "
