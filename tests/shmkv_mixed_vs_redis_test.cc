@@ -15,8 +15,10 @@ using shmkv_test::ExpectSameAsRedis;
 using shmkv_test::RedisOracle;
 using shmkv_test::Client;
 
-// Random sequences of string, hash, list, set, key, expiry and
-// transaction commands over six keys, each sent to both servers, every reply byte-identical. The
+// Random sequences of string, hash, list, set, sorted-set, key, expiry
+// and transaction commands over six keys (and two of their own for
+// lexicographic ranges), each sent to both servers, every reply
+// byte-identical. The
 // arguments are drawn where shmkv and Redis parted before: zero bytes,
 // leading zeros and signs, int64's ends, floats, options in any order.
 // What depends on the clock or on table order is left out (TTL, SCAN,
@@ -55,6 +57,74 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
     return pick({"4102444800", "4102444801", "1", "0", "-5", "x", "04102444800"});
   };
   auto field = [&] { return "f" + std::to_string(rng() % 5); };
+  auto score = [&] {
+    return pick({"0", "1", "-1", "1.5", "-2.25e1", "-inf", "+inf", "inf",
+                 "nan", "x", "1e3", "-0", " 1", "(1", "9007199254740993"});
+  };
+  auto bound = [&] {
+    return pick({"-inf", "+inf", "0", "(0", "1.5", "(1.5", "-1", "x", "(",
+                 "nan"});
+  };
+  auto lex = [&] {
+    return pick({"-", "+", "[a", "(a", "[", "(", "a", "[\xff", "(9"});
+  };
+  if (rng() % 20 == 0) {
+    // Lexicographic ranges are defined only where every score is the
+    // same (Redis leaves the rest unspecified): on keys of their own,
+    // always given score 0.
+    const std::string lk = "lz" + std::to_string(rng() % 2);
+    switch (rng() % 5) {
+      case 0: return {"ZADD", lk, "0", val(), "0", val()};
+      case 1: return {"ZLEXCOUNT", lk, lex(), lex()};
+      case 2: return {pick({"ZRANGEBYLEX", "ZREVRANGEBYLEX"}), lk, lex(),
+                      lex(), "LIMIT", num(), num()};
+      case 3: return {"ZREMRANGEBYLEX", lk, lex(), lex()};
+      default: return {"ZRANGE", lk, lex(), lex(), "BYLEX",
+                       pick({"REV", "LIMIT"}), "0", "2"};
+    }
+  }
+  if (rng() % 6 == 0) {
+    // Sorted sets, on the same keys (the members from val(): the empty
+    // one, zero bytes, numbers that are not scores).
+    switch (rng() % 14) {
+      case 0: return {"ZADD", key(), score(), val(), score(), val()};
+      case 1: {
+        std::vector<std::string> c = {"ZADD", key()};
+        for (int i = rng() % 3; i > 0; --i) {
+          c.push_back(pick({"NX", "XX", "GT", "LT", "CH", "INCR"}));
+        }
+        c.push_back(score());
+        c.push_back(val());
+        return c;
+      }
+      case 2: return {"ZINCRBY", key(), score(), val()};
+      case 3: return {"ZREM", key(), val(), val()};
+      case 4: return {pick({"ZSCORE", "ZRANK", "ZREVRANK"}), key(), val()};
+      case 5: return {"ZMSCORE", key(), val(), val()};
+      case 6: return {"ZCARD", key()};
+      case 7: return {"ZCOUNT", key(), bound(), bound()};
+      case 8: {
+        std::vector<std::string> c = {"ZRANGE", key()};
+        switch (rng() % 2) {
+          case 0: c.insert(c.end(), {num(), num()}); break;
+          default: c.insert(c.end(), {bound(), bound(), "BYSCORE"}); break;
+        }
+        if (rng() % 2) c.push_back("REV");
+        if (rng() % 3 == 0) c.insert(c.end(), {"LIMIT", num(), num()});
+        if (rng() % 2) c.push_back("WITHSCORES");
+        return c;
+      }
+      case 9: return {pick({"ZRANGEBYSCORE", "ZREVRANGEBYSCORE"}), key(),
+                       bound(), bound(), "WITHSCORES"};
+      case 10: return {pick({"ZREMRANGEBYRANK", "ZREMRANGEBYSCORE"}), key(),
+                       num(), num()};
+      case 11: return {pick({"ZPOPMIN", "ZPOPMAX"}), key(),
+                       pick({"1", "2", "0", "-1", "x"})};
+      case 12: return {pick({"ZUNIONSTORE", "ZINTERSTORE", "ZDIFFSTORE"}),
+                       key(), "2", key(), key()};
+      default: return {"ZRANGESTORE", key(), key(), num(), num()};
+    }
+  }
   if (rng() % 5 == 0) {
     // Sets, on the same keys (replies whose order Redis's table decides
     // are left out).
