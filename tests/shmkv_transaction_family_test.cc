@@ -134,4 +134,48 @@ TEST(TransactionFamilyVsRedis, WritesThatChangeNothingKeepAWatch) {
   ExpectSameAsRedis(&h, redis.port(), cmds);
 }
 
+// COPY inside MULTI (or a script) copies the collection as it is then:
+// what later commands of the same transaction do to the source or to
+// the copy reaches neither the other (every type, in its large form,
+// whose parts the copy must not share).
+TEST(TransactionFamilyVsRedis, CopyInsideMultiCopiesThatMoment) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("txncopy");
+  ASSERT_TRUE(h.ok()) << h.error();
+  shmkv_test::Commands setup = {{"FLUSHALL"}, {"SADD", "s", "a", "b"}};
+  std::vector<std::string> hset = {"HSET", "h"}, rpush = {"RPUSH", "l"},
+                           zadd = {"ZADD", "z"};
+  for (int i = 0; i < 600; ++i) {
+    hset.insert(hset.end(), {"f" + std::to_string(i), std::to_string(i)});
+    rpush.push_back("v" + std::to_string(i));
+    zadd.insert(zadd.end(), {std::to_string(i), "m" + std::to_string(i)});
+  }
+  setup.insert(setup.end(), {hset, rpush, zadd});
+  ExpectSameAsRedis(&h, redis.port(), setup);
+  ExpectSameAsRedis(&h, redis.port(), {
+      {"OBJECT", "ENCODING", "s"}, {"OBJECT", "ENCODING", "h"},
+      {"OBJECT", "ENCODING", "z"},
+      {"MULTI"}, {"COPY", "s", "s2"}, {"COPY", "h", "h2"},
+      {"COPY", "l", "l2"}, {"COPY", "z", "z2"},
+      {"SADD", "s", "x"}, {"SADD", "s2", "y"}, {"HSET", "h", "new", "1"},
+      {"HDEL", "h2", "f0"}, {"RPUSH", "l", "extra"}, {"LPOP", "l2"},
+      {"ZADD", "z", "1000", "new"}, {"ZREM", "z2", "m0"}, {"EXEC"},
+      {"SCARD", "s"}, {"SCARD", "s2"}, {"SMISMEMBER", "s", "x", "y"},
+      {"SMISMEMBER", "s2", "x", "y"}, {"HLEN", "h"}, {"HLEN", "h2"},
+      {"HMGET", "h", "new", "f0"}, {"HMGET", "h2", "new", "f0"},
+      {"LLEN", "l"}, {"LLEN", "l2"}, {"LRANGE", "l", "0", "1"},
+      {"LRANGE", "l2", "0", "1"}, {"LINDEX", "l2", "-1"},
+      {"ZCARD", "z"}, {"ZCARD", "z2"}, {"ZMSCORE", "z", "new", "m0"},
+      {"ZMSCORE", "z2", "new", "m0"}, {"ZRANGE", "z2", "0", "1"},
+      // the same from a script
+      {"EVAL",
+       "redis.call('copy', KEYS[1], KEYS[2]) "
+       "redis.call('sadd', KEYS[1], 'late') "
+       "return {redis.call('sismember', KEYS[2], 'late'), "
+       "redis.call('scard', KEYS[2])}",
+       "2", "s", "s3"},
+      {"SISMEMBER", "s3", "late"}, {"SCARD", "s3"}});
+}
+
 }  // namespace

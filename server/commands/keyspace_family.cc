@@ -16,6 +16,7 @@
 #include "server/commands/dump_family.h"
 #include "server/commands/reply.h"
 #include "server/commands/sort_family.h"
+#include "server/store/owners.h"
 
 namespace shmkv {
 namespace cmd {
@@ -120,6 +121,19 @@ void Copy(const Args& a, CommandContext* c, Reply* r) {
   InDb other(c, db);
   bool replaced = ReadValue(c, a[2], &dummy);
   if (!replace && replaced) return r->Int(0);
+  // A collection in parts is copied now, not when the transaction
+  // commits: a later command of the same MULTI or script that changes
+  // the source (or the copy) must not reach the other.
+  PartsRoot root;
+  if ((v.encoding & kEncodingParts) != 0 &&
+      v.bytes.size() >= sizeof(root)) {
+    std::memcpy(&root, v.bytes.data(), sizeof(root));
+    if (root.id != 0) {
+      Status st = CopyParts(&v.bytes, root, c->txn,
+                            c->store->config().capacity);
+      if (st != Status::kOk) return StoreError(st, r);
+    }
+  }
   Status st = c->txn->Write(a[2], v.type, v.encoding, v.bytes, v.expire_ms);
   if (st != Status::kOk) return StoreError(st, r);
   if (replaced) NotifyNew(c, db, a[2]);  // as RENAME's

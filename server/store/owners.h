@@ -37,14 +37,16 @@ bool RootOf(const Entry& e, PartsRoot* r) {
   return r->id != 0;
 }
 
-// Gives `e` its own copy of the parts of collection r.id, through `t`.
-template <class Entry>
-Store::Status CopyParts(Entry* e, const PartsRoot& r, Store::Txn* t,
-                        uint64_t capacity) {
+// Gives the root `root` (a value's bytes, led by PartsRoot r) its own
+// copy of the parts of collection r.id under a new id, through `t`.
+inline Store::Status CopyParts(std::string* root, const PartsRoot& r,
+                               Store::Txn* t, uint64_t capacity) {
   using Status = Store::Status;
   // More parts than the map has room for (a sorted set's indexes are
   // sparse: up to twice its parts): a damaged root.
-  if (r.parts > 2 * capacity) return Status::kTooLarge;
+  if (r.parts > 2 * capacity || root->size() < sizeof(PartsRoot)) {
+    return Status::kTooLarge;
+  }
   uint64_t id = t->NewCollection();
   std::string bytes;
   for (uint64_t i = 0; i < r.parts; ++i) {
@@ -56,7 +58,7 @@ Store::Status CopyParts(Entry* e, const PartsRoot& r, Store::Txn* t,
     st = t->WritePart(id, i, bytes);
     if (st != Status::kOk) return st;
   }
-  std::memcpy(&e->value[0], &id, sizeof(id));
+  std::memcpy(&(*root)[0], &id, sizeof(id));
   return Status::kOk;
 }
 
@@ -131,7 +133,7 @@ Store::Status SettleCollections(Entries* entries, Store::Txn* t,
     bool is_fresh = false;
     for (uint64_t id : fresh) is_fresh = is_fresh || id == r.id;
     if (holders(r.id, e) == 0 && (is_fresh || let_go(r.id))) continue;
-    Status st = CopyParts(e, r, t, capacity);
+    Status st = CopyParts(&e->value, r, t, capacity);
     if (st != Status::kOk) return st;
   }
   for (const Entry* e : was) {
