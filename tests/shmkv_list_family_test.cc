@@ -98,6 +98,10 @@ TEST(ListFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"LPOS", "none", "a"}, {"LPOS", "none", "a", "COUNT", "1"},
       {"LPOS", "m", "a", "RANK", "0"}, {"LPOS", "m", "a", "COUNT", "-1"},
       {"LPOS", "m", "a", "MAXLEN", "-1"}, {"LPOS", "m", "a", "RANK"},
+      // COUNT and MAXLEN that do not parse: Redis's "can't be negative"
+      {"LPOS", "m", "a", "COUNT", "x"}, {"LPOS", "m", "a", "MAXLEN", "01"},
+      {"LPOS", "m", "a", "COUNT", "+1"}, {"LPOS", "m", "a", "RANK", "x"},
+      {"LPOS", "m", "a", "RANK", "-9223372036854775808"},
       {"LPOS", "m", "a", "FOO", "1"}, {"LPOS", "m", "a", "RANK", "x"},
       {"LPOS", "m", "a", "RANK", "-9223372036854775808"},
       {"LPOS", "m", "a", "RANK", "100"},

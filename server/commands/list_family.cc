@@ -239,8 +239,11 @@ void LPos(const Args& a, CommandContext* c, Reply* r) {
     if (!Eq(a[i], "rank") && !Eq(a[i], "count") && !Eq(a[i], "maxlen")) {
       return r->Error("ERR syntax error");
     }
-    if (!ToInt(a[i + 1], &v)) return NotInt(r);
+    // (Redis reads COUNT and MAXLEN as positive numbers: what does not
+    // parse gets their "can't be negative" too.)
+    const bool parsed = ToInt(a[i + 1], &v);
     if (Eq(a[i], "rank")) {
+      if (!parsed) return NotInt(r);
       if (v == 0) {
         return r->Error("ERR RANK can't be zero: use 1 to start from the "
                         "first match, 2 from the second ... or use negative "
@@ -248,10 +251,10 @@ void LPos(const Args& a, CommandContext* c, Reply* r) {
       }
       rank = v;
     } else if (Eq(a[i], "count")) {
-      if (v < 0) return r->Error("ERR COUNT can't be negative");
+      if (!parsed || v < 0) return r->Error("ERR COUNT can't be negative");
       count = v;
     } else {
-      if (v < 0) return r->Error("ERR MAXLEN can't be negative");
+      if (!parsed || v < 0) return r->Error("ERR MAXLEN can't be negative");
       maxlen = v;
     }
   }
