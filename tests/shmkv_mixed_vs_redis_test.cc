@@ -128,17 +128,26 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
   if (rng() % 5 == 0) {
     // Sets, on the same keys (replies whose order Redis's table decides
     // are left out).
-    switch (rng() % 5) {
+    switch (rng() % 7) {
       case 0: return {"SADD", key(), val(), val()};
       case 1: return {"SREM", key(), val()};
       case 2: return {pick({"SISMEMBER", "SMISMEMBER"}), key(), val()};
       case 3: return {"SCARD", key()};
+      case 4: return {"SMOVE", key(), key(), val()};
+      case 5: return {pick({"SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"}),
+                      key(), key(), key()};
       default: return {"SINTERCARD", "2", key(), key()};
     }
   }
   if (rng() % 4 == 0) {
     // Lists, on the same keys.
-    switch (rng() % 8) {
+    switch (rng() % 12) {
+      case 8: return {"LINSERT", key(), pick({"BEFORE", "AFTER", "X"}),
+                      val(), val()};
+      case 9: return {"LPOS", key(), val(), pick({"RANK", "COUNT", "MAXLEN"}),
+                      num()};
+      case 10: return {"LTRIM", key(), num(), num()};
+      case 11: return {pick({"RPOPLPUSH", "LMPOP"}), key(), key()};
       case 0: return {pick({"LPUSH", "RPUSH"}), key(), val(), val()};
       case 1: return {pick({"LPOP", "RPOP"}), key()};
       case 2: return {pick({"LPOP", "RPOP"}), key(), pick({"0", "2", "-1"})};
