@@ -46,6 +46,23 @@ TEST(TransactionFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"SCAN", "0", "COUNT", "1000000"}, {"RANDOMKEY"}, {"FLUSHALL"},
       {"DBSIZE"}, {"RANDOMKEY"}, {"KEYS", "*"}, {"SET", "q", "1"},
       {"DBSIZE"}, {"KEYS", "*"}, {"EXEC"}, {"DBSIZE"},
+      // a key already expired when watched: EXEC runs after nothing, a
+      // read, DEL or FLUSHALL (its deletion is no change), not after a
+      // write that brings it back, even one already past itself
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"}, {"MULTI"},
+      {"PING"}, {"EXEC"},
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"}, {"GET", "ex"},
+      {"MULTI"}, {"PING"}, {"EXEC"},
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"}, {"DEL", "ex"},
+      {"MULTI"}, {"PING"}, {"EXEC"},
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"}, {"FLUSHALL"},
+      {"MULTI"}, {"PING"}, {"EXEC"},
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"}, {"SET", "ex", "2"},
+      {"DEL", "ex"}, {"MULTI"}, {"PING"}, {"EXEC"},
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"}, {"SET", "ex", "3"},
+      {"MULTI"}, {"PING"}, {"EXEC"},
+      {"SET", "ex", "v", "PXAT", "1"}, {"WATCH", "ex"},
+      {"SET", "ex", "4", "PXAT", "1"}, {"MULTI"}, {"PING"}, {"EXEC"},
       // FLUSHALL fails a WATCH of a key it deleted, not of a missing one
       {"FLUSHALL"}, {"WATCH", "nokey"}, {"FLUSHALL"}, {"MULTI"},
       {"SET", "x", "1"}, {"EXEC"}, {"WATCH", "x"}, {"FLUSHALL"}, {"MULTI"},

@@ -221,6 +221,7 @@ class StoreT : public Store {
       w.db = db_;
       Blob b;
       if (Read(key, &b)) w.expire_ms = b.expire_ms;
+      w.expired = w.expire_ms != 0 && w.expire_ms <= NowMs();
       if (ReadValid(t)) return w;
     }
   }
@@ -686,11 +687,12 @@ class StoreT : public Store {
   }
 
   // Copies the blob of `key` into scratch_; false if absent or not this key.
-  bool Read(std::string_view key, Blob* b) {
-    KeyHash h = HashKeyIn(db_, key);
+  bool Read(std::string_view key, Blob* b) { return ReadIn(db_, key, b); }
+  bool ReadIn(uint32_t db, std::string_view key, Blob* b) {
+    KeyHash h = HashKeyIn(db, key);
     if (!ReadBlob(h)) return false;
     return b->Parse(scratch_.data(), scratch_len_) && !b->part() &&
-           b->db == db_ && b->key == key;
+           b->db == db && b->key == key;
   }
 
   bool ReadBlob(const KeyHash& h) {

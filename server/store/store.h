@@ -96,6 +96,9 @@ struct WatchStamp {
   uint64_t epoch = 0;
   int64_t expire_ms = 0;
   uint32_t db = 0;  // the physical database the key was watched in
+  // Expired already when watched: as in Redis, its deletion is then no
+  // change, and neither is its expiry.
+  bool expired = false;
 };
 
 // What changes whenever a part of a collection may have changed: which

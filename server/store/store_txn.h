@@ -179,10 +179,17 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
 
   bool Unchanged(std::string_view key, const WatchStamp& w) override {
     KeyHash h = HashKeyIn(w.db, key);
-    if (s_->journal_.Version(h.a) != w.version ||
-        s_->journal_.Epoch() != w.epoch) {
-      return false;
+    if (s_->journal_.Epoch() != w.epoch) return false;
+    const uint64_t version = s_->journal_.Version(h.a);
+    if (w.expired) {
+      // Only a write that brought it back is a change: one commit since
+      // the WATCH that left it out of the map deleted it (the sweep, a
+      // read, DEL or FLUSHALL). Two or more may have written it between.
+      Blob b;
+      return version == w.version ||
+             (version == w.version + 1 && !s_->ReadIn(w.db, key, &b));
     }
+    if (version != w.version) return false;
     return w.expire_ms == 0 || w.expire_ms > NowMs();
   }
 
