@@ -1,12 +1,18 @@
 // The transaction family (server/commands/transaction_family.cc) in
 // process, against redis-server: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "tests/support/diff_harness.h"
+#include "tests/support/kill_worker.h"
 #include "tests/support/pinned_ids.h"
+#include "tests/support/resp_reply.h"
 
 namespace {
 
@@ -193,6 +199,189 @@ TEST(TransactionFamilyVsRedis, CopyInsideMultiCopiesThatMoment) {
        "redis.call('scard', KEYS[2])}",
        "2", "s", "s3"},
       {"SISMEMBER", "s3", "late"}, {"SCARD", "s3"}});
+}
+
+// The count a reply leads with: an integer's value, an aggregate's
+// length ("*n", "~n" or "%n", a map's pairs counted as two elements).
+int64_t Leading(const std::string& reply) {
+  int64_t n = std::stoll(reply.substr(1, reply.find("\r\n") - 1));
+  return reply[0] == '%' ? 2 * n : n;
+}
+
+// Workers SIGKILLed anywhere while they COPY large collections of every
+// type, alone, inside MULTI with writes to the source after the copy,
+// and inside scripts: every key's count is the members it holds (a copy
+// that shared parts with its source would hold the source's later
+// members under its own count), a write after the copy never reaches
+// it, and with the keys deleted and swept no part is left.
+TEST(TransactionFamily, KilledWorkersCopyWholeCollections) {
+  CommandHarness h("txncopykill", 100000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  // Sources in parts (members that are not integers, more than the packed
+  // forms hold), each with two copies it is copied to.
+  const char* kTypes[] = {"s", "h", "l", "z"};
+  std::vector<std::string> sadd = {"SADD", "s"}, hset = {"HSET", "h"},
+                           rpush = {"RPUSH", "l"}, zadd = {"ZADD", "z"};
+  for (int i = 0; i < 1500; ++i) {
+    std::string m = "m" + std::to_string(i);
+    sadd.push_back(m);
+    hset.insert(hset.end(), {m, "v"});
+    rpush.push_back(m);
+    zadd.insert(zadd.end(), {std::to_string(i), m});
+  }
+  for (const auto& cmd : {sadd, hset, rpush, zadd}) {
+    ASSERT_EQ(h.Run(cmd), ":1500\r\n");
+  }
+  // The write each type gets on its source, and what shows whether a
+  // member `mk` reached a key (zero or null when it did not).
+  auto add = [](char t, const std::string& k, const std::string& m) {
+    switch (t) {
+      case 's': return std::vector<std::string>{"SADD", k, m};
+      case 'h': return std::vector<std::string>{"HSET", k, m, "v"};
+      case 'l': return std::vector<std::string>{"RPUSH", k, m};
+      default: return std::vector<std::string>{"ZADD", k, "7", m};
+    }
+  };
+  auto remove = [](char t, const std::string& k, const std::string& m) {
+    switch (t) {
+      case 's': return std::vector<std::string>{"SREM", k, m};
+      case 'h': return std::vector<std::string>{"HDEL", k, m};
+      case 'l': return std::vector<std::string>{"LREM", k, "1", m};
+      default: return std::vector<std::string>{"ZREM", k, m};
+    }
+  };
+  auto has = [](char t, const std::string& k, const std::string& m) {
+    switch (t) {
+      case 's': return std::vector<std::string>{"SISMEMBER", k, m};
+      case 'h': return std::vector<std::string>{"HEXISTS", k, m};
+      case 'l': return std::vector<std::string>{"LPOS", k, m};
+      default: return std::vector<std::string>{"ZSCORE", k, m};
+    }
+  };
+  // Per type: copy, add ARGV[1] to the source, ask the copy for it, take
+  // it out of the source; the copy's answer is none.
+  const char* kScripts[] = {
+      "redis.call('copy', KEYS[1], KEYS[2], 'replace') "
+      "redis.call('sadd', KEYS[1], ARGV[1]) "
+      "local n = redis.call('sismember', KEYS[2], ARGV[1]) "
+      "redis.call('srem', KEYS[1], ARGV[1]) return n",
+      "redis.call('copy', KEYS[1], KEYS[2], 'replace') "
+      "redis.call('hset', KEYS[1], ARGV[1], 'v') "
+      "local n = redis.call('hexists', KEYS[2], ARGV[1]) "
+      "redis.call('hdel', KEYS[1], ARGV[1]) return n",
+      "redis.call('copy', KEYS[1], KEYS[2], 'replace') "
+      "redis.call('rpush', KEYS[1], ARGV[1]) "
+      "local n = redis.call('lpos', KEYS[2], ARGV[1]) "
+      "redis.call('rpop', KEYS[1]) return n or 0",
+      "redis.call('copy', KEYS[1], KEYS[2], 'replace') "
+      "redis.call('zadd', KEYS[1], 7, ARGV[1]) "
+      "local n = redis.call('zscore', KEYS[2], ARGV[1]) "
+      "redis.call('zrem', KEYS[1], ARGV[1]) return n or 0"};
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 16; ++round) {
+    ASSERT_TRUE(shmkv_test::KillAWorker(
+        &h, round * 104729 + 3, 40 + rng() % 200,
+        [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
+          const char t = kTypes[r() % 4][0];
+          const std::string src(1, t);
+          const std::string dst = src + std::to_string(2 + r() % 2);
+          const std::string m = "m" + std::to_string(r() % 3000);
+          switch (r() % 6) {
+            case 0:
+              w.Run({"COPY", src, dst, "REPLACE"});
+              break;
+            case 1: {
+              // The copy, then a member added to the source and taken
+              // out again: the copy never holds it.
+              const std::string mk = "mark" + std::to_string(r());
+              w.Run({"MULTI"});
+              w.Run({"COPY", src, dst, "REPLACE"});
+              w.Run(add(t, src, mk));
+              w.Run(has(t, dst, mk));
+              w.Run(remove(t, src, mk));
+              std::string reply = w.Run({"EXEC"});
+              std::vector<std::string> lines;
+              for (size_t at = 0; at < reply.size();) {
+                size_t e = reply.find("\r\n", at);
+                lines.push_back(reply.substr(at, e - at));
+                at = e + 2;
+              }
+              // *4, :1 (copied), the add's reply, then the copy's
+              // answer for the mark: none.
+              if (lines.size() < 4 || lines[1] != ":1") _exit(92);
+              if (lines[3] != ":0" && lines[3] != "$-1" && lines[3] != "_") {
+                _exit(93);
+              }
+              break;
+            }
+            case 2: {
+              // The same in a script.
+              const std::string mk = "mark" + std::to_string(r());
+              std::string reply =
+                  w.Run({"EVAL", kScripts[std::string("shlz").find(t)], "2",
+                         src, dst, mk});
+              if (reply != ":0\r\n") _exit(94);
+              break;
+            }
+            case 3:
+              w.Run(add(t, src, m));
+              break;
+            case 4:
+              w.Run(remove(t, src, m));
+              break;
+            default:
+              if (r() % 4 == 0) w.Run({"DEL", dst});
+              w.Run(add(t, dst, m));
+          }
+        }));
+    for (const char* type : kTypes) {
+      const char t = type[0];
+      for (const std::string& k :
+           {std::string(1, t), std::string(1, t) + "2",
+            std::string(1, t) + "3"}) {
+        std::string count, members;
+        switch (t) {
+          case 's':
+            count = h.Run({"SCARD", k});
+            members = h.Run({"SMEMBERS", k});
+            break;
+          case 'h':
+            count = h.Run({"HLEN", k});
+            members = h.Run({"HKEYS", k});
+            break;
+          case 'l':
+            count = h.Run({"LLEN", k});
+            members = h.Run({"LRANGE", k, "0", "-1"});
+            break;
+          default:
+            count = h.Run({"ZCARD", k});
+            members = h.Run({"ZRANGE", k, "0", "-1"});
+        }
+        ASSERT_EQ(Leading(count), Leading(members)) << k << " round " << round;
+        // Every member read is the key's own.
+        if (t == 's') {
+          std::vector<std::string> ask = {"SMISMEMBER", k};
+          for (const std::string& e : shmkv_test::BulkElements(members)) {
+            ask.push_back(e);
+          }
+          if (ask.size() > 2) {
+            std::string reply = h.Run(ask);
+            ASSERT_EQ(reply.find(":0"), std::string::npos) << k;
+          }
+        }
+      }
+    }
+  }
+  // Every part belongs to a key: with the keys deleted and swept, none
+  // is left.
+  for (const char* type : kTypes) {
+    h.Run({"DEL", type, std::string(type) + "2", std::string(type) + "3"});
+  }
+  for (int i = 0; i < 100 && h.store()->Parts() > 0; ++i) {
+    h.store()->Sweep(1 << 20);
+  }
+  EXPECT_EQ(h.store()->Parts(), 0u);
+  EXPECT_EQ(h.store()->Keys(), 0u);
 }
 
 }  // namespace
