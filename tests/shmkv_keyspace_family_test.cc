@@ -11,6 +11,8 @@
 
 namespace {
 
+using namespace std::string_literals;
+
 using shmkv::ValueType;
 using shmkv_test::CommandHarness;
 using shmkv_test::ExpectSameAsRedis;
@@ -130,6 +132,19 @@ TEST(KeyspaceFamilyVsRedis, SortRepliesAsRedis) {
       {"RPUSH", "word", "1", "a"}, {"SORT", "word"}, {"SORT", "word", "ALPHA"},
       {"RPUSH", "ties", "b", "a", "c"}, {"SORT", "ties", "BY", "nokey_*"},
       {"SORT", "ties", "BY", "nokey_*", "DESC"},
+      // A BY without '*' means no sort, whatever BY comes after it
+      {"SORT", "l", "BY", "nosort", "BY", "w_*"},
+      {"SORT", "l", "BY", "nosort", "BY", "nokey_*", "DESC"},
+      {"SORT", "l", "BY", "w_*", "BY", "nosort"},
+      // ALPHA compares up to a zero byte (strcoll), strings equal that
+      // far keep their order; stored, it compares every byte
+      {"RPUSH", "zb", "a\0z"s, "a\0b"s, "a", "\0\xff"s, "\0x"s, "b\0"s},
+      {"SORT", "zb", "ALPHA"}, {"SORT", "zb", "ALPHA", "DESC"},
+      {"SORT", "zb", "ALPHA", "STORE", "dst"}, {"LRANGE", "dst", "0", "-1"},
+      {"MSET", "wz_1", "a\0z"s, "wz_2", "a\0b"s, "wz_3", "a"},
+      {"RPUSH", "zw", "1", "2", "3"}, {"SORT", "zw", "BY", "wz_*", "ALPHA"},
+      {"SORT", "zw", "BY", "wz_*", "ALPHA", "STORE", "dst"},
+      {"LRANGE", "dst", "0", "-1"},
       // errors, in Redis's order (options before the key's type)
       {"SET", "str", "x"}, {"SORT", "str"}, {"SORT", "str", "BY", "nosort"},
       {"SORT", "str", "LIMIT", "x", "1"}, {"SORT", "l", "LIMIT", "1"},

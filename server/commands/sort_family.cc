@@ -63,8 +63,9 @@ bool ParseSort(const Args& a, bool readonly, SortArgs* s, Reply* r) {
       s->has_by = true;
       s->by = a[++j];
       // A pattern without '*' names one key for every element: the
-      // elements stay in their order (Redis's "BY nosort").
-      s->dontsort = s->by.find('*') == std::string_view::npos;
+      // elements stay in their order (Redis's "BY nosort"), and stay so
+      // whatever BY follows, as in Redis.
+      if (s->by.find('*') == std::string_view::npos) s->dontsort = true;
     } else if (Eq(a[j], "get") && left >= 1) {
       s->gets.push_back(a[++j]);
     } else {
@@ -203,14 +204,22 @@ void SortGeneric(const Args& a, CommandContext* c, Reply* r, bool readonly) {
         return r->Error("ERR One or more scores can't be converted into "
                         "double");
       }
+      // ALPHA compares as Redis does: whole strings byte by byte for a
+      // result it stores, else with strcoll, which under the C locales
+      // Redis runs in compares bytes up to the first zero byte (strings
+      // equal that far keep their order).
+      auto text = [&](const std::string& x, const std::string& y) {
+        if (s.store) return x.compare(y);
+        return std::string_view(x.c_str()).compare(y.c_str());
+      };
       auto cmp = [&](const Item& x, const Item& y) -> int {
         if (!alpha) {
           if (x.score != y.score) return x.score < y.score ? -1 : 1;
           return x.element.compare(y.element);
         }
-        if (!has_by) return x.element.compare(y.element);
+        if (!has_by) return text(x.element, y.element);
         if (!x.by || !y.by) return x.by == y.by ? 0 : !x.by ? -1 : 1;
-        return x.by->compare(*y.by);
+        return text(*x.by, *y.by);
       };
       std::stable_sort(items.begin(), items.end(),
                        [&](const Item& x, const Item& y) {
