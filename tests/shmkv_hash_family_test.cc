@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "server/commands/bucket_hints.h"
 #include "server/commands/hash_value.h"
+#include "server/commands/registry.h"
 #include "server/commands/packed.h"
 #include "tests/support/diff_harness.h"
 #include "tests/support/kill_worker.h"
@@ -393,6 +395,67 @@ TEST(HashFamily, LargeHashesLiveInBuckets) {
   }
   EXPECT_EQ(h.store()->Parts(), 0u);
   EXPECT_EQ(h.store()->Keys(), 0u);
+}
+
+// The read-ahead hints (server/commands/bucket_hints.h): once a large
+// hash, set or sorted set has been opened, the part the hint names for a
+// field is the bucket that holds it (a sorted set's member table being
+// every other part); the commands that look fields up name them.
+TEST(HashFamily, BucketHintsNameTheBucketAFieldIsIn) {
+  CommandHarness h("hints", 100000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  std::vector<std::string> hset = {"HSET", "bh"}, sadd = {"SADD", "bs"},
+                           zadd = {"ZADD", "bz"};
+  for (int i = 0; i < 3000; ++i) {
+    const std::string f = "f" + std::to_string(i);
+    hset.insert(hset.end(), {f, "v"});
+    sadd.push_back(f);
+    zadd.insert(zadd.end(), {std::to_string(i), f});
+  }
+  for (const auto& cmd : {hset, sadd, zadd}) h.Run(cmd);
+  EXPECT_EQ(h.Run({"HGET", "bh", "f1"}), "$1\r\nv\r\n");
+  EXPECT_EQ(h.Run({"SISMEMBER", "bs", "f1"}), ":1\r\n");
+  EXPECT_EQ(h.Run({"ZSCORE", "bz", "f1"}), "$1\r\n1\r\n");
+  const uint32_t db = h.store()->db();
+  for (const char* key : {"bh", "bs", "bz"}) {
+    std::set<uint64_t> parts;
+    for (int i = 0; i < 3000; ++i) {
+      const std::string f = "f" + std::to_string(i);
+      uint64_t id = 0, part = 0;
+      ASSERT_TRUE(shmkv::cmd::Hints().Part(db, key, f, &id, &part)) << key;
+      std::string bytes;
+      ASSERT_TRUE(h.store()->GetPart(id, part, &bytes)) << key << " " << f;
+      std::vector<std::string_view> items;
+      ASSERT_TRUE(shmkv::Unpack(bytes, &items));
+      EXPECT_NE(std::find(items.begin(), items.end(), f), items.end())
+          << key << " " << f;
+      if (std::string(key) == "bz") {
+        EXPECT_EQ(part % 2, 0u);
+      }
+      parts.insert(part);
+    }
+    EXPECT_GT(parts.size(), 20u) << key;  // spread over the buckets
+  }
+  // A key never opened has no hint; another database's is another key.
+  uint64_t id = 0, part = 0;
+  EXPECT_FALSE(shmkv::cmd::Hints().Part(db, "none", "f1", &id, &part));
+  EXPECT_FALSE(shmkv::cmd::Hints().Part(db + 1, "bh", "f1", &id, &part));
+  // The arguments each command looks up.
+  auto fields = [](const std::vector<std::string>& args) {
+    const shmkv::cmd::CommandRow* row = shmkv::cmd::Commands().Find(args[0]);
+    std::vector<size_t> at;
+    shmkv::cmd::BucketHints::ForEachField(*row, args.size(),
+                                          [&](size_t i) { at.push_back(i); });
+    return at;
+  };
+  EXPECT_EQ(fields({"hget", "k", "f"}), (std::vector<size_t>{2}));
+  EXPECT_EQ(fields({"hmget", "k", "a", "b", "c"}),
+            (std::vector<size_t>{2, 3, 4}));
+  EXPECT_EQ(fields({"hset", "k", "a", "1", "b", "2"}),
+            (std::vector<size_t>{2, 4}));
+  EXPECT_EQ(fields({"zrank", "k", "m"}), (std::vector<size_t>{2}));
+  EXPECT_EQ(fields({"get", "k"}), (std::vector<size_t>{}));
+  EXPECT_EQ(fields({"lindex", "k", "0"}), (std::vector<size_t>{}));
 }
 
 // Workers SIGKILLed anywhere while they count into, grow, shrink and copy

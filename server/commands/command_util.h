@@ -29,6 +29,10 @@ void StoreError(Store::Status st, Reply* r);
 // transaction when it runs in one, else lock-free. A 128-bit hash
 // collision reads as "not found"; a write to such a key reports it.
 bool ReadValue(CommandContext* c, std::string_view key, Value* v);
+// The physical database ReadValue reads keys of.
+inline uint32_t CurrentDb(const CommandContext* c) {
+  return c->txn != nullptr ? c->txn->db() : c->store->db();
+}
 // What a typed read found.
 enum class Found { kNo, kYes, kWrongType };
 // A string key's value (and expiry): kWrongType when the key holds

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "server/commands/bucket_hints.h"
 #include "server/commands/command_util.h"
 #include "server/commands/packed.h"
 #include "server/store/int_text.h"
@@ -52,6 +53,7 @@ HashValue::Load HashValue::Open(CommandContext* c, std::string_view key) {
       return Load::kDamaged;
     }
     buckets_mode_ = true;
+    Hints().Note(CurrentDb(c), key, id_, buckets_, stride_);
     return Load::kOk;
   }
   if (encoding_ != shape_.packed &&

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "server/commands/bucket_hints.h"
 #include "server/commands/command_util.h"
 #include "server/commands/packed.h"
 #include "shmc/hash.h"
@@ -34,7 +35,9 @@ ZSetValue::Load ZSetValue::Open(CommandContext* c, std::string_view key) {
   if (value_.type != ValueType::kZSet) return Load::kWrongType;
   encoding_ = value_.encoding;
   if (encoding_ == kZSetTree) {
-    return ReadRoot(value_.bytes) ? Load::kOk : Load::kDamaged;
+    if (!ReadRoot(value_.bytes)) return Load::kDamaged;
+    Hints().Note(CurrentDb(c), key, id_, buckets_, 2);  // as dict_'s
+    return Load::kOk;
   }
   std::vector<std::string_view> items;
   if ((encoding_ != kZSetListpack && encoding_ != kZSetSkiplist) ||

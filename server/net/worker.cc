@@ -29,6 +29,7 @@
 #include "server/net/worker_impl.h"
 #include "server/net/fdpass.h"
 #include "server/net/http.h"
+#include "server/commands/bucket_hints.h"
 #include "server/commands/registry.h"
 #include "server/commands/reply.h"
 #include "server/net/resp.h"
@@ -665,10 +666,27 @@ ParseResult Worker::ParseAhead(Conn* c, Ahead* ahead, std::string* err) {
       }
     });
   }
-  if (keys_.size() > 1 && store_ != nullptr) {
-    store_->UseDb(store_->Physical(c->client.db));
+  if (store_ == nullptr) return ParseResult::kOk;
+  const uint32_t db = store_->Physical(c->client.db);
+  if (keys_.size() > 1) {
+    store_->UseDb(db);
     store_->Prefetch(keys_.data(), keys_.size());
   }
+  // And the buckets their fields are in, where this worker has read the
+  // collection before (server/commands/bucket_hints.h).
+  parts_.clear();
+  for (const Ahead::Command& cmd : ahead->commands) {
+    if (cmd.row == nullptr || cmd.argc < 3) continue;
+    cmd::BucketHints::ForEachField(*cmd.row, cmd.argc, [&](size_t i) {
+      PartKey p;
+      if (parts_.size() < Store::kPrefetchMost &&
+          cmd::Hints().Part(db, ahead->args[cmd.first + 1],
+                            ahead->args[cmd.first + i], &p.id, &p.index)) {
+        parts_.push_back(p);
+      }
+    });
+  }
+  if (parts_.size() > 1) store_->PrefetchParts(parts_.data(), parts_.size());
   return ParseResult::kOk;
 }
 

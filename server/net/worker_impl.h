@@ -264,6 +264,7 @@ class Worker {
   std::deque<Ahead> ahead_;  // one per Process call in progress
   size_t ahead_depth_ = 0;
   std::vector<std::string_view> keys_;
+  std::vector<PartKey> parts_;  // and the parts their fields are in
 
   void Flush(Conn* c);
 

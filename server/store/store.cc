@@ -138,6 +138,16 @@ class StoreT : public Store {
     map_.Prefetch(hashes, n);
   }
 
+  void PrefetchParts(const PartKey* parts, size_t n) override {
+    if (asof_ != nullptr) return;
+    KeyHash hashes[kPrefetchMost];
+    n = std::min(n, kPrefetchMost);
+    for (size_t i = 0; i < n; ++i) {
+      hashes[i] = HashPart(parts[i].id, parts[i].index);
+    }
+    map_.Prefetch(hashes, n);
+  }
+
   bool Exists(std::string_view key) override {
     Blob b;
     return Lookup(key, &b);

@@ -376,6 +376,11 @@ class Store {
     (void)keys;
     (void)n;
   }
+  // The same for parts of collections (id, index), at most kPrefetchMost.
+  virtual void PrefetchParts(const PartKey* parts, size_t n) {
+    (void)parts;
+    (void)n;
+  }
   // Part `index` of collection `id`: false when absent. A reader of a
   // collection brackets its root and parts with ReadBegin/ReadValid.
   virtual bool GetPart(uint64_t id, uint64_t index, std::string* bytes) = 0;
