@@ -142,6 +142,21 @@ TEST(TransactionFamilyVsRedis, WritesThatChangeNothingKeepAWatch) {
       {{"SET", "k", "v"}, {"SETBIT", "k", "0", "1"}},  // changes: touched
       {{"SETBIT", "k", "0", "1"}, {"SETBIT", "k", "0", "1"}},
       {{"SETBIT", "k", "0", "1"}, {"SETBIT", "k", "3", "0"}},
+      // a bit set to what it was in a string not yet raw: Redis makes it
+      // raw and touches nothing
+      {{"SET", "k", "x"}, {"SETBIT", "k", "0", "0"}},
+      {{"SET", "k", "12"}, {"SETBIT", "k", "2", "1"}},
+      // the same in a commit of two keys; and after a real write of the
+      // key in that commit, which touches it
+      {{"SET", "k", "x"},
+       {"EVAL", "redis.call('setbit', KEYS[1], 0, 0) "
+                "return redis.call('set', KEYS[2], 'y')", "2", "k", "o"}},
+      {{"SET", "k", "x"},
+       {"EVAL", "redis.call('set', KEYS[1], 'y') "
+                "return redis.call('setbit', KEYS[1], 0, 0)", "1", "k"}},
+      {{"SET", "k", "x"},
+       {"EVAL", "redis.call('setbit', KEYS[1], 0, 0) "
+                "return redis.call('append', KEYS[1], 'y')", "1", "k"}},
   };
   std::vector<Cmd> cmds;
   for (const auto& c : cases) {

@@ -499,7 +499,8 @@ void SetBit(const Args& a, CommandContext* c, Reply* r) {
   bool old = BitAt(v, bit);
   // A bit set to what it was changes nothing: as in Redis, the key is
   // not touched (a WATCH holds) and no event is sent. (Redis still turns
-  // such a string's encoding raw: so is it written when it was not raw.)
+  // such a string's encoding raw: so is it written when it was not raw,
+  // a write that moves no WATCH version.)
   bool changed = grown || old != (on != 0);
   if (!changed && value.encoding == kStringRaw) return r->Int(old ? 1 : 0);
   unsigned char mask = static_cast<unsigned char>(1u << (7 - (bit & 7)));
@@ -508,7 +509,11 @@ void SetBit(const Args& a, CommandContext* c, Reply* r) {
   Status st = c->txn->Write(a[1], ValueType::kString, kStringRaw, v,
                             found ? value.expire_ms : 0);
   if (st != Status::kOk) return StoreError(st, r);
-  if (changed) Notify(c, kNotifyString, "setbit", a[1]);
+  if (changed) {
+    Notify(c, kNotifyString, "setbit", a[1]);
+  } else {
+    c->txn->Quiet(a[1]);
+  }
   r->Int(old ? 1 : 0);
 }
 

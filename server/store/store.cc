@@ -540,6 +540,9 @@ class StoreT : public Store {
     bool old_ttl = false;  // it had a TTL there
     PartsRoot old_root{0, 0};  // the collection it held in the map, if any
     bool dirty = false;
+    // Quiet (Txn::Quiet): the key's one write in this transaction changed
+    // its encoding only; `sole`: one write so far, so Quiet may say so.
+    bool quiet = false, sole = false;
     // A part's value as the map holds it, kept by its first rewrite when
     // it was read whole (kept_orig), so that the commit can journal what
     // changed (Patch); `pristine` while `value` is still the map's.
@@ -568,7 +571,9 @@ class StoreT : public Store {
         std::fprintf(stderr, "shmkv: a journal patch does not fit its key's "
                              "blob; the key is left as it was\n");
       }
-      if (ok) journal_.Bump(ha);
+      if (ok && std::find(quiet_.begin(), quiet_.end(), ha) == quiet_.end()) {
+        journal_.Bump(ha);
+      }
       return ok;
     };
   }
@@ -624,8 +629,14 @@ class StoreT : public Store {
       return Status::kFull;
     }
     // (An undone commit bumped what it applied and undid: a WATCH of
-    // those keys fails, as it did when the bumps came after.)
+    // those keys fails, as it did when the bumps came after.) A quiet key
+    // is not bumped here; a recovery, in any process, bumps every key.
+    quiet_.clear();
+    for (const Entry* e : dirty) {
+      if (e->quiet) quiet_.push_back(e->h.a);
+    }
     bool ok = journal_.Commit(rec, dirty.size(), Applier());
+    quiet_.clear();
     return ok ? Status::kOk : Status::kFull;
   }
 
@@ -860,6 +871,7 @@ class StoreT : public Store {
   Settings settings_;
   ControlBlock* ctl_ = nullptr;
   Journal journal_;
+  std::vector<uint64_t> quiet_;  // the commit in progress's quiet keys
   std::vector<char> scratch_;
   size_t scratch_len_ = 0;
   TxnEntries<Entry> txn_entries_;  // the transaction holding the lock's

@@ -271,6 +271,12 @@ class Store {
     // Marks `key` changed for WATCH although its own blob may not be
     // written (a collection whose parts changed, its root unchanged).
     virtual void Touched(std::string_view key) = 0;
+    // The key's write just made, its first in this transaction, changes
+    // nothing a client reads but the encoding OBJECT ENCODING names (a
+    // SETBIT of a bit to what it was, which Redis turns raw without
+    // touching the key): it moves no WATCH version and wakes no blocked
+    // client. A later write of the key in this transaction counts again.
+    virtual void Quiet(std::string_view key) = 0;
     // Deletes every key (inside MULTI: bounded by the journal); *n keys.
     virtual Status FlushAll(uint64_t* n) = 0;
     // Databases (server/store/dbs.h). The physical database this

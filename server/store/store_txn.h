@@ -35,6 +35,8 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
     // New: not in the map when the transaction began, nor live now (a
     // key a *STORE deletes and writes again is replaced, not new).
     bool fresh = !e->had_old && !Live(*e);
+    e->sole = !e->dirty;
+    e->quiet = false;
     e->present = true;
     e->type = type;
     e->encoding = encoding;
@@ -52,6 +54,7 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
     Status st = LoadEntry(key, false, &e, false);
     if (st != Status::kOk) return st;
     if (!Live(*e)) return Status::kNotFound;
+    e->sole = e->quiet = false;
     e->present = false;
     e->value.clear();
     return Touch(e);
@@ -112,6 +115,12 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
     e->present = false;
     e->value.clear();
     return Touch(e);
+  }
+
+  void Quiet(std::string_view key) override {
+    MakeTxnIdent(&ident_, false, db_, key);
+    Entry* e = entries_->Find(ident_);
+    if (e != nullptr && e->sole && e->present) e->quiet = true;
   }
 
   void Touched(std::string_view key) override {
@@ -219,7 +228,7 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
       } else {
         s_->map_.Erase(e.h);
       }
-      if (ok) s_->journal_.Bump(e.h.a);
+      if (ok && !e.quiet) s_->journal_.Bump(e.h.a);
       if (e.part) s_->journal_.EndUnjournaled();
       if (!ok) return Status::kFull;
     } else if (!dirty.empty()) {
@@ -238,7 +247,7 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
         int64_t ttl = (e->present && e->expire != 0 ? 1 : 0) -
                       (e->had_old && e->old_ttl ? 1 : 0);
         if (delta != 0 || ttl != 0) s_->dbs_.Adjust(e->db, delta, ttl);
-        s_->Observe(e->h.a);
+        if (!e->quiet) s_->Observe(e->h.a);
       }
     }
     if (parts != 0) s_->graves_.Adjust(parts);
