@@ -288,6 +288,18 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
   }
 }
 
+// Whether some key is a sorted set Redis holds as a skiplist where shmkv
+// holds it packed: what Redis's SORT leaves behind.
+bool SortReencoded(CommandHarness* h, Client* b) {
+  for (const char* k : {"k0", "k1", "k2", "k3", "k4", "k5", "sl0", "sl1"}) {
+    if (b->Call({"OBJECT", "ENCODING", k}) == "$8\r\nskiplist\r\n" &&
+        h->Run({"OBJECT", "ENCODING", k}) == "$8\r\nlistpack\r\n") {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST(MixedVsRedis, RandomCommandSequencesReplyAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
@@ -309,16 +321,12 @@ TEST(MixedVsRedis, RandomCommandSequencesReplyAsRedis) {
       recent += line + "\n";
       std::string ra = h.Run(cmd), rb = b.Call(cmd);
       if (cmd[0].rfind("SORT", 0) == 0) sorted = true;
-      // Redis's SORT turns a small sorted set it reads into a skiplist;
-      // shmkv keeps the compact form (docs/server.md, "Differences").
-      if (ra != rb && sorted) {
-        for (size_t at; (at = rb.find("$8\r\nskiplist")) != rb.npos;) {
-          rb.replace(at, 12, "$8\r\nlistpack");
-        }
-        for (size_t at; (at = ra.find("$8\r\nskiplist")) != ra.npos;) {
-          ra.replace(at, 12, "$8\r\nlistpack");
-        }
-      }
+      // Redis's SORT turns a small sorted set it reads into a skiplist,
+      // which shows in OBJECT ENCODING and in a score of -0 (a listpack
+      // keeps it as 0); shmkv keeps the compact form (docs/server.md,
+      // "Differences"). A seed that has come to that ends at its first
+      // difference.
+      if (ra != rb && sorted && SortReencoded(&h, &b)) break;
       if (ra != rb) {
         ADD_FAILURE() << "seed " << seed << " command " << i << ": " << line
                       << "\nshmkv: " << ra << "\nredis: " << rb
