@@ -112,7 +112,7 @@ bool ListValue::Peek(uint64_t index, uint64_t* prev, uint64_t* next,
     return false;
   }
   constexpr size_t kCountBytes = 5;  // the longest varint
-  std::string head;
+  std::string& head = peek_;  // (kept: a walk peeks thousands of heads)
   uint32_t n = 0;
   if (!c_->store->GetPartHead(id_, index, kChunkHead + kCountBytes, &head) ||
       head.size() < kChunkHead + 1 ||

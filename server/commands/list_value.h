@@ -108,6 +108,7 @@ class ListValue {
   // moves what it holds, so views outlive any chunk's move or removal.
   std::deque<std::string> arena_;
   uint64_t steps_ = 0;                // links followed by this walk
+  std::string peek_;                  // the chunk head Peek read last
 };
 
 template <class F>
