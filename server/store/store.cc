@@ -338,172 +338,17 @@ class StoreT : public Store {
   }
   ControlBlock* control() override { return ctl_; }
 
+  // A background save (server/store/store_snapshot.h).
   pid_t ForkSnapshot(bool locked, SnapshotPoint* at, bool* busy,
-                     std::string* err) override {
-    *busy = false;
-    auto running = [&](uint64_t s) {
-      return s != 0 && ProcessRuns(SnapshotPid(s), SnapshotStart(s));
-    };
-    if (running(journal_.Counter(Journal::kSnapshot))) {  // spares a fork
-      *busy = true;
-      *err = "a background save is in progress";
-      return -1;
-    }
-    int go[2];
-    if (pipe2(go, O_CLOEXEC) != 0) {
-      *err = std::string("pipe: ") + std::strerror(errno);
-      return -1;
-    }
-    // The child is forked before the write lock is taken (a fork takes
-    // milliseconds); the instant is taken under the lock after, and the
-    // child is told it through the pipe before it reads anything.
-    struct Go {
-      char ok;
-      SnapshotPoint at;
-    };
-    static_assert(std::is_trivially_copyable<Go>::value &&
-                      sizeof(Go) <= PIPE_BUF,
-                  "one write, whole");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      close(go[1]);
-      Go g{};
-      size_t got = 0;
-      while (got < sizeof(g)) {
-        const ssize_t n = read(go[0], reinterpret_cast<char*>(&g) + got,
-                               sizeof(g) - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<size_t>(n);
-      }
-      close(go[0]);
-      if (got != sizeof(g) || g.ok != 1) _exit(1);
-      *at = g.at;
-      return 0;
-    }
-    close(go[0]);
-    Go g{};
-    if (pid < 0) {
-      *err = std::string("fork: ") + std::strerror(errno);
-    } else {
-      if (!locked) Lock();
-      const uint64_t s = journal_.Counter(Journal::kSnapshot);
-      if (running(s)) {
-        *busy = true;
-        *err = "a background save is in progress";
-      } else {
-        if (s != 0) EndDeadSnapshot(s);
-        g.ok = MarkSnapshot(pid, &g.at, err) ? 1 : 0;
-      }
-      if (!locked) Unlock();
-      while (write(go[1], &g, sizeof(g)) < 0 && errno == EINTR) {
-      }
-    }
-    close(go[1]);
-    if (pid > 0 && g.ok != 1) {
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-      return -1;
-    }
-    *at = g.at;
-    return pid;
-  }
-
-  bool ReadAsOfSnapshot(const SnapshotPoint& at, std::string* err) override {
-    cow_.Forget();
-    if (SnapshotPid(journal_.Counter(Journal::kSnapshot)) != getpid()) {
-      *err = "the save was ended by another process";
-      return false;
-    }
-    auto r = std::make_unique<CowReader>();
-    if (!r->Open(SnapshotLogPath(cfg_.dir, getpid()), &journal_, err)) {
-      return false;
-    }
-    asof_ = std::move(r);
-    asof_ms_ = at.ms;
-    return true;
-  }
-
+                     std::string* err) override;
+  bool ReadAsOfSnapshot(const SnapshotPoint& at, std::string* err) override;
   bool SnapshotKeys(uint32_t physical,
-                    const std::function<void(std::string_view)>& f) override {
-    if (asof_ == nullptr) return false;
-    // The keys the map holds, each read as of the instant; then those
-    // logged (changed or removed since) that the walk did not meet.
-    std::vector<KeyHash> seen;
-    std::string key;
-    map_.Travel([&](const KeyHash& h, const std::string& blob) {
-      Blob b;
-      if (!b.Parse(blob.data(), blob.size()) || b.part() || b.db != physical) {
-        return;
-      }
-      seen.push_back(h);
-      key.assign(b.key.data(), b.key.size());
-      f(key);
-    });
-    auto less = [](const KeyHash& x, const KeyHash& y) {
-      return x.a != y.a ? x.a < y.a : x.b < y.b;
-    };
-    std::sort(seen.begin(), seen.end(), less);
-    asof_->Refresh();
-    asof_->Each([&](const KeyHash& h, const std::string& blob) {
-      Blob b;
-      if (!b.Parse(blob.data(), blob.size()) || b.part() || b.db != physical ||
-          std::binary_search(seen.begin(), seen.end(), h, less)) {
-        return;
-      }
-      key.assign(b.key.data(), b.key.size());
-      f(key);
-    });
-    return !asof_->damaged();
-  }
-
-  bool EndSnapshot(const std::function<bool()>& publish) override {
-    bool ok = asof_ != nullptr && !asof_->damaged();
-    {
-      Locked lock(this);
-      if (SnapshotPid(journal_.Counter(Journal::kSnapshot)) == getpid()) {
-        // The file goes in place, the outcome is written, then the save
-        // stops being in progress: a reader that sees it ended sees its
-        // outcome and its file (the words are stored in that order).
-        const uint64_t w = journal_.Counter(Journal::kSnapshotLog);
-        ok = ok && (w & kLogFailed) == 0 && publish != nullptr && publish();
-        journal_.SetWord(Journal::kSnapshotLog,
-                         ok ? (w & ~kSaveFailed) : (w | kSaveFailed));
-        journal_.SetWord(Journal::kSnapshot, 0);
-      } else {
-        // Ended by another process, which recorded it failed: its log
-        // is gone.
-        ok = false;
-      }
-    }
-    unlink(SnapshotLogPath(cfg_.dir, getpid()).c_str());
-    asof_.reset();
-    return ok;
-  }
-
-  SnapshotState Snapshot() override {
-    SnapshotState st;
-    const uint64_t s = journal_.Counter(Journal::kSnapshot);
-    const uint64_t w = journal_.Counter(Journal::kSnapshotLog);
-    if (s != 0) {
-      st.pid = SnapshotPid(s);
-      st.started_s = SnapshotStart(s);
-    }
-    st.log_bytes = w & kLogLength;
-    st.last_failed = (w & kSaveFailed) != 0;
-    return st;
-  }
+                    const std::function<void(std::string_view)>& f) override;
+  bool EndSnapshot(const std::function<bool()>& publish) override;
+  SnapshotState Snapshot() override;
+  bool ReapSnapshot() override;
 
   uint64_t ChangeCount() override { return journal_.VersionSum(); }
-
-  bool ReapSnapshot() override {
-    const uint64_t s = journal_.Counter(Journal::kSnapshot);
-    if (s == 0 || ProcessRuns(SnapshotPid(s), SnapshotStart(s))) return false;
-    Locked lock(this);
-    if (journal_.Counter(Journal::kSnapshot) != s) return false;
-    EndDeadSnapshot(s);
-    return true;
-  }
 
   JournalStats journal_stats() override {
     JournalStats j;
@@ -734,18 +579,7 @@ class StoreT : public Store {
 
   // In a saving process: the blob `h` as the save's instant had it, given
   // what the map holds now (read just before: a writer logs first).
-  bool AsOf(const KeyHash& h, bool found) {
-    asof_->Refresh();
-    switch (asof_->Find(h, &asof_blob_)) {
-      case CowReader::Found::kNone: return found;
-      case CowReader::Found::kAbsent: return false;
-      case CowReader::Found::kBlob: break;
-    }
-    if (scratch_.size() < asof_blob_.size()) scratch_.resize(asof_blob_.size());
-    std::memcpy(scratch_.data(), asof_blob_.data(), asof_blob_.size());
-    scratch_len_ = asof_blob_.size();
-    return true;
-  }
+  bool AsOf(const KeyHash& h, bool found);
 
   // Under the lock: the current, unexpired blob of `key` (a part's when
   // `part`; a blob of the other kind is a collision), and in last_root_
@@ -828,38 +662,10 @@ class StoreT : public Store {
 
   // Under the lock: the instant of the save `pid` makes (*at), its log
   // made and the save published, so writers log from here on.
-  bool MarkSnapshot(pid_t pid, SnapshotPoint* at, std::string* err) {
-    at->ms = WallMs();
-    const uint64_t parts = journal_.Counter(Journal::kParts);
-    for (uint32_t l = 0; l < kDatabases; ++l) {
-      const uint32_t p = dbs_.Physical(l);
-      at->physical[l] = p;
-      at->keys[p] = dbs_.KeysOf(p, map_.size(), parts);
-      at->expires[p] = dbs_.Expires(p);
-    }
-    const std::string log = SnapshotLogPath(cfg_.dir, pid);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                        0600);
-    if (fd < 0) {
-      *err = log + ": " + std::strerror(errno);
-      return false;
-    }
-    close(fd);
-    // The last save's outcome stays until this one's is known.
-    journal_.SetWord(Journal::kSnapshotLog,
-                     journal_.Counter(Journal::kSnapshotLog) & kSaveFailed);
-    journal_.SetWord(Journal::kSnapshot, SnapshotWord(at->ms / 1000, pid));
-    return true;
-  }
+  bool MarkSnapshot(pid_t pid, SnapshotPoint* at, std::string* err);
 
   // Ends, under the lock, the save `s` whose process is gone.
-  void EndDeadSnapshot(uint64_t s) {
-    journal_.SetWord(Journal::kSnapshot, 0);
-    journal_.SetWord(Journal::kSnapshotLog,
-                     journal_.Counter(Journal::kSnapshotLog) | kSaveFailed);
-    unlink(SnapshotLogPath(cfg_.dir, SnapshotPid(s)).c_str());
-    unlink(SnapshotRdbPath(cfg_.dir, SnapshotPid(s)).c_str());
-  }
+  void EndDeadSnapshot(uint64_t s);
 
   ExpiryListener on_expiry_, on_create_;
   CowLog cow_;
@@ -890,6 +696,7 @@ class StoreT : public Store {
 };
 
 #include "server/store/store_txn.h"  // StoreT<Alloc, Values>::TxnImpl
+#include "server/store/store_snapshot.h"  // a background save's members
 
 // Whether the store's values segment exists as an extent table (or, with
 // *other, as a link table): a store keeps the pool it was made with.
