@@ -3,11 +3,7 @@
 // SCRIPT, the redis library, the conversions both ways, the sandbox.
 #include <gtest/gtest.h>
 
-#include <sys/mman.h>
-
-#include <atomic>
 #include <functional>
-#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -437,14 +433,8 @@ TEST(ScriptFamily, KilledWorkerLeavesNoneOfAScript) {
   sha = sha.substr(5, 40);
   std::vector<std::string> keys;
   for (int k = 0; k < 10; ++k) keys.push_back("c" + std::to_string(k));
-  struct Shared {
-    std::atomic<int64_t> acked;
-    std::atomic<int> inflight;
-  };
-  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ASSERT_NE(mem, MAP_FAILED);
-  Shared* sh = new (mem) Shared();
+  shmkv_test::AckedCount runs;
+  ASSERT_TRUE(runs.ok());
   std::mt19937_64 rng(11);
   for (int round = 0; round < 25; ++round) {
     ASSERT_TRUE(shmkv_test::KillAWorker(
@@ -455,10 +445,9 @@ TEST(ScriptFamily, KilledWorkerLeavesNoneOfAScript) {
           cmd[1] = cmd[0] == "EVAL" ? body : sha;
           cmd.insert(cmd.end(), keys.begin(), keys.end());
           cmd.push_back(std::to_string(r() % 100000));
-          sh->inflight = 1;
+          runs.Begin();
           if (w.Run(cmd) != ":1\r\n") _exit(91);
-          sh->acked++;
-          sh->inflight = 0;
+          runs.Acked();
         }));
     std::string first = h.Run({"GET", "c0"});
     for (const std::string& k : keys) {
@@ -466,16 +455,10 @@ TEST(ScriptFamily, KilledWorkerLeavesNoneOfAScript) {
     }
     int64_t scripts = first == "$-1\r\n" ? 0
                       : std::stoll(first.substr(first.find("\r\n") + 2)) / 60;
-    int64_t acked = sh->acked.load();
-    EXPECT_TRUE(scripts == acked || (sh->inflight && scripts == acked + 1))
-        << "round " << round << ": " << scripts << " scripts applied, "
-        << acked << " acknowledged";
+    EXPECT_TRUE(runs.Settle(scripts)) << "round " << round << ": scripts";
     std::string llen = h.Run({"LLEN", "l"});
     EXPECT_EQ(llen, ":" + std::to_string(scripts) + "\r\n");
-    sh->acked = scripts;
-    sh->inflight = 0;
   }
-  munmap(mem, sizeof(Shared));
 }
 
 // The shared cache has a bound: SCRIPT LOAD past it says so, EVAL still

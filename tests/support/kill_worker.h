@@ -5,12 +5,15 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <new>
 #include <random>
 #include <thread>
 
@@ -44,5 +47,52 @@ inline ::testing::AssertionResult KillAWorker(
   h->Run({"DEL", "recovery-probe"});
   return ::testing::AssertionSuccess();
 }
+
+// What a killed worker acknowledged of a count it raises (a counter, a
+// script's runs): shared with the forked worker, which calls Begin
+// before each raise and Acked once it is acknowledged. After the kill,
+// Settle(found) holds when the store has every acknowledged raise and at
+// most the one in flight, and starts the next round from `found`.
+class AckedCount {
+ public:
+  AckedCount() {
+    void* m = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    sh_ = m == MAP_FAILED ? nullptr : new (m) Shared();
+  }
+  ~AckedCount() {
+    if (sh_ != nullptr) munmap(sh_, sizeof(Shared));
+  }
+  AckedCount(const AckedCount&) = delete;
+  AckedCount& operator=(const AckedCount&) = delete;
+  bool ok() const { return sh_ != nullptr; }
+
+  void Begin() { sh_->inflight = 1; }
+  void Acked() {
+    sh_->acked++;
+    sh_->inflight = 0;
+  }
+  int64_t acked() const { return sh_->acked; }
+
+  ::testing::AssertionResult Settle(int64_t found) {
+    const int64_t acked = sh_->acked;
+    const bool inflight = sh_->inflight != 0;
+    sh_->acked = found;
+    sh_->inflight = 0;
+    if (found == acked || (inflight && found == acked + 1)) {
+      return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure()
+           << found << " found, " << acked << " acknowledged"
+           << (inflight ? " and one in flight" : "");
+  }
+
+ private:
+  struct Shared {
+    std::atomic<int64_t> acked{0};
+    std::atomic<int> inflight{0};
+  };
+  Shared* sh_ = nullptr;
+};
 
 }  // namespace shmkv_test
