@@ -57,6 +57,74 @@ TEST(ListFamily, AQueueInProcess) {
   EXPECT_EQ(h.Run({"EXISTS", "busy"}), ":0\r\n");
 }
 
+// A chunk written again after pushes and pops at its ends copies the run
+// of elements it read as one block (PackReusing): the bytes must be
+// Pack's whatever the run claims, and a run that is not one (elements
+// from elsewhere, cut mid-string, out of order, out of range, views at
+// the first byte of the source) is written item by item.
+TEST(ListFamily, PackReusingWritesPacksBytes) {
+  std::mt19937_64 rng(20261129);
+  for (int round = 0; round < 3000; ++round) {
+    std::vector<std::string> strings;
+    const size_t n = rng() % 40;
+    for (size_t i = 0; i < n; ++i) {
+      // Lengths on both sides of a one-byte length (127 / 128).
+      size_t len = rng() % 4 == 0 ? 120 + rng() % 20 : rng() % 6;
+      strings.push_back(std::string(len, static_cast<char>('a' + i % 26)));
+    }
+    std::vector<std::string_view> in(strings.begin(), strings.end());
+    std::string src;
+    shmkv::Pack(in, &src);
+    std::vector<std::string_view> items;
+    ASSERT_TRUE(shmkv::Unpack(src, &items));
+    // Pushes and pops at both ends, and now and then an edit inside.
+    std::vector<std::string> fresh = {"new", std::string(130, 'z'), ""};
+    for (int op = 0; op < 6; ++op) {
+      switch (rng() % 6) {
+        case 0: items.insert(items.begin(), fresh[rng() % 3]); break;
+        case 1: items.push_back(fresh[rng() % 3]); break;
+        case 2: if (!items.empty()) items.erase(items.begin()); break;
+        case 3: if (!items.empty()) items.pop_back(); break;
+        case 4:
+          if (!items.empty()) items[rng() % items.size()] = fresh[0];
+          break;
+        case 5:
+          if (items.size() > 2) std::swap(items[0], items[items.size() - 1]);
+          break;
+      }
+    }
+    // A string cut inside (its length byte is then not before it).
+    if (rng() % 8 == 0 && !items.empty() && items[0].size() > 1) {
+      items[0] = items[0].substr(1);
+    }
+    std::string want = "head", got = "head";
+    shmkv::Pack(items, &want);
+    const size_t lo = rng() % (items.size() + 2);
+    const size_t hi = rng() % 3 == 0 ? items.size()
+                                     : rng() % (items.size() + 2);
+    shmkv::PackReusing(items, lo, hi, src, &got);
+    ASSERT_EQ(got, want) << "round " << round << " run " << lo << ".."
+                         << hi;
+  }
+  // The whole source as the run, and a view at its first byte (no room
+  // for a length before it).
+  std::vector<std::string> strings = {"ab", "c", std::string(200, 'd')};
+  std::vector<std::string_view> in(strings.begin(), strings.end());
+  std::string src, want, got;
+  shmkv::Pack(in, &src);
+  std::vector<std::string_view> items;
+  ASSERT_TRUE(shmkv::Unpack(src, &items));
+  shmkv::Pack(items, &want);
+  shmkv::PackReusing(items, 0, items.size(), src, &got);
+  EXPECT_EQ(got, want);
+  items = {std::string_view(src.data(), 1)};
+  want.clear();
+  got.clear();
+  shmkv::Pack(items, &want);
+  shmkv::PackReusing(items, 0, 1, src, &got);
+  EXPECT_EQ(got, want);
+}
+
 // Every list command with its edge values and errors, byte for byte.
 TEST(ListFamilyVsRedis, EveryCommandRepliesAsRedis) {
   RedisOracle redis;

@@ -41,6 +41,8 @@ ListValue::Load ListValue::Open(CommandContext* c, std::string_view key) {
   arena_.push_back(std::move(value_.bytes));
   if (!Unpack(arena_.back(), &packed_.items)) return Load::kDamaged;
   count_ = packed_.items.size();
+  packed_.src = arena_.back();
+  packed_.run_hi = count_;
   return Load::kOk;
 }
 
@@ -88,7 +90,20 @@ ListValue::Chunk* ListValue::Get(uint64_t index) {
     ok_ = false;
     return nullptr;
   }
+  ch.src = std::string_view(bytes).substr(kChunkHead);
+  ch.run_hi = ch.items.size();
   return &ch;
+}
+
+// `take` elements gone from one end: the run read keeps its place.
+void ListValue::Chunk::Popped(bool front, size_t take) {
+  if (front) {
+    run_lo = std::max(run_lo, take) - take;
+    run_hi = std::max(run_hi, take) - take;
+  } else {
+    run_hi = std::min(run_hi, items.size());
+    run_lo = std::min(run_lo, run_hi);
+  }
 }
 
 // The links and element count of chunk `index`. A reader that has not
@@ -237,6 +252,7 @@ void ListValue::Push(bool front, std::string_view v) {
   if (!chunked_) {
     auto at = front ? packed_.items.begin() : packed_.items.end();
     packed_.items.insert(at, v);
+    if (front) ++packed_.run_lo, ++packed_.run_hi;
     packed_.dirty = true;
     return;
   }
@@ -259,6 +275,7 @@ void ListValue::Push(bool front, std::string_view v) {
     end = fresh;
   }
   end->items.insert(front ? end->items.begin() : end->items.end(), v);
+  if (front) ++end->run_lo, ++end->run_hi;
   end->dirty = true;
 }
 
@@ -285,6 +302,7 @@ bool ListValue::Pop(bool front, uint64_t n,
     } else {
       end->items.resize(end->items.size() - take);
     }
+    end->Popped(front, static_cast<size_t>(take));
     end->dirty = true;
     count_ -= take;
     n -= take;
@@ -335,6 +353,7 @@ bool ListValue::SetAt(uint64_t i, std::string_view v) {
   }
   size_t n = ch->items.size();
   ch->items[front ? skip : n - 1 - skip] = v;
+  ch->Reordered();
   ch->dirty = true;
   return true;
 }
@@ -349,6 +368,7 @@ bool ListValue::InsertAt(std::string_view pivot, bool after,
       ch->items.insert(ch->items.begin() + static_cast<ptrdiff_t>(k) +
                            (after ? 1 : 0),
                        v);
+      ch->Reordered();
       ch->dirty = true;
       ++count_;
       root_dirty_ = true;
@@ -366,7 +386,8 @@ Store::Status ListValue::Save(CommandContext* c, std::string_view key) {
   if (!chunked_) {
     if (packed_.items.size() <= kChunkElements &&
         ItemBytes(packed_.items) <= kChunkBytes) {
-      Pack(packed_.items, &bytes);
+      PackReusing(packed_.items, packed_.run_lo, packed_.run_hi,
+                  packed_.src, &bytes);
       return c->txn->Write(key, ValueType::kList, kListPacked, bytes,
                            value_.expire_ms);
     }
@@ -380,7 +401,7 @@ Store::Status ListValue::Save(CommandContext* c, std::string_view key) {
     bytes.assign(kChunkHead, '\0');
     std::memcpy(&bytes[0], &ch.prev, 8);
     std::memcpy(&bytes[8], &ch.next, 8);
-    Pack(ch.items, &bytes);
+    PackReusing(ch.items, ch.run_lo, ch.run_hi, ch.src, &bytes);
     st = c->txn->WritePart(id_, index, bytes);
     if (st != Status::kOk) return st;
   }
@@ -446,6 +467,7 @@ Store::Status ListValue::Normalize(CommandContext* c) {
       fresh->items.assign(ch->items.begin() + static_cast<ptrdiff_t>(half),
                           ch->items.end());
       ch->items.resize(half);
+      ch->Reordered();
       fresh->prev = ch->index;
       fresh->next = ch->next;
       if (ch->next != kNone) {

@@ -78,6 +78,13 @@ class ListValue {
     uint64_t index = 0;
     uint64_t prev = kNone, next = kNone;
     std::vector<std::string_view> items;  // its elements (into arena_)
+    // The packed bytes it was read from, and items[run_lo, run_hi): its
+    // elements still in the order read, which Save copies as one block
+    // (PackReusing, which checks them) when only the ends changed.
+    std::string_view src;
+    size_t run_lo = 0, run_hi = 0;
+    void Reordered() { run_lo = run_hi = 0; }
+    void Popped(bool front, size_t take);
     bool dirty = false;
     bool removed = false;  // unlinked: its index is freed at Save
   };
@@ -126,6 +133,7 @@ bool ListValue::Edit(bool from_front, F f) {
                     s == ListValue::Step::kRemoveAndStop;
       if (remove) {
         items.erase(items.begin() + static_cast<ptrdiff_t>(at));
+        ch->Reordered();
         ch->dirty = true;
         --count_;
         root_dirty_ = true;

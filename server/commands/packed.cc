@@ -28,6 +28,81 @@ void Pack(const std::vector<std::string_view>& items, std::string* out) {
   }
 }
 
+namespace {
+
+// The varint of `v` into buf (at least 10 bytes): its length.
+size_t EncodeVarint(uint64_t v, char* buf) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  buf[n++] = static_cast<char>(v);
+  return n;
+}
+
+// Whether items[lo, hi) (lo < hi) lie in `from` one after another, each
+// behind its own length as Pack writes it: then from's bytes between the
+// first one's length and the last one's end are their packed form, and
+// *begin, *end say where. (Addresses compared as integers: the items may
+// point anywhere.)
+bool PackedRunIn(const std::vector<std::string_view>& items, size_t lo,
+                 size_t hi, std::string_view from, const char** begin,
+                 const char** end) {
+  const uintptr_t low = reinterpret_cast<uintptr_t>(from.data());
+  const uintptr_t high = low + from.size();
+  uintptr_t at = 0;  // where the next length must start
+  for (size_t k = lo; k < hi; ++k) {
+    const uintptr_t data = reinterpret_cast<uintptr_t>(items[k].data());
+    const size_t size = items[k].size();
+    char buf[10];
+    const size_t n = size < 0x80 ? 1 : EncodeVarint(size, buf);
+    // Inside `from`, with room for its length before it.
+    if (data < low + n || data > high || size > high - data) return false;
+    if (k == lo) at = data - n;
+    if (data - n != at) return false;
+    const char* len = reinterpret_cast<const char*>(at);
+    if (n == 1 ? static_cast<uint8_t>(*len) != size
+               : std::memcmp(len, buf, n) != 0) {
+      return false;
+    }
+    at = data + size;
+  }
+  const size_t first = items[lo].size();
+  char buf[10];
+  *begin = reinterpret_cast<const char*>(
+      reinterpret_cast<uintptr_t>(items[lo].data()) -
+      (first < 0x80 ? 1 : EncodeVarint(first, buf)));
+  *end = reinterpret_cast<const char*>(at);
+  return true;
+}
+
+}  // namespace
+
+void PackReusing(const std::vector<std::string_view>& items, size_t lo,
+                 size_t hi, std::string_view from, std::string* out) {
+  const char* begin = nullptr;
+  const char* end = nullptr;
+  if (lo >= hi || hi > items.size() ||
+      !PackedRunIn(items, lo, hi, from, &begin, &end)) {
+    Pack(items, out);
+    return;
+  }
+  size_t bytes = 5 + static_cast<size_t>(end - begin);
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (k < lo || k >= hi) bytes += 5 + items[k].size();
+  }
+  out->reserve(out->size() + bytes);
+  PutVarint(items.size(), out);
+  auto put = [out](std::string_view s) {
+    PutVarint(s.size(), out);
+    out->append(s.data(), s.size());
+  };
+  for (size_t k = 0; k < lo; ++k) put(items[k]);
+  out->append(begin, static_cast<size_t>(end - begin));
+  for (size_t k = hi; k < items.size(); ++k) put(items[k]);
+}
+
 PackedWriter::PackedWriter(std::string* out, size_t count, size_t room)
     : out_(out) {
   PutVarint(count, out);

@@ -25,6 +25,15 @@ namespace shmkv {
 // Appends the packed form of `items` to *out.
 void Pack(const std::vector<std::string_view>& items, std::string* out);
 
+// As Pack, but items[lo, hi), when they are strings of `from` (packed
+// bytes they were read from) still one after another there, each right
+// behind its own length, are copied as one block: a list that gained or
+// lost strings at its ends is written again without re-encoding the
+// rest. Checked, not trusted: a run that is not so (or lo, hi out of
+// range) is written item by item, and the bytes are Pack's either way.
+void PackReusing(const std::vector<std::string_view>& items, size_t lo,
+                 size_t hi, std::string_view from, std::string* out);
+
 // Appends a packed list item by item, the bytes Pack makes of the same
 // items, with no list of them built first: the count, then each item.
 // Items are written straight into *out's bytes (sized ahead, at least
