@@ -444,6 +444,52 @@ void PushThousand(CommandHarness* h, shmkv::Value* root, shmkv::PartsRoot* pr) {
 
 // Damaged list bytes answer the damaged-value error: a packed list that
 // does not unpack, a chunk that does not parse, links that loop.
+// A reader keeps the chunk heads it walked past (list_value.cc,
+// HeadCache) while their parts are unchanged: another process that
+// changes a chunk's count in the middle must be seen by the next walk.
+TEST(ListFamily, KeptChunkHeadsFollowAnotherProcesssWrites) {
+  CommandHarness h("listheads", 20000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  constexpr int kElems = 5000;
+  Cmd push = {"RPUSH", "l"};
+  for (int i = 0; i < kElems; ++i) push.push_back(std::to_string(i));
+  ASSERT_EQ(h.Run(push), ":" + std::to_string(kElems) + "\r\n");
+  // Walked from the head, past the chunk of "500": every head kept.
+  ASSERT_EQ(h.Run({"LINDEX", "l", "2000"}), "$4\r\n2000\r\n");
+  pid_t pid = fork();
+  if (pid == 0) {
+    shmkv_test::CommandWorker w(h.config());
+    if (!w.ok()) _exit(90);
+    for (;;) {
+      // One more element in that chunk, then one fewer again.
+      w.Run({"LINSERT", "l", "BEFORE", "500", "x"});
+      w.Run({"LREM", "l", "1", "x"});
+    }
+  }
+  ASSERT_GT(pid, 0);
+  int reads = 0, shifted = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::string got = h.Run({"LINDEX", "l", "2000"});
+    ASSERT_TRUE(got == "$4\r\n2000\r\n" || got == "$4\r\n1999\r\n")
+        << "read " << reads << ": " << got;
+    shifted += got == "$4\r\n1999\r\n";
+    ++reads;
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_GT(reads, 10);
+  EXPECT_GT(shifted, 0) << "the other process's insert was never seen";
+  // At rest, in this process: its own writes are seen as well.
+  h.Run({"LREM", "l", "0", "x"});
+  ASSERT_EQ(h.Run({"LINDEX", "l", "2000"}), "$4\r\n2000\r\n");
+  ASSERT_EQ(h.Run({"LINSERT", "l", "AFTER", "10", "y"}), ":5001\r\n");
+  EXPECT_EQ(h.Run({"LINDEX", "l", "2000"}), "$4\r\n1999\r\n");
+  ASSERT_EQ(h.Run({"LSET", "l", "1500", "z"}), "+OK\r\n");
+  EXPECT_EQ(h.Run({"LINDEX", "l", "1500"}), "$1\r\nz\r\n");
+  EXPECT_EQ(h.Run({"LINDEX", "l", "2000"}), "$4\r\n1999\r\n");
+}
+
 TEST(ListFamily, DamagedListsAreAnError) {
   CommandHarness h("listbad", 20000, 64ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "server/commands/command_util.h"
@@ -12,10 +14,77 @@
 namespace shmkv {
 namespace cmd {
 
+// A list's chunk heads this process keeps (HeadCache below).
+struct ListValue::HeadTable {
+  struct Head {
+    uint64_t version = 0;  // its part's, before it was read
+    uint64_t prev = 0, next = 0;
+    uint32_t count = 0;  // 0: not kept
+  };
+  uint64_t epoch = 0;
+  std::vector<Head> heads;  // by chunk index
+};
+
 namespace {
 
 constexpr size_t kRootBytes = sizeof(PartsRoot) + 3 * 8;
 constexpr size_t kChunkHead = 16;  // prev, next
+
+// The chunk heads (links and count) this process read, per list, each
+// with the stamp its part had before it was read (PartStamp): a walk to
+// the middle of a long list (LINDEX, LRANGE, LSET) takes a head from
+// here while its part's version is unchanged, instead of a map look-up
+// per chunk. Bounded in bytes: full, it starts again empty, and only
+// when a list is opened (a walk's table stays put while it walks).
+class HeadCache {
+ public:
+  static constexpr size_t kMaxBytes = size_t{16} << 20;
+  using List = ListValue::HeadTable;
+
+  // The table of list `id` for a walk over `chunks` chunks (null when a
+  // list that long is not kept). A table stays whole while a walk holds
+  // it, even when the cache starts again without it.
+  std::shared_ptr<List> Open(uint64_t store, uint64_t id, uint64_t chunks) {
+    if (chunks > kMaxBytes / sizeof(List::Head) / 4) return nullptr;
+    std::shared_ptr<List>& slot = lists_[Key{store, id}];
+    const size_t had = slot == nullptr ? 0 : Cost(slot->heads.size());
+    const size_t need = Cost(std::max<size_t>(
+        chunks, slot == nullptr ? 0 : slot->heads.size()));
+    if (bytes_ - had + need > kMaxBytes) {
+      lists_.clear();
+      bytes_ = 0;
+      return Open(store, id, chunks);  // fits now: need <= kMaxBytes / 4
+    }
+    if (slot == nullptr) slot = std::make_shared<List>();
+    if (slot->heads.size() < chunks) slot->heads.resize(chunks);
+    bytes_ = bytes_ - had + need;
+    return slot;
+  }
+
+ private:
+  struct Key {
+    uint64_t store, id;
+    bool operator==(const Key& o) const {
+      return store == o.store && id == o.id;
+    }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = (k.id * 0x9e3779b97f4a7c15ULL) ^ k.store;
+      return static_cast<size_t>(h ^ (h >> 31));
+    }
+  };
+  static size_t Cost(size_t chunks) {
+    return chunks * sizeof(List::Head) + 128;
+  }
+  std::unordered_map<Key, std::shared_ptr<List>, KeyHash> lists_;
+  size_t bytes_ = 0;
+};
+
+HeadCache& Heads() {
+  thread_local HeadCache cache;
+  return cache;
+}
 
 size_t ItemBytes(const std::vector<std::string_view>& items) {
   size_t n = 0;
@@ -114,7 +183,14 @@ void ListValue::Chunk::Popped(bool front, size_t take) {
 bool ListValue::Peek(uint64_t index, uint64_t* prev, uint64_t* next,
                      uint64_t* count) {
   auto it = loaded_.find(index);
-  if (c_->txn != nullptr || it != loaded_.end()) {
+  // The part's stamp before its head is read: false when a transaction
+  // holds the part itself (or a save reads the past).
+  PartStamp stamp;
+  const bool stamped =
+      it == loaded_.end() && index < chunks_ &&
+      (c_->txn != nullptr ? c_->txn->StampPart(id_, index, &stamp)
+                          : c_->store->StampPart(id_, index, &stamp));
+  if (it != loaded_.end() || (c_->txn != nullptr && !stamped)) {
     Chunk* ch = Get(index);
     if (ch == nullptr) return false;
     *prev = ch->prev;
@@ -126,6 +202,26 @@ bool ListValue::Peek(uint64_t index, uint64_t* prev, uint64_t* next,
     ok_ = false;
     return false;
   }
+  // A head kept while its part is unchanged (checked again below as a
+  // head just read is: the list may have fewer chunks now).
+  HeadTable::Head* kept = nullptr;
+  if (stamped) {
+    if (heads_ == nullptr || heads_store_ != stamp.store) {
+      heads_ = Heads().Open(stamp.store, id_, chunks_);
+      heads_store_ = stamp.store;
+    }
+    if (heads_ != nullptr && index < heads_->heads.size()) {
+      if (heads_->epoch != stamp.epoch) {
+        for (HeadTable::Head& h : heads_->heads) h.count = 0;
+        heads_->epoch = stamp.epoch;
+      }
+      kept = &heads_->heads[index];
+      if (kept->count != 0 && kept->version == stamp.version) {
+        return CheckHead(kept->prev, kept->next, kept->count, prev, next,
+                         count);
+      }
+    }
+  }
   constexpr size_t kCountBytes = 5;  // the longest varint
   std::string& head = peek_;  // (kept: a walk peeks thousands of heads)
   uint32_t n = 0;
@@ -135,16 +231,26 @@ bool ListValue::Peek(uint64_t index, uint64_t* prev, uint64_t* next,
     ok_ = false;
     return false;
   }
-  std::memcpy(prev, head.data(), 8);
-  std::memcpy(next, head.data() + 8, 8);
-  // A chunk holds 1 .. 2 * kChunkElements elements (Normalize splits
-  // above that, and unlinks an empty one).
-  if ((*prev != kNone && *prev >= chunks_) ||
-      (*next != kNone && *next >= chunks_) || n == 0 ||
-      n > 2 * kChunkElements) {
+  uint64_t p = 0, x = 0;
+  std::memcpy(&p, head.data(), 8);
+  std::memcpy(&x, head.data() + 8, 8);
+  if (!CheckHead(p, x, n, prev, next, count)) return false;
+  if (kept != nullptr) *kept = HeadTable::Head{stamp.version, p, x, n};
+  return true;
+}
+
+// A chunk head's links and count, checked: a chunk holds 1 .. 2 *
+// kChunkElements elements (Normalize splits above that, and unlinks an
+// empty one) and links to chunks there are.
+bool ListValue::CheckHead(uint64_t p, uint64_t x, uint64_t n, uint64_t* prev,
+                          uint64_t* next, uint64_t* count) {
+  if ((p != kNone && p >= chunks_) || (x != kNone && x >= chunks_) ||
+      n == 0 || n > 2 * kChunkElements) {
     ok_ = false;
     return false;
   }
+  *prev = p;
+  *next = x;
   *count = n;
   return true;
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +74,9 @@ class ListValue {
   // Writes what changed (an empty list deletes the key; the TTL is kept).
   Store::Status Save(CommandContext* c, std::string_view key);
 
+  // A process's kept chunk heads of one list (list_value.cc).
+  struct HeadTable;
+
  private:
   struct Chunk {
     uint64_t index = 0;
@@ -90,6 +94,8 @@ class ListValue {
   };
   Chunk* Get(uint64_t index);
   bool Peek(uint64_t index, uint64_t* prev, uint64_t* next, uint64_t* count);
+  bool CheckHead(uint64_t p, uint64_t x, uint64_t n, uint64_t* prev,
+                 uint64_t* next, uint64_t* count);
   Chunk* First(bool front);
   Chunk* Skip(bool front, uint64_t* skip);
   Chunk* Advance(const Chunk* ch, bool front);
@@ -116,6 +122,10 @@ class ListValue {
   std::deque<std::string> arena_;
   uint64_t steps_ = 0;                // links followed by this walk
   std::string peek_;                  // the chunk head Peek read last
+  // The heads of this list this process keeps (list_value.cc, HeadCache),
+  // for the store that stamped them.
+  std::shared_ptr<HeadTable> heads_;
+  uint64_t heads_store_ = 0;
 };
 
 template <class F>
