@@ -356,12 +356,30 @@ TEST(ListFamily, KilledWorkersNeverLoseOrDoubleAnElement) {
         [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
           const char* from = r() % 2 ? "a" : "b";
           const char* to = r() % 3 ? (from[0] == 'a' ? "b" : "a") : from;
-          switch (r() % 3) {
+          switch (r() % 4) {
             case 0:
               w.Run({"LMOVE", from, to, r() % 2 ? "LEFT" : "RIGHT",
                      r() % 2 ? "LEFT" : "RIGHT"});
               break;
             case 1: w.Run({"RPOPLPUSH", from, to}); break;
+            case 2:
+              // Into the middle, and one element there written again:
+              // walks past chunk heads inside the transaction.
+              w.Run({"EVAL",
+                     "local v = redis.call('RPOP', KEYS[1]) "
+                     "if not v then return 0 end "
+                     "local n = redis.call('LLEN', KEYS[2]) "
+                     "local p = redis.call('LINDEX', KEYS[2], "
+                     "  math.floor(n * ARGV[1] / 100)) "
+                     "if p then redis.call('LINSERT', KEYS[2], 'BEFORE', p, v) "
+                     "else redis.call('LPUSH', KEYS[2], v) end "
+                     "local i = math.floor(n * ARGV[2] / 100) "
+                     "local x = redis.call('LINDEX', KEYS[2], i) "
+                     "if x then redis.call('LSET', KEYS[2], i, x) end "
+                     "return 1",
+                     "2", from, to, std::to_string(r() % 100),
+                     std::to_string(r() % 100)});
+              break;
             default: {
               // Ten at once, through a transaction.
               w.Run({"MULTI"});
