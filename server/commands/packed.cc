@@ -7,12 +7,24 @@ namespace shmkv {
 
 namespace {
 
-void PutVarint(uint64_t v, std::string* out) {
+// The varint of `v` into buf (at least 10 bytes): its length.
+size_t EncodeVarint(uint64_t v, char* buf) {
+  size_t n = 0;
   while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
     v >>= 7;
   }
-  out->push_back(static_cast<char>(v));
+  buf[n++] = static_cast<char>(v);
+  return n;
+}
+
+void PutVarint(uint64_t v, std::string* out) {
+  if (v < 0x80) {  // most lengths: one byte
+    out->push_back(static_cast<char>(v));
+    return;
+  }
+  char buf[10];
+  out->append(buf, EncodeVarint(v, buf));
 }
 
 }  // namespace
@@ -30,17 +42,6 @@ void Pack(const std::vector<std::string_view>& items, std::string* out) {
 
 namespace {
 
-// The varint of `v` into buf (at least 10 bytes): its length.
-size_t EncodeVarint(uint64_t v, char* buf) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    buf[n++] = static_cast<char>((v & 0x7f) | 0x80);
-    v >>= 7;
-  }
-  buf[n++] = static_cast<char>(v);
-  return n;
-}
-
 // Whether items[lo, hi) (lo < hi) lie in `from` one after another, each
 // behind its own length as Pack writes it: then from's bytes between the
 // first one's length and the last one's end are their packed form, and
@@ -51,7 +52,7 @@ bool PackedRunIn(const std::vector<std::string_view>& items, size_t lo,
                  const char** end) {
   const uintptr_t low = reinterpret_cast<uintptr_t>(from.data());
   const uintptr_t high = low + from.size();
-  uintptr_t at = 0;  // where the next length must start
+  uintptr_t start = 0, at = 0;  // the first length; where the next must be
   for (size_t k = lo; k < hi; ++k) {
     const uintptr_t data = reinterpret_cast<uintptr_t>(items[k].data());
     const size_t size = items[k].size();
@@ -59,7 +60,7 @@ bool PackedRunIn(const std::vector<std::string_view>& items, size_t lo,
     const size_t n = size < 0x80 ? 1 : EncodeVarint(size, buf);
     // Inside `from`, with room for its length before it.
     if (data < low + n || data > high || size > high - data) return false;
-    if (k == lo) at = data - n;
+    if (k == lo) start = at = data - n;
     if (data - n != at) return false;
     const char* len = reinterpret_cast<const char*>(at);
     if (n == 1 ? static_cast<uint8_t>(*len) != size
@@ -68,11 +69,7 @@ bool PackedRunIn(const std::vector<std::string_view>& items, size_t lo,
     }
     at = data + size;
   }
-  const size_t first = items[lo].size();
-  char buf[10];
-  *begin = reinterpret_cast<const char*>(
-      reinterpret_cast<uintptr_t>(items[lo].data()) -
-      (first < 0x80 ? 1 : EncodeVarint(first, buf)));
+  *begin = reinterpret_cast<const char*>(start);
   *end = reinterpret_cast<const char*>(at);
   return true;
 }
