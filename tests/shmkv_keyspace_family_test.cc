@@ -220,6 +220,47 @@ TEST(KeyspaceFamily, MemoryUsageCountsTheStoresBytes) {
             "-ERR the value of this key is damaged (shmc check)\r\n");
 }
 
+// Every container command whose unknown-subcommand error says "Try X
+// HELP." answers X HELP, in Redis's shape, and every subcommand its help
+// names is one it knows.
+TEST(KeyspaceFamily, EveryTryHelpHasAHelp) {
+  CommandHarness h("tryhelp");
+  ASSERT_TRUE(h.ok()) << h.error();
+  for (std::string x : {"COMMAND", "CONFIG", "CLIENT", "OBJECT", "MEMORY",
+                        "LATENCY", "PUBSUB", "SCRIPT", "FUNCTION"}) {
+    SCOPED_TRACE(x);
+    EXPECT_NE(h.Run({x, "NOSUCH"}).find("Try " + x + " HELP."),
+              std::string::npos);
+    const std::string help = h.Run({x, "HELP"});
+    ASSERT_EQ(help[0], '*') << help.substr(0, 120);
+    std::vector<std::string> lines;
+    for (size_t at = help.find("\r\n") + 2; at < help.size();) {
+      ASSERT_EQ(help[at], '+') << help.substr(at, 80);
+      size_t end = help.find("\r\n", at);
+      lines.push_back(help.substr(at + 1, end - at - 1));
+      at = end + 2;
+    }
+    ASSERT_EQ(std::to_string(lines.size()),
+              help.substr(1, help.find("\r\n") - 1));
+    EXPECT_EQ(lines.front().rfind(x + " <subcommand> ", 0), 0u)
+        << lines.front();
+    EXPECT_EQ(lines.back(), "    Prints this help.");
+    for (size_t i = 1; i < lines.size(); ++i) {
+      const std::string& l = lines[i];
+      if (l.empty() || l[0] == ' ' || l[0] == '(' || l == "HELP") continue;
+      const std::string sub = l.substr(0, l.find(' '));
+      EXPECT_EQ(h.Run({x, sub}).find("unknown subcommand"), std::string::npos)
+          << x << " " << sub << " is in its help but unknown";
+    }
+  }
+  EXPECT_EQ(h.Run({"COMMAND", "HELP", "x"}),
+            "-ERR wrong number of arguments for 'command|help' command\r\n");
+  EXPECT_EQ(h.Run({"CONFIG", "HELP", "x"}),
+            "-ERR wrong number of arguments for 'config|help' command\r\n");
+  EXPECT_EQ(h.Run({"CLIENT", "HELP", "x"}),
+            "-ERR wrong number of arguments for 'client|help' command\r\n");
+}
+
 TEST(KeyspaceFamily, KeyCommandsKeepTheType) {
   CommandHarness h("keys");
   ASSERT_TRUE(h.ok()) << h.error();

@@ -300,5 +300,15 @@ bool Saved(Store::Status st, bool whole, Reply* r) {
   return false;
 }
 
+void HelpReply(Reply* r, const char* name,
+               std::initializer_list<const char*> lines) {
+  r->Array(lines.size() + 3);
+  r->Simple(std::string(name) +
+            " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  for (const char* l : lines) r->Simple(l);
+  r->Simple("HELP");
+  r->Simple("    Prints this help.");
+}
+
 }  // namespace cmd
 }  // namespace shmkv

@@ -1,7 +1,9 @@
 // Inside shmkv's command layer: the helpers every command family uses.
 #pragma once
 
+
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -144,6 +146,13 @@ class InDb {
 
 // Whether the server has a password (requirepass).
 bool PasswordSet(const CommandContext* c);
+
+// A container command's HELP reply, as Redis shapes them: its first
+// line "NAME <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+// then `lines` (a subcommand, then its description indented four
+// spaces), then HELP's own two lines; each a simple string.
+void HelpReply(Reply* r, const char* name,
+               std::initializer_list<const char*> lines);
 
 }  // namespace cmd
 }  // namespace shmkv

@@ -235,6 +235,17 @@ void Config(const Args& a, CommandContext* c, Reply* r) {
     if (set_save) c->store->SetSavePoints(save, c->txn != nullptr);
     for (const auto& [id, v] : values) c->store->SetSetting(id, v);
     r->Simple("OK");
+  } else if (sub == "help") {
+    if (a.size() != 2) {
+      return r->Error("ERR wrong number of arguments for 'config|help' "
+                      "command");
+    }
+    HelpReply(r, "CONFIG",
+              {"GET <pattern> [<pattern> ...]",
+               "    Return the parameters whose names match the glob-style",
+               "    patterns, each with its value.",
+               "SET <parameter> <value> [<parameter> <value> ...]",
+               "    Set each parameter to its value, all or none."});
   } else if (sub == "resetstat" || sub == "rewrite") {
     r->Error("ERR CONFIG " + Lower(a[1]) + " is not supported by shmkv");
   } else {

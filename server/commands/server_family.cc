@@ -203,6 +203,18 @@ void Command(const Args& a, CommandContext*, Reply* r) {
     }
   } else if (sub == "count" && a.size() == 2) {
     r->Int(static_cast<int64_t>(rows.size()));
+  } else if (sub == "help" && a.size() == 2) {
+    HelpReply(r, "COMMAND",
+              {"(no subcommand)",
+               "    Return details about every command shmkv serves.",
+               "COUNT", "    Return the number of commands shmkv serves.",
+               "DOCS [<command-name> ...]",
+               "    Return the named commands' documentation (none is kept:",
+               "    an empty map each), or every command's.",
+               "GETKEYS <full-command>",
+               "    Return the keys a whole command names.",
+               "INFO [<command-name> ...]",
+               "    Return details about the named commands, or every one."});
   } else if (sub == "info" || sub == "docs") {
     std::vector<const CommandRow*> found;
     for (size_t j = 2; j < a.size(); ++j) {
@@ -229,8 +241,9 @@ void Command(const Args& a, CommandContext*, Reply* r) {
           "ERR wrong number of arguments for 'command|getkeys' command");
     }
     GetKeys(a, r);
-  } else if (sub == "count") {
-    r->Error("ERR wrong number of arguments for 'command|count' command");
+  } else if (sub == "count" || sub == "help") {
+    r->Error("ERR wrong number of arguments for 'command|" + sub +
+             "' command");
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
              "'. Try COMMAND HELP.");
@@ -431,6 +444,20 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
     } else {
       r->Error("ERR syntax error");
     }
+  } else if (sub == "help") {
+    if (!arity(2)) return;
+    HelpReply(r, "CLIENT",
+              {"ID", "    Return the ID of this connection.",
+               "GETNAME", "    Return the name of this connection.",
+               "SETNAME <name>", "    Name this connection.",
+               "SETINFO <LIB-NAME|LIB-VER> <value>",
+               "    Accept the client library's name or version.",
+               "REPLY <ON|OFF|SKIP>",
+               "    ON: reply to every command; OFF: to none; SKIP: not to "
+               "the next one.",
+               "INFO", "    Return this connection's details.",
+               "LIST", "    Return this connection's details (only this "
+               "one's: docs/server.md)."});
   } else if (sub == "info" || sub == "list") {
     std::string line = "id=" + std::to_string(c->client->id) +
                        " addr=" + c->client->addr + " name=" +
