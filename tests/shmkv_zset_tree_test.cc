@@ -13,11 +13,13 @@
 #include <thread>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "server/commands/kept_table.h"
 #include "server/commands/packed.h"
 #include "server/commands/zset_value.h"
 #include "tests/support/command_harness.h"
@@ -419,6 +421,44 @@ TEST(ZSetTree, KeptNodesFollowEveryWrite) {
 // for ranks and ranges from the nodes it keeps. A kept node out of date
 // would disagree with a child read fresh (the damaged-value error) or
 // with the counts: the last member's rank is always the count less one.
+// The table under the kept nodes and heads: a replaced entry's cost is
+// given back, an entry past the bound empties the table first, one larger
+// than the bound is refused, and a taken entry outlives its removal.
+TEST(KeptTable, CountsReplacesAndStartsAgainWhenFull) {
+  using Table = shmkv::cmd::KeptTable<std::string>;
+  Table t(100);
+  auto v = [](const char* s) { return std::make_shared<std::string>(s); };
+  EXPECT_TRUE(t.Put({1, 2, 3}, v("a"), 40));
+  EXPECT_TRUE(t.Put({1, 2, 4}, v("b"), 40));
+  EXPECT_EQ(t.bytes(), 80u);
+  // Another store, collection or item is another entry.
+  EXPECT_EQ(t.Find({2, 2, 3}), nullptr);
+  EXPECT_EQ(t.Find({1, 3, 3}), nullptr);
+  ASSERT_NE(t.Find({1, 2, 3}), nullptr);
+  EXPECT_EQ(*t.Find({1, 2, 3}), "a");
+  // Replaced: its old cost is given back (40 + 50 fits; 80 + 50 would not).
+  std::shared_ptr<std::string> held = t.Find({1, 2, 4});
+  EXPECT_TRUE(t.Put({1, 2, 4}, v("c"), 50));
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.bytes(), 90u);
+  EXPECT_EQ(*t.Find({1, 2, 4}), "c");
+  EXPECT_EQ(*held, "b");
+  // Past the bound: the table starts again with the new entry alone.
+  EXPECT_TRUE(t.Put({1, 2, 5}, v("d"), 20));
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.bytes(), 20u);
+  EXPECT_EQ(t.Find({1, 2, 3}), nullptr);
+  EXPECT_EQ(*t.Find({1, 2, 5}), "d");
+  // Larger than the bound: not kept, and nothing else lost.
+  EXPECT_FALSE(t.Put({1, 2, 6}, v("e"), 101));
+  EXPECT_EQ(t.Find({1, 2, 6}), nullptr);
+  EXPECT_EQ(t.size(), 1u);
+  EXPECT_EQ(t.bytes(), 20u);
+  t.Clear();
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.bytes(), 0u);
+}
+
 TEST(ZSetTree, KeptNodesHoldWhileAnotherProcessWrites) {
   CommandHarness h("zsettreekeptproc", 100000, 128ULL << 20);
   ASSERT_TRUE(h.ok()) << h.error();

@@ -9,12 +9,13 @@
 #include <utility>
 
 #include "server/commands/command_util.h"
+#include "server/commands/kept_table.h"
 #include "server/commands/packed.h"
 
 namespace shmkv {
 namespace cmd {
 
-// A list's chunk heads this process keeps (HeadCache below).
+// A list's chunk heads this thread keeps (Heads below).
 struct ListValue::HeadTable {
   struct Head {
     uint64_t version = 0;  // its part's, before it was read
@@ -30,60 +31,35 @@ namespace {
 constexpr size_t kRootBytes = sizeof(PartsRoot) + 3 * 8;
 constexpr size_t kChunkHead = 16;  // prev, next
 
-// The chunk heads (links and count) this process read, per list, each
+// The chunk heads (links and count) this thread read, per list, each
 // with the stamp its part had before it was read (PartStamp): a walk to
 // the middle of a long list (LINDEX, LRANGE, LSET) takes a head from
 // here while its part's version is unchanged, instead of a map look-up
-// per chunk. Bounded in bytes: full, it starts again empty, and only
-// when a list is opened (a walk's table stays put while it walks).
-class HeadCache {
- public:
-  static constexpr size_t kMaxBytes = size_t{16} << 20;
-  using List = ListValue::HeadTable;
+// per chunk. A list's table only grows, and only when the list is opened
+// (a walk's table stays put while it walks); lists longer than a quarter
+// of the bound are not kept.
+constexpr size_t kHeadBytes = size_t{16} << 20;
 
-  // The table of list `id` for a walk over `chunks` chunks (null when a
-  // list that long is not kept). A table stays whole while a walk holds
-  // it, even when the cache starts again without it.
-  std::shared_ptr<List> Open(uint64_t store, uint64_t id, uint64_t chunks) {
-    if (chunks > kMaxBytes / sizeof(List::Head) / 4) return nullptr;
-    std::shared_ptr<List>& slot = lists_[Key{store, id}];
-    const size_t had = slot == nullptr ? 0 : Cost(slot->heads.size());
-    const size_t need = Cost(std::max<size_t>(
-        chunks, slot == nullptr ? 0 : slot->heads.size()));
-    if (bytes_ - had + need > kMaxBytes) {
-      lists_.clear();
-      bytes_ = 0;
-      return Open(store, id, chunks);  // fits now: need <= kMaxBytes / 4
-    }
-    if (slot == nullptr) slot = std::make_shared<List>();
-    if (slot->heads.size() < chunks) slot->heads.resize(chunks);
-    bytes_ = bytes_ - had + need;
-    return slot;
+KeptTable<ListValue::HeadTable>& Heads() {
+  thread_local KeptTable<ListValue::HeadTable> kept(kHeadBytes);
+  return kept;
+}
+
+// The table of list `id` for a walk over `chunks` chunks (null when a
+// list that long is not kept).
+std::shared_ptr<ListValue::HeadTable> OpenHeads(uint64_t store, uint64_t id,
+                                                uint64_t chunks) {
+  using Table = ListValue::HeadTable;
+  if (chunks > kHeadBytes / sizeof(Table::Head) / 4) return nullptr;
+  const KeptTable<Table>::Key key{store, id, 0};
+  std::shared_ptr<Table> t = Heads().Find(key);
+  const bool kept = t != nullptr;
+  if (!kept) t = std::make_shared<Table>();
+  if (!kept || t->heads.size() < chunks) {
+    if (t->heads.size() < chunks) t->heads.resize(chunks);
+    Heads().Put(key, t, t->heads.size() * sizeof(Table::Head) + 128);
   }
-
- private:
-  struct Key {
-    uint64_t store, id;
-    bool operator==(const Key& o) const {
-      return store == o.store && id == o.id;
-    }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      uint64_t h = (k.id * 0x9e3779b97f4a7c15ULL) ^ k.store;
-      return static_cast<size_t>(h ^ (h >> 31));
-    }
-  };
-  static size_t Cost(size_t chunks) {
-    return chunks * sizeof(List::Head) + 128;
-  }
-  std::unordered_map<Key, std::shared_ptr<List>, KeyHash> lists_;
-  size_t bytes_ = 0;
-};
-
-HeadCache& Heads() {
-  thread_local HeadCache cache;
-  return cache;
+  return t;
 }
 
 size_t ItemBytes(const std::vector<std::string_view>& items) {
@@ -207,7 +183,7 @@ bool ListValue::Peek(uint64_t index, uint64_t* prev, uint64_t* next,
   HeadTable::Head* kept = nullptr;
   if (stamped) {
     if (heads_ == nullptr || heads_store_ != stamp.store) {
-      heads_ = Heads().Open(stamp.store, id_, chunks_);
+      heads_ = OpenHeads(stamp.store, id_, chunks_);
       heads_store_ = stamp.store;
     }
     if (heads_ != nullptr && index < heads_->heads.size()) {

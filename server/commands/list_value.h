@@ -122,7 +122,7 @@ class ListValue {
   std::deque<std::string> arena_;
   uint64_t steps_ = 0;                // links followed by this walk
   std::string peek_;                  // the chunk head Peek read last
-  // The heads of this list this process keeps (list_value.cc, HeadCache),
+  // The heads of this list this process keeps (list_value.cc, Heads),
   // for the store that stamped them.
   std::shared_ptr<HeadTable> heads_;
   uint64_t heads_store_ = 0;

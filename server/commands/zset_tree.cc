@@ -118,49 +118,10 @@ struct ZTree::Cached {
 
 // This process's inner nodes, by store, collection and node: a few
 // thousand for a set of a million members, read by every walk from the
-// top. Bounded in bytes; full, it starts again empty.
-class ZTree::NodeCache {
- public:
-  static constexpr size_t kMaxBytes = size_t{32} << 20;
-
-  std::shared_ptr<const Cached> Find(uint64_t id, uint64_t node,
-                                     const PartStamp& s) const {
-    auto it = map_.find(Key{s.store, id, node});
-    if (it == map_.end() || !(it->second->stamp == s)) return nullptr;
-    return it->second;
-  }
-  void Put(uint64_t id, uint64_t node, std::shared_ptr<const Cached> c) {
-    if (bytes_ + c->cost > kMaxBytes) {
-      map_.clear();
-      bytes_ = 0;
-    }
-    std::shared_ptr<const Cached>& slot = map_[Key{c->stamp.store, id, node}];
-    if (slot != nullptr) bytes_ -= slot->cost;
-    bytes_ += c->cost;
-    slot = std::move(c);
-  }
-
- private:
-  struct Key {
-    uint64_t store, id, node;
-    bool operator==(const Key& o) const {
-      return store == o.store && id == o.id && node == o.node;
-    }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      uint64_t h = k.id * 0x9e3779b97f4a7c15ULL ^ k.node;
-      h = (h ^ (h >> 29)) * 0xbf58476d1ce4e5b9ULL ^ k.store;
-      return static_cast<size_t>(h ^ (h >> 32));
-    }
-  };
-  std::unordered_map<Key, std::shared_ptr<const Cached>, KeyHash> map_;
-  size_t bytes_ = 0;
-};
-
-ZTree::NodeCache& ZTree::Nodes() {
-  thread_local NodeCache cache;
-  return cache;
+// top.
+KeptTable<const ZTree::Cached>& ZTree::Nodes() {
+  thread_local KeptTable<const Cached> kept(size_t{32} << 20);
+  return kept;
 }
 
 ZTree::Node* ZTree::Get(uint64_t index, uint8_t level, uint64_t count) {
@@ -182,8 +143,9 @@ ZTree::Node* ZTree::Get(uint64_t index, uint8_t level, uint64_t count) {
   PartStamp stamp;
   const bool stamped = level > 0 && level != kFreeTag && Stamp(index, &stamp);
   if (stamped) {
-    std::shared_ptr<const Cached> hit = Nodes().Find(id_, index, stamp);
-    if (hit != nullptr && hit->node.level == level &&
+    std::shared_ptr<const Cached> hit =
+        Nodes().Find({stamp.store, id_, index});
+    if (hit != nullptr && hit->stamp == stamp && hit->node.level == level &&
         (count == kNone || hit->total == count) && Fits(*hit)) {
       const Node* kept = &hit->node;
       held_.push_back(std::move(hit));
@@ -249,7 +211,7 @@ bool ZTree::Load(uint64_t index, const PartStamp* stamp, Node* n) {
     fresh->parsed_nodes = shape_.nodes;
     fresh->cost = sizeof(Cached) + bytes->size() +
                   n->kids.capacity() * sizeof(Child) + 64;
-    Nodes().Put(id_, index, fresh);
+    Nodes().Put({stamp->store, id_, index}, fresh, fresh->cost);
     held_.push_back(std::move(fresh));
   }
   return true;

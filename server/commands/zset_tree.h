@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "server/commands/command.h"
+#include "server/commands/kept_table.h"
 #include "server/store/store.h"
 
 namespace shmkv {
@@ -120,10 +121,9 @@ class ZTree {
     std::string_view orig;  // the bytes it was read from (none: made here)
   };
   // An inner node this process parsed, kept while its part's stamp holds
-  // (zset_tree.cc), and the bounded table of them.
+  // (zset_tree.cc), and this thread's table of them.
   struct Cached;
-  class NodeCache;
-  static NodeCache& Nodes();
+  static KeptTable<const Cached>& Nodes();
   struct Step {
     Node* node;
     size_t pos;  // the child taken
