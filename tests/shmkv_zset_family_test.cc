@@ -157,6 +157,10 @@ TEST(ZSetFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"ZRANDMEMBER", "lex", "-9223372036854775808"},
       {"ZRANDMEMBER", "lex", "4611686018427387904", "withscores"},
       {"ZRANDMEMBER", "lex", "0"},
+      // A count past the size: the whole set, highest score first (as
+      // Redis answers), with and without scores.
+      {"ZRANDMEMBER", "z", "100"}, {"ZRANDMEMBER", "z", "100", "WITHSCORES"},
+      {"ZRANDMEMBER", "lex", "5"},
       // ZSCAN
       {"ZSCAN", "lex", "0"}, {"ZSCAN", "lex", "0", "MATCH", "[ae]"},
       {"ZSCAN", "lex", "x"}, {"ZSCAN", "none", "0"},

@@ -94,7 +94,12 @@ bool RandomEntries(ZSetValue* z, int64_t count, Entries* picks) {
     return true;
   }
   uint64_t want = static_cast<uint64_t>(count);
-  if (want >= n) return z->All(picks);
+  if (want >= n) {
+    // The whole set, highest first: the order Redis gives this case.
+    if (!z->All(picks)) return false;
+    std::reverse(picks->begin(), picks->end());
+    return true;
+  }
   if (want * 3 < n) {
     // Few of many: distinct ranks drawn at random, each one walk.
     std::unordered_set<uint64_t> ranks;
