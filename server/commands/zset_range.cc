@@ -171,11 +171,11 @@ bool ParseRange(const Args& a, size_t bounds, size_t from, bool by_ok,
       }
       s->limit = true;
       j += 2;
-    } else if (by_ok && Eq(a[j], "byscore")) {
-      s->by = RangeBy::kScore;
-    } else if (by_ok && Eq(a[j], "bylex")) {
+    } else if (by_ok && s->by == RangeBy::kRank && Eq(a[j], "byscore")) {
+      s->by = RangeBy::kScore;  // (each of these once: then a syntax error)
+    } else if (by_ok && s->by == RangeBy::kRank && Eq(a[j], "bylex")) {
       s->by = RangeBy::kLex;
-    } else if (by_ok && Eq(a[j], "rev")) {
+    } else if (by_ok && !s->rev && Eq(a[j], "rev")) {
       s->rev = true;
     } else {
       r->Error("ERR syntax error");
