@@ -2,6 +2,7 @@
 // the key commands keep each value's type and answer for every type.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -252,6 +253,15 @@ TEST(KeyspaceFamily, EveryTryHelpHasAHelp) {
       EXPECT_EQ(h.Run({x, sub}).find("unknown subcommand"), std::string::npos)
           << x << " " << sub << " is in its help but unknown";
     }
+  }
+  // HELP takes no argument: one more is its arity error.
+  for (std::string x : {"OBJECT", "MEMORY", "LATENCY", "PUBSUB", "SCRIPT",
+                        "FUNCTION"}) {
+    std::string lower = x;
+    for (char& ch : lower) ch = static_cast<char>(std::tolower(ch));
+    EXPECT_EQ(h.Run({x, "HELP", "x"}),
+              "-ERR wrong number of arguments for '" + lower +
+                  "|help' command\r\n");
   }
   EXPECT_EQ(h.Run({"COMMAND", "HELP", "x"}),
             "-ERR wrong number of arguments for 'command|help' command\r\n");

@@ -593,9 +593,9 @@ void Function(const Args& a, CommandContext* c, Reply* r) {
     r->Error(std::string("ERR wrong number of arguments for 'function|") +
              sub + "' command");
   };
-  if (Eq(a[1], "help") && a.size() == 2) {
-    const char* lines[] = {
-        "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+  if (Eq(a[1], "help")) {
+    if (a.size() != 2) return arity("help");
+    HelpReply(r, "FUNCTION", {
         "LOAD [REPLACE] <FUNCTION CODE>",
         "    Adds a library of the code given (its first line names it).",
         "DELETE <LIBRARY NAME>",
@@ -613,11 +613,7 @@ void Function(const Args& a, CommandContext* c, Reply* r) {
         "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
         "    Adds a payload's libraries: FLUSH drops the ones there first,",
         "    APPEND (the default) refuses one of a name there, REPLACE",
-        "    replaces it.",
-        "HELP",
-        "    Prints this help."};
-    r->Array(std::size(lines));
-    for (const char* l : lines) r->Simple(l);
+        "    replaces it."});
     return;
   }
   // The subcommands that write are refused on a replica before their

@@ -428,9 +428,8 @@ void Scan(const Args& a, CommandContext* c, Reply* r) {
 
 // OBJECT ENCODING | REFCOUNT | IDLETIME | FREQ key, OBJECT HELP
 void Object(const Args& a, CommandContext* c, Reply* r) {
-  if (a.size() == 2 && Eq(a[1], "help")) {
-    const char* lines[] = {
-        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+  if (Eq(a[1], "help") && a.size() == 2) {
+    HelpReply(r, "OBJECT", {
         "ENCODING <key>",
         "    Return the kind of internal representation used in order to "
         "store the value",
@@ -447,11 +446,7 @@ void Object(const Args& a, CommandContext* c, Reply* r) {
         "REFCOUNT <key>",
         "    Return the number of references of the value associated with "
         "the specified",
-        "    <key>.",
-        "HELP",
-        "    Prints this help."};
-    r->Array(std::size(lines));
-    for (const char* l : lines) r->Simple(l);
+        "    <key>."});
     return;
   }
   bool known = Eq(a[1], "encoding") || Eq(a[1], "refcount") ||
@@ -460,7 +455,7 @@ void Object(const Args& a, CommandContext* c, Reply* r) {
     return r->Error("ERR unknown subcommand '" +
                     std::string(a[1].substr(0, 128)) + "'. Try OBJECT HELP.");
   }
-  if (a.size() != 3) {
+  if (a.size() != 3 || Eq(a[1], "help")) {  // (HELP takes nothing)
     return r->Error("ERR wrong number of arguments for 'object|" +
                     Lower(a[1]) + "' command");
   }
@@ -530,8 +525,7 @@ void Memory(const Args& a, CommandContext* c, Reply* r) {
   };
   if (sub == "help") {
     if (!arity(2)) return;
-    const char* lines[] = {
-        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    HelpReply(r, "MEMORY", {
         "DOCTOR",
         "    What the store's memory looks like, in a sentence.",
         "MALLOC-STATS",
@@ -545,11 +539,7 @@ void Memory(const Args& a, CommandContext* c, Reply* r) {
         "    The bytes <key> holds of the store (its nodes and index "
         "node); a value in",
         "    parts reads <count> of them and scales (default: 5, 0: all "
-        "of them).",
-        "HELP",
-        "    Prints this help."};
-    r->Array(std::size(lines));
-    for (const char* l : lines) r->Simple(l);
+        "of them)."});
   } else if (sub == "usage") {
     if (a.size() < 3) {
       return r->Error("ERR wrong number of arguments for 'memory|usage' "

@@ -109,8 +109,8 @@ void Latency(const Args& a, CommandContext* c, Reply* r) {
                   "latencystats.\n");
     }
   } else if (sub == "help") {
-    static const char* const kHelp[] = {
-        "LATENCY <subcommand> [<arg> ...]. Subcommands are:",
+    if (!arity(a.size() == 2)) return;
+    HelpReply(r, "LATENCY", {
         "HISTOGRAM [<command> ...]",
         "    Each command's latency as a cumulative distribution.",
         "    (Every command timed, when none is named.)",
@@ -123,13 +123,7 @@ void Latency(const Args& a, CommandContext* c, Reply* r) {
         "GRAPH <event>",
         "    A graph of an event's samples: there are none.",
         "DOCTOR",
-        "    What is known of latency here.",
-        "HELP",
-        "    Prints this help."};
-    if (arity(a.size() == 2)) {
-      r->Array(std::size(kHelp));
-      for (const char* line : kHelp) r->Simple(line);
-    }
+        "    What is known of latency here."});
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
              "'. Try LATENCY HELP.");

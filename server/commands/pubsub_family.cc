@@ -121,12 +121,12 @@ void Publish(const Args& a, CommandContext* c, Reply* r) {
 // PUBSUB CHANNELS [pattern] | NUMSUB [channel ...] | NUMPAT |
 // SHARDCHANNELS [pattern] | SHARDNUMSUB [channel ...] | HELP
 void PubSub(const Args& a, CommandContext* c, Reply* r) {
-  // As Redis: NUMPAT's arity is checked by the table, the others' by
-  // the command.
+  // As Redis: NUMPAT's and HELP's arity is checked by the table, the
+  // others' by the command.
   auto arity = [&](const char* sub) {
-    if (std::string_view(sub) == "numpat") {
-      return r->Error("ERR wrong number of arguments for 'pubsub|numpat' "
-                      "command");
+    if (std::string_view(sub) == "numpat" || std::string_view(sub) == "help") {
+      return r->Error(std::string("ERR wrong number of arguments for 'pubsub|") +
+                      sub + "' command");
     }
     r->Error("ERR unknown subcommand or wrong number of arguments for '" +
              std::string(a[1].substr(0, 128)) + "'. Try PUBSUB HELP.");
@@ -155,9 +155,9 @@ void PubSub(const Args& a, CommandContext* c, Reply* r) {
     if (a.size() != 2) return arity("numpat");
     r->Int(c->pubsub == nullptr ? 0
                                 : static_cast<int64_t>(c->pubsub->NumPat()));
-  } else if (Eq(a[1], "help") && a.size() == 2) {
-    const char* lines[] = {
-        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+  } else if (Eq(a[1], "help")) {
+    if (a.size() != 2) return arity("help");
+    HelpReply(r, "PUBSUB", {
         "CHANNELS [<pattern>]",
         ("    The channels with subscribers (every worker's), or those "
          "matching <pattern>."),
@@ -168,11 +168,7 @@ void PubSub(const Args& a, CommandContext* c, Reply* r) {
         "SHARDCHANNELS [<pattern>]",
         "    CHANNELS for shard channels.",
         "SHARDNUMSUB [<shardchannel> ...]",
-        "    NUMSUB for shard channels.",
-        "HELP",
-        "    Prints this help."};
-    r->Array(std::size(lines));
-    for (const char* l : lines) r->Simple(l);
+        "    NUMSUB for shard channels."});
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
              "'. Try PUBSUB HELP.");

@@ -158,9 +158,9 @@ void Script(const Args& a, CommandContext* c, Reply* r) {
     r->Error(std::string("ERR wrong number of arguments for 'script|") +
              sub + "' command");
   };
-  if (Eq(a[1], "help") && a.size() == 2) {
-    const char* lines[] = {
-        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+  if (Eq(a[1], "help")) {
+    if (a.size() != 2) return arity("help");
+    HelpReply(r, "SCRIPT", {
         "EXISTS <sha1> [<sha1> ...]",
         "    For each script, 1 if the script cache holds it, else 0.",
         "FLUSH [ASYNC|SYNC]",
@@ -168,11 +168,7 @@ void Script(const Args& a, CommandContext* c, Reply* r) {
         "KILL",
         "    Stops the script that runs too long, if it wrote nothing.",
         "LOAD <script>",
-        "    Adds a script to the cache and answers its SHA1 digest.",
-        "HELP",
-        "    Prints this help."};
-    r->Array(std::size(lines));
-    for (const char* l : lines) r->Simple(l);
+        "    Adds a script to the cache and answers its SHA1 digest."});
     return;
   }
   ScriptCache* cache = nullptr;
