@@ -225,6 +225,13 @@ TEST(HashFamilyVsRedis, EveryCommandRepliesAsRedis) {
       {"HSCAN", "h", "7"}, {"HSCAN", "h", "x"}, {"HSCAN", "h", "0", "COUNT", "0"},
       {"HSCAN", "h", "0", "COUNT", "x"}, {"HSCAN", "h", "0", "TYPE", "string"},
       {"HSCAN", "h", "0", "MATCH"}, {"HSCAN", "none", "0"},
+      // A missing key's scan is empty before its options are read; a key
+      // of another type is WRONGTYPE before them; the cursor comes first.
+      {"HSCAN", "none", "0", "COUNT", "x"}, {"HSCAN", "none", "0", "FOO"},
+      {"HSCAN", "none", "x", "FOO"}, {"SET", "str2", "v"},
+      {"HSCAN", "str2", "0", "COUNT", "0"},
+      {"SSCAN", "none", "0", "COUNT", "0"}, {"SSCAN", "str2", "0", "FOO"},
+      {"ZSCAN", "none", "0", "MATCH"}, {"ZSCAN", "str2", "0", "COUNT", "x"},
       {"HSCAN", "h", "0", "COUNT", "1", "MATCH", "f"},
       // every hash command on a string, every string command on a hash
       {"SET", "str", "v"}, {"HSET", "str", "f", "v"}, {"HGET", "str", "f"},

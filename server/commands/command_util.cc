@@ -188,7 +188,12 @@ bool ParseScan(const Args& a, size_t at, bool with_type, ScanArgs* s,
     r->Error("ERR invalid cursor");
     return false;
   }
-  for (size_t i = at + 1; i < a.size(); ++i) {
+  return ParseScanOptions(a, at + 1, with_type, s, r);
+}
+
+bool ParseScanOptions(const Args& a, size_t from, bool with_type,
+                      ScanArgs* s, Reply* r) {
+  for (size_t i = from; i < a.size(); ++i) {
     bool more = i + 1 < a.size();
     if (Eq(a[i], "match") && more) {
       s->match = a[++i];
@@ -209,6 +214,12 @@ bool ParseScan(const Args& a, size_t at, bool with_type, ScanArgs* s,
     }
   }
   return true;
+}
+
+void EmptyScan(Reply* r) {
+  r->Array(2);
+  r->Bulk("0");
+  r->Array(0);
 }
 
 bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r) {

@@ -97,6 +97,13 @@ struct ScanArgs {
 // SCAN's TYPE too), with Redis's errors; false after replying one.
 bool ParseScan(const Args& a, size_t at, bool with_type, ScanArgs* s,
                Reply* r);
+// Its options alone, from a[from] on. HSCAN, SSCAN and ZSCAN read them
+// only once the key is there and of their type, as Redis does (a missing
+// key's scan is empty whatever follows its cursor).
+bool ParseScanOptions(const Args& a, size_t from, bool with_type,
+                      ScanArgs* s, Reply* r);
+// An empty scan's reply: cursor 0, no items.
+void EmptyScan(Reply* r);
 // SINTERCARD's and ZINTERCARD's [LIMIT limit] from a[from] on (0: none);
 // false after replying the error.
 bool ParseCardLimit(const Args& a, size_t from, int64_t* limit, Reply* r);

@@ -431,10 +431,14 @@ void RemoveFields(const Args& a, CommandContext* c, Reply* r,
 void ReplyTableScan(const Args& a, CommandContext* c, Reply* r,
                     const TableShape& shape, bool pairs) {
   ScanArgs scan;
-  if (!ParseScan(a, 2, false, &scan, r)) return;
+  if (!ParseScanCursor(a[2], &scan.cursor)) {
+    return r->Error("ERR invalid cursor");
+  }
   ReadConsistently(c, r, [&] {
     HashValue h(shape);
     if (!Opened(h.Open(c, a[1]), r)) return;
+    if (!h.exists()) return EmptyScan(r);
+    if (!ParseScanOptions(a, 3, false, &scan, r)) return;
     // A packed table is one page, whatever the cursor (as Redis answers
     // for a listpack or an intset); one in buckets pages bucket by
     // bucket, the cursor being the next bucket. A field there all along

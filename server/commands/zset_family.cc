@@ -562,9 +562,13 @@ void ZRandMember(const Args& a, CommandContext* c, Reply* r) {
 // ZSCAN key cursor [MATCH pattern] [COUNT count]
 void ZScan(const Args& a, CommandContext* c, Reply* r) {
   ScanArgs scan;
-  if (!ParseScan(a, 2, false, &scan, r)) return;
-  std::string_view match = scan.match;
+  if (!ParseScanCursor(a[2], &scan.cursor)) {
+    return r->Error("ERR invalid cursor");
+  }
   ReadZSet(c, a[1], r, [&](ZSetValue* z) {
+    if (!z->exists()) return EmptyScan(r);
+    if (!ParseScanOptions(a, 3, false, &scan, r)) return;
+    std::string_view match = scan.match;
     // A packed set is one page, whatever the cursor (as Redis answers for
     // a listpack); one in parts pages its member table bucket by bucket,
     // the cursor being the next bucket.
