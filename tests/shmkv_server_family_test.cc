@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,9 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
   ExpectSameAsRedis(&h, redis.port(), {
       {"CONFIG", "GET", "nosuch*"},
       {"CONFIG", "GET", "appendonly"}, {"CONFIG", "SET", "nosuch", "1"},
+      // noeviction: Redis's default and shmkv's only policy
+      {"CONFIG", "GET", "maxmemory-policy"},
+      {"CONFIG", "SET", "maxmemory-policy", "NoEviction"},
       {"CONFIG", "GET"}, {"CONFIG", "SET", "x"}, {"CONFIG", "NOSUCH"},
       {"COMMAND", "INFO", "nosuchcmd"}, {"COMMAND", "DOCS", "nosuchcmd"},
       {"COMMAND", "COUNT", "x"}, {"COMMAND", "NOSUCH"},
@@ -403,6 +408,23 @@ TEST(ServerFamily, InfoConfigAndCommandShapes) {
     EXPECT_NE(cfg.find(Bulk(k)), std::string::npos) << k << " in " << cfg;
   }
   EXPECT_NE(cfg.find(Bulk("16380")), std::string::npos);
+  // Memory as Redis writes it for people, and the policy clients check
+  // (Sidekiq warns at start unless it is noeviction).
+  std::string mem = h.Run({"INFO", "memory"});
+  EXPECT_NE(mem.find("\r\nmaxmemory_policy:noeviction\r\n"), std::string::npos)
+      << mem;
+  for (const char* f : {"\r\nused_memory_human:", "\r\nmaxmemory_human:"}) {
+    size_t at = mem.find(f);
+    ASSERT_NE(at, std::string::npos) << f << " in " << mem;
+    std::string v = mem.substr(at + std::strlen(f));
+    v = v.substr(0, v.find("\r\n"));
+    EXPECT_TRUE(std::regex_match(v, std::regex("[0-9]+B|[0-9]+\\.[0-9]{2}[KMGTP]")))
+        << f << v;
+  }
+  EXPECT_EQ(h.Run({"CONFIG", "SET", "maxmemory-policy", "allkeys-lru"}),
+            "-ERR CONFIG SET failed (possibly related to argument "
+            "'maxmemory-policy') - shmkv evicts no key: its only policy is "
+            "noeviction\r\n");
   EXPECT_EQ(h.Run({"CONFIG", "SET", "maxmemory", "1"}),
             "-ERR CONFIG SET failed (possibly related to argument "
             "'maxmemory') - can't set immutable config\r\n");

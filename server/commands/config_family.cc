@@ -71,6 +71,7 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"dbfilename", i.dbfilename},
       {"appendonly", "no"},
       {"maxmemory", std::to_string(i.memory)},
+      {"maxmemory-policy", "noeviction"},  // a full store answers -OOM
       {"proto-max-bulk-len", std::to_string(i.max_value)},
       {"shmkv-http-port", std::to_string(i.http_port)},
       {"shmkv-udp-port", std::to_string(i.udp_port)},
@@ -220,6 +221,12 @@ void Config(const Args& a, CommandContext* c, Reply* r) {
         }
         set_save = true;
         continue;
+      }
+      if (name == "maxmemory-policy") {
+        // The one policy shmkv has: setting it again changes nothing.
+        if (Lower(a[i + 1]) == "noeviction") continue;
+        return failed(a[i], "shmkv evicts no key: its only policy is "
+                            "noeviction");
       }
       if (name != "notify-keyspace-events") {
         return failed(a[i], "can't set immutable config");

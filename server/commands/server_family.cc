@@ -42,6 +42,20 @@ std::string Fmt(const char* fmt, double v) {
   return buf;
 }
 
+// A byte count as Redis's *_human fields write it: B, then K, M, G, T, P
+// of 1024 with two decimals.
+std::string HumanBytes(uint64_t n) {
+  const char* units = "KMGTP";
+  if (n < 1024) return std::to_string(n) + "B";
+  double v = static_cast<double>(n) / 1024;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < 5) {
+    v /= 1024;
+    ++u;
+  }
+  return Fmt("%.2f", v) + units[u];
+}
+
 }  // namespace
 
 // PING [message]
@@ -586,7 +600,11 @@ std::vector<Figure> Figures(CommandContext* c, const StatsTotals& t) {
       {"clients", "blocked_clients", "blocked_clients",
        n(c->waits != nullptr ? c->waits->Clients() : 0)},
       {"memory", "used_memory", "memory_used", n(used)},
+      {"memory", "used_memory_human", nullptr, HumanBytes(used)},
       {"memory", "maxmemory", "memory_total", n(total)},
+      {"memory", "maxmemory_human", nullptr, HumanBytes(total)},
+      // A full store refuses writes (-OOM) and evicts nothing.
+      {"memory", "maxmemory_policy", nullptr, "noeviction"},
       {"memory", "keys_capacity", "keys_capacity", n(c->store->Capacity())},
       {"memory", "value_pool", nullptr, c->store->ValuePool()},
       {"memory", "value_pool_reserved", nullptr,
