@@ -164,6 +164,43 @@ TEST(ShmkvBlocking, AnIdleTimeoutDoesNotEndAWait) {
   EXPECT_EQ(waiter.Reply(), Pair("k", "v"));
 }
 
+// CLIENT UNBLOCK ends a wait of a client of the same worker as its
+// timeout would (a null) or with the UNBLOCKED error; the client's next
+// commands then run, and the key it waited on keeps what comes later.
+TEST(ShmkvBlocking, ClientUnblockEndsAWaitAsRedis) {
+  Server s("bunblock");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client& waiter = *groups[0][0];
+  Client& admin = *groups[0][1];
+  std::string id = waiter.Call({"CLIENT", "ID"});
+  ASSERT_EQ(id[0], ':') << id;
+  id = id.substr(1, id.size() - 3);
+  EXPECT_EQ(admin.Call({"CLIENT", "UNBLOCK", id}), ":0\r\n") << "not blocked";
+  ASSERT_TRUE(waiter.SendRaw(Client::Encode({"BLPOP", "k", "0"}) +
+                             Client::Encode({"PING"})));
+  ASSERT_TRUE(BlockedAre(s.port(), 1));
+  EXPECT_EQ(admin.Call({"CLIENT", "UNBLOCK", id, "maybe"}),
+            "-ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR\r\n");
+  EXPECT_EQ(admin.Call({"CLIENT", "UNBLOCK", id}), ":1\r\n");
+  EXPECT_EQ(waiter.Reply(), "*-1\r\n");
+  EXPECT_EQ(waiter.Reply(), "+PONG\r\n");
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+  EXPECT_EQ(admin.Call({"CLIENT", "UNBLOCK", id}), ":0\r\n");
+  // ERROR, asked inside a transaction: the wait ends after EXEC.
+  ASSERT_TRUE(waiter.SendRaw(Client::Encode({"BZPOPMIN", "z", "0"})));
+  ASSERT_TRUE(BlockedAre(s.port(), 1));
+  admin.Call({"MULTI"});
+  EXPECT_EQ(admin.Call({"CLIENT", "UNBLOCK", id, "ERROR"}), "+QUEUED\r\n");
+  EXPECT_EQ(admin.Call({"EXEC"}), "*1\r\n:1\r\n");
+  EXPECT_EQ(waiter.Reply(),
+            "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+  EXPECT_EQ(admin.Call({"RPUSH", "k", "v"}), ":1\r\n");
+  EXPECT_EQ(admin.Call({"LLEN", "k"}), ":1\r\n") << "nobody waits any more";
+}
+
 TEST(ShmkvBlocking, CommandsPipelinedBehindABlockedOneWait) {
   Server s("bpipe");
   ASSERT_TRUE(s.Start()) << s.log();

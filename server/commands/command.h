@@ -102,6 +102,10 @@ struct CommandContext {
   // SHUTDOWN: asks the server (its master) to stop. Null: it cannot be
   // stopped from here (SHUTDOWN answers an error).
   std::function<void()> shutdown;
+  // CLIENT UNBLOCK: ends the wait of this worker's client `id` if it is
+  // blocked (as its timeout would, or with the UNBLOCKED error when
+  // `error`): true when it was. Null: no client can be unblocked.
+  std::function<bool(uint64_t id, bool error)> unblock_client;
   const ServerInfo* info = nullptr;
   bool quit = false;  // QUIT: reply, then close
   ClientState* client = nullptr;  // the command's connection: must be set

@@ -443,6 +443,30 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
                            "'");
     }
     r->Simple("OK");
+  } else if (sub == "unblock") {
+    // CLIENT UNBLOCK id [TIMEOUT|ERROR]: a client of this worker blocked
+    // in a pop gets its timeout's reply or the UNBLOCKED error; one held
+    // by another worker is not reached (docs/server.md).
+    if (a.size() < 3) return void(arity(3));
+    if (a.size() > 4) {
+      return r->Error("ERR unknown subcommand or wrong number of arguments "
+                      "for '" + std::string(a[1].substr(0, 128)) +
+                      "'. Try CLIENT HELP.");
+    }
+    bool error = false;
+    if (a.size() == 4) {
+      if (Eq(a[3], "error")) {
+        error = true;
+      } else if (!Eq(a[3], "timeout")) {
+        return r->Error("ERR CLIENT UNBLOCK reason should be TIMEOUT or "
+                        "ERROR");
+      }
+    }
+    int64_t id = 0;
+    if (!ToInt(a[2], &id)) return NotInt(r);
+    const bool ended = id > 0 && c->unblock_client &&
+                       c->unblock_client(static_cast<uint64_t>(id), error);
+    r->Int(ended ? 1 : 0);
   } else if (sub == "reply") {
     // CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing (Execute
     // drops their replies and the next ones); SKIP does nothing while OFF.
@@ -466,6 +490,8 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
                "SETNAME <name>", "    Name this connection.",
                "SETINFO <LIB-NAME|LIB-VER> <value>",
                "    Accept the client library's name or version.",
+               "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+               "    Unblock the specified blocked client (of this worker).",
                "REPLY <ON|OFF|SKIP>",
                "    ON: reply to every command; OFF: to none; SKIP: not to "
                "the next one.",

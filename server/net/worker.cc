@@ -127,6 +127,9 @@ int Worker::Run() {
   }
   ctx_.stats = &stats_;
   ctx_.publish_stats = [this] { Publish(); };
+  ctx_.unblock_client = [this](uint64_t id, bool error) {
+    return UnblockClient(id, error);
+  };
   // SHUTDOWN stops the server: its master, which stops every worker. A
   // worker whose master is gone (another parent now) stops nobody else.
   ctx_.shutdown = [master = getppid()] {
@@ -593,8 +596,9 @@ void Worker::Process(Conn* c) {
       c->closing = true;
     }
 
-    // As Redis: clients blocked on what this command wrote are served
-    // before the next command runs.
+    // As Redis: clients blocked on what this command wrote (or that it
+    // unblocked) are answered before the next command runs.
+    EndUnblocked();
     ServeWoken();
   }
   if (outer_clock != nullptr) *outer_clock = clock;

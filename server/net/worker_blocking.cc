@@ -137,6 +137,7 @@ void Worker::Resume() {
 }
 
 void Worker::ExpireBlocked() {
+  EndUnblocked();
   if (blocked_.empty()) return;
   for (uint64_t t : blocked_.Expired(shmc::detail::MonotonicNs())) {
     auto it = conns_.find(blocked_.Fd(t));
@@ -144,15 +145,56 @@ void Worker::ExpireBlocked() {
       blocked_.Remove(t);
       continue;
     }
-    Conn* c = it->second.get();
-    Reply timeout(&c->out);
-    timeout.SetProtocol(c->client.resp);
-    timeout.NullArray();
-    // Counted once, as answered (Redis counts a blocked call when it
-    // ends too); the wait is not its service time.
-    local_.Record(CommandId(c->blocked->args.at(0)), 0);
-    ++local_.commands;
-    Unblock(c, true);
+    EndWait(it->second.get(), false);
+  }
+}
+
+// A blocked client's wait ends without its keys: its timeout's reply (a
+// null array, as Redis's for every blocking pop), or CLIENT UNBLOCK's
+// error.
+void Worker::EndWait(Conn* c, bool error) {
+  Reply reply(&c->out);
+  reply.SetProtocol(c->client.resp);
+  if (error) {
+    reply.Error("UNBLOCKED client unblocked via CLIENT UNBLOCK");
+    ++local_.errors;
+  } else {
+    reply.NullArray();
+  }
+  // Counted once, as answered (Redis counts a blocked call when it
+  // ends too); the wait is not its service time.
+  local_.Record(CommandId(c->blocked->args.at(0)), 0);
+  ++local_.commands;
+  Unblock(c, true);
+}
+
+// The wait ends once the command that asked has finished (it may run in
+// a transaction, under the store's lock, which Unblock takes).
+bool Worker::UnblockClient(uint64_t id, bool error) {
+  for (auto& [fd, conn] : conns_) {
+    Conn* c = conn.get();
+    if (c->client.id != id) continue;
+    if (c->blocked == nullptr) return false;
+    for (const auto& u : unblocks_) {
+      if (u.first == fd) return false;  // already ended by an earlier one
+    }
+    unblocks_.emplace_back(fd, error);
+    return true;
+  }
+  return false;
+}
+
+void Worker::EndUnblocked() {
+  while (!unblocks_.empty()) {
+    std::vector<std::pair<int, bool>> ends;
+    ends.swap(unblocks_);
+    for (const auto& [fd, error] : ends) {
+      auto it = conns_.find(fd);
+      // (Served meanwhile by a write: it has its reply.)
+      if (it != conns_.end() && it->second->blocked) {
+        EndWait(it->second.get(), error);
+      }
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "server/commands/command.h"
@@ -182,6 +183,14 @@ class Worker {
 
   // Answers the clients whose timeout passed: Redis's null reply.
   void ExpireBlocked();
+  // Ends a blocked client's wait as its timeout would, or with CLIENT
+  // UNBLOCK's error.
+  void EndWait(Conn* c, bool error);
+  // CLIENT UNBLOCK (CommandContext::unblock_client): whether client `id`
+  // of this worker is blocked; if so its wait ends in EndUnblocked,
+  // after the asking command.
+  bool UnblockClient(uint64_t id, bool error);
+  void EndUnblocked();
 
   // Every 100 ms: a wake some worker could not deliver (its socket was
   // full) makes every worker try all its clients again; once a second,
@@ -318,6 +327,7 @@ class Worker {
   BlockedClients blocked_;
   std::vector<uint64_t> written_, woken_, holders_;
   std::vector<int> resumed_;
+  std::vector<std::pair<int, bool>> unblocks_;  // CLIENT UNBLOCK: fd, error
   std::vector<std::string_view> retry_args_;
   bool serving_ = false, retry_all_ = false;
   uint64_t resync_seen_ = 0;
