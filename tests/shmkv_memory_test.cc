@@ -159,6 +159,46 @@ TEST(ShmkvMemory, AStoreKeepsItsValuePoolAndExtentsCostTheirBytes) {
   }
 }
 
+// --memory is what the values may hold, whatever writes them: filled by
+// SETs of small values (one map write each) and by a hash grown into
+// parts (journaled commits), a store answers -OOM with used_memory at
+// most maxmemory and close to it (SETs once took an eighth more: the
+// extent pool's slack past the limit), and a key deleted makes room.
+TEST(ShmkvMemory, AFullStoreHoldsNoMoreThanMaxmemory) {
+  for (const char* made : {"extents", "nodes"}) {
+    SCOPED_TRACE(made);
+    Server s(std::string("cap") + made);
+    s.set_workers(1);
+    ASSERT_TRUE(s.Start({"--value-pool", made, "--memory", "4M"})) << s.log();
+    Client c(s.port());
+    std::string reply;
+    int n = 0;
+    for (; n < 200000; ++n) {
+      reply = c.Call({"SET", "k" + std::to_string(n), Value(n, 100)});
+      if (reply != "+OK\r\n") break;
+    }
+    EXPECT_EQ(reply.rfind("-OOM", 0), 0u) << reply;
+    std::string info = c.Call({"INFO", "memory"});
+    long long used = CountAfter(info, "used_memory:");
+    const long long max = CountAfter(info, "maxmemory:");
+    EXPECT_LE(used, max) << info;
+    EXPECT_GE(used, max - max / 20) << info;
+    // Half the keys go; a hash then grows into parts until refused.
+    for (int i = 0; i < n / 2; ++i) c.Call({"DEL", "k" + std::to_string(i)});
+    for (int i = 0; i < 200000; ++i) {
+      reply = c.Call({"HSET", "h", "f" + std::to_string(i), Value(i, 100)});
+      if (reply != ":1\r\n") break;
+    }
+    EXPECT_EQ(reply.rfind("-OOM", 0), 0u) << reply;
+    info = c.Call({"INFO", "memory"});
+    used = CountAfter(info, "used_memory:");
+    EXPECT_LE(used, max) << info;
+    EXPECT_EQ(c.Call({"DEL", "k" + std::to_string(n - 1)}), ":1\r\n");
+    EXPECT_EQ(c.Call({"SET", "again", "v"}), "+OK\r\n");
+    s.Stop();
+  }
+}
+
 // Every segment of a store but its index and value pool (the control
 // block, journal, statistics, latency sketches, wait board, script cache,
 // pub/sub registry and ring, databases, replication state) holds little

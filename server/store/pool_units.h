@@ -35,8 +35,8 @@ struct PoolUnits<shmc::ShmLinkTable<A>> {
   static uint64_t InitCount(uint64_t memory) {
     return std::max<uint64_t>(16, memory / kNodeCost);
   }
-  static uint64_t Limit(const shmc::ShmLinkTable<A>& p, uint64_t) {
-    return p.total_nodes();
+  static uint64_t Limit(const shmc::ShmLinkTable<A>& p, uint64_t memory) {
+    return std::min<uint64_t>(p.total_nodes(), InitCount(memory));
   }
   // Units ever handed out: the nodes reserved (a free node stays linked).
   static uint64_t Top(const shmc::ShmLinkTable<A>& p) {

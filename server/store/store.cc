@@ -469,10 +469,7 @@ class StoreT : public Store {
     // The map's pool reserves its memory in steps: the nodes the commit
     // may take are reserved before its first record applies, so that a
     // full /dev/shm fails it whole (-OOM), never halfway.
-    const uint64_t limit = LimitUnits(), used = UsedUnits();
-    if (used > limit || nodes > limit - used || !map_.ReserveNodes(nodes)) {
-      return Status::kFull;
-    }
+    if (!Fits(nodes) || !map_.ReserveNodes(nodes)) return Status::kFull;
     // (An undone commit bumped what it applied and undid: a WATCH of
     // those keys fails, as it did when the bumps came after.) A quiet key
     // is not bumped here; a recovery, in any process, bumps every key.
@@ -497,6 +494,12 @@ class StoreT : public Store {
   // values hold.
   uint64_t LimitUnits() const {
     return Units::Limit(map_.link_table(), cfg_.memory);
+  }
+  // Whether `nodes` more units keep the values within the limit (every
+  // write that adds a value asks, so used_memory never passes maxmemory).
+  bool Fits(uint64_t nodes) const {
+    const uint64_t limit = LimitUnits(), used = UsedUnits();
+    return used <= limit && nodes <= limit - used;
   }
   uint64_t UsedUnits() const {
     const auto& p = map_.link_table();

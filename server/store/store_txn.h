@@ -220,10 +220,17 @@ class StoreT<Alloc, Values>::TxnImpl : public Store::Txn {
       // there (PartStamp); a key alone needs no sequence.
       Entry& e = *dirty[0];
       bool ok = true;
-      if (e.part) s_->journal_.BeginUnjournaled();
       if (e.present) {
         MakeBlob(&s_->blob_, e.key, e.type, e.encoding, e.value, e.expire,
                  e.db);
+        // (Counted whole, the old value's units not taken back, as a
+        // journaled commit counts them.)
+        if (!s_->Fits(s_->map_.link_table().NodesFor(s_->blob_.size()))) {
+          return Status::kFull;
+        }
+      }
+      if (e.part) s_->journal_.BeginUnjournaled();
+      if (e.present) {
         ok = s_->map_.Replace(e.h, s_->blob_);
       } else {
         s_->map_.Erase(e.h);
