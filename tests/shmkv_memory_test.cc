@@ -199,6 +199,48 @@ TEST(ShmkvMemory, AFullStoreHoldsNoMoreThanMaxmemory) {
   }
 }
 
+// CONFIG SET maxmemory lowers the limit at run time for every worker (0:
+// --memory again); CONFIG GET and INFO say the limit in force, never more
+// than --memory.
+TEST(ShmkvMemory, ConfigSetMaxmemoryLowersTheLimitForEveryWorker) {
+  Server s("maxmem");
+  ASSERT_TRUE(s.Start({"--memory", "64M"})) << s.log();
+  auto groups = shmkv_test::OnEachWorker(s.port(), 2, 1);
+  ASSERT_EQ(groups.size(), 2u);
+  Client& a = *groups[0][0];
+  Client& b = *groups[1][0];
+  const std::string full = "*2\r\n$9\r\nmaxmemory\r\n$8\r\n67108864\r\n";
+  EXPECT_EQ(a.Call({"CONFIG", "GET", "maxmemory"}), full);
+  ASSERT_EQ(a.Call({"SET", "before", Value(1, 1000)}), "+OK\r\n");
+  EXPECT_EQ(a.Call({"CONFIG", "SET", "maxmemory", "1mb"}), "+OK\r\n");
+  EXPECT_EQ(b.Call({"CONFIG", "GET", "maxmemory"}),
+            "*2\r\n$9\r\nmaxmemory\r\n$7\r\n1048576\r\n");
+  EXPECT_EQ(CountAfter(b.Call({"INFO", "memory"}), "maxmemory:"), 1048576);
+  // The other worker's writes stop at the new limit, with what they
+  // wrote kept; reads and deletes go on.
+  std::string reply;
+  int n = 0;
+  for (; n < 10000; ++n) {
+    reply = b.Call({"SET", "k" + std::to_string(n), Value(n, 1000)});
+    if (reply != "+OK\r\n") break;
+  }
+  EXPECT_EQ(reply.rfind("-OOM", 0), 0u) << reply;
+  EXPECT_GT(n, 500);
+  EXPECT_LT(n, 1100);
+  EXPECT_LE(CountAfter(a.Call({"INFO", "memory"}), "used_memory:"), 1048576);
+  EXPECT_EQ(a.Call({"GET", "before"}), Bulk(Value(1, 1000)));
+  EXPECT_EQ(a.Call({"DEL", "k0"}), ":1\r\n");
+  // Above --memory: the limit stays --memory. 0: --memory again.
+  EXPECT_EQ(a.Call({"CONFIG", "SET", "maxmemory", "1gb"}), "+OK\r\n");
+  EXPECT_EQ(b.Call({"CONFIG", "GET", "maxmemory"}), full);
+  EXPECT_EQ(a.Call({"CONFIG", "SET", "maxmemory", "1"}), "+OK\r\n");
+  EXPECT_EQ(b.Call({"SET", "small", "v"}).rfind("-OOM", 0), 0u);
+  EXPECT_EQ(a.Call({"CONFIG", "SET", "maxmemory", "0"}), "+OK\r\n");
+  EXPECT_EQ(b.Call({"CONFIG", "GET", "maxmemory"}), full);
+  EXPECT_EQ(b.Call({"SET", "k" + std::to_string(n), Value(n, 1000)}),
+            "+OK\r\n");
+}
+
 // Every segment of a store but its index and value pool (the control
 // block, journal, statistics, latency sketches, wait board, script cache,
 // pub/sub registry and ring, databases, replication state) holds little

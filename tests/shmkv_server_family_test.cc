@@ -425,9 +425,12 @@ TEST(ServerFamily, InfoConfigAndCommandShapes) {
             "-ERR CONFIG SET failed (possibly related to argument "
             "'maxmemory-policy') - shmkv evicts no key: its only policy is "
             "noeviction\r\n");
-  EXPECT_EQ(h.Run({"CONFIG", "SET", "maxmemory", "1"}),
+  EXPECT_EQ(h.Run({"CONFIG", "SET", "databases", "1"}),
             "-ERR CONFIG SET failed (possibly related to argument "
-            "'maxmemory') - can't set immutable config\r\n");
+            "'databases') - can't set immutable config\r\n");
+  EXPECT_EQ(h.Run({"CONFIG", "SET", "maxmemory", "-1"}),
+            "-ERR CONFIG SET failed (possibly related to argument "
+            "'maxmemory') - argument must be a memory value\r\n");
   std::string count = h.Run({"COMMAND", "COUNT"});
   ASSERT_EQ(count[0], ':') << count;
   EXPECT_GT(std::stoi(count.substr(1)), 60);

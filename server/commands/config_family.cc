@@ -4,6 +4,7 @@
 // family.
 #include "server/commands/config_family.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -50,8 +51,9 @@ bool ParseSaveSetting(std::string_view text, std::vector<SavePoint>* out) {
 }
 
 // CONFIG GET pattern...: every setting shmkv has, under Redis's names where
-// Redis has one. CONFIG SET: notify-keyspace-events and the compact forms'
-// limits (server/store/settings.h) change at run time, for every worker;
+// Redis has one. CONFIG SET: notify-keyspace-events, maxmemory and the
+// compact forms' limits (server/store/settings.h) change at run time, for
+// every worker;
 // the rest are fixed at start, so each is refused as Redis refuses an
 // immutable setting.
 std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
@@ -70,7 +72,6 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"save", SavePointsText(c)},
       {"dbfilename", i.dbfilename},
       {"appendonly", "no"},
-      {"maxmemory", std::to_string(i.memory)},
       {"maxmemory-policy", "noeviction"},  // a full store answers -OOM
       {"proto-max-bulk-len", std::to_string(i.max_value)},
       {"shmkv-http-port", std::to_string(i.http_port)},
@@ -81,7 +82,14 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
       {"shmkv-journal-size", std::to_string(i.journal)},
   };
   for (const SettingSpec& spec : SettingSpecs()) {
-    std::string v = std::to_string(c->store->GetSetting(spec.id));
+    int64_t set = c->store->GetSetting(spec.id);
+    // maxmemory: the limit in force, --memory unless a lower one is set.
+    if (spec.id == Setting::kMaxMemory) {
+      set = static_cast<int64_t>(
+          set > 0 ? std::min<uint64_t>(i.memory, static_cast<uint64_t>(set))
+                  : i.memory);
+    }
+    std::string v = std::to_string(set);
     out.emplace_back(spec.name, v);
     if (spec.alias[0] != '\0') out.emplace_back(spec.alias, v);
   }
@@ -129,7 +137,8 @@ bool ParseMemorySize(std::string_view v, uint64_t* out) {
 bool ParseSettingValue(const SettingSpec& spec, std::string_view text,
                        int64_t* v, std::string* why) {
   bool memory = spec.id == Setting::kHashValue ||
-                spec.id == Setting::kZSetValue;
+                spec.id == Setting::kZSetValue ||
+                spec.id == Setting::kMaxMemory;
   uint64_t m = 0;
   if (memory && ParseMemorySize(text, &m)) {
     *v = static_cast<int64_t>(m);

@@ -2,7 +2,7 @@
 // (docs/server.md, "Settings"): the sizes below which a collection keeps
 // its compact form, under Redis's names (hash-max-listpack-entries, ...),
 // the time after which a script makes other clients wait (busy-reply-
-// threshold), and the save points.
+// threshold), maxmemory (a limit below --memory) and the save points.
 //
 // They live in a small POSIX segment of their own (SettingsKey), made by
 // whichever process of the store opens it first, so a change made
@@ -42,6 +42,7 @@ enum class Setting : uint32_t {
   kListSize,         // list-max-listpack-size
   kListCompress,     // list-compress-depth
   kBusyReplyThreshold,  // busy-reply-threshold (lua-time-limit), ms
+  kMaxMemory,        // maxmemory: bytes, 0 for --memory (a lower limit)
   kCount,
 };
 constexpr uint32_t kSettings = static_cast<uint32_t>(Setting::kCount);
@@ -72,6 +73,7 @@ inline const SettingSpec (&SettingSpecs())[kSettings] {
       {Setting::kListCompress, "list-compress-depth", "", 0, 0, INT32_MAX},
       {Setting::kBusyReplyThreshold, "busy-reply-threshold",
        "lua-time-limit", 5000, 0, INT64_MAX},
+      {Setting::kMaxMemory, "maxmemory", "", 0, 0, INT64_MAX},
   };
   return specs;
 }

@@ -493,7 +493,13 @@ class StoreT : public Store {
   // The pool's units (nodes or granules) --memory allows, and those that
   // values hold.
   uint64_t LimitUnits() const {
-    return Units::Limit(map_.link_table(), cfg_.memory);
+    return Units::Limit(map_.link_table(), MemoryLimit());
+  }
+  // --memory, or the lower limit CONFIG SET maxmemory gave (0: none).
+  uint64_t MemoryLimit() const {
+    const int64_t set = settings_.Get(Setting::kMaxMemory);
+    return set > 0 ? std::min<uint64_t>(cfg_.memory, static_cast<uint64_t>(set))
+                   : cfg_.memory;
   }
   // Whether `nodes` more units keep the values within the limit (every
   // write that adds a value asks, so used_memory never passes maxmemory).
