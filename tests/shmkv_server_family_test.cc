@@ -44,6 +44,18 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
   ExpectSameAsRedis(&h, redis.port(), {
       {"CONFIG", "GET", "nosuch*"},
       {"CONFIG", "GET", "appendonly"}, {"CONFIG", "SET", "nosuch", "1"},
+      // Past maxmemory: writes refused before they run (queued in MULTI,
+      // the transaction is doomed; an EXEC holding a write is refused),
+      // reads and deletes served.
+      {"SET", "big", std::string(8192, 'b')}, {"SET", "del", "x"},
+      {"CONFIG", "SET", "maxmemory", "1"},
+      {"SET", "k", "v"}, {"APPEND", "big", "x"}, {"GET", "k"},
+      {"STRLEN", "big"}, {"DEL", "del"}, {"PING"},
+      {"MULTI"}, {"GET", "big"}, {"EXEC"}, {"DISCARD"},
+      {"CONFIG", "SET", "maxmemory", "0"},
+      {"MULTI"}, {"SET", "q", "1"}, {"CONFIG", "SET", "maxmemory", "1"},
+      {"EXEC"}, {"GET", "q"},
+      {"CONFIG", "SET", "maxmemory", "0"}, {"SET", "k", "v"},
       // noeviction: Redis's default and shmkv's only policy
       {"CONFIG", "GET", "maxmemory-policy"},
       {"CONFIG", "SET", "maxmemory-policy", "NoEviction"},

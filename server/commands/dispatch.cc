@@ -102,6 +102,16 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
 
 namespace {
 
+// Whether a command queued in `cl`'s MULTI may use more memory.
+bool QueuedDenyOom(const ClientState* cl) {
+  for (const auto& q : cl->queued) {
+    if (q.empty()) continue;
+    const CommandRow* row = Commands().Find(q[0]);
+    if (row != nullptr && (row->flags & kDenyOom) != 0) return true;
+  }
+  return false;
+}
+
 size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
   ClientState* cl = ctx->client;
   r->SetProtocol(ctx->script_resp != 0 ? ctx->script_resp : cl->resp);
@@ -206,6 +216,22 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
         return row->id;
       }
     }
+  }
+  // Past maxmemory (CONFIG SET lowered it under what the store holds),
+  // as Redis: a command that may use more memory is refused before it
+  // runs, so is any command queued in MULTI (it dooms the transaction),
+  // and an EXEC holding such a command. (Writes within the limit are the
+  // store's to refuse when they do not fit: -OOM the store is full.)
+  if (!ctx->from_master && ctx->txn == nullptr &&
+      ((row->flags & kDenyOom) != 0 ||
+       (cl->in_multi && (row->flags & kNotQueued) == 0) ||
+       (name == "exec" && cl->in_multi) ||
+       (name == "function" && args.size() > 1 &&
+        (Eq(args[1], "load") || Eq(args[1], "restore")))) &&
+      ctx->store->MemoryUsed() > ctx->store->MemoryTotal() &&
+      (name != "exec" || QueuedDenyOom(cl))) {
+    refuse("OOM command not allowed when used memory > 'maxmemory'.");
+    return row->id;
   }
   if (cl->in_multi && (row->flags & kNotQueued) == 0) {
     cl->queued.emplace_back(args.begin(), args.end());

@@ -319,7 +319,7 @@ class StoreT : public Store {
     return journal_.Counter(Journal::kParts);
   }
   uint64_t Capacity() override { return cfg_.capacity; }
-  uint64_t MemoryTotal() override { return LimitUnits() * Units::kCost; }
+  uint64_t MemoryTotal() override { return MaxMemoryUnits() * Units::kCost; }
   uint64_t MemoryUsed() override { return UsedUnits() * Units::kCost; }
   uint64_t BlobCost(uint64_t bytes) override {
     return map_.link_table().NodesFor(bytes) * Units::kCost +
@@ -493,13 +493,17 @@ class StoreT : public Store {
   // The pool's units (nodes or granules) --memory allows, and those that
   // values hold.
   uint64_t LimitUnits() const {
-    return Units::Limit(map_.link_table(), MemoryLimit());
+    return Units::Limit(map_.link_table(), cfg_.memory);
   }
-  // --memory, or the lower limit CONFIG SET maxmemory gave (0: none).
-  uint64_t MemoryLimit() const {
+  // The limit INFO and the command layer go by: --memory, or the lower
+  // one CONFIG SET maxmemory gave (0: none). As Redis's maxmemory it is
+  // checked before a command runs (dispatch.cc); a commit is held to
+  // --memory alone.
+  uint64_t MaxMemoryUnits() const {
     const int64_t set = settings_.Get(Setting::kMaxMemory);
-    return set > 0 ? std::min<uint64_t>(cfg_.memory, static_cast<uint64_t>(set))
-                   : cfg_.memory;
+    if (set <= 0) return LimitUnits();
+    return std::min(LimitUnits(),
+                    Units::Limit(map_.link_table(), static_cast<uint64_t>(set)));
   }
   // Whether `nodes` more units keep the values within the limit (every
   // write that adds a value asks, so used_memory never passes maxmemory).

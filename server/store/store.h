@@ -440,6 +440,8 @@ class Store {
   // Blobs in the map that are parts of collections (graves included).
   virtual uint64_t Parts() = 0;
   virtual uint64_t Capacity() = 0;
+  // The limit in force (INFO's maxmemory: --memory, or a lower CONFIG SET
+  // maxmemory, which commands are refused past) and what values hold.
   virtual uint64_t MemoryTotal() = 0;
   virtual uint64_t MemoryUsed() = 0;
   // What a blob of `bytes` (head, key and value) holds of the store: its
