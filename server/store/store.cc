@@ -319,7 +319,7 @@ class StoreT : public Store {
     return journal_.Counter(Journal::kParts);
   }
   uint64_t Capacity() override { return cfg_.capacity; }
-  uint64_t MemoryTotal() override { return MaxMemoryUnits() * Units::kCost; }
+  uint64_t MemoryTotal() override { return MaxMemoryBytes(); }
   uint64_t MemoryUsed() override { return UsedUnits() * Units::kCost; }
   uint64_t BlobCost(uint64_t bytes) override {
     return map_.link_table().NodesFor(bytes) * Units::kCost +
@@ -499,11 +499,10 @@ class StoreT : public Store {
   // one CONFIG SET maxmemory gave (0: none). As Redis's maxmemory it is
   // checked before a command runs (dispatch.cc); a commit is held to
   // --memory alone.
-  uint64_t MaxMemoryUnits() const {
+  uint64_t MaxMemoryBytes() const {
+    const uint64_t memory = LimitUnits() * Units::kCost;
     const int64_t set = settings_.Get(Setting::kMaxMemory);
-    if (set <= 0) return LimitUnits();
-    return std::min(LimitUnits(),
-                    Units::Limit(map_.link_table(), static_cast<uint64_t>(set)));
+    return set > 0 ? std::min(memory, static_cast<uint64_t>(set)) : memory;
   }
   // Whether `nodes` more units keep the values within the limit (every
   // write that adds a value asks, so used_memory never passes maxmemory).
