@@ -56,6 +56,15 @@ TEST(ServerFamilyVsRedis, ServerCommands) {
       {"MULTI"}, {"SET", "q", "1"}, {"CONFIG", "SET", "maxmemory", "1"},
       {"EXEC"}, {"GET", "q"},
       {"CONFIG", "SET", "maxmemory", "0"}, {"SET", "k", "v"},
+      // min-replicas-to-write: no replica here, so every write is
+      // refused while it is above 0 (queued ones doom the transaction)
+      {"CONFIG", "GET", "min-replicas-to-write"},
+      {"CONFIG", "GET", "min-slaves-max-lag"},
+      {"CONFIG", "SET", "min-replicas-to-write", "2"}, {"SET", "xx", "1"},
+      {"GET", "xx"}, {"DEL", "xx"}, {"MULTI"}, {"GET", "xx"},
+      {"SET", "xx", "2"}, {"EXEC"}, {"CONFIG", "GET", "min-slaves-to-write"},
+      {"CONFIG", "SET", "min-slaves-to-write", "0"}, {"SET", "xx", "1"},
+      {"CONFIG", "SET", "min-replicas-max-lag", "-1"},
       // noeviction: Redis's default and shmkv's only policy
       {"CONFIG", "GET", "maxmemory-policy"},
       {"CONFIG", "SET", "maxmemory-policy", "NoEviction"},

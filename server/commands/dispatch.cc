@@ -102,12 +102,13 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
 
 namespace {
 
-// Whether a command queued in `cl`'s MULTI may use more memory.
-bool QueuedDenyOom(const ClientState* cl) {
+// Whether a command queued in `cl`'s MULTI has `flag` (kDenyOom: may use
+// more memory; kWrite).
+bool QueuedFlag(const ClientState* cl, uint32_t flag) {
   for (const auto& q : cl->queued) {
     if (q.empty()) continue;
     const CommandRow* row = Commands().Find(q[0]);
-    if (row != nullptr && (row->flags & kDenyOom) != 0) return true;
+    if (row != nullptr && (row->flags & flag) != 0) return true;
   }
   return false;
 }
@@ -229,8 +230,18 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
        (name == "function" && args.size() > 1 &&
         (Eq(args[1], "load") || Eq(args[1], "restore")))) &&
       ctx->store->MemoryUsed() > ctx->store->MemoryTotal() &&
-      (name != "exec" || QueuedDenyOom(cl))) {
+      (name != "exec" || QueuedFlag(cl, kDenyOom))) {
     refuse("OOM command not allowed when used memory > 'maxmemory'.");
+    return row->id;
+  }
+  // min-replicas-to-write: a master with fewer good replicas refuses
+  // writes (queued in MULTI too, and an EXEC holding one), as Redis. A
+  // shmkv store serves no replicas, so any value above 0 refuses them.
+  if (!ctx->from_master && ctx->txn == nullptr &&
+      ((row->flags & kWrite) != 0 ||
+       (name == "exec" && cl->in_multi && QueuedFlag(cl, kWrite))) &&
+      ctx->store->GetSetting(Setting::kMinReplicas) > 0) {
+    refuse("NOREPLICAS Not enough good replicas to write.");
     return row->id;
   }
   if (cl->in_multi && (row->flags & kNotQueued) == 0) {

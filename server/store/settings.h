@@ -2,7 +2,8 @@
 // (docs/server.md, "Settings"): the sizes below which a collection keeps
 // its compact form, under Redis's names (hash-max-listpack-entries, ...),
 // the time after which a script makes other clients wait (busy-reply-
-// threshold), maxmemory (a limit below --memory) and the save points.
+// threshold), maxmemory (a limit below --memory), min-replicas-to-write
+// and the save points.
 //
 // They live in a small POSIX segment of their own (SettingsKey), made by
 // whichever process of the store opens it first, so a change made
@@ -43,6 +44,8 @@ enum class Setting : uint32_t {
   kListCompress,     // list-compress-depth
   kBusyReplyThreshold,  // busy-reply-threshold (lua-time-limit), ms
   kMaxMemory,        // maxmemory: bytes, 0 for --memory (a lower limit)
+  kMinReplicas,      // min-replicas-to-write (shmkv serves none)
+  kMinReplicasLag,   // min-replicas-max-lag, seconds (kept and shown)
   kCount,
 };
 constexpr uint32_t kSettings = static_cast<uint32_t>(Setting::kCount);
@@ -74,6 +77,10 @@ inline const SettingSpec (&SettingSpecs())[kSettings] {
       {Setting::kBusyReplyThreshold, "busy-reply-threshold",
        "lua-time-limit", 5000, 0, INT64_MAX},
       {Setting::kMaxMemory, "maxmemory", "", 0, 0, INT64_MAX},
+      {Setting::kMinReplicas, "min-replicas-to-write", "min-slaves-to-write",
+       0, 0, INT32_MAX},
+      {Setting::kMinReplicasLag, "min-replicas-max-lag", "min-slaves-max-lag",
+       10, 0, INT32_MAX},
   };
   return specs;
 }
