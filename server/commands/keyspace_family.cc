@@ -546,13 +546,12 @@ void Memory(const Args& a, CommandContext* c, Reply* r) {
                       "command");
     }
     int64_t samples = 5;
-    for (size_t j = 3; j < a.size(); ++j) {
+    for (size_t j = 3; j < a.size(); j += 2) {  // SAMPLES count, pairs
       if (!Eq(a[j], "samples") || j + 1 >= a.size()) {
         return r->Error("ERR syntax error");
       }
       if (!ToInt(a[j + 1], &samples)) return NotInt(r);
       if (samples < 0) return r->Error("ERR syntax error");
-      ++j;
     }
     uint64_t bytes = 0;
     ReadConsistently(c, r, [&] {
