@@ -39,16 +39,22 @@ std::string Value(int i, size_t n) {
 
 constexpr long long kStep = 2LL << 20;
 
+// SETs of k0, k1, ... (values of `bytes`) until one is refused or `most`
+// are written: how many were, and in *reply the last answer.
+int SetUntilRefused(Client* c, size_t bytes, int most, std::string* reply) {
+  int n = 0;
+  for (; n < most; ++n) {
+    *reply = c->Call({"SET", "k" + std::to_string(n), Value(n, bytes)});
+    if (*reply != "+OK\r\n") break;
+  }
+  return n;
+}
+
 // SETs of 1000-byte values k0, k1, ... until one is refused: it must be
 // -OOM, well past the first few MiB. Returns how many were written.
 int WriteUntilFull(Client* c) {
-  int written = 0;
   std::string reply;
-  for (; written < 100000; ++written) {
-    reply =
-        c->Call({"SET", "k" + std::to_string(written), Value(written, 1000)});
-    if (reply != "+OK\r\n") break;
-  }
+  const int written = SetUntilRefused(c, 1000, 100000, &reply);
   EXPECT_EQ(reply, "-OOM the store is full (raise --capacity or --memory)\r\n");
   EXPECT_GT(written, 5000) << "stopped well before the memory was full";
   return written;
@@ -172,11 +178,7 @@ TEST(ShmkvMemory, AFullStoreHoldsNoMoreThanMaxmemory) {
     ASSERT_TRUE(s.Start({"--value-pool", made, "--memory", "4M"})) << s.log();
     Client c(s.port());
     std::string reply;
-    int n = 0;
-    for (; n < 200000; ++n) {
-      reply = c.Call({"SET", "k" + std::to_string(n), Value(n, 100)});
-      if (reply != "+OK\r\n") break;
-    }
+    const int n = SetUntilRefused(&c, 100, 200000, &reply);
     EXPECT_EQ(reply.rfind("-OOM", 0), 0u) << reply;
     std::string info = c.Call({"INFO", "memory"});
     long long used = CountAfter(info, "used_memory:");
@@ -220,11 +222,7 @@ TEST(ShmkvMemory, ConfigSetMaxmemoryLowersTheLimitForEveryWorker) {
   // the store holds more, as Redis refuses commands), with what they
   // wrote kept; reads and deletes go on.
   std::string reply;
-  int n = 0;
-  for (; n < 10000; ++n) {
-    reply = b.Call({"SET", "k" + std::to_string(n), Value(n, 1000)});
-    if (reply != "+OK\r\n") break;
-  }
+  const int n = SetUntilRefused(&b, 1000, 10000, &reply);
   EXPECT_EQ(reply.rfind("-OOM", 0), 0u) << reply;
   EXPECT_GT(n, 500);
   EXPECT_LT(n, 1100);
