@@ -221,14 +221,17 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
   // Past maxmemory (CONFIG SET lowered it under what the store holds),
   // as Redis: a command that may use more memory is refused before it
   // runs, so is any command queued in MULTI (it dooms the transaction),
-  // and an EXEC holding such a command. (Writes within the limit are the
-  // store's to refuse when they do not fit: -OOM the store is full.)
+  // and an EXEC holding such a command. Without maxmemory set, --memory
+  // is the limit and the store refuses a commit that does not fit (-OOM
+  // the store is full), as a Redis without maxmemory checks nothing
+  // first: the setting is read first, the memory figures only then.
   if (!ctx->from_master && ctx->txn == nullptr &&
       ((row->flags & kDenyOom) != 0 ||
        (cl->in_multi && (row->flags & kNotQueued) == 0) ||
        (name == "exec" && cl->in_multi) ||
        (name == "function" && args.size() > 1 &&
         (Eq(args[1], "load") || Eq(args[1], "restore")))) &&
+      ctx->store->GetSetting(Setting::kMaxMemory) > 0 &&
       ctx->store->MemoryUsed() > ctx->store->MemoryTotal() &&
       (name != "exec" || QueuedFlag(cl, kDenyOom))) {
     refuse("OOM command not allowed when used memory > 'maxmemory'.");
