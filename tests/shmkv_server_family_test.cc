@@ -1,5 +1,6 @@
-// The server and connection family (server/commands/server_family.cc) in
-// process, against redis-server: INFO, CONFIG, COMMAND, TIME.
+// The server and connection families (server/commands/server_family.cc,
+// connection_family.cc) in process, against redis-server: INFO, CONFIG,
+// COMMAND, TIME.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -26,11 +27,14 @@ using shmkv_test::Bulk;
 // The family's statistics ids, as first given: pin a new command's here.
 TEST(ServerFamily, IdsArePinned) {
   shmkv_test::ExpectPinnedIds("server", {
-      {"ping", 1}, {"echo", 2}, {"time", 57}, {"info", 58}, {"command", 59},
-      {"config", 60}, {"quit", 61}, {"select", 62}, {"client", 63},
-      {"auth", 64}, {"hello", 65}, {"swapdb", 157}, {"reset", 173},
-      {"latency", 174}, {"save", 177}, {"lastsave", 178}, {"bgsave", 179},
-      {"shutdown", 180}, {"replicaof", 182}, {"slaveof", 183}, {"role", 184},
+      {"time", 57}, {"info", 58}, {"command", 59}, {"config", 60},
+      {"swapdb", 157}, {"latency", 174}, {"save", 177}, {"lastsave", 178},
+      {"bgsave", 179}, {"shutdown", 180}, {"replicaof", 182},
+      {"slaveof", 183}, {"role", 184},
+  });
+  shmkv_test::ExpectPinnedIds("connection", {
+      {"ping", 1}, {"echo", 2}, {"quit", 61}, {"select", 62},
+      {"client", 63}, {"auth", 64}, {"hello", 65}, {"reset", 173},
   });
 }
 

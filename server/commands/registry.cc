@@ -71,6 +71,7 @@ const Registry& Commands() {
     RegisterStringFamily(r);
     RegisterKeyspaceFamily(r);
     RegisterServerFamily(r);
+    RegisterConnectionFamily(r);
     RegisterTransactionFamily(r);
     RegisterHashFamily(r);
     RegisterListFamily(r);

@@ -119,6 +119,7 @@ const Registry& Commands();
 void RegisterStringFamily(Registry* r);
 void RegisterKeyspaceFamily(Registry* r);
 void RegisterServerFamily(Registry* r);
+void RegisterConnectionFamily(Registry* r);
 void RegisterTransactionFamily(Registry* r);
 void RegisterHashFamily(Registry* r);
 void RegisterListFamily(Registry* r);
