@@ -330,6 +330,63 @@ TEST(ShmkvReplication, AReplicaAnswersClientsAsRedisDoes) {
   }
 }
 
+// replica-serve-stale-data no: while a replica's link is down (its
+// master's port has nobody listening), only the commands Redis flags
+// stale run; the rest answer MASTERDOWN, alone, queued in MULTI, or held
+// by an EXEC queued before the link went. Byte for byte as a redis-server
+// replica of the same dead port.
+TEST(ShmkvReplication, AReplicaWithItsLinkDownServesStaleDataAsRedisSays) {
+  TempDir replica_dir, own;
+  RedisOracle redis_replica({"--dir", replica_dir.path});
+  if (!redis_replica.ok()) GTEST_SKIP() << "no redis-server";
+  Server s("repl_stale");
+  ASSERT_TRUE(s.Start(ReplicaArgs(own))) << s.log();
+  Client ours(s.port()), theirs(redis_replica.port());
+  Client ours2(s.port()), theirs2(redis_replica.port());
+  const std::string dead = std::to_string(shmkv_test::FreePort());
+  auto both = [&](const Cmds& cmds) {
+    for (const auto& cmd : cmds) {
+      EXPECT_EQ(ours.Call(cmd), theirs.Call(cmd)) << cmd[0];
+    }
+  };
+  both({{"CONFIG", "GET", "replica-serve-stale-data"},
+        {"CONFIG", "GET", "slave-serve-stale-data"},
+        {"CONFIG", "SET", "replica-serve-stale-data", "maybe"},
+        {"CONFIG", "SET", "replica-serve-stale-data", "no"},
+        {"SET", "xx", "1"},
+        // A master serves whatever the setting says.
+        {"GET", "xx"},
+        {"MULTI"},
+        {"GET", "xx"}});
+  for (Client* c : {&ours2, &theirs2}) {
+    ASSERT_EQ(c->Call({"REPLICAOF", "127.0.0.1", dead}), "+OK\r\n");
+  }
+  both({{"EXEC"},  // it holds a GET queued before the link went
+        {"GET", "xx"},
+        {"PING"},
+        {"ECHO", "x"},
+        {"SET", "xx", "2"},
+        {"CONFIG", "GET", "replica-serve-stale-data"},
+        {"SELECT", "1"},
+        {"SELECT", "0"},
+        {"SCRIPT", "LOAD", "return 1"},
+        {"SCRIPT", "EXISTS", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"},
+        {"OBJECT", "ENCODING", "xx"},
+        {"MULTI"},
+        {"GET", "xx"},
+        {"EXEC"},
+        {"MULTI"},
+        {"SELECT", "0"},
+        {"EXEC"},
+        {"CONFIG", "SET", "slave-serve-stale-data", "yes"},
+        {"GET", "xx"},
+        {"CONFIG", "SET", "replica-serve-stale-data", "NO"},
+        {"GET", "xx"},
+        {"REPLICAOF", "NO", "ONE"},
+        {"GET", "xx"},
+        {"CONFIG", "SET", "replica-serve-stale-data", "yes"}});
+}
+
 pid_t LinkPid(Client* replica) {
   for (int i = 0; i < 500; ++i) {
     std::string p = ReplField(replica, "shmkv_link_pid");

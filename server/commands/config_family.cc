@@ -89,7 +89,8 @@ std::vector<std::pair<std::string, std::string>> Settings(CommandContext* c) {
           set > 0 ? std::min<uint64_t>(i.memory, static_cast<uint64_t>(set))
                   : i.memory);
     }
-    std::string v = std::to_string(set);
+    std::string v = spec.yes_no ? (set != 0 ? "yes" : "no")
+                                : std::to_string(set);
     out.emplace_back(spec.name, v);
     if (spec.alias[0] != '\0') out.emplace_back(spec.alias, v);
   }
@@ -136,6 +137,14 @@ bool ParseMemorySize(std::string_view v, uint64_t* out) {
 // one.
 bool ParseSettingValue(const SettingSpec& spec, std::string_view text,
                        int64_t* v, std::string* why) {
+  if (spec.yes_no) {
+    if (Eq(text, "yes") || Eq(text, "no")) {
+      *v = Eq(text, "yes") ? 1 : 0;
+      return true;
+    }
+    *why = "argument must be 'yes' or 'no'";
+    return false;
+  }
   bool memory = spec.id == Setting::kHashValue ||
                 spec.id == Setting::kZSetValue ||
                 spec.id == Setting::kMaxMemory;

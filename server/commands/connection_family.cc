@@ -293,7 +293,7 @@ void ResetConnection(const Args&, CommandContext* c, Reply* r) {
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kConnectionRows[] = {
     {"ping", 1, -1, kFast, 0, 0, 0, Ping},
-    {"echo", 2, 2, kFast, 0, 0, 0, Echo},
+    {"echo", 2, 2, kLoading | kStale | kFast, 0, 0, 0, Echo},
     {"quit", 61, -1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, Quit},
     {"reset", 173, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, ResetConnection},
     {"select", 62, 2, kLoading | kStale | kFast, 0, 0, 0, Select},

@@ -102,15 +102,40 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
 
 namespace {
 
-// Whether a command queued in `cl`'s MULTI has `flag` (kDenyOom: may use
-// more memory; kWrite).
-bool QueuedFlag(const ClientState* cl, uint32_t flag) {
+// How many of the commands queued in `cl`'s MULTI have `flag` (kDenyOom:
+// may use more memory; kWrite; kStale), and in *all whether all do.
+size_t QueuedWith(const ClientState* cl, uint32_t flag, bool* all = nullptr) {
+  size_t with = 0, queued = 0;
   for (const auto& q : cl->queued) {
     if (q.empty()) continue;
+    ++queued;
     const CommandRow* row = Commands().Find(q[0]);
-    if (row != nullptr && (row->flags & flag) != 0) return true;
+    if (row != nullptr && (row->flags & flag) != 0) ++with;
   }
-  return false;
+  if (all != nullptr) *all = with == queued;
+  return with;
+}
+bool QueuedFlag(const ClientState* cl, uint32_t flag) {
+  return QueuedWith(cl, flag) > 0;
+}
+bool QueuedAll(const ClientState* cl, uint32_t flag) {
+  bool all = false;
+  QueuedWith(cl, flag, &all);
+  return all;
+}
+
+// Whether a replica whose link is down runs the command under
+// replica-serve-stale-data no: its row's stale flag, or, for the
+// containers whose subcommands differ in Redis, the subcommand's (SCRIPT
+// LOAD and the HELPs are allowed).
+bool StaleAllowed(const CommandRow& row, const Args& args) {
+  if ((row.flags & kStale) != 0) return true;
+  if (args.size() < 2) return false;
+  const std::string_view name = row.name;
+  if (name == "script" && Eq(args[1], "load")) return true;
+  return Eq(args[1], "help") &&
+         (name == "script" || name == "function" || name == "object" ||
+          name == "memory");
 }
 
 size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
@@ -210,6 +235,17 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
       if (mode != ReplMode::kMaster && (row->flags & kWrite) != 0 &&
           (row->flags & kAdmin) == 0) {
         refuse("READONLY You can't write against a read only replica.");
+        return row->id;
+      }
+      // replica-serve-stale-data no: while the link is not up, only the
+      // commands flagged stale run (an EXEC only when each command it
+      // holds is one), as Redis.
+      if (mode != ReplMode::kMaster && repl->State() != LinkState::kUp &&
+          (!StaleAllowed(*row, args) ||
+           (name == "exec" && cl->in_multi && !QueuedAll(cl, kStale))) &&
+          ctx->store->GetSetting(Setting::kServeStaleData) == 0) {
+        refuse("MASTERDOWN Link with MASTER is down and "
+               "replica-serve-stale-data is set to 'no'.");
         return row->id;
       }
       if (mode == ReplMode::kLoading && (row->flags & kLoading) == 0) {

@@ -126,6 +126,10 @@ class SharedRepl {
   void SetMode(ReplMode m) {
     b_->mode.store(static_cast<uint64_t>(m), std::memory_order_release);
   }
+  // The link's state as it last set it (INFO's master_link_status).
+  LinkState State() const {
+    return static_cast<LinkState>(b_->state.load(std::memory_order_acquire));
+  }
   uint64_t Generation() const {
     return b_->generation.load(std::memory_order_acquire);
   }

@@ -2,8 +2,8 @@
 // (docs/server.md, "Settings"): the sizes below which a collection keeps
 // its compact form, under Redis's names (hash-max-listpack-entries, ...),
 // the time after which a script makes other clients wait (busy-reply-
-// threshold), maxmemory (a limit below --memory), min-replicas-to-write
-// and the save points.
+// threshold), maxmemory (a limit below --memory), min-replicas-to-write,
+// replica-serve-stale-data and the save points.
 //
 // They live in a small POSIX segment of their own (SettingsKey), made by
 // whichever process of the store opens it first, so a change made
@@ -46,6 +46,7 @@ enum class Setting : uint32_t {
   kMaxMemory,        // maxmemory: bytes, 0 for --memory (a lower limit)
   kMinReplicas,      // min-replicas-to-write (shmkv serves none)
   kMinReplicasLag,   // min-replicas-max-lag, seconds (kept and shown)
+  kServeStaleData,   // replica-serve-stale-data: 1 yes, 0 no
   kCount,
 };
 constexpr uint32_t kSettings = static_cast<uint32_t>(Setting::kCount);
@@ -57,6 +58,7 @@ struct SettingSpec {
   const char* name;
   const char* alias;
   int64_t def, min, max;
+  bool yes_no = false;  // shown and set as yes (1) / no (0)
 };
 // Redis 7.0's names, defaults and ranges.
 inline const SettingSpec (&SettingSpecs())[kSettings] {
@@ -81,6 +83,8 @@ inline const SettingSpec (&SettingSpecs())[kSettings] {
        0, 0, INT32_MAX},
       {Setting::kMinReplicasLag, "min-replicas-max-lag", "min-slaves-max-lag",
        10, 0, INT32_MAX},
+      {Setting::kServeStaleData, "replica-serve-stale-data",
+       "slave-serve-stale-data", 1, 0, 1, true},
   };
   return specs;
 }
