@@ -38,6 +38,59 @@ TEST(ServerFamily, IdsArePinned) {
   });
 }
 
+// The flags element of a COMMAND INFO reply for one command (its lines
+// from the flags' header to the first key's position).
+std::string FlagsOf(const std::string& reply) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < reply.size();) {
+    size_t end = reply.find("\r\n", at);
+    if (end == std::string::npos) break;
+    lines.push_back(reply.substr(at, end - at));
+    at = end + 2;
+  }
+  // *1, *10, $len, name, :arity, then the flags' header and its entries.
+  if (lines.size() < 6) return "(short reply) " + reply;
+  std::string out = lines[5];
+  const size_t n = std::strtoul(lines[5].c_str() + 1, nullptr, 10);
+  for (size_t i = 0; i < n && 6 + i < lines.size(); ++i) {
+    out += " " + lines[6 + i];
+  }
+  return out;
+}
+
+// Every command's flags in COMMAND INFO, as Redis gives them (clients read
+// them: which commands write, which may run on a replica or in a script),
+// in both protocols. The one difference is SHUTDOWN's allow_busy: shmkv's
+// saves under the write lock a busy script holds, so it waits instead.
+TEST(ServerFamilyVsRedis, CommandInfoFlagsAreRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  for (int resp : {2, 3}) {
+    CommandHarness h("srvflags");
+    ASSERT_TRUE(h.ok()) << h.error();
+    Client theirs(redis.port());
+    if (resp == 3) {
+      h.Run({"HELLO", "3"});
+      theirs.Call({"HELLO", "3"});
+    }
+    size_t compared = 0;
+    for (const shmkv::cmd::CommandRow* row : shmkv::cmd::Commands().rows()) {
+      const std::string name = row->name;
+      std::string want = FlagsOf(theirs.Call({"COMMAND", "INFO", name}));
+      if (name == "shutdown") {
+        const std::string busy = " +allow_busy";
+        ASSERT_NE(want.find(busy), std::string::npos) << want;
+        want.erase(want.find(busy), busy.size());
+        want[1] = static_cast<char>(want[1] - 1);
+      }
+      EXPECT_EQ(FlagsOf(h.Run({"COMMAND", "INFO", name})), want)
+          << name << " resp " << resp;
+      ++compared;
+    }
+    EXPECT_GT(compared, 150u);
+  }
+}
+
 // INFO with several sections and # CPU, CONFIG GET of every setting and
 // Redis's refusals, COMMAND as clients ask it.
 TEST(ServerFamilyVsRedis, ServerCommands) {
@@ -460,7 +513,8 @@ TEST(ServerFamily, InfoConfigAndCommandShapes) {
   ASSERT_EQ(count[0], ':') << count;
   EXPECT_GT(std::stoi(count.substr(1)), 60);
   EXPECT_EQ(h.Run({"COMMAND", "INFO", "get", "nosuch"}),
-            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*1\r\n+readonly\r\n:1\r\n:1\r\n"
+            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n"
+            ":1\r\n:1\r\n"
             ":1\r\n*0\r\n*0\r\n*0\r\n*0\r\n$-1\r\n");
   // SCAN TYPE: every key is a string.
   ASSERT_EQ(h.Run({"SET", "k", "v"}), "+OK\r\n");
@@ -475,7 +529,8 @@ TEST(ServerFamily, InfoConfigAndCommandShapes) {
   EXPECT_EQ(hello.substr(0, 4), "%7\r\n") << hello;
   EXPECT_NE(hello.find("$5\r\nproto\r\n:3\r\n"), std::string::npos) << hello;
   EXPECT_EQ(h.Run({"COMMAND", "INFO", "get", "nosuch"}),
-            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n~1\r\n+readonly\r\n:1\r\n:1\r\n"
+            "*2\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n+fast\r\n"
+            ":1\r\n:1\r\n"
             ":1\r\n~0\r\n~0\r\n~0\r\n~0\r\n_\r\n");
   EXPECT_EQ(h.Run({"COMMAND", "DOCS", "set"}), "%1\r\n$3\r\nset\r\n%0\r\n");
   std::string map = h.Run({"CONFIG", "GET", "port"});

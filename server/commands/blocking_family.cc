@@ -247,18 +247,18 @@ namespace {
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kBlockingRows[] = {
-    {"blpop", 149, -3, kWrite | kBlocking | kNoScript, 1, -2, 1, BLPop},
-    {"brpop", 150, -3, kWrite | kBlocking | kNoScript, 1, -2, 1, BRPop},
-    {"blmove", 151, 6, kWrite | kDenyOom | kBlocking | kNoScript, 1, 2, 1,
+    {"blpop", 149, -3, kWrite | kNoScript | kBlocking, 1, -2, 1, BLPop},
+    {"brpop", 150, -3, kWrite | kNoScript | kBlocking, 1, -2, 1, BRPop},
+    {"blmove", 151, 6, kWrite | kDenyOom | kNoScript | kBlocking, 1, 2, 1,
      BLMove},
-    {"brpoplpush", 152, 4, kWrite | kDenyOom | kBlocking | kNoScript, 1, 2,
+    {"brpoplpush", 152, 4, kWrite | kDenyOom | kNoScript | kBlocking, 1, 2,
      1, BRPopLPush},
-    {"blmpop", 153, -5, kWrite | kBlocking, 0, 0, 0, BLMPop},
-    {"bzpopmin", 154, -3, kWrite | kFast | kBlocking | kNoScript, 1, -2, 1,
+    {"blmpop", 153, -5, kWrite | kBlocking | kMovableKeys, 0, 0, 0, BLMPop},
+    {"bzpopmin", 154, -3, kWrite | kNoScript | kBlocking | kFast, 1, -2, 1,
      BZPopMin},
-    {"bzpopmax", 155, -3, kWrite | kFast | kBlocking | kNoScript, 1, -2, 1,
+    {"bzpopmax", 155, -3, kWrite | kNoScript | kBlocking | kFast, 1, -2, 1,
      BZPopMax},
-    {"bzmpop", 156, -5, kWrite | kBlocking, 0, 0, 0, BZMPop},
+    {"bzmpop", 156, -5, kWrite | kBlocking | kMovableKeys, 0, 0, 0, BZMPop},
 };
 
 }  // namespace

@@ -294,12 +294,12 @@ void ResetConnection(const Args&, CommandContext* c, Reply* r) {
 const CommandRow kConnectionRows[] = {
     {"ping", 1, -1, kFast, 0, 0, 0, Ping},
     {"echo", 2, 2, kLoading | kStale | kFast, 0, 0, 0, Echo},
-    {"quit", 61, -1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, Quit},
-    {"reset", 173, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNoAuth | kNotQueued, 0, 0, 0, ResetConnection},
+    {"quit", 61, -1, kNoScript | kLoading | kStale | kFast | kNoAuth | kAllowBusy | kNotQueued, 0, 0, 0, Quit},
+    {"reset", 173, 1, kNoScript | kLoading | kStale | kFast | kNoAuth | kAllowBusy | kNotQueued, 0, 0, 0, ResetConnection},
     {"select", 62, 2, kLoading | kStale | kFast, 0, 0, 0, Select},
-    {"client", 63, -2, kNoScript | kLoading | kStale, 0, 0, 0, Client},
-    {"auth", 64, -2, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Auth},
-    {"hello", 65, -1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNoAuth, 0, 0, 0, Hello},
+    {"client", 63, -2, kNoScript | kLoading | kStale | kContainer, 0, 0, 0, Client},
+    {"auth", 64, -2, kNoScript | kLoading | kStale | kFast | kNoAuth | kAllowBusy, 0, 0, 0, Auth},
+    {"hello", 65, -1, kNoScript | kLoading | kStale | kFast | kNoAuth | kAllowBusy, 0, 0, 0, Hello},
 };
 
 void RegisterConnectionFamily(Registry* r) {

@@ -727,9 +727,9 @@ void FCallRo(const Args& a, CommandContext* c, Reply* r) {
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kFunctionRows[] = {
-    {"function", 188, -2, kNoScript, 0, 0, 0, Function},
-    {"fcall", 189, -3, kNoScript | kStale | kMayReplicate, 0, 0, 0, FCall},
-    {"fcall_ro", 190, -3, kReadOnly | kNoScript | kStale, 0, 0, 0, FCallRo},
+    {"function", 188, -2, kNoScript | kContainer, 0, 0, 0, Function},
+    {"fcall", 189, -3, kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys | kMayReplicate, 0, 0, 0, FCall},
+    {"fcall_ro", 190, -3, kReadOnly | kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys, 0, 0, 0, FCallRo},
 };
 
 }  // namespace

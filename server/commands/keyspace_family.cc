@@ -641,13 +641,13 @@ const CommandRow kKeyspaceRows[] = {
     {"move", 158, 3, kWrite | kFast, 1, 1, 1, Move},
     {"keys", 50, 2, kReadOnly, 0, 0, 0, Keys},
     {"scan", 51, -2, kReadOnly, 0, 0, 0, Scan},
-    {"object", 66, -2, kReadOnly, 2, 2, 1, Object},
-    {"memory", 185, -2, kReadOnly, 2, 2, 1, Memory},
-    {"sort", 186, -2, kWrite | kDenyOom, 1, 1, 1, Sort},
-    {"sort_ro", 187, -2, kReadOnly, 1, 1, 1, SortRo},
+    {"object", 66, -2, kReadOnly | kContainer, 2, 2, 1, Object},
+    {"memory", 185, -2, kReadOnly | kContainer, 2, 2, 1, Memory},
+    {"sort", 186, -2, kWrite | kDenyOom | kMovableKeys, 1, 1, 1, Sort},
+    {"sort_ro", 187, -2, kReadOnly | kMovableKeys, 1, 1, 1, SortRo},
     {"dump", 175, 2, kReadOnly, 1, 1, 1, Dump},
     {"restore", 176, -4, kWrite | kDenyOom, 1, 1, 1, Restore},
-    {"migrate", 181, -6, kWrite | kMayReplicate, 3, 3, 1, Migrate},
+    {"migrate", 181, -6, kWrite | kMovableKeys | kMayReplicate, 3, 3, 1, Migrate},
 };
 
 void RegisterKeyspaceFamily(Registry* r) {

@@ -402,7 +402,7 @@ const CommandRow kListRows[] = {
     {"lpos", 96, -3, kReadOnly, 1, 1, 1, LPos},
     {"lmove", 97, 5, kWrite | kDenyOom, 1, 2, 1, LMove},
     {"rpoplpush", 98, 3, kWrite | kDenyOom, 1, 2, 1, RPopLPush},
-    {"lmpop", 99, -4, kWrite, 0, 0, 0, LMPop},
+    {"lmpop", 99, -4, kWrite | kMovableKeys, 0, 0, 0, LMPop},
 };
 
 }  // namespace

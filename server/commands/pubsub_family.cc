@@ -189,7 +189,7 @@ const CommandRow kPubSubRows[] = {
      0, 0, 0, Publish<'c'>},
     {"spublish", 171, 3, kPubSub | kLoading | kStale | kFast | kMayReplicate,
      1, 1, 1, Publish<'s'>},
-    {"pubsub", 172, -2, kPubSub | kLoading | kStale, 0, 0, 0, PubSub},
+    {"pubsub", 172, -2, kPubSub | kLoading | kStale | kContainer, 0, 0, 0, PubSub},
 };
 
 }  // namespace

@@ -56,6 +56,20 @@ enum CommandFlag : uint32_t {
   // transaction commands, AUTH, HELLO, RESET and QUIT (SCRIPT KILL,
   // FUNCTION KILL and FUNCTION STATS are subcommands: dispatch's).
   kAllowBusy = 1u << 14,
+  // Shown by COMMAND INFO as Redis shows them; nothing here reads them.
+  kSkipMonitor = 1u << 15,
+  kSkipSlowlog = 1u << 16,
+  kNoMandatoryKeys = 1u << 17,  // its keys may be none (EVAL, FCALL)
+  kNoAsyncLoading = 1u << 18,
+  kNoMulti = 1u << 19,     // Redis refuses it inside MULTI
+  kMovableKeys = 1u << 20, // its keys move with its arguments
+  // A command of subcommands (CONFIG, CLIENT, ...): Redis flags each
+  // subcommand, not the container, so COMMAND INFO shows none; the row's
+  // other flags are what dispatch applies to every subcommand.
+  kContainer = 1u << 21,
+  // Runs in a write transaction of its own (under the store's write lock)
+  // although Redis does not flag it write: SAVE and SHUTDOWN save there.
+  kLocked = 1u << 22,
 };
 
 struct CommandRow {

@@ -211,13 +211,13 @@ void Script(const Args& a, CommandContext* c, Reply* r) {
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kScriptRows[] = {
-    {"eval", 159, -3, kNoScript | kStale | kMayReplicate, 0, 0, 0, Eval},
-    {"evalsha", 160, -3, kNoScript | kStale | kMayReplicate, 0, 0, 0,
+    {"eval", 159, -3, kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys | kMayReplicate, 0, 0, 0, Eval},
+    {"evalsha", 160, -3, kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys | kMayReplicate, 0, 0, 0,
      EvalSha},
-    {"eval_ro", 161, -3, kReadOnly | kNoScript | kStale, 0, 0, 0, EvalRo},
-    {"evalsha_ro", 162, -3, kReadOnly | kNoScript | kStale, 0, 0, 0,
+    {"eval_ro", 161, -3, kReadOnly | kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys, 0, 0, 0, EvalRo},
+    {"evalsha_ro", 162, -3, kReadOnly | kNoScript | kStale | kSkipMonitor | kNoMandatoryKeys | kMovableKeys, 0, 0, 0,
      EvalShaRo},
-    {"script", 163, -2, kNoScript, 0, 0, 0, Script},
+    {"script", 163, -2, kNoScript | kContainer, 0, 0, 0, Script},
 };
 
 }  // namespace

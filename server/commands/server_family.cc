@@ -67,8 +67,23 @@ void CommandInfo(const CommandRow& row, Reply* r) {
   r->Array(10);
   r->Bulk(row.name);
   r->Int(row.arity);
-  r->Set(1);
-  r->Simple((row.flags & kWrite) != 0 ? "write" : "readonly");
+  // Redis's names, in Redis's order; a container's are its subcommands'.
+  static const std::pair<uint32_t, const char*> kNames[] = {
+      {kWrite, "write"}, {kReadOnly, "readonly"}, {kDenyOom, "denyoom"},
+      {kAdmin, "admin"}, {kPubSub, "pubsub"}, {kNoScript, "noscript"},
+      {kBlocking, "blocking"}, {kLoading, "loading"}, {kStale, "stale"},
+      {kSkipMonitor, "skip_monitor"}, {kSkipSlowlog, "skip_slowlog"},
+      {kFast, "fast"}, {kNoAuth, "no_auth"},
+      {kNoMandatoryKeys, "no_mandatory_keys"},
+      {kNoAsyncLoading, "no_async_loading"}, {kNoMulti, "no_multi"},
+      {kMovableKeys, "movablekeys"}, {kAllowBusy, "allow_busy"}};
+  const uint32_t shown = (row.flags & kContainer) != 0 ? 0 : row.flags;
+  size_t n = 0;
+  for (const auto& f : kNames) n += (shown & f.first) != 0;
+  r->Set(n);
+  for (const auto& f : kNames) {
+    if ((shown & f.first) != 0) r->Simple(f.second);
+  }
   r->Int(row.first_key);
   r->Int(row.last_key);
   r->Int(row.key_step);
@@ -271,17 +286,19 @@ const CommandRow kServerRows[] = {
     {"time", 57, 1, kLoading | kStale | kFast, 0, 0, 0, Time},
     {"info", 58, -1, kLoading | kStale, 0, 0, 0, Info},
     {"command", 59, -1, kLoading | kStale, 0, 0, 0, Command},
-    {"config", 60, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Config},
+    {"config", 60, -2, kAdmin | kNoScript | kLoading | kStale | kContainer, 0, 0, 0, Config},
     {"swapdb", 157, 3, kWrite | kFast, 0, 0, 0, SwapDb},
-    {"latency", 174, -2, kAdmin | kNoScript | kLoading | kStale, 0, 0, 0, Latency},
-    {"save", 177, 1, kWrite | kAdmin | kNoScript | kNotQueued, 0, 0, 0, Save},
+    {"latency", 174, -2, kAdmin | kNoScript | kLoading | kStale | kContainer, 0, 0, 0, Latency},
+    {"save", 177, 1, kAdmin | kNoScript | kNoAsyncLoading | kNoMulti | kNotQueued | kLocked, 0, 0, 0, Save},
     {"lastsave", 178, 1, kLoading | kStale | kFast, 0, 0, 0, LastSave},
-    {"bgsave", 179, -1, kAdmin | kNoScript, 0, 0, 0, BgSave},
+    {"bgsave", 179, -1, kAdmin | kNoScript | kNoAsyncLoading, 0, 0, 0, BgSave},
+    // Not allow_busy, as Redis's is: it saves under the write lock a busy
+    // script holds (COMMAND INFO shows the difference).
     {"shutdown", 180, -1,
-     kWrite | kAdmin | kNoScript | kLoading | kStale | kNotQueued, 0, 0, 0,
-     Shutdown},
-    {"replicaof", 182, 3, kAdmin | kNoScript | kStale, 0, 0, 0, ReplicaOf},
-    {"slaveof", 183, 3, kAdmin | kNoScript | kStale, 0, 0, 0, ReplicaOf},
+     kAdmin | kNoScript | kLoading | kStale | kNoMulti | kNotQueued | kLocked,
+     0, 0, 0, Shutdown},
+    {"replicaof", 182, 3, kAdmin | kNoScript | kStale | kNoAsyncLoading, 0, 0, 0, ReplicaOf},
+    {"slaveof", 183, 3, kAdmin | kNoScript | kStale | kNoAsyncLoading, 0, 0, 0, ReplicaOf},
     {"role", 184, 1, kNoScript | kLoading | kStale | kFast, 0, 0, 0, Role},
 };
 

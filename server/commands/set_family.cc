@@ -446,7 +446,7 @@ const CommandRow kSetRows[] = {
     {"srandmember", 107, -2, kReadOnly, 1, 1, 1, SRandMember},
     {"smove", 108, 4, kWrite | kFast, 1, 2, 1, SMove},
     {"sinter", 109, -2, kReadOnly, 1, -1, 1, SInter},
-    {"sintercard", 110, -3, kReadOnly, 0, 0, 0, SInterCard},
+    {"sintercard", 110, -3, kReadOnly | kMovableKeys, 0, 0, 0, SInterCard},
     {"sunion", 111, -2, kReadOnly, 1, -1, 1, SUnion},
     {"sdiff", 112, -2, kReadOnly, 1, -1, 1, SDiff},
     {"sinterstore", 113, -3, kWrite | kDenyOom, 1, -1, 1, SInterStore},

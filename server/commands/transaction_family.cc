@@ -101,11 +101,11 @@ void Exec(const Args&, CommandContext* c, Reply* r) {
 
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kTransactionRows[] = {
-    {"multi", 52, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNotQueued, 0, 0, 0, Multi},
-    {"exec", 53, 1, kNoScript | kLoading | kStale | kNotQueued, 0, 0, 0, Exec},
-    {"discard", 54, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNotQueued, 0, 0, 0, Discard},
-    {"watch", 55, -2, kNoScript | kAllowBusy | kLoading | kStale | kFast | kNotQueued, 1, -1, 1, Watch},
-    {"unwatch", 56, 1, kNoScript | kAllowBusy | kLoading | kStale | kFast, 0, 0, 0, Unwatch},
+    {"multi", 52, 1, kNoScript | kLoading | kStale | kFast | kAllowBusy | kNotQueued, 0, 0, 0, Multi},
+    {"exec", 53, 1, kNoScript | kLoading | kStale | kSkipSlowlog | kNotQueued, 0, 0, 0, Exec},
+    {"discard", 54, 1, kNoScript | kLoading | kStale | kFast | kAllowBusy | kNotQueued, 0, 0, 0, Discard},
+    {"watch", 55, -2, kNoScript | kLoading | kStale | kFast | kAllowBusy | kNotQueued, 1, -1, 1, Watch},
+    {"unwatch", 56, 1, kNoScript | kLoading | kStale | kFast | kAllowBusy, 0, 0, 0, Unwatch},
 };
 
 }  // namespace
