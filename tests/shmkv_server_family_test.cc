@@ -491,6 +491,11 @@ TEST(ServerFamily, InfoConfigAndCommandShapes) {
   std::string mem = h.Run({"INFO", "memory"});
   EXPECT_NE(mem.find("\r\nmaxmemory_policy:noeviction\r\n"), std::string::npos)
       << mem;
+  // Freed at once, never by a background thread.
+  EXPECT_NE(mem.find("\r\nlazyfree_pending_objects:0\r\n"), std::string::npos)
+      << mem;
+  EXPECT_NE(h.Run({"INFO", "stats"}).find("\r\nlazyfreed_objects:0\r\n"),
+            std::string::npos);
   for (const char* f : {"\r\nused_memory_human:", "\r\nmaxmemory_human:"}) {
     size_t at = mem.find(f);
     ASSERT_NE(at, std::string::npos) << f << " in " << mem;
