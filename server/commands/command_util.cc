@@ -311,6 +311,12 @@ bool Saved(Store::Status st, bool whole, Reply* r) {
   return false;
 }
 
+void SubcommandArityError(std::string_view container, std::string_view sub,
+                          Reply* r) {
+  r->Error("ERR wrong number of arguments for '" + std::string(container) +
+           "|" + std::string(sub) + "' command");
+}
+
 void HelpReply(Reply* r, const char* name,
                std::initializer_list<const char*> lines) {
   r->Array(lines.size() + 3);

@@ -161,5 +161,10 @@ bool PasswordSet(const CommandContext* c);
 void HelpReply(Reply* r, const char* name,
                std::initializer_list<const char*> lines);
 
+// Redis's arity error for a container's subcommand (both lower case):
+// "wrong number of arguments for 'container|sub' command".
+void SubcommandArityError(std::string_view container, std::string_view sub,
+                          Reply* r);
+
 }  // namespace cmd
 }  // namespace shmkv

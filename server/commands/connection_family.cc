@@ -173,8 +173,7 @@ void Client(const Args& a, CommandContext* c, Reply* r) {
   std::string sub = Lower(a[1]);
   auto arity = [&](size_t n) {
     if (a.size() == n) return true;
-    r->Error("ERR wrong number of arguments for 'client|" + sub +
-                  "' command");
+    SubcommandArityError("client", sub, r);
     return false;
   };
   if (sub == "id") {

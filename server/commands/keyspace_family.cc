@@ -519,8 +519,7 @@ void Memory(const Args& a, CommandContext* c, Reply* r) {
   std::string sub = Lower(a[1]);
   auto arity = [&](size_t n) {
     if (a.size() == n) return true;
-    r->Error("ERR wrong number of arguments for 'memory|" + sub +
-             "' command");
+    SubcommandArityError("memory", sub, r);
     return false;
   };
   if (sub == "help") {

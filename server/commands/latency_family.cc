@@ -40,10 +40,7 @@ double LatencyUs(const StatsTotals& t, const LatencyTotals& lat, size_t i,
 void Latency(const Args& a, CommandContext* c, Reply* r) {
   std::string sub = Lower(a[1]);
   auto arity = [&](bool ok) {
-    if (!ok) {
-      r->Error("ERR wrong number of arguments for 'latency|" + sub +
-               "' command");
-    }
+    if (!ok) SubcommandArityError("latency", sub, r);
     return ok;
   };
   if (sub == "histogram") {

@@ -242,13 +242,11 @@ void Command(const Args& a, CommandContext*, Reply* r) {
     }
   } else if (sub == "getkeys") {
     if (a.size() < 4) {  // as Redis 7.0: a command and one argument
-      return r->Error(
-          "ERR wrong number of arguments for 'command|getkeys' command");
+      return SubcommandArityError("command", "getkeys", r);
     }
     GetKeys(a, r);
   } else if (sub == "count" || sub == "help") {
-    r->Error("ERR wrong number of arguments for 'command|" + sub +
-             "' command");
+    SubcommandArityError("command", sub, r);
   } else {
     r->Error("ERR unknown subcommand '" + std::string(a[1].substr(0, 128)) +
              "'. Try COMMAND HELP.");
