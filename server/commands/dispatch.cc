@@ -294,8 +294,8 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
                                     : ctx->store->Physical(cl->db);
   ctx->store->UseDb(db);
   if (ctx->txn != nullptr) ctx->txn->UseDb(db);
-  if ((row->flags & (kWrite | kLocked)) == 0 || (row->flags & kOwnCommit) != 0 ||
-      ctx->txn != nullptr) {
+  if ((row->flags & (kWrite | kLocked)) == 0 ||
+      (row->flags & kOwnCommit) != 0 || ctx->txn != nullptr) {
     // Inside EXEC or a script: a command that failed keeps no events.
     size_t events = ctx->events.size();
     ctx->events_mark = events;
