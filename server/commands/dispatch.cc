@@ -102,25 +102,15 @@ size_t Execute(const Args& args, CommandContext* ctx, Reply* r) {
 
 namespace {
 
-// How many of the commands queued in `cl`'s MULTI have `flag` (kDenyOom:
-// may use more memory; kWrite; kStale), and in *all whether all do.
-size_t QueuedWith(const ClientState* cl, uint32_t flag, bool* all = nullptr) {
-  size_t with = 0, queued = 0;
+// Whether any command queued in `cl`'s MULTI has `flag` (kDenyOom: may use
+// more memory; kWrite), or, with `all`, whether every one does (kStale).
+bool QueuedFlag(const ClientState* cl, uint32_t flag, bool all = false) {
   for (const auto& q : cl->queued) {
     if (q.empty()) continue;
-    ++queued;
     const CommandRow* row = Commands().Find(q[0]);
-    if (row != nullptr && (row->flags & flag) != 0) ++with;
+    const bool has = row != nullptr && (row->flags & flag) != 0;
+    if (has != all) return has;
   }
-  if (all != nullptr) *all = with == queued;
-  return with;
-}
-bool QueuedFlag(const ClientState* cl, uint32_t flag) {
-  return QueuedWith(cl, flag) > 0;
-}
-bool QueuedAll(const ClientState* cl, uint32_t flag) {
-  bool all = false;
-  QueuedWith(cl, flag, &all);
   return all;
 }
 
@@ -242,7 +232,7 @@ size_t Run(const Args& args, CommandContext* ctx, Reply* r) {
       // holds is one), as Redis.
       if (mode != ReplMode::kMaster && repl->State() != LinkState::kUp &&
           (!StaleAllowed(*row, args) ||
-           (name == "exec" && cl->in_multi && !QueuedAll(cl, kStale))) &&
+           (name == "exec" && cl->in_multi && !QueuedFlag(cl, kStale, /*all=*/true))) &&
           ctx->store->GetSetting(Setting::kServeStaleData) == 0) {
         refuse("MASTERDOWN Link with MASTER is down and "
                "replica-serve-stale-data is set to 'no'.");
