@@ -1,7 +1,7 @@
 // Hot restarts under load over every type (docs/server.md, "Hot
-// restart"): clients write and read hashes, lists, sets and sorted sets,
-// and queue workers wait in BRPOP, while SIGHUP replaces every worker
-// twice. No request fails, every reply is the one the client's own
+// restart"): clients write and read hashes, lists, sets, sorted sets and
+// streams, and queue workers wait in BRPOP, while SIGHUP replaces every
+// worker twice. No request fails, every reply is the one the client's own
 // history predicts, and every job reaches exactly one queue worker.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -51,6 +51,14 @@ bool Round(Client* c, int type, int t, long i, std::string* why) {
       return expect({"SADD", "s" + k, i < 600 ? n : "m" + n}, Int(1)) &&
              expect({"SISMEMBER", "s" + k, i < 600 ? n : "m" + n}, Int(1)) &&
              expect({"SCARD", "s" + k}, Int(i + 1));
+    case 4: {  // a stream, past its packed form (100 entries) in time
+      const std::string id = std::to_string(i + 1) + "-1";
+      return expect({"XADD", "x" + k, id, "f", n}, Bulk(id)) &&
+             expect({"XLEN", "x" + k}, Int(i + 1)) &&
+             expect({"XREVRANGE", "x" + k, "+", "-", "COUNT", "1"},
+                    "*1\r\n*2\r\n" + Bulk(id) + "*2\r\n" + Bulk("f") +
+                        Bulk(n));
+    }
     default:  // a sorted set
       return expect({"ZADD", "z" + k, n, "m" + n}, Int(1)) &&
              expect({"ZSCORE", "z" + k, "m" + n}, Bulk(n)) &&
@@ -62,7 +70,7 @@ bool Round(Client* c, int type, int t, long i, std::string* why) {
 TEST(ShmkvTypes, HotRestartsUnderLoadOfEveryTypeFailNothing) {
   Server s("typeshot");
   ASSERT_TRUE(s.Start()) << s.log();
-  constexpr int kWriters = 8;  // two per type
+  constexpr int kWriters = 10;  // two per type
   std::atomic<bool> stop{false};
   std::atomic<long> rounds{0};
   std::mutex mu;
@@ -73,7 +81,7 @@ TEST(ShmkvTypes, HotRestartsUnderLoadOfEveryTypeFailNothing) {
       Client c(s.port());
       std::string why;
       for (long i = 0; !stop; ++i) {
-        if (!Round(&c, t % 4, t, i, &why)) {
+        if (!Round(&c, t % 5, t, i, &why)) {
           std::lock_guard<std::mutex> l(mu);
           failures.push_back("writer " + std::to_string(t) + " round " +
                              std::to_string(i) + ": " + why);

@@ -1,9 +1,9 @@
 // Golden layouts of the collections held in parts (docs/server.md,
-// "Collections in parts"): a hash, a list, a set and a sorted set built
-// by fixed commands give these exact root and part bytes. A hot restart
-// onto a new build reads the blobs the old one wrote, so a change here is
-// a new encoding number that reads the old one, never an edit of these
-// figures.
+// "Collections in parts"): a hash, a list, a set, a sorted set and a
+// stream built by fixed commands give these exact root and part bytes. A
+// hot restart onto a new build reads the blobs the old one wrote, so a
+// change here is a new encoding number that reads the old one, never an
+// edit of these figures.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 
 #include "server/commands/hash_value.h"
 #include "server/commands/list_value.h"
+#include "server/commands/stream_value.h"
 #include "server/commands/zset_value.h"
 #include "tests/support/command_harness.h"
 
@@ -76,6 +77,14 @@ TEST(ValueLayoutGolden, CollectionsInParts) {
   Build(&h, 500, [](int i) {
     return Cmd{"ZREM", "z", "m" + std::to_string(i * 3)};
   });
+  Build(&h, 500, [](int i) {
+    return Cmd{"XADD", "x", std::to_string(i + 1) + "-" + std::to_string(i % 3),
+               "f", "v" + std::to_string(i)};
+  });
+  Build(&h, 50, [](int i) {
+    return Cmd{"XDEL", "x", std::to_string(i * 7 + 1) + "-" +
+                                std::to_string((i * 7) % 3)};
+  });
   struct Want {
     const char* key;
     uint8_t encoding;
@@ -87,6 +96,9 @@ TEST(ValueLayoutGolden, CollectionsInParts) {
       {"s", shmkv::cmd::kSetBuckets, 88, 88, 0xcc8fc18bae51c135ULL},
       // 375 table buckets on even parts, 279 tree nodes on odd ones.
       {"z", shmkv::cmd::kZSetTree, 750, 654, 0xc030b7ba85d5ac6dULL},
+      // Tree nodes on odd parts, the even ones unused; the counters after
+      // the tree's shape in the root.
+      {"x", shmkv::cmd::kStreamTree, 74, 37, 0xca0258562e27eb11ULL},
   };
   for (const Want& w : want) {
     Layout got = Read(&h, w.key);

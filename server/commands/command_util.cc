@@ -46,6 +46,7 @@ const char* TypeName(ValueType t) {
     case ValueType::kSet: return "set";
     case ValueType::kZSet: return "zset";
     case ValueType::kHash: return "hash";
+    case ValueType::kStream: return "stream";
   }
   return "unknown";  // written by a newer build
 }
@@ -61,6 +62,7 @@ std::string EncodingName(const Value& v) {
   if (v.type == ValueType::kSet) {
     return v.encoding == kSetIntset ? "intset" : "hashtable";
   }
+  if (v.type == ValueType::kStream) return "stream";  // as every stream
   if (v.type != ValueType::kString) return "unknown";
   // As Redis encodes a string it is given whole (SET, MSET, INCR...): an
   // integer of up to 20 characters is "int", up to 44 bytes "embstr",

@@ -77,6 +77,7 @@ const Registry& Commands() {
     RegisterListFamily(r);
     RegisterSetFamily(r);
     RegisterZSetFamily(r);
+    RegisterStreamFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
     RegisterFunctionFamily(r);

@@ -139,6 +139,7 @@ void RegisterHashFamily(Registry* r);
 void RegisterListFamily(Registry* r);
 void RegisterSetFamily(Registry* r);
 void RegisterZSetFamily(Registry* r);
+void RegisterStreamFamily(Registry* r);
 void RegisterBlockingFamily(Registry* r);
 void RegisterScriptFamily(Registry* r);
 void RegisterFunctionFamily(Registry* r);

@@ -126,6 +126,19 @@ bool KeyArgs(const CommandRow& row, const Args& a,
     return counted(1, 0);
   }
   if (name == "blmpop" || name == "bzmpop") return counted(2, 0);
+  if (name == "xread") {
+    // The first half of what follows STREAMS.
+    for (size_t i = 1; i < a.size(); ++i) {
+      if (!Eq(a[i], "streams")) continue;
+      // An odd count: its last word is an ID without a key, as Redis's
+      // key specification reads it.
+      const size_t n = (a.size() - i - 1) / 2;
+      if (n == 0) return false;
+      for (size_t k = 0; k < n; ++k) keys->push_back(a[i + 1 + k]);
+      return true;
+    }
+    return false;
+  }
   if (name == "sort") {
     // As Redis's scan: the last STORE's key is the one, and the word
     // after STORE is read as an option too.
@@ -170,7 +183,8 @@ void GetKeys(const Args& a, Reply* r) {
       n == "eval" || n == "evalsha" || n == "eval_ro" || n == "evalsha_ro" ||
       n == "fcall" || n == "fcall_ro" || n == "zunion" || n == "zinter" ||
       n == "zdiff" || n == "zintercard" || n == "sintercard" ||
-      n == "lmpop" || n == "zmpop" || n == "blmpop" || n == "bzmpop";
+      n == "lmpop" || n == "zmpop" || n == "blmpop" || n == "bzmpop" ||
+      n == "xread";
   if (row->first_key <= 0 && !movable) {
     return r->Error("ERR The command has no key arguments");
   }

@@ -7,6 +7,8 @@
 #include "server/commands/command_util.h"
 #include "server/commands/hash_value.h"
 #include "server/commands/list_value.h"
+#include "server/commands/packed.h"
+#include "server/commands/stream_value.h"
 #include "server/commands/zset_value.h"
 
 namespace shmkv {
@@ -57,6 +59,29 @@ Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out,
       out->kind = rdb::Value::kList;
       out->items.assign(all.begin(), all.end());
       return Whole::kValue;
+    }
+    case ValueType::kStream: {
+      StreamValue st;
+      Whole w = opened(st.Open(c, key));
+      if (w != Whole::kValue) return w;
+      out->kind = rdb::Value::kStream;
+      rdb::StreamBody& b = out->stream;
+      const StreamValue::Counters& k = st.counters();
+      b.last_ms = k.last.ms;
+      b.last_seq = k.last.seq;
+      b.deleted_ms = k.max_deleted.ms;
+      b.deleted_seq = k.max_deleted.seq;
+      b.added = k.added;
+      std::vector<std::string_view> fields;
+      bool ok = true;
+      const bool walked = st.Walk(StreamId{}, true, [&](const StreamEntry& e) {
+        if (!Unpack(e.fields, &fields)) return ok = false;
+        b.entries.push_back(rdb::StreamEntry{
+            e.id.ms, e.id.seq,
+            std::vector<std::string>(fields.begin(), fields.end())});
+        return true;
+      });
+      return walked && ok ? Whole::kValue : Whole::kDamaged;
     }
     case ValueType::kZSet: {
       ZSetValue z;
@@ -111,6 +136,26 @@ Store::Status WriteWhole(CommandContext* c, std::string_view key,
       for (const std::string& s : v.items) l.Push(false, s);
       *whole = l.ok();
       return l.ok() ? l.Save(c, key) : Store::Status::kOk;
+    }
+    case rdb::Value::kStream: {
+      StreamValue st;
+      if (st.Open(c, key) != Load::kOk) return Store::Status::kCollision;
+      st.Create();
+      const rdb::StreamBody& b = v.stream;
+      std::vector<std::string_view> fields;
+      std::string packed;
+      for (const rdb::StreamEntry& e : b.entries) {
+        fields.assign(e.fields.begin(), e.fields.end());
+        packed.clear();
+        Pack(fields, &packed);
+        st.Append(StreamId{e.ms, e.seq}, packed);
+      }
+      StreamValue::Counters* k = st.mutable_counters();
+      k->last = StreamId{b.last_ms, b.last_seq};
+      k->added = b.added;
+      k->max_deleted = StreamId{b.deleted_ms, b.deleted_seq};
+      *whole = st.ok();
+      return st.ok() ? st.Save(c, key) : Store::Status::kOk;
     }
     case rdb::Value::kZSet: {
       ZSetValue z;

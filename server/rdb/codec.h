@@ -73,13 +73,28 @@ uint64_t LoadLE(const char* p, int n);
 // What a type byte holds, for messages ("a stream").
 const char* TypeName(uint8_t type);
 
+// A stream's entries and counters (types 15 and 19: listpacks of
+// entries delta-coded against each node's first, then the counters;
+// consumer groups are refused, as shmkv keeps none yet).
+struct StreamEntry {
+  uint64_t ms = 0, seq = 0;
+  std::vector<std::string> fields;  // field, value, ...
+};
+struct StreamBody {
+  std::vector<StreamEntry> entries;  // in ID order
+  uint64_t last_ms = 0, last_seq = 0;
+  uint64_t deleted_ms = 0, deleted_seq = 0;  // the largest ID deleted
+  uint64_t added = 0;                        // entries ever added
+};
+
 // A decoded value, whatever its encoding was.
 struct Value {
-  enum Kind { kString, kList, kSet, kZSet, kHash } kind = kString;
+  enum Kind { kString, kList, kSet, kZSet, kHash, kStream } kind = kString;
   std::string str;                                         // a string
   std::vector<std::string> items;                          // list, set
   std::vector<std::pair<std::string, std::string>> pairs;  // hash
   std::vector<std::pair<std::string, double>> scored;      // sorted set
+  StreamBody stream;                                       // stream
 };
 
 // Appends RDB bytes.
@@ -94,8 +109,8 @@ class Writer {
   void String(std::string_view s);
   void Double(double d);  // 8 bytes, little-endian
   // The type byte and body of `v` (strings, lists, sets, sorted sets and
-  // hashes in their plain forms: types 0, 1, 2, 5, 4); a file puts the
-  // key between them.
+  // hashes in their plain forms: types 0, 1, 2, 5, 4; streams as Redis
+  // 7.0 writes them, type 19); a file puts the key between them.
   void ValueOf(const Value& v) {
     TypeOf(v);
     BodyOf(v);
@@ -142,6 +157,7 @@ class Reader {
   bool Listpack(std::string_view lp, std::vector<std::string>* out);
   bool Ziplist(std::string_view zl, std::vector<std::string>* out);
   bool Intset(std::string_view is, std::vector<std::string>* out);
+  bool Stream(uint8_t type, StreamBody* s);
   // Items taken as pairs (hash, sorted set), and checked free of repeats.
   bool Pairs(std::vector<std::string>* flat, Value* v);
   bool Unique(const Value& v);

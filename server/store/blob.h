@@ -20,8 +20,9 @@ enum class ValueType : uint8_t {
   kSet = 2,
   kZSet = 3,
   kHash = 4,
+  kStream = 5,
 };
-constexpr uint8_t kValueTypes = 5;  // types this build knows: 0 .. 4
+constexpr uint8_t kValueTypes = 6;  // types this build knows: 0 .. 5
 
 // A blob of this type is not a key: it is one part of a large
 // collection (a bucket of a hash, a chunk of a list, ...), keyed by the

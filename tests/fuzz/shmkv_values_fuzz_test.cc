@@ -108,7 +108,18 @@ std::vector<Shape> Shapes() {
       {"ZPOPMIN", "K", "2"}, {"ZPOPMAX", "K"},
       {"ZREMRANGEBYRANK", "K", "0", "1"},
       {"ZUNIONSTORE", "dst", "1", "K"}, {"ZMPOP", "1", "K", "MAX"}};
+  const std::vector<Cmd> stream = {
+      {"XLEN", "K"}, {"XRANGE", "K", "-", "+"},
+      {"XRANGE", "K", "(1-3", "+", "COUNT", "4"},
+      {"XREVRANGE", "K", "+", "-", "COUNT", "7"},
+      {"XREAD", "COUNT", "3", "STREAMS", "K", "1-5"}, {"XDEL", "K", "1-3"},
+      {"XTRIM", "K", "MAXLEN", "5"}, {"XADD", "K", "*", "f", "v"},
+      {"XADD", "K", "MINID", "1-9", "*", "g", "w"},
+      {"XSETID", "K", "99999999999999-0"}, {"DUMP", "K"}};
   return {
+      {"packed stream", {"XADD", "K", "1-__i__", "f", "v__i__"}, 30, stream},
+      {"stream in parts", {"XADD", "K", "1-__i__", "f", "v__i__", "g", "w"},
+       400, stream},
       {"packed hash", {"HSET", "K", "f__i__", "v__i__"}, 20, hash},
       {"hash in buckets", {"HSET", "K", "f__i__", "v__i__"}, 700, hash},
       {"packed list", {"RPUSH", "K", "v__i__"}, 30, list},

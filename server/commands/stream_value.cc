@@ -1,0 +1,370 @@
+// A stream, packed or in parts (server/commands/stream_value.h).
+#include "server/commands/stream_value.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "server/commands/packed.h"
+#include "server/store/int_text.h"
+
+namespace shmkv {
+namespace cmd {
+
+namespace {
+
+constexpr size_t kCounterWords = 5;
+constexpr size_t kCounterBytes = kCounterWords * 8;
+constexpr size_t kRootWords = 6 + kCounterWords;
+
+uint64_t BigEndian(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+void PutBigEndian(uint64_t v, char* p) {
+  for (int i = 7; i >= 0; --i) {
+    p[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
+// Redis's string2ull: an integer as its strict rule reads one (no sign,
+// no leading zero), else as strtoull(3) reads the whole text.
+bool TextToU64(const std::string& s, uint64_t* v) {
+  int64_t ll = 0;
+  if (ParseInt64(s, &ll)) {
+    if (ll < 0) return false;
+    *v = static_cast<uint64_t>(ll);
+    return true;
+  }
+  if (s.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(s.c_str(), &end, 10);
+  if (errno == EINVAL || errno == ERANGE || *end != '\0') return false;
+  *v = x;
+  return true;
+}
+
+std::string_view Prefix(const ZEntry& z) { return z.member.substr(0, 16); }
+
+}  // namespace
+
+bool StreamId::Next() {
+  if (seq != ~0ULL) {
+    ++seq;
+    return true;
+  }
+  if (ms == ~0ULL) return false;
+  ++ms;
+  seq = 0;
+  return true;
+}
+
+bool StreamId::Prev() {
+  if (seq != 0) {
+    --seq;
+    return true;
+  }
+  if (ms == 0) return false;
+  --ms;
+  seq = ~0ULL;
+  return true;
+}
+
+std::string StreamId::Text() const {
+  char buf[48];
+  int n = std::snprintf(buf, sizeof(buf), "%llu-%llu",
+                        static_cast<unsigned long long>(ms),
+                        static_cast<unsigned long long>(seq));
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+void StreamId::Key(char (&out)[16]) const {
+  PutBigEndian(ms, out);
+  PutBigEndian(seq, out + 8);
+}
+
+bool StreamId::FromKey(std::string_view bytes, StreamId* id) {
+  if (bytes.size() < 16) return false;
+  id->ms = BigEndian(bytes.data());
+  id->seq = BigEndian(bytes.data() + 8);
+  return true;
+}
+
+bool ParseStreamId(std::string_view s, uint64_t missing_seq, bool strict,
+                   StreamId* id, bool* seq_given) {
+  if (s.size() > 127) return false;
+  // Redis reads the argument as a C string: up to its first NUL.
+  const std::string buf(s.data(), strnlen(s.data(), s.size()));
+  if (strict && (buf == "-" || buf == "+")) return false;
+  if (seq_given != nullptr) *seq_given = true;
+  if (buf == "-") {
+    *id = StreamId{0, 0};
+    return true;
+  }
+  if (buf == "+") {
+    *id = StreamId{~0ULL, ~0ULL};
+    return true;
+  }
+  const size_t dash = buf.find('-');
+  StreamId out;
+  if (!TextToU64(buf.substr(0, dash), &out.ms)) return false;
+  if (dash == std::string::npos) {
+    out.seq = missing_seq;
+  } else {
+    const std::string rest = buf.substr(dash + 1);
+    if (seq_given != nullptr && rest == "*") {
+      out.seq = 0;
+      *seq_given = false;
+    } else if (!TextToU64(rest, &out.seq)) {
+      return false;
+    }
+  }
+  *id = out;
+  return true;
+}
+
+bool StreamValue::ReadCounters(const char* p) {
+  uint64_t w[kCounterWords];
+  std::memcpy(w, p, sizeof(w));
+  counters_.last = StreamId{w[0], w[1]};
+  counters_.added = w[2];
+  counters_.max_deleted = StreamId{w[3], w[4]};
+  return true;
+}
+
+void StreamValue::PutCounters(uint64_t* w) const {
+  w[0] = counters_.last.ms;
+  w[1] = counters_.last.seq;
+  w[2] = counters_.added;
+  w[3] = counters_.max_deleted.ms;
+  w[4] = counters_.max_deleted.seq;
+}
+
+StreamValue::Load StreamValue::Open(CommandContext* c, std::string_view key) {
+  c_ = c;
+  exists_ = ReadValue(c, key, &value_);
+  if (!exists_) return Load::kOk;
+  if (value_.type != ValueType::kStream) return Load::kWrongType;
+  const std::string_view bytes = value_.bytes;
+  if (value_.encoding == kStreamTree) {
+    uint64_t w[kRootWords];
+    if (bytes.size() != sizeof(w)) return Load::kDamaged;
+    std::memcpy(w, bytes.data(), sizeof(w));
+    id_ = w[0];
+    shape_ = ZTree::Shape{w[2], w[3], w[4], w[5]};
+    if (id_ == 0 || w[1] != 2 * shape_.nodes ||
+        !tree_.Attach(c, id_, shape_, c->store->Capacity())) {
+      return Load::kDamaged;
+    }
+    ReadCounters(bytes.data() + 6 * 8);
+    in_parts_ = true;
+    return Load::kOk;
+  }
+  std::vector<std::string_view> items;
+  if (value_.encoding != kStreamPacked || bytes.size() < kCounterBytes ||
+      !Unpack(bytes.substr(kCounterBytes), &items)) {
+    return Load::kDamaged;
+  }
+  ReadCounters(bytes.data());
+  entries_.reserve(items.size());
+  for (std::string_view item : items) {
+    ZEntry z{item, 0};
+    StreamEntry e;
+    // In order, each ID once: else the bytes are not a stream.
+    if (!Decode(z, &e) ||
+        (!entries_.empty() && !(Prefix(entries_.back()) < Prefix(z)))) {
+      return Load::kDamaged;
+    }
+    entries_.push_back(z);
+  }
+  return Load::kOk;
+}
+
+bool StreamValue::Decode(const ZEntry& z, StreamEntry* e) {
+  if (z.score != 0 || !StreamId::FromKey(z.member, &e->id)) return false;
+  e->fields = z.member.substr(16);
+  PackedReader r(e->fields);
+  if (!r.ok() || r.count() < 2 || r.count() % 2 != 0) return false;
+  std::string_view s;
+  while (r.Next(&s)) {
+  }
+  return r.Done();
+}
+
+uint64_t StreamValue::size() {
+  return in_parts_ ? tree_.size() : entries_.size();
+}
+
+void StreamValue::Create() {
+  changed_ = true;
+  in_parts_ = false;
+  entries_.clear();
+  counters_ = Counters{};
+}
+
+std::string_view StreamValue::EntryKey(StreamId id) {
+  char k[16];
+  id.Key(k);
+  made_.emplace_back(k, 16);
+  return made_.back();
+}
+
+void StreamValue::Append(StreamId id, std::string_view fields) {
+  // An entry at or above the new ID is damage (the counters say the last
+  // ID is below it): never an entry out of order.
+  StreamEntry last;
+  if (size() > 0 && (!Edge(false, &last) || !(last.id < id))) {
+    ok_ = false;
+    return;
+  }
+  std::string bytes(EntryKey(id));
+  bytes.append(fields.data(), fields.size());
+  made_.push_back(std::move(bytes));
+  const ZEntry z{made_.back(), 0};
+  if (in_parts_) {
+    tree_.Insert(z);
+  } else {
+    entries_.push_back(z);
+  }
+  counters_.last = id;
+  ++counters_.added;
+  changed_ = true;
+}
+
+uint64_t StreamValue::CountBelow(StreamId id, bool inclusive) {
+  const std::string_view key = EntryKey(id);
+  auto less = [&](const ZEntry& z) {
+    return inclusive ? Prefix(z) <= key : Prefix(z) < key;
+  };
+  if (in_parts_) return tree_.Count(less);
+  return static_cast<uint64_t>(
+      std::partition_point(entries_.begin(), entries_.end(), less) -
+      entries_.begin());
+}
+
+bool StreamValue::Delete(StreamId id) {
+  const uint64_t rank = CountBelow(id, false);
+  if (rank >= size()) return false;
+  ZEntry z;
+  if (in_parts_) {
+    if (!tree_.At(rank, &z)) return ok_ = false;
+  } else {
+    z = entries_[rank];
+  }
+  StreamId at;
+  if (!StreamId::FromKey(z.member, &at)) return ok_ = false;
+  if (!(at == id)) return false;
+  if (in_parts_) {
+    if (!tree_.Erase(z)) return ok_ = false;
+  } else {
+    entries_.erase(entries_.begin() + static_cast<ptrdiff_t>(rank));
+  }
+  changed_ = true;
+  return true;
+}
+
+bool StreamValue::PopFront(uint64_t n) {
+  if (n == 0) return true;
+  changed_ = true;
+  if (!in_parts_) {
+    n = std::min<uint64_t>(n, entries_.size());
+    entries_.erase(entries_.begin(),
+                   entries_.begin() + static_cast<ptrdiff_t>(n));
+    return true;
+  }
+  for (uint64_t i = 0; i < n; ++i) {
+    ZEntry z;
+    if (!tree_.At(0, &z) || !tree_.Erase(z)) return ok_ = false;
+  }
+  return true;
+}
+
+bool StreamValue::Edge(bool first, StreamEntry* e) {
+  const uint64_t n = size();
+  if (n == 0) return false;
+  ZEntry z;
+  if (in_parts_) {
+    if (!tree_.At(first ? 0 : n - 1, &z)) return ok_ = false;
+  } else {
+    z = first ? entries_.front() : entries_.back();
+  }
+  if (!Decode(z, e)) return ok_ = false;
+  return true;
+}
+
+bool StreamValue::Walk(StreamId from, bool forward,
+                       const std::function<bool(const StreamEntry&)>& f) {
+  const uint64_t n = size();
+  uint64_t rank = 0;
+  if (forward) {
+    rank = CountBelow(from, false);
+    if (rank >= n) return ok();
+  } else {
+    rank = CountBelow(from, true);
+    if (rank == 0) return ok();
+    --rank;
+  }
+  auto each = [&](const ZEntry& z) {
+    StreamEntry e;
+    if (!Decode(z, &e)) return ok_ = false;
+    return f(e);
+  };
+  if (in_parts_) return tree_.Walk(rank, forward, each) && ok();
+  if (forward) {
+    for (uint64_t i = rank; i < n && each(entries_[i]); ++i) {
+    }
+  } else {
+    for (uint64_t i = rank + 1; i > 0 && each(entries_[i - 1]); --i) {
+    }
+  }
+  return ok();
+}
+
+Store::Status StreamValue::Save(CommandContext* c, std::string_view key) {
+  using Status = Store::Status;
+  // Damage is answered as such, and nothing of it written.
+  if (!changed_ || !ok()) return Status::kOk;
+  if (in_parts_ && size() == 0) {
+    // Emptied: packed again (the write drops the parts).
+    in_parts_ = false;
+    entries_.clear();
+  }
+  if (!in_parts_) {
+    size_t bytes = 0;
+    for (const ZEntry& z : entries_) bytes += z.member.size();
+    if (entries_.size() <= kPackedEntries && bytes <= kPackedBytes) {
+      uint64_t w[kCounterWords];
+      PutCounters(w);
+      std::string out(reinterpret_cast<const char*>(w), sizeof(w));
+      std::vector<std::string_view> items;
+      items.reserve(entries_.size());
+      for (const ZEntry& z : entries_) items.push_back(z.member);
+      Pack(items, &out);
+      return c->txn->Write(key, ValueType::kStream, kStreamPacked, out,
+                           value_.expire_ms);
+    }
+    // Past a packed stream's limits: to parts.
+    id_ = c->txn->NewCollection();
+    tree_.Build(c, id_, entries_);
+    in_parts_ = true;
+  }
+  Status st = tree_.Save(c);
+  if (st != Status::kOk) return st;
+  const ZTree::Shape& s = tree_.shape();
+  uint64_t w[kRootWords] = {id_, 2 * s.nodes, s.nodes, s.top, s.free,
+                            s.height};
+  PutCounters(w + 6);
+  return c->txn->Write(key, ValueType::kStream, kStreamTree,
+                       std::string_view(reinterpret_cast<const char*>(w),
+                                        sizeof(w)),
+                       value_.expire_ms);
+}
+
+}  // namespace cmd
+}  // namespace shmkv

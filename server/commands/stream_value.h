@@ -1,0 +1,141 @@
+// A stream as the stream commands see it (docs/server.md, "Streams"):
+// its entries in ID order, each an ID and its fields and values, and the
+// counters Redis keeps beside them (the last ID given, the entries ever
+// added, the largest ID deleted). Two forms:
+//
+//  - packed (kStreamPacked): one blob,
+//      u64 last ms  u64 last seq  u64 added  u64 deleted ms
+//      u64 deleted seq   then the entries, packed (server/commands/
+//      packed.h), one string each
+//    while it has at most kPackedEntries entries of at most kPackedBytes
+//    bytes in all (Redis's stream-node-max-entries and -bytes);
+//  - in parts (kStreamTree): the entries in the B+tree the sorted sets
+//    use (server/commands/zset_tree.h, the odd parts; every score 0, so
+//    the order is the entries' bytes'), under a root of
+//      PartsRoot {id, parts}  u64 nodes  u64 top  u64 free  u64 height
+//      then the five counters as above
+//    with parts = 2 * nodes. An append, a delete and a trim of one entry
+//    cost one path of the tree, whatever the stream's length.
+//
+// An entry's bytes are its ID as 16 big-endian bytes (ms, then seq: the
+// bytes order as the IDs do) and then its fields and values, packed. A
+// stream that empties is packed again (Redis keeps an empty stream as a
+// key). Every length, count and order read from shared memory is
+// checked: what does not parse makes ok() false, and the command answers
+// the damaged-value error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/commands/command.h"
+#include "server/commands/command_util.h"
+#include "server/commands/zset_tree.h"
+#include "server/store/blob.h"
+
+namespace shmkv {
+namespace cmd {
+
+constexpr uint8_t kStreamPacked = 0;
+constexpr uint8_t kStreamTree = kEncodingParts | 1;
+
+struct StreamId {
+  uint64_t ms = 0, seq = 0;
+  bool operator<(const StreamId& o) const {
+    return ms < o.ms || (ms == o.ms && seq < o.seq);
+  }
+  bool operator==(const StreamId& o) const {
+    return ms == o.ms && seq == o.seq;
+  }
+  bool operator<=(const StreamId& o) const { return !(o < *this); }
+  bool zero() const { return ms == 0 && seq == 0; }
+  bool max() const { return ms == ~0ULL && seq == ~0ULL; }
+  // The next ID / the one before: false (and unchanged) past the ends.
+  bool Next();
+  bool Prev();
+  std::string Text() const;  // "ms-seq"
+  void Key(char (&out)[16]) const;
+  static bool FromKey(std::string_view bytes, StreamId* id);
+};
+
+struct StreamEntry {
+  StreamId id;
+  std::string_view fields;  // field, value, ... packed
+};
+
+class StreamValue {
+ public:
+  static constexpr size_t kPackedEntries = 100;
+  static constexpr size_t kPackedBytes = 4096;
+
+  struct Counters {
+    StreamId last;         // the last ID given (XADD, XSETID)
+    uint64_t added = 0;    // entries ever added
+    StreamId max_deleted;  // the largest ID XDEL removed
+  };
+
+  using Load = cmd::Load;
+  Load Open(CommandContext* c, std::string_view key);
+  bool exists() const { return exists_; }
+  bool ok() const { return ok_ && tree_.ok(); }
+  uint64_t size();
+  const Counters& counters() const { return counters_; }
+  Counters* mutable_counters() {
+    changed_ = true;
+    return &counters_;
+  }
+
+  // Makes this a new, empty stream (the key holds none).
+  void Create();
+  // Appends an entry whose ID is above every entry's; `fields` packed.
+  void Append(StreamId id, std::string_view fields);
+  // Removes the entry of `id`: false when there is none.
+  bool Delete(StreamId id);
+  // Removes the first n entries (n <= size()).
+  bool PopFront(uint64_t n);
+  // The first or last entry: false when empty (or damaged).
+  bool Edge(bool first, StreamEntry* e);
+  // Entries below `id` (inclusive: up to and with it).
+  uint64_t CountBelow(StreamId id, bool inclusive);
+  // Entries from `from` on, up (forward, ids >= from) or down (ids <=
+  // from), while f returns true. Views stay valid while this lives.
+  bool Walk(StreamId from, bool forward,
+            const std::function<bool(const StreamEntry&)>& f);
+
+  // Writes what changed (the key is written when it was made or changed).
+  Store::Status Save(CommandContext* c, std::string_view key);
+
+ private:
+  bool Decode(const ZEntry& z, StreamEntry* e);
+  bool ReadCounters(const char* p);
+  void PutCounters(uint64_t* w) const;
+  std::string_view EntryKey(StreamId id);
+
+  CommandContext* c_ = nullptr;
+  bool exists_ = false;
+  bool ok_ = true;
+  bool changed_ = false;
+  bool in_parts_ = false;
+  Value value_;
+  Counters counters_;
+  std::vector<ZEntry> entries_;  // packed
+  uint64_t id_ = 0;              // in parts
+  ZTree::Shape shape_;
+  ZTree tree_;
+  std::deque<std::string> made_;  // bytes of entries and keys made here
+};
+
+// Redis's reading of a stream ID argument (streamGenericParseIDOrReply):
+// "-" and "+" (unless strict), "ms" (seq `missing_seq`) and "ms-seq";
+// with `seq_given`, "ms-*" too (*seq_given false). False when it is not
+// an ID.
+bool ParseStreamId(std::string_view s, uint64_t missing_seq, bool strict,
+                   StreamId* id, bool* seq_given = nullptr);
+
+}  // namespace cmd
+}  // namespace shmkv
