@@ -1,7 +1,8 @@
-"""Real Redis applications on shmkv, as their users run them: two job
+"""Real Redis applications on shmkv, as their users run them: three job
 queues (Celery, with its Redis broker and result backend: Debian
-python3-celery; Sidekiq, Ruby's: ruby-sidekiq), a rate limiter (limits:
-python3-limits) and Django's cache and sessions (python3-django-redis).
+python3-celery; Sidekiq, Ruby's: ruby-sidekiq; RQ, which keeps results
+in streams: python3-rq), a rate limiter (limits: python3-limits) and
+Django's cache and sessions (python3-django-redis).
 
 Run by ctest as: python3 shmkv_apps_test.py SHMKV_BIN
 Exits 77 (ctest: skipped) when a library or redis-server is missing, except
@@ -10,8 +11,8 @@ under CI=true, where that is a failure.
 Each test starts its own shmkv (two workers) on free loopback ports and
 segments named after this process and the test, and removes them when it
 is done; the queues' workers are processes of this test, stopped with it.
-Sidekiq's and Django's tests are skipped without their packages (failed
-under CI=true).
+Sidekiq's, Django's and RQ's tests are skipped without their packages
+(failed under CI=true).
 """
 import gc
 import json
@@ -388,6 +389,92 @@ class LimitsTest(unittest.TestCase):
         # Not a comparison of two empty runs: limits were reached.
         self.assertIn(False, [h for row in mine if len(row) > 3
                               for h in row[3]])
+
+
+# RQ's jobs, run by a worker of its own in a process of their own (RQ
+# imports a job's function by name), printing what the queue saw.
+RQ_RUN = textwrap.dedent('''
+    import sys, time
+    import redis
+    from rq import Queue, Retry, Worker
+    from rq.job import Job
+    from rq.registry import FailedJobRegistry, FinishedJobRegistry
+    import rqjobs
+    r = redis.Redis(port=int(sys.argv[1]))
+    q = Queue("default", connection=r)
+    jobs = [q.enqueue(rqjobs.add, 1, 2, job_id="add"),
+            q.enqueue(rqjobs.fail, retry=Retry(max=1), job_id="fail"),
+            q.enqueue(rqjobs.add, 3, 4, job_id="after", depends_on="add"),
+            q.enqueue(rqjobs.add, "a", "b", job_id="text",
+                      result_ttl=600)]
+    out = [len(q), sorted(q.job_ids)]
+    Worker([q], connection=r).work(burst=True, logging_level="WARNING")
+    for j in jobs:
+        j.refresh()
+        latest = j.latest_result()
+        out.append((j.id, j.get_status(), j.result,
+                    latest.type.name if latest else None,
+                    len(j.results())))
+    # A job run twice keeps both results, newest first (XREVRANGE).
+    again = Job.fetch("add", connection=r)
+    again.requeue() if again.get_status() == "failed" else q.enqueue_job(again)
+    Worker([q], connection=r).work(burst=True, logging_level="WARNING")
+    out.append([x.return_value for x in again.results()])
+    out += [sorted(FailedJobRegistry(queue=q).get_job_ids()),
+            sorted(FinishedJobRegistry(queue=q).get_job_ids()),
+            r.type("rq:results:add"), r.xlen("rq:results:add")]
+    print(repr(out))
+''')
+RQ_JOBS = textwrap.dedent('''
+    def add(a, b):
+        return a + b
+
+    def fail():
+        raise ValueError("boom")
+''')
+
+
+class RQTest(unittest.TestCase):
+    """RQ 1.13 (Debian's) keeps its queue in lists, its registries in
+    sorted sets, jobs in hashes, and each job's results in a stream
+    (XADD with MAXLEN ~, XREVRANGE): its jobs, retries, dependencies and
+    result history see what they see on redis-server."""
+
+    def setUp(self):
+        try:
+            import rq  # noqa: F401
+        except ImportError:
+            if IN_CI:
+                self.fail("rq is not installed (apt-get install python3-rq)")
+            self.skipTest("rq is not installed (apt-get install python3-rq)")
+        self.dir = tempfile.mkdtemp(prefix="shmkv_apps_rq_")
+        with open(os.path.join(self.dir, "rqjobs.py"), "w") as f:
+            f.write(RQ_JOBS)
+        with open(os.path.join(self.dir, "run.py"), "w") as f:
+            f.write(RQ_RUN)
+        self.kv = Shmkv("rq")
+        self.oracle = oracle()
+
+    def tearDown(self):
+        self.oracle.stop()
+        self.kv.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def run_jobs(self, port):
+        env = dict(os.environ, PYTHONPATH=self.dir)
+        out = subprocess.run([sys.executable, os.path.join(self.dir, "run.py"),
+                              str(port)], env=env, capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-3000:])
+        return out.stdout.strip().splitlines()[-1]
+
+    def test_jobs_retries_and_result_streams_match_redis(self):
+        mine = self.run_jobs(self.kv.port)
+        theirs = self.run_jobs(self.oracle.port)
+        self.assertEqual(mine, theirs)
+        # Not a comparison of two failures: jobs ran and kept results.
+        self.assertIn("('add', 'finished', 3, 'SUCCESSFUL', 1)", mine)
+        self.assertIn("'stream'", mine)
 
 
 # Django's cache and its sessions on django-redis, in a process of their
