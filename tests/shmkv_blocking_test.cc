@@ -124,6 +124,69 @@ TEST(ShmkvBlocking, EachTypeIsWokenFromTheOtherWorker) {
   EXPECT_EQ(waiter->Reply(), Pair("t", "1"));
 }
 
+// XREAD BLOCK waits for entries past its IDs ("$": the last ID when it
+// blocked) and is woken by an XADD on the other worker; every waiter on
+// a key is served (an XREAD takes nothing), one waiting past an ID no
+// entry has reached yet goes on waiting, a wait ends at its timeout with
+// a null, and waits survive a hot restart with "$" still the ID it was.
+TEST(ShmkvBlocking, XReadWaitsAcrossWorkersAndRestarts) {
+  Server s("bxread");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 3);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* writer = groups[1][0].get();
+  ASSERT_EQ(writer->Call({"XADD", "s", "5-0", "a", "0"}), Bulk("5-0"));
+  Client* dollar = groups[0][0].get();
+  Client* high = groups[1][1].get();
+  Client* other = groups[0][1].get();
+  Client* timed = groups[1][2].get();
+  BlockIn(dollar, {"XREAD", "BLOCK", "0", "STREAMS", "s", "$"}, s.port(), 1);
+  BlockIn(high, {"XREAD", "BLOCK", "0", "STREAMS", "s", "99-0"}, s.port(), 2);
+  BlockIn(other, {"XREAD", "COUNT", "1", "BLOCK", "0", "STREAMS", "t", "s",
+                  "$", "$"}, s.port(), 3);
+  auto t0 = Clock::now();
+  BlockIn(timed, {"XREAD", "BLOCK", "300", "STREAMS", "none", "$"}, s.port(),
+          4);
+  const std::string entry6 =
+      "*1\r\n*2\r\n" + Bulk("s") + "*1\r\n*2\r\n" + Bulk("6-0") +
+      "*2\r\n" + Bulk("a") + Bulk("1");
+  writer->Call({"XADD", "s", "6-0", "a", "1"});
+  EXPECT_EQ(dollar->Reply(), entry6);
+  EXPECT_EQ(other->Reply(), entry6);
+  EXPECT_FALSE(high->Answered(50));
+  EXPECT_EQ(timed->Reply(), "*-1\r\n");
+  EXPECT_GE(Clock::now() - t0, 300ms);
+  // A waiter behind one that an entry does not serve, on the same
+  // worker, is served by it.
+  BlockIn(timed, {"XREAD", "BLOCK", "0", "STREAMS", "s", "$"}, s.port(), 2);
+  writer->Call({"XADD", "s", "7-0", "a", "2"});
+  EXPECT_EQ(timed->Reply(), "*1\r\n*2\r\n" + Bulk("s") +
+                                "*1\r\n*2\r\n" + Bulk("7-0") + "*2\r\n" +
+                                Bulk("a") + Bulk("2"));
+  EXPECT_FALSE(high->Answered(50));
+  // Through a hot restart: "$" stays 7-0, so the entry added while the
+  // workers change is not missed.
+  BlockIn(dollar, {"XREAD", "BLOCK", "0", "STREAMS", "s", "$"}, s.port(), 2);
+  const std::string before = InfoField(writer, "process_id");
+  s.Signal(SIGHUP);
+  Client probe(s.port());
+  ASSERT_TRUE(WaitFor([&] { return InfoField(&probe, "reloads") == "1"; }));
+  ASSERT_TRUE(WaitFor([&] {
+    Client fresh(s.port());
+    std::string pid = InfoField(&fresh, "process_id");
+    return !pid.empty() && pid != before;
+  }));
+  std::this_thread::sleep_for(300ms);  // the old workers hand over
+  EXPECT_EQ(BlockedClients(s.port()), "2");
+  probe.Call({"XADD", "s", "100-0", "b", "2"});
+  const std::string entry100 =
+      "*1\r\n*2\r\n" + Bulk("s") + "*1\r\n*2\r\n" + Bulk("100-0") +
+      "*2\r\n" + Bulk("b") + Bulk("2");
+  EXPECT_EQ(high->Reply(), entry100);
+  EXPECT_EQ(dollar->Reply(), entry100);
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
 TEST(ShmkvBlocking, TimeoutsAnswerNullNoSooner) {
   Server s("btime");
   ASSERT_TRUE(s.Start()) << s.log();

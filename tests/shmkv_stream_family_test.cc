@@ -145,8 +145,8 @@ TEST(StreamFamilyVsRedis, EveryCommandRepliesAsRedis) {
   }
 }
 
-// An XREAD that blocks on a stream with nothing new is refused for now
-// (docs/server.md says why); inside MULTI it answers as its timeout.
+// An XREAD BLOCK inside MULTI answers as its timeout where nothing is
+// new, and as XREAD where something is.
 TEST(StreamFamilyVsRedis, XReadInsideMultiAnswersAsItsTimeout) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);

@@ -151,6 +151,9 @@ struct CommandContext {
     uint64_t ticket = 0;
     uint64_t deadline_ns = 0;  // CLOCK_MONOTONIC
     std::vector<uint64_t> keys;
+    // The command to try again, when not the one given (XREAD's "$"
+    // replaced by the ID it stood for); empty: the one given.
+    std::vector<std::string> args;
   } blocked;
 };
 

@@ -1,8 +1,11 @@
 // The stream commands (docs/server.md, "Streams"): XADD, XLEN, XRANGE,
-// XREVRANGE, XDEL, XTRIM, XSETID and XREAD, with Redis 7.0's replies and
-// errors, over StreamValue (server/commands/stream_value.h).
+// XREVRANGE, XDEL, XTRIM, XSETID and XREAD (BLOCK included), with Redis
+// 7.0's replies and errors, over StreamValue (server/commands/
+// stream_value.h).
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,6 +15,8 @@
 #include "server/commands/packed.h"
 #include "server/commands/registry.h"
 #include "server/commands/stream_value.h"
+#include "server/store/key_hash.h"
+#include "shmc/detail/process.h"
 
 namespace shmkv {
 namespace cmd {
@@ -377,6 +382,13 @@ void XRevRange(const Args& a, CommandContext* c, Reply* r) {
 }
 
 // XREAD [COUNT count] [BLOCK milliseconds] STREAMS key [key ...] id [id ...]
+//
+// With BLOCK and nothing newer than the IDs given, the client waits on
+// the blocking board (docs/server.md, "Blocking commands") as BLPOP does,
+// and is tried again when one of its keys is written: the look and the
+// wait are one step under the store's lock, so no XADD falls between
+// them. The command kept for the retries has each "$" replaced by the ID
+// it stood for, so an entry added meanwhile is not skipped.
 void XRead(const Args& a, CommandContext* c, Reply* r) {
   int64_t count = 0, timeout = -1;
   size_t streams = 0;
@@ -414,16 +426,33 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
   }
   if (streams == 0) return SyntaxError(r);
   const size_t n = (a.size() - streams) / 2;
+  const bool retry = c->ticket != 0;
+  const bool may_wait = timeout >= 0 && !c->deny_blocking && c->may_block &&
+                        c->waits != nullptr && c->waits->open();
+  std::unique_ptr<Store::Txn> own;
+  if (may_wait && c->txn == nullptr) {
+    own = c->store->Begin();
+    const uint32_t db = own->Physical(c->client->db);
+    c->store->UseDb(db);
+    own->UseDb(db);
+    c->txn = own.get();
+  }
+  std::vector<StreamId> after(n);
+  bool waits = false;
   ReadConsistently(c, r, [&] {
+    waits = false;
     // Each key's "after" ID: "$" is its last ID now (0-0 for none).
-    std::vector<StreamId> after(n);
     for (size_t i = 0; i < n; ++i) {
       const std::string_view key = a[streams + i];
       const std::string_view arg = a[streams + n + i];
       StreamValue s;
-      if (!OpenStream(c, key, &s, r)) return;
+      const Load l = s.Open(c, key);
+      // Once waiting, a key of another type is waited past, as Redis
+      // waits for a stream there.
+      if (!(retry && l == Load::kWrongType) && !Opened(l, r)) return;
       if (arg == "$") {
-        after[i] = s.exists() ? s.counters().last : StreamId{};
+        after[i] = s.exists() && l == Load::kOk ? s.counters().last
+                                                : StreamId{};
       } else if (arg == ">") {
         return r->Error("ERR The > ID can be specified only when calling "
                         "XREADGROUP using the GROUP <group> <consumer> "
@@ -439,7 +468,7 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
     for (size_t i = 0; i < n; ++i) {
       const std::string_view key = a[streams + i];
       StreamValue s;
-      if (!OpenStream(c, key, &s, r)) return;
+      if (s.Open(c, key) != Load::kOk) continue;  // checked above
       StreamEntry top;
       if (!s.exists() || s.size() == 0) continue;
       if (!s.Edge(false, &top)) return Damaged(r);
@@ -456,16 +485,45 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
       ++served;
     }
     if (served > 0) {
+      if (retry) c->waits->Remove(c->ticket);
       inner.resp3() ? r->Map(served) : r->Array(served);
       r->Raw(body);
       return;
     }
-    if (timeout >= 0 && !c->deny_blocking) {
-      return r->Error("ERR XREAD BLOCK on a stream with nothing to read is "
-                      "not supported by shmkv yet");
-    }
-    r->NullArray();
+    if (!may_wait) return r->NullArray();
+    waits = true;
   });
+  if (own != nullptr) c->txn = nullptr;
+  if (!waits) return;
+  if (retry) {  // still waiting, in the same place
+    c->blocked.ticket = c->ticket;
+    return;
+  }
+  std::vector<uint64_t> hashes;
+  hashes.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    hashes.push_back(HashKeyIn(c->store->db(), a[streams + i]).a);
+  }
+  const uint64_t ticket = c->waits->Register(hashes);
+  if (ticket == 0) {
+    return r->Error("ERR too many clients are blocked at once (the wait "
+                    "board is full)");
+  }
+  c->blocked.ticket = ticket;
+  c->blocked.keys = std::move(hashes);
+  c->blocked.deadline_ns = 0;
+  constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / 2000000;
+  if (timeout > 0 && timeout < kMaxMs) {
+    c->blocked.deadline_ns = shmc::detail::MonotonicNs() +
+                             static_cast<uint64_t>(timeout) * 1000000ULL;
+  }
+  // The command tried again: "$" as the ID it stood for now.
+  c->blocked.args.assign(a.begin(), a.end());
+  for (size_t i = 0; i < n; ++i) {
+    if (a[streams + n + i] == "$") {
+      c->blocked.args[streams + n + i] = after[i].Text();
+    }
+  }
 }
 
 // name, id (never changed), arity, flags, first/last key and step, handler

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "server/commands/command_util.h"
 #include "server/net/worker_impl.h"
 #include "shmc/detail/process.h"
 
@@ -60,7 +61,11 @@ void Worker::SendWakes() {
 
 void Worker::Block(Conn* c) {
   auto b = std::make_unique<BlockedCommand>();
-  b->args.assign(args_.begin(), args_.end());
+  if (ctx_.blocked.args.empty()) {
+    b->args.assign(args_.begin(), args_.end());
+  } else {
+    b->args = std::move(ctx_.blocked.args);
+  }
   b->ticket = ctx_.blocked.ticket;
   b->deadline_ns = ctx_.blocked.deadline_ns;
   b->keys = std::move(ctx_.blocked.keys);
@@ -109,8 +114,13 @@ void Worker::ServeWoken() {
       Conn* c = it->second.get();
       if (Run(&c->client, c->blocked->args, &c->out, true, t)) {
         ctx_.blocked = CommandContext::Blocked();  // still waiting
-        for (uint64_t k : keys) {
-          if (!is_stuck(k)) stuck.push_back(k);
+        // An XREAD takes nothing, and waits for entries past its own
+        // IDs: another XREAD on the same key may be served where it was
+        // not, so its keys are not stuck for the clients after it.
+        if (!cmd::EqualFold(c->blocked->args.at(0), "xread")) {
+          for (uint64_t k : keys) {
+            if (!is_stuck(k)) stuck.push_back(k);
+          }
         }
         continue;
       }
