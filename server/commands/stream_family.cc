@@ -44,7 +44,8 @@ struct TrimArgs {
 
 // Reads from a[2] on; returns the ID's position (XADD), or 0 after
 // replying an error.
-size_t ParseTrim(const Args& a, bool xadd, TrimArgs* t, Reply* r) {
+size_t ParseTrim(const Args& a, bool xadd, uint64_t node_entries,
+                 TrimArgs* t, Reply* r) {
   size_t i = 2;
   bool limit_given = false;
   for (; i < a.size(); ++i) {
@@ -123,26 +124,30 @@ size_t ParseTrim(const Args& a, bool xadd, TrimArgs* t, Reply* r) {
     }
   } else {
     // Redis's default bound on an approximate trim's work: 100 nodes of
-    // stream-node-max-entries (100) entries.
-    t->limit = t->approx ? 10000 : 0;
+    // stream-node-max-entries entries (10,000 when that is 0, at most a
+    // million).
+    int64_t bound = node_entries > 10000 ? 1000000
+                                         : 100 * static_cast<int64_t>(node_entries);
+    if (bound <= 0) bound = 10000;
+    if (bound > 1000000) bound = 1000000;
+    t->limit = t->approx ? bound : 0;
   }
   return i;
 }
 
-// Trims `s` as `t` says: the entries removed. shmkv trims to the entry
-// (`~` as `=`, within LIMIT): docs/server.md says why.
+// Trims `s` as `t` says: the entries removed.
 uint64_t Trim(StreamValue* s, const TrimArgs& t) {
-  const uint64_t n = s->size();
-  uint64_t drop = 0;
-  if (t.strategy == TrimArgs::kMaxLen) {
-    const uint64_t keep = static_cast<uint64_t>(t.maxlen);
-    drop = n > keep ? n - keep : 0;
-  } else if (t.strategy == TrimArgs::kMinId) {
-    drop = s->CountBelow(t.minid, false);
-  }
-  if (t.limit > 0) drop = std::min<uint64_t>(drop, static_cast<uint64_t>(t.limit));
-  if (drop > 0) s->PopFront(drop);
-  return drop;
+  StreamValue::TrimSpec spec;
+  spec.by_length = t.strategy == TrimArgs::kMaxLen;
+  spec.maxlen = static_cast<uint64_t>(t.maxlen);
+  spec.minid = t.minid;
+  spec.approx = t.approx;
+  spec.limit = static_cast<uint64_t>(t.limit);
+  return s->Trim(spec);
+}
+
+uint64_t NodeEntries(CommandContext* c) {
+  return c->store->Limits().stream_node_entries;
 }
 
 bool OpenStream(CommandContext* c, std::string_view key, StreamValue* s,
@@ -188,7 +193,7 @@ bool ReplyRange(StreamValue* s, StreamId start, StreamId end, bool rev,
 //      *|id field value [field value ...]
 void XAdd(const Args& a, CommandContext* c, Reply* r) {
   TrimArgs t;
-  const size_t idpos = ParseTrim(a, true, &t, r);
+  const size_t idpos = ParseTrim(a, true, NodeEntries(c), &t, r);
   if (idpos == 0) return;
   const size_t fields = idpos + 1;
   if (fields > a.size() || a.size() - fields < 2 ||
@@ -236,7 +241,7 @@ void XAdd(const Args& a, CommandContext* c, Reply* r) {
                                    a.end());
   std::string packed;
   Pack(fv, &packed);
-  s.Append(id, packed);
+  s.Append(id, packed, NodeEntries(c));
   Notify(c, kNotifyStream, "xadd", a[1]);
   if (t.strategy != TrimArgs::kNone && Trim(&s, t) > 0) {
     Notify(c, kNotifyStream, "xtrim", a[1]);
@@ -247,7 +252,7 @@ void XAdd(const Args& a, CommandContext* c, Reply* r) {
 // XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 void XTrim(const Args& a, CommandContext* c, Reply* r) {
   TrimArgs t;
-  if (ParseTrim(a, false, &t, r) == 0) return;
+  if (ParseTrim(a, false, NodeEntries(c), &t, r) == 0) return;
   StreamValue s;
   if (!OpenStream(c, a[1], &s, r)) return;
   if (!s.exists()) return r->Int(0);
@@ -526,6 +531,111 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
   }
 }
 
+// XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group |
+// HELP. A stream has no consumer groups yet (docs/server.md, "Streams").
+void XInfo(const Args& a, CommandContext* c, Reply* r) {
+  const std::string sub = Lower(a[1]);
+  if (sub == "help") {
+    if (a.size() != 2) return SubcommandArityError("xinfo", sub, r);
+    return HelpReply(r, "XINFO",
+                     {"CONSUMERS <key> <groupname>",
+                      "    Show consumers of <groupname>.", "GROUPS <key>",
+                      "    Show the stream consumer groups.",
+                      "STREAM <key> [FULL [COUNT <count>]",
+                      "    Show information about the stream."});
+  }
+  const int arity = sub == "stream" ? -3 : sub == "groups" ? 3
+                    : sub == "consumers"                  ? 4
+                                                          : 0;
+  if (arity == 0) {
+    return r->Error("ERR unknown subcommand '" +
+                    std::string(a[1].substr(0, 128)) + "'. Try XINFO HELP.");
+  }
+  if (arity > 0 ? a.size() != static_cast<size_t>(arity)
+                : a.size() < static_cast<size_t>(-arity)) {
+    return SubcommandArityError("xinfo", sub, r);
+  }
+  ReadConsistently(c, r, [&] {
+    StreamValue s;
+    if (!OpenStream(c, a[2], &s, r)) return;
+    if (!s.exists()) return r->Error("ERR no such key");
+    if (sub == "consumers") {
+      return r->Error("NOGROUP No such consumer group '" +
+                      std::string(a[3]) + "' for key name '" +
+                      std::string(a[2]) + "'");
+    }
+    if (sub == "groups") return r->Array(0);
+    // STREAM's options, read once the key is there, as Redis reads them.
+    bool full = false;
+    int64_t count = 10;
+    if (a.size() > 3) {
+      const size_t opts = a.size() - 3;
+      if ((opts != 1 && opts != 3) || !Eq(a[3], "full") ||
+          (opts == 3 && !Eq(a[4], "count"))) {
+        return r->Error("ERR unknown subcommand or wrong number of "
+                        "arguments for '" +
+                        std::string(a[1].substr(0, 128)) +
+                        "'. Try XINFO HELP.");
+      }
+      full = true;
+      if (opts == 3) {
+        if (!ToInt(a[5], &count)) return NotInt(r);
+        if (count < 0) count = 10;
+      }
+    }
+    const size_t mark = r->Mark();
+    const StreamValue::Counters& k = s.counters();
+    const uint64_t length = s.size();
+    StreamEntry first;
+    const bool any = length > 0 && s.Edge(true, &first);
+    r->Map(full ? 9 : 10);
+    r->Bulk("length");
+    r->Int(static_cast<int64_t>(length));
+    r->Bulk("radix-tree-keys");
+    r->Int(static_cast<int64_t>(k.nodes));
+    // Redis's radix tree's own nodes: one more than its keys while they
+    // share no prefix (a stream of up to one node); shmkv has no such
+    // tree, and gives that figure.
+    r->Bulk("radix-tree-nodes");
+    r->Int(static_cast<int64_t>(k.nodes + 1));
+    r->Bulk("last-generated-id");
+    r->Bulk(k.last.Text());
+    r->Bulk("max-deleted-entry-id");
+    r->Bulk(k.max_deleted.Text());
+    r->Bulk("entries-added");
+    r->Int(static_cast<int64_t>(k.added));
+    r->Bulk("recorded-first-entry-id");
+    r->Bulk(any ? first.id.Text() : StreamId{}.Text());
+    const StreamId top{~0ULL, ~0ULL};
+    bool ok = true;
+    if (!full) {
+      r->Bulk("groups");
+      r->Int(0);
+      for (bool rev : {false, true}) {
+        r->Bulk(rev ? "last-entry" : "first-entry");
+        StreamEntry e;
+        if (length == 0) {
+          r->Null();
+        } else if (s.Edge(!rev, &e)) {
+          ReplyEntry(e, r);
+        } else {
+          ok = false;
+        }
+      }
+    } else {
+      r->Bulk("entries");
+      ok = ReplyRange(&s, StreamId{}, top, false,
+                      static_cast<uint64_t>(count), r);
+      r->Bulk("groups");
+      r->Array(0);
+    }
+    if (!ok || !s.ok()) {
+      r->Retry(mark);
+      Damaged(r);
+    }
+  });
+}
+
 // name, id (never changed), arity, flags, first/last key and step, handler
 const CommandRow kStreamRows[] = {
     {"xadd", 194, -5, kWrite | kDenyOom | kFast, 1, 1, 1, XAdd},
@@ -536,6 +646,7 @@ const CommandRow kStreamRows[] = {
     {"xdel", 199, -3, kWrite | kFast, 1, 1, 1, XDel},
     {"xtrim", 200, -4, kWrite, 1, 1, 1, XTrim},
     {"xsetid", 201, -3, kWrite | kDenyOom | kFast, 1, 1, 1, XSetId},
+    {"xinfo", 202, -2, kReadOnly | kContainer, 2, 2, 1, XInfo},
 };
 
 }  // namespace

@@ -15,7 +15,7 @@ namespace cmd {
 
 namespace {
 
-constexpr size_t kCounterWords = 5;
+constexpr size_t kCounterWords = 10;
 constexpr size_t kCounterBytes = kCounterWords * 8;
 constexpr size_t kRootWords = 6 + kCounterWords;
 
@@ -135,6 +135,10 @@ bool StreamValue::ReadCounters(const char* p) {
   counters_.last = StreamId{w[0], w[1]};
   counters_.added = w[2];
   counters_.max_deleted = StreamId{w[3], w[4]};
+  counters_.nodes = w[5];
+  counters_.tail_total = w[6];
+  counters_.tail_live = w[7];
+  counters_.tail_first = StreamId{w[8], w[9]};
   return true;
 }
 
@@ -144,6 +148,11 @@ void StreamValue::PutCounters(uint64_t* w) const {
   w[2] = counters_.added;
   w[3] = counters_.max_deleted.ms;
   w[4] = counters_.max_deleted.seq;
+  w[5] = counters_.nodes;
+  w[6] = counters_.tail_total;
+  w[7] = counters_.tail_live;
+  w[8] = counters_.tail_first.ms;
+  w[9] = counters_.tail_first.seq;
 }
 
 StreamValue::Load StreamValue::Open(CommandContext* c, std::string_view key) {
@@ -187,8 +196,12 @@ StreamValue::Load StreamValue::Open(CommandContext* c, std::string_view key) {
 }
 
 bool StreamValue::Decode(const ZEntry& z, StreamEntry* e) {
-  if (z.score != 0 || !StreamId::FromKey(z.member, &e->id)) return false;
-  e->fields = z.member.substr(16);
+  if (z.score != 0 || z.member.size() < 17 ||
+      static_cast<uint8_t>(z.member[16]) > 1 ||
+      !StreamId::FromKey(z.member, &e->id)) {
+    return false;
+  }
+  e->fields = z.member.substr(17);
   PackedReader r(e->fields);
   if (!r.ok() || r.count() < 2 || r.count() % 2 != 0) return false;
   std::string_view s;
@@ -215,7 +228,8 @@ std::string_view StreamValue::EntryKey(StreamId id) {
   return made_.back();
 }
 
-void StreamValue::Append(StreamId id, std::string_view fields) {
+void StreamValue::Append(StreamId id, std::string_view fields,
+                         uint64_t node_entries) {
   // An entry at or above the new ID is damage (the counters say the last
   // ID is below it): never an entry out of order.
   StreamEntry last;
@@ -223,7 +237,18 @@ void StreamValue::Append(StreamId id, std::string_view fields) {
     ok_ = false;
     return;
   }
+  Counters& k = counters_;
+  const bool starts = k.tail_total == 0 ||
+                      (node_entries > 0 && k.tail_total >= node_entries);
+  if (starts) {
+    ++k.nodes;
+    k.tail_total = k.tail_live = 0;
+    k.tail_first = id;
+  }
+  ++k.tail_total;
+  ++k.tail_live;
   std::string bytes(EntryKey(id));
+  bytes.push_back(starts ? 1 : 0);
   bytes.append(fields.data(), fields.size());
   made_.push_back(std::move(bytes));
   const ZEntry z{made_.back(), 0};
@@ -232,9 +257,93 @@ void StreamValue::Append(StreamId id, std::string_view fields) {
   } else {
     entries_.push_back(z);
   }
-  counters_.last = id;
-  ++counters_.added;
+  k.last = id;
+  ++k.added;
   changed_ = true;
+}
+
+bool StreamValue::EntryAt(uint64_t rank, ZEntry* z) {
+  if (rank >= size()) return false;
+  if (in_parts_) return tree_.At(rank, z) || (ok_ = false);
+  *z = entries_[rank];
+  return true;
+}
+
+bool StreamValue::Mark(uint64_t rank, bool start) {
+  ZEntry z;
+  if (!EntryAt(rank, &z) || z.member.size() < 17) return ok_ = false;
+  if (Starts(z) == start) return true;
+  std::string bytes(z.member);
+  bytes[16] = start ? 1 : 0;
+  made_.push_back(std::move(bytes));
+  const ZEntry marked{made_.back(), 0};
+  if (in_parts_) {
+    if (!tree_.Erase(z)) return ok_ = false;
+    tree_.Insert(marked);
+  } else {
+    entries_[rank] = marked;
+  }
+  changed_ = true;
+  return true;
+}
+
+uint64_t StreamValue::FirstNodeSize() {
+  uint64_t n = 0;
+  auto each = [&](const ZEntry& z) {
+    if (n > 0 && Starts(z)) return false;
+    ++n;
+    return true;
+  };
+  if (in_parts_) {
+    if (size() > 0) tree_.Walk(0, true, each);
+  } else {
+    for (const ZEntry& z : entries_) {
+      if (!each(z)) break;
+    }
+  }
+  return n;
+}
+
+uint64_t StreamValue::Trim(const TrimSpec& t) {
+  Counters& k = counters_;
+  uint64_t deleted = 0;
+  while (size() > 0 && ok()) {
+    if (t.by_length && size() <= t.maxlen) break;
+    StreamEntry head;
+    if (!Edge(true, &head)) break;
+    const bool tail = !(head.id < k.tail_first);  // the last node too
+    const uint64_t node = FirstNodeSize();
+    if (node == 0) break;
+    if (t.limit > 0 && deleted + node > t.limit) break;
+    bool whole = false;
+    if (t.by_length) {
+      whole = size() - node >= t.maxlen;
+    } else {
+      ZEntry z;
+      StreamEntry last;
+      whole = EntryAt(node - 1, &z) && Decode(z, &last) && last.id < t.minid;
+    }
+    if (whole) {
+      PopFront(node);
+      deleted += node;
+      if (k.nodes > 0) --k.nodes;
+      if (tail) k.tail_total = k.tail_live = 0;
+      continue;
+    }
+    if (t.approx) break;
+    // Entries from the front of this node, which keeps the rest.
+    uint64_t drop = t.by_length ? size() - t.maxlen : CountBelow(t.minid, false);
+    if (drop >= node) drop = node - 1;
+    if (drop > 0) {
+      PopFront(drop);
+      Mark(0, true);
+      deleted += drop;
+      if (tail) k.tail_live -= std::min(k.tail_live, drop);
+    }
+    break;
+  }
+  if (deleted > 0) changed_ = true;
+  return deleted;
 }
 
 uint64_t StreamValue::CountBelow(StreamId id, bool inclusive) {
@@ -252,18 +361,31 @@ bool StreamValue::Delete(StreamId id) {
   const uint64_t rank = CountBelow(id, false);
   if (rank >= size()) return false;
   ZEntry z;
-  if (in_parts_) {
-    if (!tree_.At(rank, &z)) return ok_ = false;
-  } else {
-    z = entries_[rank];
-  }
+  if (!EntryAt(rank, &z)) return false;
   StreamId at;
   if (!StreamId::FromKey(z.member, &at)) return ok_ = false;
   if (!(at == id)) return false;
+  // The node's first live entry: the next one of its node takes the
+  // flag, or the node is gone.
+  bool emptied = false;
+  if (Starts(z)) {
+    ZEntry next;
+    if (EntryAt(rank + 1, &next) && !Starts(next)) {
+      if (!Mark(rank + 1, true)) return false;
+    } else {
+      emptied = true;
+    }
+  }
   if (in_parts_) {
     if (!tree_.Erase(z)) return ok_ = false;
   } else {
     entries_.erase(entries_.begin() + static_cast<ptrdiff_t>(rank));
+  }
+  Counters& k = counters_;
+  if (emptied && k.nodes > 0) --k.nodes;
+  if (!(id < k.tail_first)) {  // in the last node
+    if (k.tail_live > 0) --k.tail_live;
+    if (emptied) k.tail_total = k.tail_live = 0;
   }
   changed_ = true;
   return true;

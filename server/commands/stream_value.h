@@ -1,28 +1,32 @@
 // A stream as the stream commands see it (docs/server.md, "Streams"):
 // its entries in ID order, each an ID and its fields and values, and the
 // counters Redis keeps beside them (the last ID given, the entries ever
-// added, the largest ID deleted). Two forms:
+// added, the largest ID deleted), with the grouping of entries into
+// nodes that Redis's trimming with `~` removes whole (a node is closed at
+// stream-node-max-entries entries, deleted ones counted, as Redis closes
+// its listpacks). Two forms:
 //
-//  - packed (kStreamPacked): one blob,
-//      u64 last ms  u64 last seq  u64 added  u64 deleted ms
-//      u64 deleted seq   then the entries, packed (server/commands/
-//      packed.h), one string each
-//    while it has at most kPackedEntries entries of at most kPackedBytes
-//    bytes in all (Redis's stream-node-max-entries and -bytes);
+//  - packed (kStreamPacked): one blob, the counters (Counters, ten u64
+//    words: last ms, last seq, added, deleted ms, deleted seq, nodes,
+//    tail entries, tail live, tail first ms, tail first seq) then the
+//    entries, packed (server/commands/packed.h), one string each; while
+//    it has at most kPackedEntries entries of at most kPackedBytes bytes
+//    in all;
 //  - in parts (kStreamTree): the entries in the B+tree the sorted sets
 //    use (server/commands/zset_tree.h, the odd parts; every score 0, so
 //    the order is the entries' bytes'), under a root of
 //      PartsRoot {id, parts}  u64 nodes  u64 top  u64 free  u64 height
-//      then the five counters as above
+//      then the ten counter words
 //    with parts = 2 * nodes. An append, a delete and a trim of one entry
 //    cost one path of the tree, whatever the stream's length.
 //
 // An entry's bytes are its ID as 16 big-endian bytes (ms, then seq: the
-// bytes order as the IDs do) and then its fields and values, packed. A
-// stream that empties is packed again (Redis keeps an empty stream as a
-// key). Every length, count and order read from shared memory is
-// checked: what does not parse makes ok() false, and the command answers
-// the damaged-value error.
+// bytes order as the IDs do), a flag byte (1: the first live entry of a
+// node), then its fields and values, packed. A stream that empties is
+// packed again (Redis keeps an empty stream as a key). Every length,
+// count and order read from shared memory is checked: what does not
+// parse makes ok() false, and the command answers the damaged-value
+// error.
 #pragma once
 
 #include <cstddef>
@@ -77,6 +81,19 @@ class StreamValue {
     StreamId last;         // the last ID given (XADD, XSETID)
     uint64_t added = 0;    // entries ever added
     StreamId max_deleted;  // the largest ID XDEL removed
+    uint64_t nodes = 0;       // nodes holding a live entry
+    uint64_t tail_total = 0;  // entries the last node took (0: none open)
+    uint64_t tail_live = 0;   // of them, live
+    StreamId tail_first;      // the ID the last node began at
+  };
+  // How XADD and XTRIM trim (Redis's MAXLEN / MINID, `~`, LIMIT; limit
+  // 0: none).
+  struct TrimSpec {
+    bool by_length = true;
+    uint64_t maxlen = 0;
+    StreamId minid;
+    bool approx = false;
+    uint64_t limit = 0;
   };
 
   using Load = cmd::Load;
@@ -92,8 +109,12 @@ class StreamValue {
 
   // Makes this a new, empty stream (the key holds none).
   void Create();
-  // Appends an entry whose ID is above every entry's; `fields` packed.
-  void Append(StreamId id, std::string_view fields);
+  // Appends an entry whose ID is above every entry's; `fields` packed. A
+  // new node begins when the last one holds `node_entries` (0: no limit).
+  void Append(StreamId id, std::string_view fields, uint64_t node_entries);
+  // Trims as Redis does: whole nodes from the front, then (not approx)
+  // entries of the first node left. The entries removed.
+  uint64_t Trim(const TrimSpec& t);
   // Removes the entry of `id`: false when there is none.
   bool Delete(StreamId id);
   // Removes the first n entries (n <= size()).
@@ -112,6 +133,12 @@ class StreamValue {
 
  private:
   bool Decode(const ZEntry& z, StreamEntry* e);
+  bool Starts(const ZEntry& z) const { return z.member.size() > 16 && z.member[16] == 1; }
+  bool EntryAt(uint64_t rank, ZEntry* z);
+  // Gives the entry at `rank` the node-start flag `start`.
+  bool Mark(uint64_t rank, bool start);
+  // The live entries of the node that begins at rank 0.
+  uint64_t FirstNodeSize();
   bool ReadCounters(const char* p);
   void PutCounters(uint64_t* w) const;
   std::string_view EntryKey(StreamId id);

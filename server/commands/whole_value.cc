@@ -148,7 +148,8 @@ Store::Status WriteWhole(CommandContext* c, std::string_view key,
         fields.assign(e.fields.begin(), e.fields.end());
         packed.clear();
         Pack(fields, &packed);
-        st.Append(StreamId{e.ms, e.seq}, packed);
+        st.Append(StreamId{e.ms, e.seq}, packed,
+                  c->store->Limits().stream_node_entries);
       }
       StreamValue::Counters* k = st.mutable_counters();
       k->last = StreamId{b.last_ms, b.last_seq};

@@ -3,7 +3,7 @@
 // its compact form, under Redis's names (hash-max-listpack-entries, ...),
 // the time after which a script makes other clients wait (busy-reply-
 // threshold), maxmemory (a limit below --memory), min-replicas-to-write,
-// replica-serve-stale-data and the save points.
+// replica-serve-stale-data, the streams' node sizes and the save points.
 //
 // They live in a small POSIX segment of their own (SettingsKey), made by
 // whichever process of the store opens it first, so a change made
@@ -47,6 +47,8 @@ enum class Setting : uint32_t {
   kMinReplicas,      // min-replicas-to-write (shmkv serves none)
   kMinReplicasLag,   // min-replicas-max-lag, seconds (kept and shown)
   kServeStaleData,   // replica-serve-stale-data: 1 yes, 0 no
+  kStreamNodeBytes,  // stream-node-max-bytes (kept and shown)
+  kStreamNodeEntries,  // stream-node-max-entries
   kCount,
 };
 constexpr uint32_t kSettings = static_cast<uint32_t>(Setting::kCount);
@@ -85,6 +87,10 @@ inline const SettingSpec (&SettingSpecs())[kSettings] {
        10, 0, INT32_MAX},
       {Setting::kServeStaleData, "replica-serve-stale-data",
        "slave-serve-stale-data", 1, 0, 1, true},
+      {Setting::kStreamNodeBytes, "stream-node-max-bytes", "", 4096, 0,
+       INT64_MAX},
+      {Setting::kStreamNodeEntries, "stream-node-max-entries", "", 100, 0,
+       INT64_MAX},
   };
   return specs;
 }
@@ -94,6 +100,7 @@ struct EncodingLimits {
   uint64_t hash_entries = 512, hash_value = 64;
   uint64_t set_intset_entries = 512;
   uint64_t zset_entries = 128, zset_value = 64;
+  uint64_t stream_node_entries = 100;
 };
 
 // Redis's `save`: a BGSAVE once `secs` have passed since the last save
@@ -215,6 +222,8 @@ class Settings {
         static_cast<uint64_t>(Get(Setting::kSetIntsetEntries));
     l.zset_entries = static_cast<uint64_t>(Get(Setting::kZSetEntries));
     l.zset_value = static_cast<uint64_t>(Get(Setting::kZSetValue));
+    l.stream_node_entries =
+        static_cast<uint64_t>(Get(Setting::kStreamNodeEntries));
     return l;
   }
 
