@@ -32,6 +32,12 @@ void ServeOrBlock(CommandContext* c, Reply* r,
                   int64_t timeout_ms, bool null_bulk,
                   const std::function<void(std::string_view)>& take);
 
+// Makes the command wait on `keys` (the blocking board), `timeout_ms`
+// at most (0: for ever); tried again, it keeps its place in line. Writes
+// no reply unless the board is full (an error).
+void WaitOn(CommandContext* c, Reply* r,
+            const std::vector<std::string_view>& keys, int64_t timeout_ms);
+
 // [key, [element, ...]]: LMPOP's and BLMPOP's reply.
 void ReplyKeyAndAll(std::string_view key, const std::vector<std::string>& v,
                     Reply* r);

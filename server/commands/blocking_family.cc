@@ -91,7 +91,12 @@ void ServeOrBlock(CommandContext* c, Reply* r,
       !c->waits->open()) {
     return r->NullArray();
   }
-  if (retry) {  // still waiting, in the same place
+  WaitOn(c, r, keys, timeout_ms);
+}
+
+void WaitOn(CommandContext* c, Reply* r,
+            const std::vector<std::string_view>& keys, int64_t timeout_ms) {
+  if (c->ticket != 0) {  // still waiting, in the same place
     c->blocked.ticket = c->ticket;
     return;
   }

@@ -4,19 +4,17 @@
 // stream_value.h).
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/commands/blocking.h"
 #include "server/commands/command_util.h"
 #include "server/commands/notify.h"
 #include "server/commands/packed.h"
 #include "server/commands/registry.h"
 #include "server/commands/stream_value.h"
-#include "server/store/key_hash.h"
-#include "shmc/detail/process.h"
 
 namespace shmkv {
 namespace cmd {
@@ -500,28 +498,11 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
   });
   if (own != nullptr) c->txn = nullptr;
   if (!waits) return;
-  if (retry) {  // still waiting, in the same place
-    c->blocked.ticket = c->ticket;
-    return;
-  }
-  std::vector<uint64_t> hashes;
-  hashes.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    hashes.push_back(HashKeyIn(c->store->db(), a[streams + i]).a);
-  }
-  const uint64_t ticket = c->waits->Register(hashes);
-  if (ticket == 0) {
-    return r->Error("ERR too many clients are blocked at once (the wait "
-                    "board is full)");
-  }
-  c->blocked.ticket = ticket;
-  c->blocked.keys = std::move(hashes);
-  c->blocked.deadline_ns = 0;
-  constexpr int64_t kMaxMs = std::numeric_limits<int64_t>::max() / 2000000;
-  if (timeout > 0 && timeout < kMaxMs) {
-    c->blocked.deadline_ns = shmc::detail::MonotonicNs() +
-                             static_cast<uint64_t>(timeout) * 1000000ULL;
-  }
+  const std::vector<std::string_view> keys(
+      a.begin() + static_cast<ptrdiff_t>(streams),
+      a.begin() + static_cast<ptrdiff_t>(streams + n));
+  WaitOn(c, r, keys, timeout);
+  if (retry || c->blocked.ticket == 0) return;
   // The command tried again: "$" as the ID it stood for now.
   c->blocked.args.assign(a.begin(), a.end());
   for (size_t i = 0; i < n; ++i) {
