@@ -53,6 +53,25 @@ void BlockIn(Client* c, const std::vector<std::string>& cmd, int port, int n) {
   ASSERT_TRUE(BlockedAre(port, n)) << BlockedClients(port);
 }
 
+// SIGHUP, then waits for the reload, for a worker other than the one of
+// pid `before` to answer, and for the old workers to hand over.
+::testing::AssertionResult HotRestart(Server* s, const std::string& before) {
+  s->Signal(SIGHUP);
+  Client probe(s->port());
+  if (!WaitFor([&] { return InfoField(&probe, "reloads") == "1"; })) {
+    return ::testing::AssertionFailure() << "no reload";
+  }
+  if (!WaitFor([&] {
+        Client fresh(s->port());
+        std::string pid = InfoField(&fresh, "process_id");
+        return !pid.empty() && pid != before;
+      })) {
+    return ::testing::AssertionFailure() << "no new worker";
+  }
+  std::this_thread::sleep_for(300ms);  // the old workers hand over
+  return ::testing::AssertionSuccess();
+}
+
 TEST(ShmkvBlocking, FirstBlockedIsFirstServedAcrossWorkers) {
   Server s("bfifo");
   ASSERT_TRUE(s.Start()) << s.log();
@@ -168,15 +187,8 @@ TEST(ShmkvBlocking, XReadWaitsAcrossWorkersAndRestarts) {
   // workers change is not missed.
   BlockIn(dollar, {"XREAD", "BLOCK", "0", "STREAMS", "s", "$"}, s.port(), 2);
   const std::string before = InfoField(writer, "process_id");
-  s.Signal(SIGHUP);
+  ASSERT_TRUE(HotRestart(&s, before));
   Client probe(s.port());
-  ASSERT_TRUE(WaitFor([&] { return InfoField(&probe, "reloads") == "1"; }));
-  ASSERT_TRUE(WaitFor([&] {
-    Client fresh(s.port());
-    std::string pid = InfoField(&fresh, "process_id");
-    return !pid.empty() && pid != before;
-  }));
-  std::this_thread::sleep_for(300ms);  // the old workers hand over
   EXPECT_EQ(BlockedClients(s.port()), "2");
   probe.Call({"XADD", "s", "100-0", "b", "2"});
   const std::string entry100 =
@@ -316,15 +328,8 @@ TEST(ShmkvBlocking, BlockedClientsSurviveAHotRestart) {
   Client* timed = groups[0][1].get();
   auto t0 = Clock::now();
   BlockIn(timed, {"BLPOP", "never", "2"}, s.port(), 4);
-  s.Signal(SIGHUP);
+  ASSERT_TRUE(HotRestart(&s, before));
   Client probe(s.port());
-  ASSERT_TRUE(WaitFor([&] { return InfoField(&probe, "reloads") == "1"; }));
-  ASSERT_TRUE(WaitFor([&] {
-    Client fresh(s.port());
-    std::string pid = InfoField(&fresh, "process_id");
-    return !pid.empty() && pid != before;
-  }));
-  std::this_thread::sleep_for(300ms);  // the old workers hand over
   EXPECT_EQ(BlockedClients(s.port()), "4");
   for (Client* c : order) EXPECT_FALSE(c->Answered(10));
   probe.Call({"LPUSH", "jobs", "j0", "j1", "j2"});
