@@ -223,6 +223,23 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
       default: return {"LSET", key(), pick({"0", "-1", "5"}), val()};
     }
   }
+  if (rng() % 10 == 0) {
+    // Streams, on the same keys as the strings and hashes (WRONGTYPE both
+    // ways), with IDs that often do not rise (the same error in both).
+    auto sid = [&] {
+      return std::to_string(rng() % 40) + pick({"-*", "-1", "", "-0"});
+    };
+    switch (rng() % 7) {
+      case 0: case 1: return {"XADD", key(), sid(), field(), val()};
+      case 2: return {"XRANGE", key(), pick({"-", "(3", "5"}), "+", "COUNT",
+                      pick({"1", "3", "0"})};
+      case 3: return {"XREVRANGE", key(), "+", pick({"-", "(3", "5"})};
+      case 4: return {pick({"XLEN", "TYPE"}), key()};
+      case 5: return {"XDEL", key(), sid()};
+      default: return {"XTRIM", key(), pick({"MAXLEN", "MINID"}),
+                       pick({"=", "~"}), pick({"0", "2", "10"})};
+    }
+  }
   if (rng() % 3 == 0) {
     // Hashes, on the same keys as the strings (WRONGTYPE both ways).
     switch (rng() % 12) {
