@@ -1,8 +1,9 @@
 """Real Redis applications on shmkv, as their users run them: three job
 queues (Celery, with its Redis broker and result backend: Debian
 python3-celery; Sidekiq, Ruby's: ruby-sidekiq; RQ, which keeps results
-in streams: python3-rq), a rate limiter (limits: python3-limits) and
-Django's cache and sessions (python3-django-redis).
+in streams: python3-rq), a rate limiter (limits: python3-limits),
+Django's cache and sessions (python3-django-redis) and Django Channels'
+Redis layers (python3-channels-redis).
 
 Run by ctest as: python3 shmkv_apps_test.py SHMKV_BIN
 Exits 77 (ctest: skipped) when a library or redis-server is missing, except
@@ -11,8 +12,8 @@ under CI=true, where that is a failure.
 Each test starts its own shmkv (two workers) on free loopback ports and
 segments named after this process and the test, and removes them when it
 is done; the queues' workers are processes of this test, stopped with it.
-Sidekiq's, Django's and RQ's tests are skipped without their packages
-(failed under CI=true).
+Sidekiq's, Django's, RQ's and Channels' tests are skipped without their
+packages (failed under CI=true).
 """
 import gc
 import json
@@ -475,6 +476,89 @@ class RQTest(unittest.TestCase):
         # Not a comparison of two failures: jobs ran and kept results.
         self.assertIn("('add', 'finished', 3, 'SUCCESSFUL', 1)", mine)
         self.assertIn("'stream'", mine)
+
+
+# Django Channels' two Redis layers (channels-redis): the core layer
+# (messages in sorted sets moved by Lua scripts, BZPOPMIN, groups in
+# sorted sets, a channel's capacity) and the pub/sub layer, in a process
+# of their own, printing what they received.
+CHANNELS_RUN = textwrap.dedent('''
+    import asyncio, sys
+    from channels.exceptions import ChannelFull
+    from channels_redis.core import RedisChannelLayer
+    from channels_redis.pubsub import RedisPubSubChannelLayer
+
+    async def main(port):
+        out = []
+        layer = RedisChannelLayer(hosts=[("127.0.0.1", port)], capacity=5,
+                                  expiry=10)
+        ch = await layer.new_channel()
+        await layer.send(ch, {"type": "hello", "n": 1})
+        out.append(await layer.receive(ch))
+        await layer.group_add("g", ch)
+        ch2 = await layer.new_channel()
+        await layer.group_add("g", ch2)
+        await layer.group_send("g", {"type": "broadcast", "x": 2})
+        out += [await layer.receive(ch), await layer.receive(ch2)]
+        await layer.group_discard("g", ch2)
+        await layer.group_send("g", {"type": "again"})
+        out.append(await layer.receive(ch))
+        sent = 0
+        try:
+            for i in range(7):
+                await layer.send("specific.x!y", {"type": "t", "i": i})
+                sent += 1
+        except ChannelFull:
+            pass
+        out.append(("sent before full", sent))
+        await layer.flush()
+        ps = RedisPubSubChannelLayer(hosts=["redis://127.0.0.1:%d" % port])
+        c = await ps.new_channel()
+        await ps.group_add("pg", c)
+        await asyncio.sleep(0.2)
+        await ps.group_send("pg", {"type": "ps", "v": 3})
+        out.append(await asyncio.wait_for(ps.receive(c), 10))
+        await ps.flush()
+        print(repr(out))
+
+    asyncio.run(main(int(sys.argv[1])))
+''')
+
+
+class ChannelsTest(unittest.TestCase):
+    """Django Channels' Redis layers (Debian python3-channels-redis):
+    direct and group messages, a full channel, and the pub/sub layer
+    deliver what they deliver on redis-server."""
+
+    def setUp(self):
+        try:
+            import channels_redis  # noqa: F401
+        except ImportError:
+            why = "channels-redis is not installed " \
+                  "(apt-get install python3-channels-redis)"
+            if IN_CI:
+                self.fail(why)
+            self.skipTest(why)
+        self.kv = Shmkv("channels")
+        self.oracle = oracle()
+
+    def tearDown(self):
+        self.oracle.stop()
+        self.kv.stop()
+
+    def run_layers(self, port):
+        out = subprocess.run([sys.executable, "-c", CHANNELS_RUN, str(port)],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(out.returncode, 0, out.stderr[-3000:])
+        return out.stdout.strip().splitlines()[-1]
+
+    def test_layers_deliver_as_on_redis(self):
+        mine = self.run_layers(self.kv.port)
+        theirs = self.run_layers(self.oracle.port)
+        self.assertEqual(mine, theirs)
+        # Not a comparison of two failures: messages went through.
+        self.assertIn("'broadcast'", mine)
+        self.assertIn("('sent before full', 5)", mine)
 
 
 # Django's cache and its sessions on django-redis, in a process of their
