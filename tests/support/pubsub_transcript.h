@@ -16,21 +16,29 @@
 
 namespace shmkv_test {
 
-// What `c` received up to now: a PING is sent and everything before its
-// answer is read (a subscriber's PING answers after every message
-// published before it, on shmkv as on Redis). Inside MULTI the PING is
-// only queued: then the replies before its +QUEUED are `replies` (the
-// command's own, if `c` sent one), and push messages (RESP3) any number.
+// What `c` received up to now: a PING carrying `token` is sent and
+// everything before its answer is read (a subscriber's PING answers
+// after every message published before it, on shmkv as on Redis). The
+// token tells the barrier's answer from a PING the transcript sends
+// itself (a bare PING's answer, taken for the barrier's, left the
+// barrier's unread and every later step's barrier one behind: the
+// connection's next command could still be on its way when another
+// connection's command went). Inside MULTI the PING is only queued:
+// then the replies before its +QUEUED are `replies` (the command's own,
+// if `c` sent one), and push messages (RESP3) any number.
 inline std::string Received(Client* c, bool in_multi = false,
-                            int replies = 0) {
+                            int replies = 0,
+                            const std::string& token = "barrier") {
   std::string out;
-  if (!c->SendRaw(Client::Encode({"PING"}))) return "(send failed)";
+  if (!c->SendRaw(Client::Encode({"PING", token}))) return "(send failed)";
+  const std::string bulk =
+      "$" + std::to_string(token.size()) + "\r\n" + token + "\r\n";
   for (;;) {
     std::string r = c->Reply();
     if (r.empty()) return out + "(no answer)";
     if (in_multi) {
       if (r[0] != '>' && replies-- == 0) return out;  // the PING's
-    } else if (r == "+PONG\r\n" || r == "*2\r\n$4\r\npong\r\n$0\r\n\r\n") {
+    } else if (r == bulk || r == "*2\r\n$4\r\npong\r\n" + bulk) {
       return out;
     }
     out += r;
@@ -64,7 +72,11 @@ inline void ExpectSameAsRedis(int port, int redis_port,
   // Which connections are inside MULTI, on each server (a subscriber may
   // open one in RESP3).
   bool multi_ours[3] = {}, multi_theirs[3] = {};
+  int step = 0;
   for (const Step& s : steps) {
+    // One token per step, the same on both servers (a queued barrier's
+    // answer is part of the EXEC's).
+    const std::string token = "barrier" + std::to_string(step++);
     ASSERT_TRUE(ours[s.who]->SendRaw(Client::Encode(s.cmd)));
     ASSERT_TRUE(theirs[s.who]->SendRaw(Client::Encode(s.cmd)));
     // The sender first: its PING answers after its command, so what the
@@ -78,8 +90,9 @@ inline void ExpectSameAsRedis(int port, int redis_port,
       // (a MULTI's own barrier is counted: its PING is queued if it
       // succeeded, answered if not; either way two replies)
       bool counted = own == 1 && name == "multi";
-      std::string w = Received(theirs[i], multi_theirs[i] || counted, own);
-      std::string g = Received(ours[i], multi_ours[i] || counted, own);
+      std::string w =
+          Received(theirs[i], multi_theirs[i] || counted, own, token);
+      std::string g = Received(ours[i], multi_ours[i] || counted, own, token);
       want[i] += w;
       got[i] += g;
       if (own == 0) continue;
