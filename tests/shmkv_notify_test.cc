@@ -124,6 +124,13 @@ TEST(ShmkvNotifyVsRedis, EventsOfEveryFamilyAsRedis) {
       {1, {"ZDIFFSTORE", "d", "1", "z2"}},
       {1, {"ZMPOP", "1", "z2", "MIN"}}, {1, {"BZPOPMAX", "z2", "1"}},
       {1, {"BZMPOP", "1", "2", "nosuch", "r", "MAX", "COUNT", "9"}},
+      // streams (an emptied stream stays: no del)
+      {1, {"XADD", "x", "1-1", "f", "v"}}, {1, {"XADD", "x", "1-1", "f", "v"}},
+      {1, {"XADD", "x", "MAXLEN", "1", "2-1", "f", "v"}},
+      {1, {"XADD", "nox", "NOMKSTREAM", "1-1", "f", "v"}},
+      {1, {"XDEL", "x", "2-1", "9-9"}}, {1, {"XDEL", "x", "9-9"}},
+      {1, {"XADD", "x", "3-1", "a", "b"}}, {1, {"XTRIM", "x", "MAXLEN", "0"}},
+      {1, {"XTRIM", "x", "MAXLEN", "0"}}, {1, {"XSETID", "x", "5-0"}},
       // a transaction's and a script's events, in their order
       {1, {"MULTI"}}, {1, {"SET", "t", "1"}}, {1, {"INCR", "t"}},
       {1, {"HSET", "t", "f", "v"}}, {1, {"DEL", "t"}}, {1, {"EXEC"}},
