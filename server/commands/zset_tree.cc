@@ -45,9 +45,10 @@ ZEntry Between(const ZEntry& low, const ZEntry& high) {
 }  // namespace
 
 bool ZTree::Attach(CommandContext* c, uint64_t id, const Shape& s,
-                   uint64_t capacity) {
+                   uint64_t capacity, uint64_t base) {
   c_ = c;
   id_ = id;
+  base_ = base;
   shape_ = s;
   return s.nodes >= 1 && s.nodes <= capacity && s.top < s.nodes &&
          (s.free == kNone || s.free < s.nodes) && s.height >= 1 &&
@@ -55,9 +56,10 @@ bool ZTree::Attach(CommandContext* c, uint64_t id, const Shape& s,
 }
 
 void ZTree::Build(CommandContext* c, uint64_t id,
-                  const std::vector<ZEntry>& sorted) {
+                  const std::vector<ZEntry>& sorted, uint64_t base) {
   c_ = c;
   id_ = id;
+  base_ = base;
   shape_ = Shape{};
   fresh_ = true;
   // Nodes are made three quarters full, so the next writes split none.
@@ -144,7 +146,7 @@ ZTree::Node* ZTree::Get(uint64_t index, uint8_t level, uint64_t count) {
   const bool stamped = level > 0 && level != kFreeTag && Stamp(index, &stamp);
   if (stamped) {
     std::shared_ptr<const Cached> hit =
-        Nodes().Find({stamp.store, id_, index});
+        Nodes().Find({stamp.store, id_, PartOf(index)});
     if (hit != nullptr && hit->stamp == stamp && hit->node.level == level &&
         (count == kNone || hit->total == count) && Fits(*hit)) {
       const Node* kept = &hit->node;
@@ -211,7 +213,7 @@ bool ZTree::Load(uint64_t index, const PartStamp* stamp, Node* n) {
     fresh->parsed_nodes = shape_.nodes;
     fresh->cost = sizeof(Cached) + bytes->size() +
                   n->kids.capacity() * sizeof(Child) + 64;
-    Nodes().Put({stamp->store, id_, index}, fresh, fresh->cost);
+    Nodes().Put({stamp->store, id_, PartOf(index)}, fresh, fresh->cost);
     held_.push_back(std::move(fresh));
   }
   return true;
@@ -236,7 +238,8 @@ bool ZTree::Parse(std::string_view bytes, Node* n) {
     return n->next_free == kNone || n->next_free < shape_.nodes;
   }
   if (n->level == 0) {
-    if (rest < 2 || rest % 2 != 0) return false;
+    // An empty leaf is an empty tree (a stream's, in the groups' form).
+    if (rest % 2 != 0) return false;
     n->entries.reserve(rest / 2);
     std::string_view member, score;
     while (r.Next(&member)) {

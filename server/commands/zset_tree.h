@@ -75,15 +75,19 @@ class ZTree {
     uint64_t free = kNone;  // the first free node
     uint64_t height = 1;   // 1: the top is a leaf
   };
-  static uint64_t PartOf(uint64_t node) { return 2 * node + 1; }
+  // Node n is part 2n + base of its collection: base 1 (the odd parts)
+  // for a sorted set's and a stream's entries, 2 for a stream's pending
+  // entries (server/commands/stream_value.h).
+  uint64_t PartOf(uint64_t node) const { return 2 * node + base_; }
 
   // Opens a tree the root describes (checked against `capacity`, the
   // most parts the map can hold): false when the shape cannot be one.
   bool Attach(CommandContext* c, uint64_t id, const Shape& s,
-              uint64_t capacity);
+              uint64_t capacity, uint64_t base = 1);
   // Makes a new tree of `sorted` (in order, each member once; views that
   // must outlive Save).
-  void Build(CommandContext* c, uint64_t id, const std::vector<ZEntry>& sorted);
+  void Build(CommandContext* c, uint64_t id, const std::vector<ZEntry>& sorted,
+             uint64_t base = 1);
   const Shape& shape() const { return shape_; }
   bool ok() const { return ok_; }
 
@@ -152,6 +156,7 @@ class ZTree {
 
   CommandContext* c_ = nullptr;
   uint64_t id_ = 0;
+  uint64_t base_ = 1;
   Shape shape_;
   bool ok_ = true;
   bool fresh_ = false;  // built here: no node is read from the map
