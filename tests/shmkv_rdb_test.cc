@@ -424,15 +424,46 @@ TEST(Rdb, LyingLengthsAreRefusedBeforeUse) {
   EXPECT_FALSE(undump_body(b, &why));
   EXPECT_NE(why.find("module"), std::string::npos) << why;
   // A stream that says 2^40 nodes, one whose length is not its entries,
-  // and one with a consumer group (shmkv keeps none yet: refused, never
-  // loaded without it).
-  auto stream_body = [](uint64_t nodes, uint64_t length, uint64_t groups) {
+  // and consumer groups that lie: more than the bytes hold, a pending
+  // entry no consumer holds, a consumer holding an entry its group has
+  // not, one held twice, groups out of order.
+  auto stream_body = [](uint64_t nodes, uint64_t length, uint64_t groups,
+                        const std::string& tail = "") {
     std::string out;
     shmkv::rdb::Writer w(&out);
     w.Byte(shmkv::rdb::kTypeStreamListpacks2);
     w.Length(nodes);
     for (int k = 0; k < 8; ++k) w.Length(k == 0 ? length : 0);
     w.Length(groups);
+    return out + tail;
+  };
+  // A group: its name, last ID 0-0, entries read 0, pending entries of
+  // IDs 0-1, 0-2, ... (time 0, count 1), consumers each holding `held`.
+  auto group = [](const std::string& name, int pending,
+                  const std::vector<std::vector<int>>& held) {
+    std::string out;
+    shmkv::rdb::Writer w(&out);
+    w.String(name);
+    w.Length(0);
+    w.Length(0);
+    w.Length(0);
+    auto id = [&](int seq) {
+      for (int b = 0; b < 15; ++b) w.Byte(0);
+      w.Byte(static_cast<uint8_t>(seq));
+    };
+    w.Length(static_cast<uint64_t>(pending));
+    for (int k = 1; k <= pending; ++k) {
+      id(k);
+      for (int b = 0; b < 8; ++b) w.Byte(0);
+      w.Length(1);
+    }
+    w.Length(held.size());
+    for (size_t c = 0; c < held.size(); ++c) {
+      w.String("c" + std::to_string(c));
+      for (int b = 0; b < 8; ++b) w.Byte(0);
+      w.Length(held[c].size());
+      for (int seq : held[c]) id(seq);
+    }
     return out;
   };
   EXPECT_FALSE(undump_body(stream_body(uint64_t{1} << 40, 0, 0), &why));
@@ -440,7 +471,20 @@ TEST(Rdb, LyingLengthsAreRefusedBeforeUse) {
   EXPECT_FALSE(undump_body(stream_body(0, 5, 0), &why));
   EXPECT_NE(why.find("length is not its entries"), std::string::npos) << why;
   EXPECT_FALSE(undump_body(stream_body(0, 0, 1), &why));
-  EXPECT_NE(why.find("consumer groups"), std::string::npos) << why;
+  EXPECT_NE(why.find("past the bytes left"), std::string::npos) << why;
+  EXPECT_FALSE(undump_body(stream_body(0, 0, 1, group("g", 2, {{1}})), &why));
+  EXPECT_NE(why.find("without a consumer"), std::string::npos) << why;
+  EXPECT_FALSE(undump_body(stream_body(0, 0, 1, group("g", 1, {{1, 2}})), &why));
+  EXPECT_NE(why.find("its group lacks"), std::string::npos) << why;
+  EXPECT_FALSE(
+      undump_body(stream_body(0, 0, 1, group("g", 1, {{1}, {1}})), &why));
+  EXPECT_NE(why.find("two consumers hold"), std::string::npos) << why;
+  EXPECT_FALSE(undump_body(
+      stream_body(0, 0, 2, group("h", 0, {}) + group("g", 0, {})), &why));
+  EXPECT_NE(why.find("out of order"), std::string::npos) << why;
+  EXPECT_TRUE(undump_body(
+      stream_body(0, 0, 2, group("g", 2, {{1}, {2}}) + group("h", 0, {})),
+      &why)) << why;
   EXPECT_TRUE(undump_body(stream_body(0, 0, 0), &why)) << why;
 }
 

@@ -28,7 +28,8 @@ TEST(StreamFamily, IdsArePinned) {
   shmkv_test::ExpectPinnedIds("stream", {
       {"xadd", 194}, {"xrange", 195}, {"xrevrange", 196}, {"xlen", 197},
       {"xread", 198}, {"xdel", 199}, {"xtrim", 200}, {"xsetid", 201},
-      {"xinfo", 202},
+      {"xinfo", 202}, {"xgroup", 203}, {"xreadgroup", 204}, {"xack", 205},
+      {"xpending", 206}, {"xclaim", 207}, {"xautoclaim", 208},
   });
 }
 

@@ -85,6 +85,17 @@ TEST(ValueLayoutGolden, CollectionsInParts) {
     return Cmd{"XDEL", "x", std::to_string(i * 7 + 1) + "-" +
                                 std::to_string((i * 7) % 3)};
   });
+  // A stream with groups (no consumer left: their seen times are the
+  // clock's): the longer root, the groups in part 0, the pending
+  // entries' tree on even parts from 2.
+  Build(&h, 150, [](int i) {
+    return Cmd{"XADD", "y", std::to_string(i + 1) + "-1", "f", "v"};
+  });
+  h.Run({"XGROUP", "CREATE", "y", "g1", "0"});
+  h.Run({"XGROUP", "CREATE", "y", "g2", "$", "ENTRIESREAD", "150"});
+  h.Run({"XREADGROUP", "GROUP", "g1", "c", "COUNT", "40", "STREAMS", "y",
+         ">"});
+  h.Run({"XGROUP", "DELCONSUMER", "y", "g1", "c"});
   struct Want {
     const char* key;
     uint8_t encoding;
@@ -99,6 +110,9 @@ TEST(ValueLayoutGolden, CollectionsInParts) {
       // Tree nodes on odd parts, the even ones unused; the counters after
       // the tree's shape in the root.
       {"x", shmkv::cmd::kStreamTree, 74, 37, 0x7d8d60c595fe317eULL},
+      // Groups in part 0, entries on odd parts, pending entries on even
+      // ones from 2.
+      {"y", shmkv::cmd::kStreamTree, 26, 18, 0x2eafb89917660bb0ULL},
   };
   for (const Want& w : want) {
     Layout got = Read(&h, w.key);

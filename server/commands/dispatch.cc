@@ -37,7 +37,8 @@ bool AllowedSubscribed(std::string_view name) {
 // Commands Redis names with their subcommand ("pubsub|channels").
 bool HasSubcommands(std::string_view name) {
   for (const char* n : {"pubsub", "client", "config", "command", "object",
-                        "script", "memory", "function", "acl", "xinfo"}) {
+                        "script", "memory", "function", "acl", "xinfo",
+                        "xgroup"}) {
     if (name == n) return true;
   }
   return false;
@@ -125,7 +126,7 @@ bool StaleAllowed(const CommandRow& row, const Args& args) {
   if (name == "script" && Eq(args[1], "load")) return true;
   return Eq(args[1], "help") &&
          (name == "script" || name == "function" || name == "object" ||
-          name == "memory" || name == "xinfo");
+          name == "memory" || name == "xinfo" || name == "xgroup");
 }
 
 size_t Run(const Args& args, CommandContext* ctx, Reply* r) {

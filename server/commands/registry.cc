@@ -78,6 +78,7 @@ const Registry& Commands() {
     RegisterSetFamily(r);
     RegisterZSetFamily(r);
     RegisterStreamFamily(r);
+    RegisterStreamGroupFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
     RegisterFunctionFamily(r);

@@ -126,7 +126,7 @@ bool KeyArgs(const CommandRow& row, const Args& a,
     return counted(1, 0);
   }
   if (name == "blmpop" || name == "bzmpop") return counted(2, 0);
-  if (name == "xread") {
+  if (name == "xread" || name == "xreadgroup") {
     // The first half of what follows STREAMS.
     for (size_t i = 1; i < a.size(); ++i) {
       if (!Eq(a[i], "streams")) continue;
@@ -184,7 +184,7 @@ void GetKeys(const Args& a, Reply* r) {
       n == "fcall" || n == "fcall_ro" || n == "zunion" || n == "zinter" ||
       n == "zdiff" || n == "zintercard" || n == "sintercard" ||
       n == "lmpop" || n == "zmpop" || n == "blmpop" || n == "bzmpop" ||
-      n == "xread";
+      n == "xread" || n == "xreadgroup";
   if (row->first_key <= 0 && !movable) {
     return r->Error("ERR The command has no key arguments");
   }

@@ -14,18 +14,45 @@
 #include "server/commands/notify.h"
 #include "server/commands/packed.h"
 #include "server/commands/registry.h"
+#include "server/commands/stream_util.h"
 #include "server/commands/stream_value.h"
 
 namespace shmkv {
 namespace cmd {
-
-namespace {
 
 void InvalidId(Reply* r) {
   r->Error("ERR Invalid stream ID specified as stream command argument");
 }
 
 void SyntaxError(Reply* r) { r->Error("ERR syntax error"); }
+
+bool ParseIntervalId(std::string_view arg, uint64_t missing, StreamId* id,
+                     bool* exclusive) {
+  *exclusive = arg.size() > 1 && arg[0] == '(';
+  return *exclusive ? ParseStreamId(arg.substr(1), missing, true, id)
+                    : ParseStreamId(arg, missing, false, id);
+}
+
+bool OpenStream(CommandContext* c, std::string_view key, StreamValue* s,
+                Reply* r) {
+  return Opened(s->Open(c, key), r);
+}
+
+bool SaveStream(CommandContext* c, std::string_view key, StreamValue* s,
+                Reply* r) {
+  return Saved(s->Save(c, key), s->ok(), r);
+}
+
+void ReplyEntry(const StreamEntry& e, Reply* r) {
+  r->Array(2);
+  r->Bulk(e.id.Text());
+  PackedReader p(e.fields);
+  r->Array(p.count());
+  std::string_view s;
+  while (p.Next(&s)) r->Bulk(s);
+}
+
+namespace {
 
 // XADD's and XTRIM's trimming and options, as Redis reads them.
 struct TrimArgs {
@@ -146,26 +173,6 @@ uint64_t Trim(StreamValue* s, const TrimArgs& t) {
 
 uint64_t NodeEntries(CommandContext* c) {
   return c->store->Limits().stream_node_entries;
-}
-
-bool OpenStream(CommandContext* c, std::string_view key, StreamValue* s,
-                Reply* r) {
-  return Opened(s->Open(c, key), r);
-}
-
-bool SaveStream(CommandContext* c, std::string_view key, StreamValue* s,
-                Reply* r) {
-  return Saved(s->Save(c, key), s->ok(), r);
-}
-
-// One entry: [id, [field, value, ...]].
-void ReplyEntry(const StreamEntry& e, Reply* r) {
-  r->Array(2);
-  r->Bulk(e.id.Text());
-  PackedReader p(e.fields);
-  r->Array(p.count());
-  std::string_view s;
-  while (p.Next(&s)) r->Bulk(s);
 }
 
 // Entries from `start` up to `end` (down, with rev), at most `count` (0:
@@ -339,19 +346,12 @@ void RangeCommand(const Args& a, CommandContext* c, Reply* r, bool rev) {
   std::string_view start_arg = rev ? a[3] : a[2];
   std::string_view end_arg = rev ? a[2] : a[3];
   StreamId start, end;
-  // "(id": exclusive, the ID strictly read.
-  auto bound = [&](std::string_view arg, uint64_t missing, StreamId* id,
-                   bool* exclusive) {
-    *exclusive = arg.size() > 1 && arg[0] == '(';
-    return *exclusive ? ParseStreamId(arg.substr(1), missing, true, id)
-                      : ParseStreamId(arg, missing, false, id);
-  };
   bool ex = false;
-  if (!bound(start_arg, 0, &start, &ex)) return InvalidId(r);
+  if (!ParseIntervalId(start_arg, 0, &start, &ex)) return InvalidId(r);
   if (ex && !start.Next()) {
     return r->Error("ERR invalid start ID for the interval");
   }
-  if (!bound(end_arg, ~0ULL, &end, &ex)) return InvalidId(r);
+  if (!ParseIntervalId(end_arg, ~0ULL, &end, &ex)) return InvalidId(r);
   if (ex && !end.Prev()) {
     return r->Error("ERR invalid end ID for the interval");
   }
@@ -512,8 +512,136 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
   }
 }
 
+// A group's lag (a null when it cannot be known).
+void ReplyLag(StreamValue* s, const StreamGroup& g, Reply* r) {
+  int64_t lag = 0;
+  if (s->Lag(g, &lag)) {
+    r->Int(lag);
+  } else {
+    r->Null();
+  }
+}
+
+void ReplyEntriesRead(const StreamGroup& g, Reply* r) {
+  if (g.entries_read != -1) {
+    r->Int(g.entries_read);
+  } else {
+    r->Null();
+  }
+}
+
+// XINFO GROUPS key: per group, its name, consumers, pending entries,
+// last delivered ID, entries read and lag.
+bool ReplyGroups(StreamValue* s, Reply* r) {
+  std::vector<StreamGroup>* gs = s->Groups();
+  if (gs == nullptr) return false;
+  r->Array(gs->size());
+  for (const StreamGroup& g : *gs) {
+    r->Map(6);
+    r->Bulk("name");
+    r->Bulk(g.name);
+    r->Bulk("consumers");
+    r->Int(static_cast<int64_t>(g.consumers.size()));
+    r->Bulk("pending");
+    r->Int(static_cast<int64_t>(s->PelCount(g)));
+    r->Bulk("last-delivered-id");
+    r->Bulk(g.last.Text());
+    r->Bulk("entries-read");
+    ReplyEntriesRead(g, r);
+    r->Bulk("lag");
+    ReplyLag(s, g, r);
+  }
+  return s->ok();
+}
+
+// XINFO CONSUMERS key group: per consumer, its name, pending entries and
+// idle time.
+bool ReplyConsumers(StreamValue* s, const StreamGroup& g, Reply* r) {
+  std::vector<std::pair<std::string, uint64_t>> per;
+  if (!s->PelPerConsumer(g, &per)) return false;
+  const int64_t now = WallMs();
+  r->Array(g.consumers.size());
+  for (size_t i = 0; i < g.consumers.size(); ++i) {
+    const StreamConsumer& k = g.consumers[i];
+    r->Map(3);
+    r->Bulk("name");
+    r->Bulk(k.name);
+    r->Bulk("pending");
+    r->Int(static_cast<int64_t>(per[i].second));
+    r->Bulk("idle");
+    const int64_t idle = now - static_cast<int64_t>(k.seen_ms);
+    r->Int(idle < 0 ? 0 : idle);
+  }
+  return true;
+}
+
+// XINFO STREAM key FULL's groups: each with up to `count` (0: all) of
+// its pending entries and of each consumer's.
+bool ReplyFullGroups(StreamValue* s, uint64_t count, Reply* r) {
+  std::vector<StreamGroup>* gs = s->Groups();
+  if (gs == nullptr) return false;
+  r->Array(gs->size());
+  for (const StreamGroup& g : *gs) {
+    r->Map(7);
+    r->Bulk("name");
+    r->Bulk(g.name);
+    r->Bulk("last-delivered-id");
+    r->Bulk(g.last.Text());
+    r->Bulk("entries-read");
+    ReplyEntriesRead(g, r);
+    r->Bulk("lag");
+    ReplyLag(s, g, r);
+    r->Bulk("pel-count");
+    r->Int(static_cast<int64_t>(s->PelCount(g)));
+    r->Bulk("pending");
+    std::vector<StreamNack> all;
+    if (!s->PelWalk(g, StreamId{}, [&](const StreamNack& nk) {
+          all.push_back(nk);
+          return true;
+        })) {
+      return false;
+    }
+    const size_t shown =
+        count == 0 ? all.size() : std::min<size_t>(all.size(), count);
+    r->Array(shown);
+    for (size_t i = 0; i < shown; ++i) {
+      r->Array(4);
+      r->Bulk(all[i].id.Text());
+      r->Bulk(all[i].consumer);
+      r->Int(static_cast<int64_t>(all[i].delivery_ms));
+      r->Int(static_cast<int64_t>(all[i].count));
+    }
+    r->Bulk("consumers");
+    r->Array(g.consumers.size());
+    for (const StreamConsumer& k : g.consumers) {
+      std::vector<const StreamNack*> mine;
+      for (const StreamNack& nk : all) {
+        if (nk.consumer == k.name) mine.push_back(&nk);
+      }
+      r->Map(4);
+      r->Bulk("name");
+      r->Bulk(k.name);
+      r->Bulk("seen-time");
+      r->Int(static_cast<int64_t>(k.seen_ms));
+      r->Bulk("pel-count");
+      r->Int(static_cast<int64_t>(mine.size()));
+      r->Bulk("pending");
+      const size_t own =
+          count == 0 ? mine.size() : std::min<size_t>(mine.size(), count);
+      r->Array(own);
+      for (size_t i = 0; i < own; ++i) {
+        r->Array(3);
+        r->Bulk(mine[i]->id.Text());
+        r->Int(static_cast<int64_t>(mine[i]->delivery_ms));
+        r->Int(static_cast<int64_t>(mine[i]->count));
+      }
+    }
+  }
+  return s->ok();
+}
+
 // XINFO STREAM key [FULL [COUNT n]] | GROUPS key | CONSUMERS key group |
-// HELP. A stream has no consumer groups yet (docs/server.md, "Streams").
+// HELP.
 void XInfo(const Args& a, CommandContext* c, Reply* r) {
   const std::string sub = Lower(a[1]);
   if (sub == "help") {
@@ -540,12 +668,26 @@ void XInfo(const Args& a, CommandContext* c, Reply* r) {
     StreamValue s;
     if (!OpenStream(c, a[2], &s, r)) return;
     if (!s.exists()) return r->Error("ERR no such key");
+    const size_t mark = r->Mark();
+    auto damaged = [&] {
+      r->Retry(mark);
+      Damaged(r);
+    };
     if (sub == "consumers") {
-      return r->Error("NOGROUP No such consumer group '" +
-                      std::string(a[3]) + "' for key name '" +
-                      std::string(a[2]) + "'");
+      const StreamGroup* g = s.FindGroup(a[3]);
+      if (!s.ok()) return damaged();
+      if (g == nullptr) {
+        return r->Error("NOGROUP No such consumer group '" +
+                        std::string(a[3]) + "' for key name '" +
+                        std::string(a[2]) + "'");
+      }
+      if (!ReplyConsumers(&s, *g, r)) damaged();
+      return;
     }
-    if (sub == "groups") return r->Array(0);
+    if (sub == "groups") {
+      if (!ReplyGroups(&s, r)) damaged();
+      return;
+    }
     // STREAM's options, read once the key is there, as Redis reads them.
     bool full = false;
     int64_t count = 10;
@@ -564,11 +706,12 @@ void XInfo(const Args& a, CommandContext* c, Reply* r) {
         if (count < 0) count = 10;
       }
     }
-    const size_t mark = r->Mark();
     const StreamValue::Counters& k = s.counters();
     const uint64_t length = s.size();
     StreamEntry first;
     const bool any = length > 0 && s.Edge(true, &first);
+    const std::vector<StreamGroup>* gs = s.Groups();
+    if (gs == nullptr) return damaged();
     r->Map(full ? 9 : 10);
     r->Bulk("length");
     r->Int(static_cast<int64_t>(length));
@@ -591,7 +734,7 @@ void XInfo(const Args& a, CommandContext* c, Reply* r) {
     bool ok = true;
     if (!full) {
       r->Bulk("groups");
-      r->Int(0);
+      r->Int(static_cast<int64_t>(gs->size()));
       for (bool rev : {false, true}) {
         r->Bulk(rev ? "last-entry" : "first-entry");
         StreamEntry e;
@@ -607,13 +750,12 @@ void XInfo(const Args& a, CommandContext* c, Reply* r) {
       r->Bulk("entries");
       ok = ReplyRange(&s, StreamId{}, top, false,
                       static_cast<uint64_t>(count), r);
-      r->Bulk("groups");
-      r->Array(0);
+      if (ok) {
+        r->Bulk("groups");
+        ok = ReplyFullGroups(&s, static_cast<uint64_t>(count), r);
+      }
     }
-    if (!ok || !s.ok()) {
-      r->Retry(mark);
-      Damaged(r);
-    }
+    if (!ok || !s.ok()) damaged();
   });
 }
 

@@ -20,6 +20,21 @@
 //    with parts = 2 * nodes. An append, a delete and a trim of one entry
 //    cost one path of the tree, whatever the stream's length.
 //
+// A stream that has (or had) consumer groups is always in parts, its
+// root four words longer, then one:
+//      ... the ten counter words, then the pending entries' tree's
+//      u64 nodes  u64 top  u64 free  u64 height, then u64 next group tag
+// with parts = max(2 * nodes, 2 * pending nodes + 1): part 0 holds the
+// groups, packed (per group, sorted by name: its name, then 40 bytes
+// (u64 tag, last delivered ms, seq, entries read (-1: not known),
+// consumers), then per consumer, sorted by name: its name, then 8 bytes
+// (the time it was last seen, in ms)); the pending entries (every
+// group's) are a second tree of the same kind in the even parts from 2
+// on (node n is part 2n + 2), one member each: the group's tag and the
+// entry's ID (24 big-endian bytes: a group's entries are together, in ID
+// order), the last delivery time and the delivery count (u64 each), then
+// the consumer's name.
+//
 // An entry's bytes are its ID as 16 big-endian bytes (ms, then seq: the
 // bytes order as the IDs do), a flag byte (1: the first live entry of a
 // node), then its fields and values, packed. A stream that empties is
@@ -70,6 +85,32 @@ struct StreamId {
 struct StreamEntry {
   StreamId id;
   std::string_view fields;  // field, value, ... packed
+};
+
+struct StreamConsumer {
+  std::string name;
+  uint64_t seen_ms = 0;
+};
+
+// A consumer group; entries_read -1: not known (Redis's
+// SCG_INVALID_ENTRIES_READ).
+struct StreamGroup {
+  std::string name;
+  uint64_t tag = 0;  // its pending entries' key prefix
+  StreamId last;
+  int64_t entries_read = -1;
+  std::vector<StreamConsumer> consumers;  // sorted by name
+  StreamConsumer* Find(std::string_view name);
+  // Adds `name` (seen now); nullptr when it is there.
+  StreamConsumer* Add(std::string_view name, uint64_t now_ms);
+};
+
+// A pending entry of a group: delivered, not yet acknowledged.
+struct StreamNack {
+  StreamId id;
+  uint64_t delivery_ms = 0;
+  uint64_t count = 0;
+  std::string_view consumer;
 };
 
 class StreamValue {
@@ -128,6 +169,45 @@ class StreamValue {
   bool Walk(StreamId from, bool forward,
             const std::function<bool(const StreamEntry&)>& f);
 
+  // The entry of `id`: false when there is none.
+  bool Find(StreamId id, StreamEntry* e);
+
+  // Consumer groups (sorted by name); nullptr when damaged.
+  std::vector<StreamGroup>* Groups();
+  StreamGroup* FindGroup(std::string_view name);
+  // Adds a group (the stream moves to parts, the groups' form): nullptr
+  // when there is one of that name.
+  StreamGroup* AddGroup(std::string_view name, StreamId last,
+                        int64_t entries_read);
+  // Removes a group and its pending entries: false when there is none.
+  bool DestroyGroup(std::string_view name);
+  // After a change to a group or a consumer.
+  void GroupsChanged() { groups_changed_ = changed_ = true; }
+  // Removes a consumer and its pending entries: how many it had.
+  uint64_t DeleteConsumer(StreamGroup* g, std::string_view name);
+
+  // The group's pending entries: one, adding or replacing one, removing
+  // one (false when none), how many, and a walk up from `from`.
+  bool PelGet(const StreamGroup& g, StreamId id, StreamNack* n);
+  void PelPut(const StreamGroup& g, const StreamNack& n);
+  bool PelErase(const StreamGroup& g, StreamId id);
+  uint64_t PelCount(const StreamGroup& g);
+  bool PelWalk(const StreamGroup& g, StreamId from,
+               const std::function<bool(const StreamNack&)>& f);
+  bool PelLast(const StreamGroup& g, StreamNack* n);
+  // The pending entries of every consumer of the group, by name.
+  bool PelPerConsumer(const StreamGroup& g,
+                      std::vector<std::pair<std::string, uint64_t>>* out);
+
+  // Redis's logical read counter of `id` (its distance from the first
+  // entry ever added), -1 when it cannot be known.
+  int64_t EstimateRead(StreamId id);
+  // Whether an entry at or above `from` was deleted (Redis's
+  // streamRangeHasTombstones with no end).
+  bool TombstonesFrom(StreamId from);
+  // The group's lag; false when it cannot be known (a null).
+  bool Lag(const StreamGroup& g, int64_t* lag);
+
   // Writes what changed (the key is written when it was made or changed).
   Store::Status Save(CommandContext* c, std::string_view key);
 
@@ -139,9 +219,17 @@ class StreamValue {
   bool Mark(uint64_t rank, bool start);
   // The live entries of the node that begins at rank 0.
   uint64_t FirstNodeSize();
+  Store::Status SaveGrouped(CommandContext* c, std::string_view key);
   bool ReadCounters(const char* p);
   void PutCounters(uint64_t* w) const;
   std::string_view EntryKey(StreamId id);
+  std::string_view PelKey(uint64_t tag, StreamId id);
+  bool DecodeNack(const ZEntry& z, uint64_t tag, StreamNack* n);
+  // Moves the stream to the groups' form (in parts, an empty tree of
+  // pending entries, no group).
+  void ToGroupsForm();
+  bool ParseGroups(std::string_view bytes);
+  void PackGroups(std::string* out) const;
 
   CommandContext* c_ = nullptr;
   bool exists_ = false;
@@ -154,6 +242,14 @@ class StreamValue {
   uint64_t id_ = 0;              // in parts
   ZTree::Shape shape_;
   ZTree tree_;
+  // The groups' form (grouped_): part 0 read once asked for.
+  bool grouped_ = false;
+  bool groups_loaded_ = false;
+  bool groups_changed_ = false;
+  uint64_t next_tag_ = 0;
+  std::vector<StreamGroup> groups_;
+  ZTree::Shape pel_shape_;
+  ZTree pel_;
   std::deque<std::string> made_;  // bytes of entries and keys made here
 };
 

@@ -81,7 +81,31 @@ Whole ReadWhole(CommandContext* c, std::string_view key, rdb::Value* out,
             std::vector<std::string>(fields.begin(), fields.end())});
         return true;
       });
-      return walked && ok ? Whole::kValue : Whole::kDamaged;
+      if (!walked || !ok) return Whole::kDamaged;
+      std::vector<StreamGroup>* gs = st.Groups();
+      if (gs == nullptr) return Whole::kDamaged;
+      for (StreamGroup& g : *gs) {
+        rdb::StreamGroup bg;
+        bg.name = g.name;
+        bg.last_ms = g.last.ms;
+        bg.last_seq = g.last.seq;
+        bg.entries_read = g.entries_read;
+        for (const StreamConsumer& k : g.consumers) {
+          bg.consumers.push_back(rdb::StreamConsumer{k.name, k.seen_ms});
+        }
+        // Every pending entry is a consumer's (else the bytes are not a
+        // group: an RDB could not say whose it is).
+        const bool pel = st.PelWalk(g, StreamId{}, [&](const StreamNack& n) {
+          if (g.Find(n.consumer) == nullptr) return ok = false;
+          bg.pending.push_back(rdb::StreamPending{
+              n.id.ms, n.id.seq, n.delivery_ms, n.count,
+              std::string(n.consumer)});
+          return true;
+        });
+        if (!pel || !ok) return Whole::kDamaged;
+        b.groups.push_back(std::move(bg));
+      }
+      return st.ok() ? Whole::kValue : Whole::kDamaged;
     }
     case ValueType::kZSet: {
       ZSetValue z;
@@ -155,6 +179,20 @@ Store::Status WriteWhole(CommandContext* c, std::string_view key,
       k->last = StreamId{b.last_ms, b.last_seq};
       k->added = b.added;
       k->max_deleted = StreamId{b.deleted_ms, b.deleted_seq};
+      for (const rdb::StreamGroup& bg : b.groups) {
+        const StreamId last{bg.last_ms, bg.last_seq};
+        StreamGroup* g = st.AddGroup(
+            bg.name, last,
+            bg.estimate_read ? st.EstimateRead(last) : bg.entries_read);
+        if (g == nullptr) break;  // damage (names are checked unique)
+        for (const rdb::StreamConsumer& k : bg.consumers) {
+          g->Add(k.name, k.seen_ms);
+        }
+        for (const rdb::StreamPending& p : bg.pending) {
+          st.PelPut(*g, StreamNack{StreamId{p.ms, p.seq}, p.delivery_ms,
+                                   p.count, p.consumer});
+        }
+      }
       *whole = st.ok();
       return st.ok() ? st.Save(c, key) : Store::Status::kOk;
     }

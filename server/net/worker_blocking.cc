@@ -115,9 +115,12 @@ void Worker::ServeWoken() {
       if (Run(&c->client, c->blocked->args, &c->out, true, t)) {
         ctx_.blocked = CommandContext::Blocked();  // still waiting
         // An XREAD takes nothing, and waits for entries past its own
-        // IDs: another XREAD on the same key may be served where it was
-        // not, so its keys are not stuck for the clients after it.
-        if (!cmd::EqualFold(c->blocked->args.at(0), "xread")) {
+        // IDs, an XREADGROUP past its group's: another on the same key may
+        // be served where it was not, so its keys are not stuck for the
+        // clients after it.
+        const std::string_view name = c->blocked->args.at(0);
+        if (!cmd::EqualFold(name, "xread") &&
+            !cmd::EqualFold(name, "xreadgroup")) {
           for (uint64_t k : keys) {
             if (!is_stuck(k)) stuck.push_back(k);
           }

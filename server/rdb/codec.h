@@ -73,18 +73,37 @@ uint64_t LoadLE(const char* p, int n);
 // What a type byte holds, for messages ("a stream").
 const char* TypeName(uint8_t type);
 
-// A stream's entries and counters (types 15 and 19: listpacks of
-// entries delta-coded against each node's first, then the counters;
-// consumer groups are refused, as shmkv keeps none yet).
+// A stream's entries, counters and consumer groups (types 15 and 19:
+// listpacks of entries delta-coded against each node's first, then the
+// counters, then the groups, each with its pending entries and its
+// consumers).
 struct StreamEntry {
   uint64_t ms = 0, seq = 0;
   std::vector<std::string> fields;  // field, value, ...
+};
+struct StreamPending {
+  uint64_t ms = 0, seq = 0;
+  uint64_t delivery_ms = 0, count = 0;
+  std::string consumer;
+};
+struct StreamConsumer {
+  std::string name;
+  uint64_t seen_ms = 0;
+};
+struct StreamGroup {
+  std::string name;
+  uint64_t last_ms = 0, last_seq = 0;
+  int64_t entries_read = -1;            // -1: not known
+  bool estimate_read = false;  // type 15: entries read from the stream
+  std::vector<StreamPending> pending;    // in ID order
+  std::vector<StreamConsumer> consumers;  // in name order
 };
 struct StreamBody {
   std::vector<StreamEntry> entries;  // in ID order
   uint64_t last_ms = 0, last_seq = 0;
   uint64_t deleted_ms = 0, deleted_seq = 0;  // the largest ID deleted
   uint64_t added = 0;                        // entries ever added
+  std::vector<StreamGroup> groups;           // in name order
 };
 
 // A decoded value, whatever its encoding was.
@@ -158,6 +177,7 @@ class Reader {
   bool Ziplist(std::string_view zl, std::vector<std::string>* out);
   bool Intset(std::string_view is, std::vector<std::string>* out);
   bool Stream(uint8_t type, StreamBody* s);
+  bool Groups(uint8_t type, uint64_t groups, StreamBody* s);
   // Items taken as pairs (hash, sorted set), and checked free of repeats.
   bool Pairs(std::vector<std::string>* flat, Value* v);
   bool Unique(const Value& v);

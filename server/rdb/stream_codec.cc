@@ -83,7 +83,37 @@ void WriteStream(Writer* w, const StreamBody& s) {
   w->Length(s.deleted_ms);
   w->Length(s.deleted_seq);
   w->Length(s.added);
-  w->Length(0);  // consumer groups
+  w->Length(s.groups.size());
+  auto id = [&](uint64_t ms, uint64_t seq) {  // 16 big-endian bytes
+    for (int b = 7; b >= 0; --b) w->Byte(static_cast<uint8_t>(ms >> (8 * b)));
+    for (int b = 7; b >= 0; --b) w->Byte(static_cast<uint8_t>(seq >> (8 * b)));
+  };
+  auto time = [&](uint64_t ms) {  // 8 little-endian bytes
+    for (int b = 0; b < 8; ++b) w->Byte(static_cast<uint8_t>(ms >> (8 * b)));
+  };
+  for (const StreamGroup& g : s.groups) {
+    w->String(g.name);
+    w->Length(g.last_ms);
+    w->Length(g.last_seq);
+    w->Length(static_cast<uint64_t>(g.entries_read));
+    w->Length(g.pending.size());
+    for (const StreamPending& p : g.pending) {
+      id(p.ms, p.seq);
+      time(p.delivery_ms);
+      w->Length(p.count);
+    }
+    w->Length(g.consumers.size());
+    for (const StreamConsumer& k : g.consumers) {
+      w->String(k.name);
+      time(k.seen_ms);
+      uint64_t own = 0;
+      for (const StreamPending& p : g.pending) own += p.consumer == k.name;
+      w->Length(own);
+      for (const StreamPending& p : g.pending) {
+        if (p.consumer == k.name) id(p.ms, p.seq);
+      }
+    }
+  }
 }
 
 bool Reader::Stream(uint8_t type, StreamBody* s) {
@@ -188,10 +218,112 @@ bool Reader::Stream(uint8_t type, StreamBody* s) {
               (s->last_ms == prev_ms && s->last_seq < prev_seq))) {
     return Fail("a stream whose last ID is below its last entry");
   }
-  if (!Length(&groups)) return false;
-  if (groups != 0) {
-    return Fail("a stream with consumer groups, which shmkv does not hold "
-                "yet");
+  // A group takes at least 4 bytes; a pending entry 25, a consumer 10.
+  if (!Count(&groups, 4)) return false;
+  return Groups(type, groups, s);
+}
+
+namespace {
+
+bool IdLess(uint64_t ams, uint64_t aseq, uint64_t bms, uint64_t bseq) {
+  return ams < bms || (ams == bms && aseq < bseq);
+}
+
+}  // namespace
+
+bool Reader::Groups(uint8_t type, uint64_t groups, StreamBody* s) {
+  std::string_view raw;
+  auto id = [&](uint64_t* ms, uint64_t* seq) {
+    if (!Bytes(16, &raw)) return false;
+    *ms = *seq = 0;
+    for (int b = 0; b < 8; ++b) {
+      *ms = *ms << 8 | static_cast<uint8_t>(raw[b]);
+      *seq = *seq << 8 | static_cast<uint8_t>(raw[8 + b]);
+    }
+    return true;
+  };
+  auto time = [&](uint64_t* ms) {
+    if (!Bytes(8, &raw)) return false;
+    *ms = LoadLE(raw.data(), 8);
+    return true;
+  };
+  for (uint64_t n = 0; n < groups; ++n) {
+    StreamGroup g;
+    if (!String(&g.name) || !Length(&g.last_ms) || !Length(&g.last_seq)) {
+      return false;
+    }
+    if (!s->groups.empty() && !(s->groups.back().name < g.name)) {
+      // Redis writes them in name order, each once.
+      return Fail("a stream whose consumer groups repeat or are out of "
+                  "order");
+    }
+    if (type == kTypeStreamListpacks2) {
+      uint64_t read = 0;
+      if (!Length(&read)) return false;
+      g.entries_read = static_cast<int64_t>(read);
+      if (g.entries_read < -1) {
+        return Fail("a consumer group whose entries-read is negative");
+      }
+    } else {
+      g.estimate_read = true;  // worked out from the stream, as Redis does
+    }
+    uint64_t pending = 0;
+    if (!Count(&pending, 25)) return false;
+    g.pending.reserve(pending);
+    for (uint64_t k = 0; k < pending; ++k) {
+      StreamPending p;
+      if (!id(&p.ms, &p.seq) || !time(&p.delivery_ms) || !Length(&p.count)) {
+        return false;
+      }
+      if (!g.pending.empty() && !IdLess(g.pending.back().ms,
+                                        g.pending.back().seq, p.ms, p.seq)) {
+        return Fail("a consumer group whose pending entries repeat or are "
+                    "out of order");
+      }
+      g.pending.push_back(std::move(p));
+    }
+    uint64_t consumers = 0;
+    if (!Count(&consumers, 10)) return false;
+    uint64_t owned = 0;
+    std::vector<char> taken(g.pending.size(), 0);
+    for (uint64_t k = 0; k < consumers; ++k) {
+      StreamConsumer c;
+      uint64_t own = 0;
+      if (!String(&c.name) || !time(&c.seen_ms) || !Count(&own, 16)) {
+        return false;
+      }
+      if (!g.consumers.empty() && !(g.consumers.back().name < c.name)) {
+        return Fail("a consumer group whose consumers repeat or are out of "
+                    "order");
+      }
+      for (uint64_t e = 0; e < own; ++e) {
+        uint64_t ms = 0, seq = 0;
+        if (!id(&ms, &seq)) return false;
+        // The group's entry of that ID (binary search: they are in order).
+        size_t lo = 0, hi = g.pending.size();
+        while (lo < hi) {
+          const size_t mid = lo + (hi - lo) / 2;
+          if (IdLess(g.pending[mid].ms, g.pending[mid].seq, ms, seq)) {
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
+        }
+        if (lo == g.pending.size() || g.pending[lo].ms != ms ||
+            g.pending[lo].seq != seq) {
+          return Fail("a consumer's pending entry that its group lacks");
+        }
+        if (taken[lo]) return Fail("a pending entry that two consumers hold");
+        taken[lo] = 1;
+        g.pending[lo].consumer = c.name;
+        ++owned;
+      }
+      g.consumers.push_back(std::move(c));
+    }
+    if (owned != g.pending.size()) {
+      return Fail("a pending entry without a consumer");
+    }
+    s->groups.push_back(std::move(g));
   }
   return true;
 }

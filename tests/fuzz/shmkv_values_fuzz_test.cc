@@ -57,6 +57,7 @@ struct Shape {
   Cmd build;                   // repeated with __i__ replaced by 0..times-1
   int times;
   std::vector<Cmd> commands;   // K is the key
+  std::vector<Cmd> then = {};  // after the builds, once
 };
 
 // ZADD K of `n` members at score __i__ (one commit for many members: a
@@ -116,7 +117,26 @@ std::vector<Shape> Shapes() {
       {"XTRIM", "K", "MAXLEN", "5"}, {"XADD", "K", "*", "f", "v"},
       {"XADD", "K", "MINID", "1-9", "*", "g", "w"},
       {"XSETID", "K", "99999999999999-0"}, {"DUMP", "K"}};
+  std::vector<Cmd> groups = stream;
+  groups.insert(groups.end(), {
+      {"XINFO", "GROUPS", "K"}, {"XINFO", "CONSUMERS", "K", "g"},
+      {"XINFO", "STREAM", "K", "FULL"}, {"XPENDING", "K", "g"},
+      {"XPENDING", "K", "g", "-", "+", "10", "c1"},
+      {"XREADGROUP", "GROUP", "g", "c1", "STREAMS", "K", "0"},
+      {"XREADGROUP", "GROUP", "g", "c3", "COUNT", "5", "STREAMS", "K", ">"},
+      {"XACK", "K", "g", "1-5", "1-6"}, {"XCLAIM", "K", "g", "c3", "0", "1-7",
+                                         "1-8", "FORCE"},
+      {"XAUTOCLAIM", "K", "g", "c4", "0", "-", "COUNT", "5"},
+      {"XGROUP", "DELCONSUMER", "K", "g", "c2"},
+      {"XGROUP", "DESTROY", "K", "h"}, {"COPY", "K", "K2"}});
+  const std::vector<Cmd> grouped = {
+      {"XGROUP", "CREATE", "K", "g", "0"}, {"XGROUP", "CREATE", "K", "h", "$"},
+      {"XREADGROUP", "GROUP", "g", "c1", "COUNT", "40", "STREAMS", "K", ">"},
+      {"XREADGROUP", "GROUP", "g", "c2", "COUNT", "40", "STREAMS", "K", ">"},
+      {"XACK", "K", "g", "1-3"}};
   return {
+      {"stream with groups", {"XADD", "K", "1-__i__", "f", "v__i__"}, 150,
+       groups, grouped},
       {"packed stream", {"XADD", "K", "1-__i__", "f", "v__i__"}, 30, stream},
       {"stream in parts", {"XADD", "K", "1-__i__", "f", "v__i__", "g", "w"},
        400, stream},
@@ -185,6 +205,7 @@ TEST(SHMKV_FUZZ_NAME(ShmkvValuesFuzz, SHMKV_FUZZ_SUITE),
       for (int i = 0; i < shape.times; ++i) {
         h.Run(WithKey(shape.build, std::to_string(i)));
       }
+      for (const Cmd& c : shape.then) h.Run(c);
       shmkv::Value root;
       ASSERT_TRUE(h.store()->Get("K", &root)) << shape.name;
       {

@@ -1,0 +1,30 @@
+// What the stream families (stream_family.cc, stream_group_family.cc)
+// share: Redis's errors and readings of their arguments, and the reply of
+// an entry.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "server/commands/command.h"
+#include "server/commands/stream_value.h"
+
+namespace shmkv {
+namespace cmd {
+
+void InvalidId(Reply* r);
+void SyntaxError(Reply* r);
+// A range's bound: "(id" is exclusive (the ID strictly read), else "-",
+// "+", "ms" (seq `missing`) or "ms-seq".
+bool ParseIntervalId(std::string_view arg, uint64_t missing, StreamId* id,
+                     bool* exclusive);
+// Opens / saves the stream at `key`; false after replying an error.
+bool OpenStream(CommandContext* c, std::string_view key, StreamValue* s,
+                Reply* r);
+bool SaveStream(CommandContext* c, std::string_view key, StreamValue* s,
+                Reply* r);
+// One entry: [id, [field, value, ...]].
+void ReplyEntry(const StreamEntry& e, Reply* r);
+
+}  // namespace cmd
+}  // namespace shmkv
