@@ -306,7 +306,6 @@ void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
     const bool any = start.Next();
     if (history) {
       std::vector<StreamNack> mine;
-      std::deque<std::string> names;
       if (any && !s->PelWalk(*g, start, [&](const StreamNack& nk) {
             if (nk.consumer != name) return true;
             mine.push_back(nk);
