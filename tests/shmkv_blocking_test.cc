@@ -199,6 +199,72 @@ TEST(ShmkvBlocking, XReadWaitsAcrossWorkersAndRestarts) {
   EXPECT_TRUE(BlockedAre(s.port(), 0));
 }
 
+// XREADGROUP BLOCK across workers: the first client of a group to block
+// takes the next entry, a client of another group is not held back by
+// one that found nothing, a wait survives a hot restart, and a group
+// destroyed under a waiter answers Redis's NOGROUP.
+TEST(ShmkvBlocking, XReadGroupWaitsAcrossWorkersAndRestarts) {
+  Server s("bxgroup");
+  ASSERT_TRUE(s.Start()) << s.log();
+  auto groups = OnEachWorker(s.port(), 2, 2);
+  ASSERT_EQ(groups.size(), 2u);
+  Client* writer = groups[0][1].get();
+  ASSERT_EQ(writer->Call({"XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"}),
+            "+OK\r\n");
+  ASSERT_EQ(writer->Call({"XGROUP", "CREATE", "s", "h", "$"}), "+OK\r\n");
+  Client* a = groups[0][0].get();
+  // b and x on one worker, b first: when b finds nothing, x (another
+  // group) is still tried.
+  Client* b = groups[1][0].get();
+  Client* x = groups[1][1].get();
+  BlockIn(a, {"XREADGROUP", "GROUP", "g", "a", "BLOCK", "0", "STREAMS", "s",
+              ">"}, s.port(), 1);
+  BlockIn(b, {"XREADGROUP", "GROUP", "g", "b", "BLOCK", "0", "STREAMS", "s",
+              ">"}, s.port(), 2);
+  BlockIn(x, {"XREADGROUP", "GROUP", "h", "x", "BLOCK", "0", "STREAMS", "s",
+              ">"}, s.port(), 3);
+  auto entry = [](const std::string& id, const std::string& v) {
+    return "*1\r\n*2\r\n" + Bulk("s") + "*1\r\n*2\r\n" + Bulk(id) +
+           "*2\r\n" + Bulk("f") + Bulk(v);
+  };
+  writer->Call({"XADD", "s", "1-0", "f", "1"});
+  EXPECT_EQ(a->Reply(), entry("1-0", "1"));
+  EXPECT_EQ(x->Reply(), entry("1-0", "1"));
+  EXPECT_FALSE(b->Answered(50));
+  writer->Call({"XADD", "s", "2-0", "f", "2"});
+  EXPECT_EQ(b->Reply(), entry("2-0", "2"));
+  EXPECT_EQ(writer->Call({"XPENDING", "s", "g"}),
+            "*4\r\n:2\r\n" + Bulk("1-0") + Bulk("2-0") + "*2\r\n*2\r\n" +
+                Bulk("a") + Bulk("1") + "*2\r\n" + Bulk("b") + Bulk("1"));
+  // Through a hot restart.
+  BlockIn(a, {"XREADGROUP", "GROUP", "g", "a", "BLOCK", "0", "STREAMS", "s",
+              ">"}, s.port(), 1);
+  const std::string before = InfoField(writer, "process_id");
+  ASSERT_TRUE(HotRestart(&s, before));
+  Client probe(s.port());
+  EXPECT_EQ(BlockedClients(s.port()), "1");
+  probe.Call({"XADD", "s", "3-0", "f", "3"});
+  EXPECT_EQ(a->Reply(), entry("3-0", "3"));
+  // The group destroyed under a waiter.
+  BlockIn(b, {"XREADGROUP", "GROUP", "g", "b", "BLOCK", "0", "STREAMS", "s",
+              ">"}, s.port(), 1);
+  EXPECT_EQ(probe.Call({"XGROUP", "DESTROY", "s", "g"}), ":1\r\n");
+  EXPECT_EQ(b->Reply(), "-NOGROUP the consumer group this client was "
+                        "blocked on no longer exists\r\n");
+  // The stream deleted, or flushed, under a waiter.
+  const std::string gone = "-UNBLOCKED the stream key no longer exists\r\n";
+  for (const std::vector<std::string>& drop :
+       {std::vector<std::string>{"DEL", "s"},
+        std::vector<std::string>{"FLUSHALL"}}) {
+    probe.Call({"XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"});
+    BlockIn(b, {"XREADGROUP", "GROUP", "g", "b", "BLOCK", "0", "STREAMS",
+                "s", ">"}, s.port(), 1);
+    probe.Call(drop);
+    EXPECT_EQ(b->Reply(), gone) << drop[0];
+  }
+  EXPECT_TRUE(BlockedAre(s.port(), 0));
+}
+
 TEST(ShmkvBlocking, TimeoutsAnswerNullNoSooner) {
   Server s("btime");
   ASSERT_TRUE(s.Start()) << s.log();

@@ -6,11 +6,14 @@
 // compared here are those whose replies do not carry them.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "tests/support/diff_harness.h"
+#include "tests/support/kill_worker.h"
 
 namespace {
 
@@ -307,6 +310,125 @@ TEST(StreamGroupsVsRedis, PayloadsCarryGroupsBothWays) {
     EXPECT_EQ(h.Run(on_r), named("r")) << CommandLine(on_r);
     EXPECT_EQ(c.Call(on_k), named("k")) << CommandLine(on_k);
   }
+}
+
+// A reply's first integer after `after` (-1 when there is none).
+int64_t IntAfter(const std::string& reply, const std::string& after) {
+  const size_t at = reply.find(after);
+  if (at == std::string::npos) return -1;
+  const size_t colon = reply.find(':', at + after.size());
+  if (colon == std::string::npos) return -1;
+  return std::stoll(reply.substr(colon + 1));
+}
+
+// The bulk strings of a reply, in order.
+std::vector<std::string> Bulks(const std::string& reply) {
+  std::vector<std::string> out;
+  for (size_t at = reply.find('$'); at != std::string::npos;
+       at = reply.find('$', at)) {
+    const size_t eol = reply.find("\r\n", at);
+    const int64_t len = std::stoll(reply.substr(at + 1, eol - at - 1));
+    if (len < 0) {
+      at = eol;
+      continue;
+    }
+    out.push_back(reply.substr(eol + 2, static_cast<size_t>(len)));
+    at = eol + 2 + static_cast<size_t>(len);
+  }
+  return out;
+}
+
+// Workers SIGKILLed anywhere while they add to a queue, deliver from it
+// to consumers (XREADGROUP), acknowledge (XACK) and claim (XAUTOCLAIM):
+// no acknowledged XADD or XACK is lost, and every entry delivered is
+// pending or acknowledged, never both, never lost (delivered - pending is
+// the acknowledgements, the one in flight at the kill counted or not);
+// the group's pending count is the pending entries listed and the sum of
+// its consumers', each of them a consumer the group knows.
+TEST(StreamGroups, KilledWorkersNeitherLoseNorDoubleADelivery) {
+  CommandHarness h("groupkill", 100000, 128ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  ASSERT_EQ(h.Run({"XGROUP", "CREATE", "q", "g", "$", "MKSTREAM"}),
+            "+OK\r\n");
+  shmkv_test::AckedCount added, acked;
+  ASSERT_TRUE(added.ok() && acked.ok());
+  std::mt19937_64 rng(17);
+  for (int round = 0; round < 15; ++round) {
+    ASSERT_TRUE(shmkv_test::KillAWorker(
+        &h, round * 104729 + 5, 30 + rng() % 150,
+        [&](shmkv_test::CommandWorker& w, std::mt19937_64& r) {
+          const std::string who = "c" + std::to_string(r() % 4);
+          switch (r() % 6) {
+            case 0: case 1: {
+              added.Begin();
+              if (w.Run({"XADD", "q", "*", "n", std::to_string(r() % 1000),
+                         "pad", std::string(r() % 60, 'p')})[0] != '$') {
+                _exit(91);
+              }
+              added.Acked();
+              break;
+            }
+            case 2: case 3:
+              w.Run({"XREADGROUP", "GROUP", "g", who, "COUNT",
+                     std::to_string(1 + r() % 4), "STREAMS", "q", ">"});
+              break;
+            case 4: {
+              // The oldest pending entry, acknowledged: exactly one.
+              const std::vector<std::string> p =
+                  Bulks(w.Run({"XPENDING", "q", "g", "-", "+", "1"}));
+              if (p.empty()) break;
+              acked.Begin();
+              if (w.Run({"XACK", "q", "g", p[0]}) != ":1\r\n") _exit(92);
+              acked.Acked();
+              break;
+            }
+            default:
+              w.Run({"XAUTOCLAIM", "q", "g", who, "0", "-", "COUNT", "3",
+                     "JUSTID"});
+          }
+        }));
+    const std::string len = h.Run({"XLEN", "q"});
+    ASSERT_EQ(len[0], ':') << len;
+    ASSERT_TRUE(added.Settle(std::stoll(len.substr(1))));
+    const std::string info = h.Run({"XINFO", "GROUPS", "q"});
+    const std::vector<std::string> fields = Bulks(info);
+    std::string last;
+    for (size_t i = 0; i + 1 < fields.size(); ++i) {
+      if (fields[i] == "last-delivered-id") last = fields[i + 1];
+    }
+    ASSERT_FALSE(last.empty()) << info;
+    const std::string upto = h.Run({"XRANGE", "q", "-", last});
+    const int64_t delivered = std::stoll(upto.substr(1));
+    const std::string summary = h.Run({"XPENDING", "q", "g"});
+    const int64_t pending = IntAfter(summary, "*4\r\n");
+    ASSERT_GE(pending, 0) << summary;
+    EXPECT_EQ(IntAfter(info, "pending"), pending) << info;
+    ASSERT_TRUE(acked.Settle(delivered - pending))
+        << delivered << " delivered, " << pending << " pending";
+    // The listed entries: as many, each delivered, each a known
+    // consumer's; the summary's per-consumer counts add up.
+    const std::vector<std::string> listed =
+        Bulks(h.Run({"XPENDING", "q", "g", "-", last, "1000000"}));
+    ASSERT_EQ(static_cast<int64_t>(listed.size()), 2 * pending);
+    const std::vector<std::string> known =
+        Bulks(h.Run({"XINFO", "CONSUMERS", "q", "g"}));
+    std::map<std::string, int64_t> per;
+    for (size_t i = 0; i < listed.size(); i += 2) {
+      EXPECT_NE(std::find(known.begin(), known.end(), listed[i + 1]),
+                known.end())
+          << listed[i + 1];
+      ++per[listed[i + 1]];
+    }
+    const std::vector<std::string> sum = Bulks(summary);
+    int64_t total = 0;
+    for (size_t i = 2; i + 1 < sum.size(); i += 2) {
+      EXPECT_EQ(per[sum[i]], std::stoll(sum[i + 1])) << sum[i];
+      total += std::stoll(sum[i + 1]);
+    }
+    EXPECT_EQ(total, pending);
+  }
+  EXPECT_GT(added.acked(), 100);  // past a packed stream's 100 entries
+  EXPECT_GT(acked.acked(), 20);
 }
 
 }  // namespace

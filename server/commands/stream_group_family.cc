@@ -17,6 +17,7 @@
 #include "server/commands/registry.h"
 #include "server/commands/stream_util.h"
 #include "server/commands/stream_value.h"
+#include "server/store/key_hash.h"
 
 namespace shmkv {
 namespace cmd {
@@ -174,6 +175,21 @@ void XGroup(const Args& a, CommandContext* c, Reply* r) {
   }
 }
 
+// The wait board's name for the clients of one group waiting on one
+// key (no Redis key is written under it; were one, a write to it would
+// only wake them for nothing): a client that blocked later, or one that
+// did not block, leaves new entries to the one of the same group that
+// blocked first, as Redis serves its blocked clients in order.
+std::string GroupWaitKey(std::string_view key, std::string_view group) {
+  std::string k(1, '\0');
+  k.append("xreadgroup");
+  k.push_back('\0');
+  k.append(key.data(), key.size());
+  k.push_back('\0');
+  k.append(group.data(), group.size());
+  return k;
+}
+
 // A client blocked on XREADGROUP without COUNT takes at most this many
 // entries once served (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
 constexpr int64_t kBlockedDefaultCount = 1000;
@@ -246,15 +262,15 @@ void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
       values.emplace_back();
       s = &values.back();
       const Load l = s->Open(c, key);
-      // Once waiting, a key gone or of another type is waited past.
+      // Once waiting, a stream deleted or replaced by another type ends
+      // the wait, as in Redis 7.0.
       if (retry && (l == Load::kWrongType || (l == Load::kOk && !s->exists()))) {
-        by_key[key] = nullptr;
-        continue;
+        c->waits->Remove(c->ticket);
+        return r->Error("UNBLOCKED the stream key no longer exists");
       }
       if (!Opened(l, r)) return;
       by_key[key] = s;
     }
-    if (s == nullptr) continue;
     of[i] = s;
     if (!s->exists() || s->FindGroup(group) == nullptr) {
       if (!s->ok()) return Damaged(r);
@@ -285,11 +301,16 @@ void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
   const uint64_t limit = static_cast<uint64_t>(count);
   for (size_t i = 0; i < n; ++i) {
     StreamValue* s = of[i];
-    if (s == nullptr) continue;
     const std::string_view key = a[streams + i];
     StreamGroup* g = s->FindGroup(group);
     const bool history = !(after[i] == kNew);
     StreamId gt = after[i];
+    if (!history && c->waits != nullptr &&
+        c->waits->Older(
+            HashKeyIn(c->store->db(), GroupWaitKey(key, group)).a,
+            retry ? c->ticket : ~uint64_t{0})) {
+      continue;  // a client of the group that blocked earlier goes first
+    }
     if (!history) {
       StreamEntry top;
       if (s->size() == 0) continue;
@@ -355,7 +376,7 @@ void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
   }
   if (served > 0) {
     for (auto& [key, s] : by_key) {
-      if (s != nullptr && !SaveStream(c, key, s, r)) return;
+      if (!SaveStream(c, key, s, r)) return;
     }
     if (retry) c->waits->Remove(c->ticket);
     inner.resp3() ? r->Map(served) : r->Array(served);
@@ -367,9 +388,15 @@ void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
     if (retry) c->waits->Remove(c->ticket);
     return r->NullArray();
   }
-  const std::vector<std::string_view> keys(
+  std::vector<std::string_view> keys(
       a.begin() + static_cast<ptrdiff_t>(streams),
       a.begin() + static_cast<ptrdiff_t>(streams + n));
+  std::vector<std::string> lines;  // each key's line of the group
+  lines.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    lines.push_back(GroupWaitKey(a[streams + i], group));
+  }
+  keys.insert(keys.end(), lines.begin(), lines.end());
   WaitOn(c, r, keys, timeout);
 }
 

@@ -240,15 +240,22 @@ class StoreT : public Store {
     return std::make_unique<TxnImpl>(this);
   }
 
+  // Every key of a database changed: every blocked client is tried (an
+  // XREADGROUP's stream is gone).
   uint64_t FlushAll() override {
     Locked lock(this);
-    return FlushUnjournaled(&map_, &journal_, &graves_, &dbs_, kEveryDb);
+    const uint64_t n =
+        FlushUnjournaled(&map_, &journal_, &graves_, &dbs_, kEveryDb);
+    Observe(kEveryKey);
+    return n;
   }
 
   uint64_t FlushDb(uint32_t physical) override {
     Locked lock(this);
-    return FlushUnjournaled(&map_, &journal_, &graves_, &dbs_,
-                            static_cast<int>(physical));
+    const uint64_t n = FlushUnjournaled(&map_, &journal_, &graves_, &dbs_,
+                                        static_cast<int>(physical));
+    Observe(kEveryKey);
+    return n;
   }
 
   uint32_t Physical(uint32_t db) override { return dbs_.Physical(db); }
