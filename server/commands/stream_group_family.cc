@@ -264,7 +264,8 @@ void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
       const Load l = s->Open(c, key);
       // Once waiting, a stream deleted or replaced by another type ends
       // the wait, as in Redis 7.0.
-      if (retry && (l == Load::kWrongType || (l == Load::kOk && !s->exists()))) {
+      if (retry &&
+          (l == Load::kWrongType || (l == Load::kOk && !s->exists()))) {
         c->waits->Remove(c->ticket);
         return r->Error("UNBLOCKED the stream key no longer exists");
       }

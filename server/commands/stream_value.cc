@@ -216,12 +216,14 @@ StreamValue::Load StreamValue::Open(CommandContext* c, std::string_view key) {
 }
 
 bool StreamValue::Decode(const ZEntry& z, StreamEntry* e) {
-  if (z.score != 0 || z.member.size() < 17 ||
-      static_cast<uint8_t>(z.member[16]) > 1 ||
+  const uint8_t flag =
+      z.member.size() > 16 ? static_cast<uint8_t>(z.member[16]) : 0xff;
+  const size_t head = flag == kNodeStartMax ? 33 : 17;
+  if (z.score != 0 || flag > kNodeStartMax || z.member.size() < head ||
       !StreamId::FromKey(z.member, &e->id)) {
     return false;
   }
-  e->fields = z.member.substr(17);
+  e->fields = z.member.substr(head);
   PackedReader r(e->fields);
   if (!r.ok() || r.count() < 2 || r.count() % 2 != 0) return false;
   std::string_view s;
@@ -292,12 +294,52 @@ bool StreamValue::EntryAt(uint64_t rank, ZEntry* z) {
   return true;
 }
 
-bool StreamValue::Mark(uint64_t rank, bool start) {
+bool StreamValue::WalkRanks(
+    uint64_t rank, bool forward,
+    const std::function<bool(uint64_t, const ZEntry&)>& f) {
+  uint64_t at = rank;
+  auto each = [&](const ZEntry& z) {
+    const bool go = f(at, z);
+    forward ? ++at : --at;
+    return go;
+  };
+  if (rank >= size()) return false;
+  if (in_parts_) return tree_.Walk(rank, forward, each) && ok();
+  if (forward) {
+    for (uint64_t i = rank; i < entries_.size() && each(entries_[i]); ++i) {
+    }
+  } else {
+    for (uint64_t i = rank + 1; i > 0 && each(entries_[i - 1]); --i) {
+    }
+  }
+  return ok();
+}
+
+bool StreamValue::NodeMax(const ZEntry& z, StreamId* max) const {
+  if (z.member.size() < 33 ||
+      static_cast<uint8_t>(z.member[16]) != kNodeStartMax) {
+    return false;
+  }
+  return StreamId::FromKey(z.member.substr(17), max);
+}
+
+bool StreamValue::Mark(uint64_t rank, bool start, const StreamId* max) {
   ZEntry z;
   if (!EntryAt(rank, &z) || z.member.size() < 17) return ok_ = false;
-  if (Starts(z) == start) return true;
-  std::string bytes(z.member);
-  bytes[16] = start ? 1 : 0;
+  StreamId had;
+  const bool has = NodeMax(z, &had);
+  if (Starts(z) == start && (max == nullptr ? !has : has && had == *max)) {
+    return true;
+  }
+  std::string bytes(z.member.substr(0, 16));
+  const uint8_t flag = !start ? 0 : max != nullptr ? kNodeStartMax : 1;
+  bytes.push_back(static_cast<char>(flag));
+  if (flag == kNodeStartMax) {
+    char k[16];
+    max->Key(k);
+    bytes.append(k, 16);
+  }
+  bytes.append(z.member.substr(has ? 33 : 17));
   made_.push_back(std::move(bytes));
   const ZEntry marked{made_.back(), 0};
   if (in_parts_) {
@@ -342,9 +384,15 @@ uint64_t StreamValue::Trim(const TrimSpec& t) {
     if (t.by_length) {
       whole = size() - node >= t.maxlen;
     } else {
-      ZEntry z;
+      // Redis judges a node by the last ID its listpack holds, an entry
+      // XDEL removed included: the node's start keeps that one's ID.
+      ZEntry z, first;
       StreamEntry last;
-      whole = EntryAt(node - 1, &z) && Decode(z, &last) && last.id < t.minid;
+      StreamId max;
+      whole = EntryAt(node - 1, &z) && Decode(z, &last) &&
+              EntryAt(0, &first) &&
+              (NodeMax(first, &max) && last.id < max ? max : last.id) <
+                  t.minid;
     }
     if (whole) {
       PopFront(node);
@@ -356,10 +404,23 @@ uint64_t StreamValue::Trim(const TrimSpec& t) {
     if (t.approx) break;
     // Entries from the front of this node, which keeps the rest.
     uint64_t drop = t.by_length ? size() - t.maxlen : CountBelow(t.minid, false);
+    if (drop >= node && !t.by_length) {
+      // Every live entry is below MINID, the node kept for an entry XDEL
+      // removed: Redis keeps the node empty, shmkv has no entry to mark
+      // it by and lets it go (docs/server.md, "Streams").
+      PopFront(node);
+      deleted += node;
+      if (k.nodes > 0) --k.nodes;
+      if (tail) k.tail_total = k.tail_live = 0;
+      break;
+    }
     if (drop >= node) drop = node - 1;
     if (drop > 0) {
+      ZEntry first;
+      StreamId max;
+      const bool has = EntryAt(0, &first) && NodeMax(first, &max);
       PopFront(drop);
-      Mark(0, true);
+      Mark(0, true, has ? &max : nullptr);
       deleted += drop;
       if (tail) k.tail_live -= std::min(k.tail_live, drop);
     }
@@ -391,13 +452,36 @@ bool StreamValue::Delete(StreamId id) {
   // The node's first live entry: the next one of its node takes the
   // flag, or the node is gone.
   bool emptied = false;
+  ZEntry next;
+  const bool more = EntryAt(rank + 1, &next) && !Starts(next);
+  if (!ok()) return false;
+  StreamId max;
   if (Starts(z)) {
-    ZEntry next;
-    if (EntryAt(rank + 1, &next) && !Starts(next)) {
-      if (!Mark(rank + 1, true)) return false;
+    if (more) {
+      if (!Mark(rank + 1, true, NodeMax(z, &max) ? &max : nullptr)) {
+        return false;
+      }
     } else {
       emptied = true;
     }
+  } else if (!more) {
+    // The node's last entry, its node kept: its start keeps this ID,
+    // the node's last as Redis's listpack has it.
+    uint64_t start = rank;
+    bool hit = false;
+    if (rank == 0 ||
+        !WalkRanks(rank - 1, false, [&](uint64_t at, const ZEntry& e) {
+          start = at;
+          hit = Starts(e);
+          return !hit;
+        })) {
+      return ok_ = false;
+    }
+    ZEntry head;
+    if (!hit || !EntryAt(start, &head)) return ok_ = false;
+    StreamId had;
+    max = NodeMax(head, &had) && id < had ? had : id;
+    if (!Mark(start, true, &max)) return false;
   }
   if (in_parts_) {
     if (!tree_.Erase(z)) return ok_ = false;
@@ -705,7 +789,9 @@ uint64_t StreamValue::DeleteConsumer(StreamGroup* g, std::string_view name) {
   });
   for (const StreamId& id : ids) PelErase(*g, id);
   auto it = std::find_if(g->consumers.begin(), g->consumers.end(),
-                         [&](const StreamConsumer& k) { return k.name == name; });
+                         [&](const StreamConsumer& k) {
+                           return k.name == name;
+                         });
   if (it != g->consumers.end()) g->consumers.erase(it);
   GroupsChanged();
   return ids.size();

@@ -213,10 +213,22 @@ class StreamValue {
 
  private:
   bool Decode(const ZEntry& z, StreamEntry* e);
-  bool Starts(const ZEntry& z) const { return z.member.size() > 16 && z.member[16] == 1; }
+  // An entry's flag byte: 0, 1 (it begins a node), kNodeStartMax (it
+  // begins a node, and the 16 bytes after the flag are the highest ID
+  // the node held: an entry after the live ones, removed by XDEL).
+  static constexpr uint8_t kNodeStartMax = 2;
+  bool Starts(const ZEntry& z) const {
+    return z.member.size() > 16 && (z.member[16] == 1 ||
+                                    z.member[16] == kNodeStartMax);
+  }
+  bool NodeMax(const ZEntry& z, StreamId* max) const;
+  // Entries from `rank` on, with their ranks, while f returns true.
+  bool WalkRanks(uint64_t rank, bool forward,
+                 const std::function<bool(uint64_t, const ZEntry&)>& f);
   bool EntryAt(uint64_t rank, ZEntry* z);
-  // Gives the entry at `rank` the node-start flag `start`.
-  bool Mark(uint64_t rank, bool start);
+  // Gives the entry at `rank` the node-start flag `start` (with the
+  // node's highest ID `max`, when given).
+  bool Mark(uint64_t rank, bool start, const StreamId* max = nullptr);
   // The live entries of the node that begins at rank 0.
   uint64_t FirstNodeSize();
   Store::Status SaveGrouped(CommandContext* c, std::string_view key);
