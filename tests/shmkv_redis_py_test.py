@@ -237,6 +237,84 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(out[-1], ("z", "a", 1.0))
         self.assertEqual(int(r.info("clients")["blocked_clients"]), 0)
 
+    def test_stream_consumer_groups(self):
+        # A work queue on a stream: workers in one consumer group read
+        # with XREADGROUP BLOCK and acknowledge; one dies holding jobs,
+        # and a recovery pass claims them with XAUTOCLAIM. Every job is
+        # done, none is left pending, and redis-py reads every reply.
+        s = self.start("groups")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        r.xgroup_create("jobs", "workers", id="$", mkstream=True)
+        done, lock = [], threading.Lock()
+
+        def worker(name):
+            c = redis.Redis(port=s.port, decode_responses=True)
+            while True:
+                got = c.xreadgroup("workers", name, {"jobs": ">"}, count=5,
+                                   block=1000)
+                if not got:
+                    return
+                for _, entries in got:
+                    for eid, fields in entries:
+                        with lock:
+                            done.append(fields["n"])
+                        c.xack("jobs", "workers", eid)
+
+        # A consumer that reads three jobs and dies before acknowledging.
+        for i in range(3):
+            r.xadd("jobs", {"n": str(i)})
+        self.assertEqual(len(r.xreadgroup("workers", "dies", {"jobs": ">"},
+                                          count=3)[0][1]), 3)
+        ts = [threading.Thread(target=worker, args=(n,))
+              for n in ("w1", "w2", "w3")]
+        for t in ts:
+            t.start()
+        for i in range(3, 300):
+            r.xadd("jobs", {"n": str(i)}, maxlen=1000)
+        for t in ts:
+            t.join(30)
+        # Recovery: claim what the dead consumer holds, do it, ack it.
+        summary = r.xpending("jobs", "workers")
+        held = summary["pending"]
+        cursor = "0-0"
+        while True:
+            cursor, claimed, gone = r.xautoclaim("jobs", "workers", "w1", 0,
+                                                 cursor, count=50)
+            self.assertEqual(gone, [])
+            for eid, fields in claimed:
+                done.append(fields["n"])
+                r.xack("jobs", "workers", eid)
+            if cursor == "0-0":
+                break
+        self.assertEqual(sorted(done, key=int),
+                         [str(i) for i in range(300)])
+        self.assertEqual(r.xpending("jobs", "workers")["pending"], 0)
+        group = r.xinfo_groups("jobs")[0]
+        self.assertEqual(group["name"], "workers")
+        self.assertEqual(group["pending"], 0)
+        self.assertEqual(group["last-delivered-id"],
+                         r.xinfo_stream("jobs")["last-generated-id"])
+        self.assertEqual(group["entries-read"], 300)
+        self.assertEqual(group["lag"], 0)
+        names = sorted(c["name"] for c in r.xinfo_consumers("jobs",
+                                                             "workers"))
+        self.assertEqual(names, ["dies", "w1", "w2", "w3"])
+        self.assertEqual(held, 3)
+        # XCLAIM by hand, XPENDING's range form, and the full XINFO.
+        eid = r.xadd("jobs", {"n": "late"})
+        r.xreadgroup("workers", "w2", {"jobs": ">"}, count=1)
+        rows = r.xpending_range("jobs", "workers", "-", "+", 10)
+        self.assertEqual([(x["message_id"], x["consumer"],
+                           x["times_delivered"]) for x in rows],
+                         [(eid, "w2", 1)])
+        self.assertEqual(r.xclaim("jobs", "workers", "w3", 0, [eid],
+                                  justid=True), [eid])
+        full = r.xinfo_stream("jobs", full=True)
+        self.assertEqual(full["groups"][0]["pel-count"], 1)
+        self.assertEqual(r.xgroup_delconsumer("jobs", "workers", "w3"), 1)
+        self.assertEqual(r.xgroup_destroy("jobs", "workers"), 1)
+        self.assertEqual(r.xinfo_groups("jobs"), [])
+
     def test_sets_and_sorted_sets(self):
         # Tags in sets; a leaderboard and a schedule in sorted sets, the
         # shapes rate limiters and job schedulers use.

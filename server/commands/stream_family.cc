@@ -52,6 +52,67 @@ void ReplyEntry(const StreamEntry& e, Reply* r) {
   while (p.Next(&s)) r->Bulk(s);
 }
 
+bool ParseReadArgs(const Args& a, CommandContext* c, bool xreadgroup,
+                   ReadArgs* out, Reply* r) {
+  for (size_t i = 1; i < a.size(); ++i) {
+    const size_t more = a.size() - 1 - i;
+    if (Eq(a[i], "block") && more > 0) {
+      if (c->script_resp != 0) {
+        r->Error("ERR " + std::string(a[0]) +
+                 " command is not allowed with BLOCK option from scripts");
+        return false;
+      }
+      if (!ToInt(a[++i], &out->timeout)) {
+        r->Error("ERR timeout is not an integer or out of range");
+        return false;
+      }
+      if (out->timeout < 0) {
+        r->Error("ERR timeout is negative");
+        return false;
+      }
+    } else if (Eq(a[i], "count") && more > 0) {
+      if (!ToInt(a[++i], &out->count)) {
+        NotInt(r);
+        return false;
+      }
+      if (out->count < 0) out->count = 0;
+    } else if (Eq(a[i], "streams") && more > 0) {
+      out->streams = i + 1;
+      if ((a.size() - out->streams) % 2 != 0) {
+        r->Error("ERR Unbalanced XREAD list of streams: for each stream key "
+                 "an ID or '$' must be specified.");
+        return false;
+      }
+      break;
+    } else if (Eq(a[i], "group") && more >= 2) {
+      if (!xreadgroup) {
+        r->Error("ERR The GROUP option is only supported by XREADGROUP. You "
+                 "called XREAD instead.");
+        return false;
+      }
+      out->group = a[i + 1];
+      out->consumer = a[i + 2];
+      out->grouped = true;
+      i += 2;
+    } else if (Eq(a[i], "noack")) {
+      if (!xreadgroup) {
+        r->Error("ERR The NOACK option is only supported by XREADGROUP. You "
+                 "called XREAD instead.");
+        return false;
+      }
+      out->noack = true;
+    } else {
+      SyntaxError(r);
+      return false;
+    }
+  }
+  if (out->streams == 0) {
+    SyntaxError(r);
+    return false;
+  }
+  return true;
+}
+
 namespace {
 
 // XADD's and XTRIM's trimming and options, as Redis reads them.
@@ -393,41 +454,10 @@ void XRevRange(const Args& a, CommandContext* c, Reply* r) {
 // them. The command kept for the retries has each "$" replaced by the ID
 // it stood for, so an entry added meanwhile is not skipped.
 void XRead(const Args& a, CommandContext* c, Reply* r) {
-  int64_t count = 0, timeout = -1;
-  size_t streams = 0;
-  for (size_t i = 1; i < a.size(); ++i) {
-    const size_t more = a.size() - 1 - i;
-    if (Eq(a[i], "block") && more > 0) {
-      if (c->script_resp != 0) {
-        return r->Error("ERR " + std::string(a[0]) +
-                        " command is not allowed with BLOCK option from "
-                        "scripts");
-      }
-      if (!ToInt(a[++i], &timeout)) {
-        return r->Error("ERR timeout is not an integer or out of range");
-      }
-      if (timeout < 0) return r->Error("ERR timeout is negative");
-    } else if (Eq(a[i], "count") && more > 0) {
-      if (!ToInt(a[++i], &count)) return NotInt(r);
-      if (count < 0) count = 0;
-    } else if (Eq(a[i], "streams") && more > 0) {
-      streams = i + 1;
-      if ((a.size() - streams) % 2 != 0) {
-        return r->Error("ERR Unbalanced XREAD list of streams: for each "
-                        "stream key an ID or '$' must be specified.");
-      }
-      break;
-    } else if (Eq(a[i], "group") && more >= 2) {
-      return r->Error("ERR The GROUP option is only supported by "
-                      "XREADGROUP. You called XREAD instead.");
-    } else if (Eq(a[i], "noack")) {
-      return r->Error("ERR The NOACK option is only supported by "
-                      "XREADGROUP. You called XREAD instead.");
-    } else {
-      return SyntaxError(r);
-    }
-  }
-  if (streams == 0) return SyntaxError(r);
+  ReadArgs ra;
+  if (!ParseReadArgs(a, c, false, &ra, r)) return;
+  const int64_t count = ra.count, timeout = ra.timeout;
+  const size_t streams = ra.streams;
   const size_t n = (a.size() - streams) / 2;
   const bool retry = c->ticket != 0;
   const bool may_wait = timeout >= 0 && !c->deny_blocking && c->may_block &&

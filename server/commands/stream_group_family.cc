@@ -202,46 +202,16 @@ constexpr int64_t kBlockedDefaultCount = 1000;
 // consumer's own pending entries above it. With BLOCK and nothing to
 // deliver, the client waits on the blocking board as XREAD's does.
 void XReadGroup(const Args& a, CommandContext* c, Reply* r) {
-  int64_t count = 0, timeout = -1;
-  size_t streams = 0;
-  bool noack = false;
-  std::string_view group, consumer;
-  bool grouped = false;
-  for (size_t i = 1; i < a.size(); ++i) {
-    const size_t more = a.size() - 1 - i;
-    if (Eq(a[i], "block") && more > 0) {
-      if (c->script_resp != 0) {
-        return r->Error("ERR " + std::string(a[0]) +
-                        " command is not allowed with BLOCK option from "
-                        "scripts");
-      }
-      if (!ToInt(a[++i], &timeout)) {
-        return r->Error("ERR timeout is not an integer or out of range");
-      }
-      if (timeout < 0) return r->Error("ERR timeout is negative");
-    } else if (Eq(a[i], "count") && more > 0) {
-      if (!ToInt(a[++i], &count)) return NotInt(r);
-      if (count < 0) count = 0;
-    } else if (Eq(a[i], "streams") && more > 0) {
-      streams = i + 1;
-      if ((a.size() - streams) % 2 != 0) {
-        return r->Error("ERR Unbalanced XREAD list of streams: for each "
-                        "stream key an ID or '$' must be specified.");
-      }
-      break;
-    } else if (Eq(a[i], "group") && more >= 2) {
-      group = a[i + 1];
-      consumer = a[i + 2];
-      grouped = true;
-      i += 2;
-    } else if (Eq(a[i], "noack")) {
-      noack = true;
-    } else {
-      return SyntaxError(r);
-    }
+  ReadArgs ra;
+  if (!ParseReadArgs(a, c, true, &ra, r)) return;
+  if (!ra.grouped) {
+    return r->Error("ERR Missing GROUP option for XREADGROUP");
   }
-  if (streams == 0) return SyntaxError(r);
-  if (!grouped) return r->Error("ERR Missing GROUP option for XREADGROUP");
+  int64_t count = ra.count;
+  const int64_t timeout = ra.timeout;
+  const size_t streams = ra.streams;
+  const bool noack = ra.noack;
+  const std::string_view group = ra.group, consumer = ra.consumer;
   const size_t n = (a.size() - streams) / 2;
   const bool retry = c->ticket != 0;
   if (retry && count == 0) count = kBlockedDefaultCount;

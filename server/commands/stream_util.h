@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "server/commands/command.h"
@@ -25,6 +26,19 @@ bool SaveStream(CommandContext* c, std::string_view key, StreamValue* s,
                 Reply* r);
 // One entry: [id, [field, value, ...]].
 void ReplyEntry(const StreamEntry& e, Reply* r);
+
+// XREAD's and XREADGROUP's options, as Redis reads them (GROUP and
+// NOACK are XREADGROUP's); false after replying an error.
+struct ReadArgs {
+  int64_t count = 0;     // 0: all
+  int64_t timeout = -1;  // -1: no BLOCK
+  size_t streams = 0;    // the first key's position
+  bool noack = false;
+  bool grouped = false;
+  std::string_view group, consumer;
+};
+bool ParseReadArgs(const Args& a, CommandContext* c, bool xreadgroup,
+                   ReadArgs* out, Reply* r);
 
 }  // namespace cmd
 }  // namespace shmkv
