@@ -229,7 +229,20 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
     auto sid = [&] {
       return std::to_string(rng() % 40) + pick({"-*", "-1", "", "-0"});
     };
-    switch (rng() % 7) {
+    switch (rng() % 12) {
+      // Consumer groups (two groups, three consumers).
+      case 7: return {"XGROUP", "CREATE", key(), pick({"g", "h"}),
+                      pick({"$", "0", "3"}), "MKSTREAM"};
+      case 8: return {"XREADGROUP", "GROUP", pick({"g", "h"}),
+                      pick({"c1", "c2", "c3"}), "COUNT", pick({"1", "2"}),
+                      "STREAMS", key(), pick({">", ">", "0"})};
+      case 9: return {"XACK", key(), pick({"g", "h"}), sid(), sid()};
+      case 10: return {"XAUTOCLAIM", key(), pick({"g", "h"}),
+                       pick({"c1", "c2", "c3"}), "0", "-", "COUNT", "2",
+                       "JUSTID"};
+      case 11:
+        if (rng() % 2) return {"XPENDING", key(), pick({"g", "h"})};
+        return {"XINFO", "GROUPS", key()};
       case 0: case 1: return {"XADD", key(), sid(), field(), val()};
       case 2: return {"XRANGE", key(), pick({"-", "(3", "5"}), "+", "COUNT",
                       pick({"1", "3", "0"})};
