@@ -1454,6 +1454,26 @@ TEST(Shmkv, NoTimeoutByDefault) {
   EXPECT_EQ(idle.Call({"PING"}), "+PONG\r\n");
 }
 
+// A reply past the 32 MiB a connection may have waiting stops the
+// commands after it until it drains, and they run then: a pipelined PING
+// behind a 40 MiB LRANGE is answered (it waited for ever when the socket
+// took enough of the reply to fall under the bound before it drained).
+TEST(Shmkv, CommandsBehindAHugeReplyRunWhenItDrains) {
+  Server s("hugereply");
+  ASSERT_TRUE(s.Start({"--memory", "512M"})) << s.log();
+  Client c(s.port());
+  const std::string mib(1 << 20, 'v');
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(c.Call({"RPUSH", "big", mib}),
+              ":" + std::to_string(i + 1) + "\r\n");
+  }
+  ASSERT_TRUE(c.SendRaw(Client::Encode({"LRANGE", "big", "0", "-1"}) +
+                        Client::Encode({"PING"})));
+  const std::string all = c.Reply();
+  EXPECT_EQ(all.size(), 5u + 40u * (12u + (1u << 20))) << all.substr(0, 40);
+  EXPECT_EQ(c.Reply(), "+PONG\r\n");
+}
+
 // --maxmemory-clients too small for one largest request per worker is a
 // usage error at start, before any segment exists.
 TEST(Shmkv, ClientMemoryBelowOneRequestIsRefused) {

@@ -601,6 +601,8 @@ void Worker::Process(Conn* c) {
     EndUnblocked();
     ServeWoken();
   }
+  c->out_paused = !c->closing && !c->blocked && c->in_off < c->in.size() &&
+                  c->pending_out() >= kMaxPendingOut;
   if (outer_clock != nullptr) *outer_clock = clock;
   batch_clock_ = outer_clock;
   // Commands parsed and not run (the client blocked, closes, or has too
@@ -721,8 +723,10 @@ void Worker::Flush(Conn* c) {
       Close(c->fd);
       return;
     }
-    // Output drained below the limit: go on with buffered input.
-    if (c->in_off < c->in.size() && !c->reading) {
+    // Output drained below the limit: go on with buffered input (were the
+    // client's socket read again, the commands left would wait for bytes
+    // that need not come).
+    if (c->in_off < c->in.size() && (c->out_paused || !c->reading)) {
       Process(c);
       if (c->pending_out() > 0) return Flush(c);
     }

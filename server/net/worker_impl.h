@@ -58,6 +58,10 @@ struct Conn {
   bool closing = false;   // close once the output is flushed
   bool reading = true;    // EPOLLIN registered
   bool writing = false;   // EPOLLOUT registered
+  // Commands left in `in` when its output passed kMaxPendingOut: run
+  // once the output drains (no read may come: the client may be waiting
+  // for their replies).
+  bool out_paused = false;
   double last_active = 0;  // last byte read or written (--timeout)
   size_t held = 0;         // buffer bytes counted in the worker's total
   // Set while the client waits in a blocking command (BLPOP ...): its
