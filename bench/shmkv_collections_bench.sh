@@ -10,7 +10,9 @@
 # from /proc, every process of it) is divided by N: microseconds per
 # operation. Fields and members are redis-benchmark's __rand_int__ over
 # the collection's size, so HSET/SADD/ZADD overwrite what is there and the
-# size holds (LPUSH grows the list by N, RPOP takes it back).
+# size holds (LPUSH grows the list by N, RPOP takes it back); a stream of
+# the same size has every entry pending in a consumer group, and XCLAIM
+# moves random ones between consumers.
 #
 #   bench/shmkv_collections_bench.sh [--requests N] [--sizes "10 1000"]
 #                                    [--ops "HSET HGET"] [--out DIR]
@@ -63,7 +65,7 @@ def cmd(*args):
     for a in args:
         a = a.encode() if isinstance(a, str) else a
         out.write(b"$%d\r\n%s\r\n" % (len(a), a))
-cmd("DEL", "l", "h", "s", "z")
+cmd("DEL", "l", "h", "s", "z", "x")
 for i in range(n):
     name = "%012d" % i
     cmd("RPUSH", "l", "v" + name)
@@ -71,6 +73,10 @@ for i in range(n):
     cmd("SADD", "s", "m:" + name)
     if zset:
         cmd("ZADD", "z", str(i), "m:" + name)
+    # A stream whose entries are i-1, every one pending in group g.
+    cmd("XADD", "x", "%d-1" % i, "f", "v")
+cmd("XGROUP", "CREATE", "x", "g", "0")
+cmd("XREADGROUP", "GROUP", "g", "c", "COUNT", str(n), "STREAMS", "x", ">")
 EOF
 }
 
@@ -86,6 +92,11 @@ for size in $sizes; do
     ops+=("ZADD z __rand_int__ m:__rand_int__" "ZSCORE z m:__rand_int__"
           "ZRANK z m:__rand_int__" "ZRANGE z 0 9")
   fi
+  # A stream's consumer group, all its entries pending: a claim of one
+  # (the entry looked up, its pending entry rewritten), and the first ten
+  # pending. (__rand_int__ is 12 digits: both servers read the leading
+  # zeros of an ID as strtoull does.)
+  ops+=("XCLAIM x g c2 0 __rand_int__-1 JUSTID" "XPENDING x g - + 10")
   for server in redis shmkv; do
     case $server in
       redis) port=$redis_port pids=$redis_pid ;;

@@ -817,38 +817,48 @@ bool StreamValue::DecodeNack(const ZEntry& z, uint64_t tag, StreamNack* n) {
   return true;
 }
 
-bool StreamValue::PelGet(const StreamGroup& g, StreamId id, StreamNack* n) {
+// The pending entry of (tag, id): one look-up, remembered until the
+// tree changes (a claim or a delivery looks an entry up, then replaces it).
+bool StreamValue::PelFind(uint64_t tag, StreamId id, ZEntry* z) {
   if (!grouped_) return false;
-  const std::string_view key = PelKey(g.tag, id);
+  const std::string_view key = PelKey(tag, id);
+  if (pel_hit_valid_ && pel_hit_key_ == key) {
+    *z = pel_hit_;
+    return true;
+  }
   const uint64_t rank = pel_.Count(
-      [&](const ZEntry& z) { return z.member.substr(0, 24) < key; });
+      [&](const ZEntry& e) { return e.member.substr(0, 24) < key; });
+  if (rank >= pel_.size() || !pel_.At(rank, z) ||
+      z->member.substr(0, 24) != key) {
+    return false;
+  }
+  pel_hit_key_.assign(key.data(), key.size());
+  pel_hit_ = *z;
+  pel_hit_valid_ = true;
+  return true;
+}
+
+bool StreamValue::PelGet(const StreamGroup& g, StreamId id, StreamNack* n) {
   ZEntry z;
-  if (rank >= pel_.size() || !pel_.At(rank, &z)) return false;
-  return z.member.substr(0, 24) == key && DecodeNack(z, g.tag, n);
+  return PelFind(g.tag, id, &z) && DecodeNack(z, g.tag, n);
 }
 
 void StreamValue::PelPut(const StreamGroup& g, const StreamNack& n) {
-  StreamNack old;
-  if (PelGet(g, n.id, &old)) PelErase(g, n.id);
+  PelErase(g, n.id);  // the one it replaces, if any
   std::string bytes(PelKey(g.tag, n.id));
   bytes.append(reinterpret_cast<const char*>(&n.delivery_ms), 8);
   bytes.append(reinterpret_cast<const char*>(&n.count), 8);
   bytes.append(n.consumer.data(), n.consumer.size());
   made_.push_back(std::move(bytes));
+  pel_hit_valid_ = false;
   pel_.Insert(ZEntry{made_.back(), 0});
   changed_ = true;
 }
 
 bool StreamValue::PelErase(const StreamGroup& g, StreamId id) {
-  if (!grouped_) return false;
-  const std::string_view key = PelKey(g.tag, id);
-  const uint64_t rank = pel_.Count(
-      [&](const ZEntry& z) { return z.member.substr(0, 24) < key; });
   ZEntry z;
-  if (rank >= pel_.size() || !pel_.At(rank, &z) ||
-      z.member.substr(0, 24) != key) {
-    return false;
-  }
+  if (!PelFind(g.tag, id, &z)) return false;
+  pel_hit_valid_ = false;
   // The tree's views are into bytes it may drop on erase: a copy.
   made_.emplace_back(z.member);
   if (!pel_.Erase(ZEntry{made_.back(), 0})) return ok_ = false;

@@ -237,6 +237,7 @@ class StreamValue {
   std::string_view EntryKey(StreamId id);
   std::string_view PelKey(uint64_t tag, StreamId id);
   bool DecodeNack(const ZEntry& z, uint64_t tag, StreamNack* n);
+  bool PelFind(uint64_t tag, StreamId id, ZEntry* z);
   // Moves the stream to the groups' form (in parts, an empty tree of
   // pending entries, no group).
   void ToGroupsForm();
@@ -262,6 +263,10 @@ class StreamValue {
   std::vector<StreamGroup> groups_;
   ZTree::Shape pel_shape_;
   ZTree pel_;
+  // PelFind's last find, while the tree has not changed since.
+  bool pel_hit_valid_ = false;
+  std::string pel_hit_key_;
+  ZEntry pel_hit_{};
   std::deque<std::string> made_;  // bytes of entries and keys made here
 };
 
