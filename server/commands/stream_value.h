@@ -63,6 +63,20 @@ namespace cmd {
 constexpr uint8_t kStreamPacked = 0;
 constexpr uint8_t kStreamTree = kEncodingParts | 1;
 
+// u64 as 8 big-endian bytes (an ID's and a group tag's key bytes order
+// as the numbers do).
+inline uint64_t LoadBigEndian(const char* p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+inline void StoreBigEndian(uint64_t v, char* p) {
+  for (int i = 7; i >= 0; --i) {
+    p[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
 struct StreamId {
   uint64_t ms = 0, seq = 0;
   bool operator<(const StreamId& o) const {
@@ -117,6 +131,8 @@ class StreamValue {
  public:
   static constexpr size_t kPackedEntries = 100;
   static constexpr size_t kPackedBytes = 4096;
+  // The pending entries' tree's nodes: parts 2n + kPelBase.
+  static constexpr uint64_t kPelBase = 2;
 
   struct Counters {
     StreamId last;         // the last ID given (XADD, XSETID)
