@@ -429,6 +429,22 @@ TEST(StreamGroups, KilledWorkersNeitherLoseNorDoubleADelivery) {
   }
   EXPECT_GT(added.acked(), 100);  // past a packed stream's 100 entries
   EXPECT_GT(acked.acked(), 20);
+  // Every part the stream holds (its groups, its entries' and its
+  // pending entries' nodes) is its root's: deleted, none is left. (A
+  // small stream all pending to a consumer of a long name has more
+  // pending nodes than entry nodes.)
+  for (int i = 1; i <= 100; ++i) {
+    h.Run({"XADD", "small", std::to_string(i) + "-1", "f", "v"});
+  }
+  h.Run({"XGROUP", "CREATE", "small", "g", "0"});
+  for (int i = 0; i < 50; ++i) {
+    h.Run({"XREADGROUP", "GROUP", "g", std::string(600, 'c'), "COUNT", "2",
+           "STREAMS", "small", ">"});
+  }
+  ASSERT_EQ(h.Run({"XPENDING", "small", "g"}).substr(0, 9), "*4\r\n:100\r");
+  ASSERT_EQ(h.Run({"DEL", "q", "small"}), ":2\r\n");
+  for (int i = 0; i < 100; ++i) h.store()->Sweep(1 << 20);
+  EXPECT_EQ(h.store()->Parts(), 0u);
 }
 
 }  // namespace
