@@ -27,6 +27,15 @@ bool SaveStream(CommandContext* c, std::string_view key, StreamValue* s,
 // One entry: [id, [field, value, ...]].
 void ReplyEntry(const StreamEntry& e, Reply* r);
 
+// Entries from `start` up to `end` (down, with rev), at most `count` (0:
+// all), as an array; false when the stream proved damaged (nothing
+// usable replied).
+bool ReplyRange(StreamValue* s, StreamId start, StreamId end, bool rev,
+                uint64_t count, Reply* r);
+
+// XINFO (stream_info.cc), registered with the stream family's rows.
+void XInfo(const Args& a, CommandContext* c, Reply* r);
+
 // XREAD's and XREADGROUP's options, as Redis reads them (GROUP and
 // NOACK are XREADGROUP's); false after replying an error.
 struct ReadArgs {
