@@ -168,6 +168,54 @@ TEST(StreamGroupsVsRedis, EveryCommandRepliesAsRedis) {
   }
 }
 
+// XINFO STREAM FULL's groups, their pending entries and each consumer's,
+// for several COUNTs, as Redis's (delivery times fixed by XCLAIM TIME;
+// the consumers' seen times, the clock's, masked).
+TEST(StreamGroupsVsRedis, FullInfoAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("groupfull", 50000, 64ULL << 20);
+  ASSERT_TRUE(h.ok()) << h.error();
+  Client c(redis.port());
+  c.Call({"FLUSHALL"});
+  std::vector<Cmd> fill;
+  for (int i = 1; i < 60; ++i) {
+    fill.push_back({"XADD", "s", std::to_string(i) + "-1", "f", "v"});
+  }
+  fill.push_back({"XGROUP", "CREATE", "s", "g1", "0"});
+  fill.push_back({"XGROUP", "CREATE", "s", "g2", "0"});
+  fill.push_back({"XGROUP", "CREATECONSUMER", "s", "g2", "zed"});
+  const char* who[] = {"bob", "alice", "carl"};
+  for (int k = 0; k < 3; ++k) {
+    Cmd claim = {"XCLAIM", "s", "g1", who[k], "0"};
+    for (int i = k + 1; i < 26; i += 3) {
+      claim.push_back(std::to_string(i) + "-1");
+    }
+    claim.insert(claim.end(), {"FORCE", "TIME", std::to_string(1000 * k)});
+    fill.push_back(claim);
+  }
+  for (const Cmd& cmd : fill) {
+    ASSERT_EQ(h.Run(cmd).substr(0, 1), c.Call(cmd).substr(0, 1))
+        << CommandLine(cmd);
+  }
+  auto masked = [](std::string reply) {
+    for (const std::string field : {"seen-time", "radix-tree-nodes"}) {
+      const std::string tag = "$" + std::to_string(field.size()) + "\r\n" +
+                              field + "\r\n:";
+      for (size_t at = reply.find(tag); at != std::string::npos;
+           at = reply.find(tag, at + 1)) {
+        const size_t from = at + tag.size();
+        reply.replace(from, reply.find("\r\n", from) - from, "0");
+      }
+    }
+    return reply;
+  };
+  for (const char* count : {"0", "3", "10", "100"}) {
+    const Cmd full = {"XINFO", "STREAM", "s", "FULL", "COUNT", count};
+    EXPECT_EQ(masked(h.Run(full)), masked(c.Call(full))) << count;
+  }
+}
+
 // Random deliveries, acknowledgements, claims and deletes over streams
 // that stay packed and ones past 100 entries, byte for byte.
 TEST(StreamGroupsVsRedis, RandomSequencesReplyAsRedis) {
