@@ -387,6 +387,26 @@ TEST(ServerFamily, SettingsSegmentLayoutGolden) {
   EXPECT_EQ(w[21], 80u);
 }
 
+// The second settings block (the settings added once the first was
+// full), as a store of this layout writes it.
+TEST(ServerFamily, MoreSettingsSegmentLayoutGolden) {
+  CommandHarness h("srvsetmore");
+  ASSERT_TRUE(h.ok()) << h.error();
+  ASSERT_EQ(h.Run({"CONFIG", "SET", "hll-sparse-max-bytes", "1234"}),
+            "+OK\r\n");
+  shmc::ShmArray<shmkv::SettingsMoreBlock, shmc::POSIX> arr;
+  ASSERT_TRUE(arr.InitForWrite(shmkv::SettingsKey(h.config()) + ".more", 1))
+      << arr.last_error().message;
+  const auto* w = reinterpret_cast<const volatile uint64_t*>(&arr[0]);
+  EXPECT_EQ(w[0], 0x6d746573766b6d73ULL);  // "smkvsetm"
+  EXPECT_EQ(w[1], uint64_t{1} << 0);         // hll-sparse-max-bytes given
+  EXPECT_EQ(w[2], 1234u);
+  // Out of range (damage): the default.
+  const_cast<volatile uint64_t*>(w)[2] = static_cast<uint64_t>(-7);
+  EXPECT_EQ(h.Run({"CONFIG", "GET", "hll-sparse-max-bytes"}),
+            "*2\r\n$20\r\nhll-sparse-max-bytes\r\n$4\r\n3000\r\n");
+}
+
 // Damaged settings words (out of range, a sequence left odd by a writer
 // that died, a count past the points) read as the defaults; random words
 // never crash a command that reads them.

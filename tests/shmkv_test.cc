@@ -1271,7 +1271,8 @@ TEST(Shmkv, FailedStartLeavesNoSegments) {
   EXPECT_FALSE(b.Start({"--port", std::to_string(a.port())}));
   EXPECT_EQ(b.exit_code(), 1);
   for (const char* suffix :
-       {"0", "1", ".ctl", ".ctl.stats", ".ctl.latency", ".ctl.repl"}) {
+       {"0", "1", ".ctl", ".ctl.stats", ".ctl.latency", ".ctl.repl",
+        ".ctl.settings", ".ctl.settings.more"}) {
     EXPECT_NE(access(("/dev/shm" + b.name() + suffix).c_str(), F_OK), 0)
         << suffix << " was created";
   }

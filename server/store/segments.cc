@@ -83,6 +83,7 @@ bool RemoveT(const StoreConfig& cfg, std::string* err) {
          UnlinkIfPresent<shmc::POSIX>(DbsKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(ReplKey(cfg), err) &&
          UnlinkIfPresent<shmc::POSIX>(SettingsKey(cfg), err) &&
+         UnlinkIfPresent<shmc::POSIX>(SettingsKey(cfg) + ".more", err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.first, err) &&
          UnlinkIfPresent<shmc::POSIX>(scripts.second, err) &&
          UnlinkIfPresent<shmc::POSIX>(functions.first, err) &&

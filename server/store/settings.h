@@ -49,6 +49,8 @@ enum class Setting : uint32_t {
   kServeStaleData,   // replica-serve-stale-data: 1 yes, 0 no
   kStreamNodeBytes,  // stream-node-max-bytes (kept and shown)
   kStreamNodeEntries,  // stream-node-max-entries
+  // Past the first block's 14 words: in the second block (SettingsMore).
+  kHllSparseMaxBytes,  // hll-sparse-max-bytes
   kCount,
 };
 constexpr uint32_t kSettings = static_cast<uint32_t>(Setting::kCount);
@@ -91,6 +93,8 @@ inline const SettingSpec (&SettingSpecs())[kSettings] {
        INT64_MAX},
       {Setting::kStreamNodeEntries, "stream-node-max-entries", "", 100, 0,
        INT64_MAX},
+      {Setting::kHllSparseMaxBytes, "hll-sparse-max-bytes", "", 3000, 0,
+       INT64_MAX},
   };
   return specs;
 }
@@ -121,24 +125,48 @@ struct SettingsBlock {
   std::atomic<uint64_t> save_count;
   std::atomic<uint64_t> save[2 * kMaxSavePoints];
 };
+constexpr uint32_t kFirstBlockSettings = 14;
 static_assert(std::is_standard_layout<SettingsBlock>::value &&
                   sizeof(SettingsBlock) == 400 &&
                   offsetof(SettingsBlock, words) == 16 &&
                   offsetof(SettingsBlock, save_seq) == 128 &&
-                  offsetof(SettingsBlock, save) == 144 && kSettings <= 14,
+                  offsetof(SettingsBlock, save) == 144,
               "SettingsBlock lives in shared memory: a change is a new "
               "kSettingsMagic");
+// The settings added after the first block was full, in a segment of
+// their own (SettingsKey + ".more"), so a store whose first block an
+// older master made keeps it: words[i] holds setting kFirstBlockSettings
+// + i while bit i of `given` is set. A master of an older build neither
+// reads nor resets this block (its settings are then those a newer
+// worker gave, or the defaults).
+struct SettingsMoreBlock {
+  std::atomic<uint64_t> magic;
+  std::atomic<uint64_t> given;
+  std::atomic<uint64_t> words[30];
+};
+static_assert(std::is_standard_layout<SettingsMoreBlock>::value &&
+                  sizeof(SettingsMoreBlock) == 256 &&
+                  offsetof(SettingsMoreBlock, words) == 16 &&
+                  kSettings <= kFirstBlockSettings + 30,
+              "SettingsMoreBlock lives in shared memory: a change is a new "
+              "kSettingsMoreMagic");
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "settings are shared between processes: lock-free words");
 // "smkvset1": the first layout.
 constexpr uint64_t kSettingsMagic = 0x31746573766b6d73ULL;
+// "smkvsetm": the second block's first layout.
+constexpr uint64_t kSettingsMoreMagic = 0x6d746573766b6d73ULL;
 
 class Settings {
  public:
   // Maps the segment `key`, made when missing.
   bool Open(const std::string& key, std::string* err) {
     b_ = OpenSmallBlock(&arr_, key, kSettingsMagic, "settings", err);
-    return b_ != nullptr;
+    if (b_ == nullptr) return false;
+    m_ = OpenSmallBlock(&more_, key + ".more", kSettingsMoreMagic,
+                        "settings", err);
+    if (m_ == nullptr) b_ = nullptr;
+    return m_ != nullptr;
   }
 
   // The setting's value: its default until one is given. A word out of
@@ -146,21 +174,22 @@ class Settings {
   int64_t Get(Setting s) const {
     const SettingSpec& spec = SettingSpecs()[Index(s)];
     if (b_ == nullptr) return spec.def;
+    uint32_t bit;
+    std::atomic<uint64_t>* word = Word(s, &bit);
     // SYNC POINT (acquire): pairs with Set's release of the bit; the
     // word stored before it is seen.
-    uint64_t given = b_->given.load(std::memory_order_acquire);
-    if ((given & (uint64_t{1} << Index(s))) == 0) return spec.def;
-    int64_t v = static_cast<int64_t>(
-        b_->words[Index(s)].load(std::memory_order_relaxed));
+    uint64_t given = Given(s)->load(std::memory_order_acquire);
+    if ((given & (uint64_t{1} << bit)) == 0) return spec.def;
+    int64_t v = static_cast<int64_t>(word->load(std::memory_order_relaxed));
     return v < spec.min || v > spec.max ? spec.def : v;
   }
   // Gives a setting a value (in its range: CONFIG SET checks it). Two
   // workers setting one setting at once: one of the two values stays.
   void Set(Setting s, int64_t v) {
-    b_->words[Index(s)].store(static_cast<uint64_t>(v),
-                              std::memory_order_relaxed);
+    uint32_t bit;
+    Word(s, &bit)->store(static_cast<uint64_t>(v), std::memory_order_relaxed);
     // SYNC POINT (release): publishes the word; Get's acquire pairs.
-    b_->given.fetch_or(uint64_t{1} << Index(s), std::memory_order_release);
+    Given(s)->fetch_or(uint64_t{1} << bit, std::memory_order_release);
   }
   // The save points CONFIG SET save gave: false when none were given
   // (the server's --save holds), or while they are being written.
@@ -212,7 +241,10 @@ class Settings {
   // Every setting back to its default, the save points to none given: a
   // master's start (CONFIG SET lasts while the server runs, as Redis's;
   // a hot restart keeps it).
-  void Reset() { b_->given.store(0, std::memory_order_release); }
+  void Reset() {
+    b_->given.store(0, std::memory_order_release);
+    m_->given.store(0, std::memory_order_release);
+  }
 
   EncodingLimits Limits() const {
     EncodingLimits l;
@@ -231,8 +263,23 @@ class Settings {
   static uint32_t Index(Setting s) {
     return static_cast<uint32_t>(s) % kSettings;
   }
+  // The setting's word and its bit in its block's `given`.
+  std::atomic<uint64_t>* Word(Setting s, uint32_t* bit) const {
+    uint32_t i = Index(s);
+    if (i < kFirstBlockSettings) {
+      *bit = i;
+      return &b_->words[i];
+    }
+    *bit = i - kFirstBlockSettings;
+    return &m_->words[*bit];
+  }
+  std::atomic<uint64_t>* Given(Setting s) const {
+    return Index(s) < kFirstBlockSettings ? &b_->given : &m_->given;
+  }
   shmc::ShmArray<SettingsBlock, shmc::POSIX> arr_;
+  shmc::ShmArray<SettingsMoreBlock, shmc::POSIX> more_;
   SettingsBlock* b_ = nullptr;
+  SettingsMoreBlock* m_ = nullptr;
 };
 
 }  // namespace shmkv
