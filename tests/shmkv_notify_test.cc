@@ -68,6 +68,10 @@ TEST(ShmkvNotifyVsRedis, EventsOfEveryFamilyAsRedis) {
       {1, {"GETEX", "k", "PERSIST"}}, {1, {"GETEX", "k"}},
       {1, {"GETEX", "k3", "PXAT", "1"}}, {1, {"GETDEL", "k2"}},
       {1, {"GETDEL", "k2"}}, {1, {"GET", "k"}},
+      // HyperLogLog: creation and a change are "pfadd", PFMERGE too
+      {1, {"PFADD", "hll"}}, {1, {"PFADD", "hll", "a"}},
+      {1, {"PFADD", "hll", "a"}}, {1, {"PFCOUNT", "hll"}},
+      {1, {"PFMERGE", "hll2", "hll"}}, {1, {"PFDEBUG", "TODENSE", "hll"}},
       // keys
       {1, {"DEL", "a", "b", "nosuch"}}, {1, {"UNLINK", "c"}},
       {1, {"EXPIRE", "d", "100"}}, {1, {"EXPIRE", "d", "100", "NX"}},

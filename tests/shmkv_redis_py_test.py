@@ -357,6 +357,37 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(p.execute(), [2, 1002, 1,
                                        [("a", 1.0), ("b", 2.0)]])
 
+    def test_hyperloglog_unique_visitors(self):
+        # Daily unique visitors, the usual HyperLogLog shape: a PFADD per
+        # visit from several workers' connections, a week merged with
+        # PFMERGE, counts within the estimator's error, and a value that
+        # moves to another key and back through DUMP and RESTORE.
+        s = self.start("hll", extra=("--workers", "2"))
+        clients = [redis.Redis(port=s.port) for _ in range(4)]
+        for day in range(7):
+            p = clients[day % 4].pipeline(transaction=False)
+            for v in range(day * 1000, day * 1000 + 3000):
+                p.pfadd("visitors:%d" % day, "user:%d" % v)
+            p.execute()
+        r = clients[0]
+        for day in range(7):
+            self.assertLess(abs(r.pfcount("visitors:%d" % day) - 3000), 3000 * 0.03)
+        days = ["visitors:%d" % d for d in range(7)]
+        self.assertTrue(r.pfmerge("week", *days))
+        week = r.pfcount("week")
+        self.assertLess(abs(week - 9000), 9000 * 0.03)
+        self.assertEqual(r.pfcount(*days), week)
+        p = r.pipeline()  # MULTI ... EXEC
+        p.pfadd("week", "user:new").pfcount("week")
+        added, after = p.execute()
+        # One element more raises at most one register: the estimate only
+        # grows, by about one.
+        self.assertTrue(0 <= after - week <= 3 if added else after == week)
+        self.assertEqual(r.execute_command("PFDEBUG", "ENCODING", "week"), b"dense")
+        r.restore("copy", 0, r.dump("week"))
+        self.assertEqual(r.get("copy"), r.get("week"))
+        self.assertEqual(r.pfcount("copy"), after)
+
     def test_scan_iter_round_trips(self):
         keys = 100000
         counts = {}

@@ -148,7 +148,8 @@ bool ParseSettingValue(const SettingSpec& spec, std::string_view text,
   bool memory = spec.id == Setting::kHashValue ||
                 spec.id == Setting::kZSetValue ||
                 spec.id == Setting::kMaxMemory ||
-                spec.id == Setting::kStreamNodeBytes;
+                spec.id == Setting::kStreamNodeBytes ||
+                spec.id == Setting::kHllSparseMaxBytes;
   uint64_t m = 0;
   if (memory && ParseMemorySize(text, &m)) {
     *v = static_cast<int64_t>(m);

@@ -79,6 +79,7 @@ const Registry& Commands() {
     RegisterZSetFamily(r);
     RegisterStreamFamily(r);
     RegisterStreamGroupFamily(r);
+    RegisterHllFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
     RegisterFunctionFamily(r);

@@ -140,6 +140,7 @@ void RegisterListFamily(Registry* r);
 void RegisterSetFamily(Registry* r);
 void RegisterZSetFamily(Registry* r);
 void RegisterStreamFamily(Registry* r);
+void RegisterHllFamily(Registry* r);
 void RegisterStreamGroupFamily(Registry* r);
 void RegisterBlockingFamily(Registry* r);
 void RegisterScriptFamily(Registry* r);
