@@ -72,6 +72,15 @@ TEST(ShmkvNotifyVsRedis, EventsOfEveryFamilyAsRedis) {
       {1, {"PFADD", "hll"}}, {1, {"PFADD", "hll", "a"}},
       {1, {"PFADD", "hll", "a"}}, {1, {"PFCOUNT", "hll"}},
       {1, {"PFMERGE", "hll2", "hll"}}, {1, {"PFDEBUG", "TODENSE", "hll"}},
+      // geospatial: GEOADD is ZADD's event; the stores their own, or del
+      {1, {"GEOADD", "geo", "13.36", "38.11", "p", "15.08", "37.5", "c"}},
+      {1, {"GEOADD", "geo", "NX", "13.36", "38.11", "p"}},
+      {1, {"GEORADIUS", "geo", "15", "37", "200", "km", "STORE", "gs"}},
+      {1, {"GEOSEARCHSTORE", "gs2", "geo", "FROMMEMBER", "p", "BYRADIUS",
+           "300", "km", "STOREDIST"}},
+      {1, {"GEOSEARCHSTORE", "gs2", "geo", "FROMMEMBER", "p", "BYRADIUS",
+           "0", "km", "COUNT", "1"}},
+      {1, {"GEORADIUS", "nogeo", "15", "37", "200", "km", "STORE", "gs"}},
       // keys
       {1, {"DEL", "a", "b", "nosuch"}}, {1, {"UNLINK", "c"}},
       {1, {"EXPIRE", "d", "100"}}, {1, {"EXPIRE", "d", "100", "NX"}},

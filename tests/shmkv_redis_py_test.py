@@ -388,6 +388,39 @@ class RedisPyTest(unittest.TestCase):
         self.assertEqual(r.get("copy"), r.get("week"))
         self.assertEqual(r.pfcount("copy"), after)
 
+    def test_geospatial_store_locator(self):
+        # A store locator: shops GEOADDed in a pipeline, the nearest ones
+        # to a customer with their distances and positions, a box search,
+        # and a stored result read back as the sorted set it is.
+        s = self.start("geo")
+        r = redis.Redis(port=s.port, decode_responses=True)
+        p = r.pipeline(transaction=False)
+        for i in range(200):
+            p.geoadd("shops", (2.30 + (i % 20) * 0.005,
+                               48.80 + (i // 20) * 0.005, "shop:%d" % i))
+        self.assertEqual(sum(p.execute()), 200)
+        near = r.geosearch("shops", longitude=2.3, latitude=48.8, radius=600,
+                           unit="m", sort="ASC", count=3, withdist=True,
+                           withcoord=True)
+        self.assertEqual(near[0][0], "shop:0")
+        self.assertLess(near[0][1], 1.0)
+        self.assertEqual(len(near), 3)
+        self.assertTrue(all(near[i][1] <= near[i + 1][1] for i in range(2)))
+        lon, lat = near[0][2]
+        self.assertAlmostEqual(lon, 2.30, places=4)
+        self.assertAlmostEqual(lat, 48.80, places=4)
+        box = r.geosearch("shops", member="shop:0", width=1.2, height=1.2,
+                          unit="km")
+        self.assertGreater(len(box), 3)
+        self.assertEqual(r.geosearchstore("nearby", "shops", longitude=2.3,
+                                          latitude=48.8, radius=1, unit="km",
+                                          storedist=True), len(r.georadius(
+                                              "shops", 2.3, 48.8, 1, unit="km")))
+        self.assertEqual(r.type("nearby"), "zset")
+        self.assertAlmostEqual(r.geodist("shops", "shop:0", "shop:1", "m"),
+                               367.0, delta=5)
+        self.assertEqual(len(r.geohash("shops", "shop:0")[0]), 11)
+
     def test_scan_iter_round_trips(self):
         keys = 100000
         counts = {}

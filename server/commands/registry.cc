@@ -80,6 +80,7 @@ const Registry& Commands() {
     RegisterStreamFamily(r);
     RegisterStreamGroupFamily(r);
     RegisterHllFamily(r);
+    RegisterGeoFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
     RegisterFunctionFamily(r);

@@ -141,6 +141,7 @@ void RegisterSetFamily(Registry* r);
 void RegisterZSetFamily(Registry* r);
 void RegisterStreamFamily(Registry* r);
 void RegisterHllFamily(Registry* r);
+void RegisterGeoFamily(Registry* r);
 void RegisterStreamGroupFamily(Registry* r);
 void RegisterBlockingFamily(Registry* r);
 void RegisterScriptFamily(Registry* r);

@@ -139,6 +139,21 @@ bool KeyArgs(const CommandRow& row, const Args& a,
     }
     return false;
   }
+  if (name == "georadius" || name == "georadiusbymember") {
+    // As Redis 7's key specifications: the source, then the key after
+    // the first STORE and the one after the first STOREDIST, each looked
+    // for from the word after the unit on.
+    keys->push_back(a[1]);
+    const size_t from = name == "georadius" ? 6 : 5;
+    for (const char* word : {"store", "storedist"}) {
+      for (size_t i = from; i < a.size(); ++i) {
+        if (!Eq(a[i], word)) continue;
+        if (i + 1 < a.size()) keys->push_back(a[i + 1]);
+        break;
+      }
+    }
+    return true;
+  }
   if (name == "sort") {
     // As Redis's scan: the last STORE's key is the one, and the word
     // after STORE is read as an option too.
@@ -184,7 +199,8 @@ void GetKeys(const Args& a, Reply* r) {
       n == "fcall" || n == "fcall_ro" || n == "zunion" || n == "zinter" ||
       n == "zdiff" || n == "zintercard" || n == "sintercard" ||
       n == "lmpop" || n == "zmpop" || n == "blmpop" || n == "bzmpop" ||
-      n == "xread" || n == "xreadgroup";
+      n == "xread" || n == "xreadgroup" || n == "georadius" ||
+      n == "georadiusbymember";
   if (row->first_key <= 0 && !movable) {
     return r->Error("ERR The command has no key arguments");
   }

@@ -31,7 +31,8 @@ units=("$@")
   unit/type/string unit/expire unit/multi unit/sort unit/bitfield
   unit/protocol unit/quit unit/functions unit/scan unit/type/list-2
   unit/violations unit/keyspace unit/pubsub unit/scripting unit/bitops
-  unit/type/stream unit/type/stream-cgroups unit/hyperloglog)
+  unit/type/stream unit/type/stream-cgroups unit/hyperloglog
+  unit/geo)
 shmkv=${SHMKV:-$root/build/release/server/shmkv}
 [ -x "$shmkv" ] || { echo "$0: build first: cmake --preset release && cmake --build build/release --target shmkv" >&2; exit 2; }
 for t in redis-server redis-cli tclsh python3; do
