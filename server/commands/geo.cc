@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdio>
 
 namespace shmkv {
 namespace cmd {
@@ -214,11 +215,15 @@ std::string DistanceText(double d) {
       : scaled == LLONG_MIN
           ? static_cast<unsigned long long>(LLONG_MAX) + 1
           : static_cast<unsigned long long>(-scaled);
-  std::string digits = std::to_string(v);
-  if (digits.size() < 5) digits.insert(0, 5 - digits.size(), '0');
-  const size_t whole = digits.size() - 4;
-  return (negative ? "-" : "") + digits.substr(0, whole) + "." +
-         digits.substr(whole);
+  // At least one digit before the point: 5 -> "0.0005".
+  char digits[32];
+  int n = std::snprintf(digits, sizeof(digits), "%05llu", v);
+  std::string out;
+  if (negative) out.push_back('-');
+  out.append(digits, static_cast<size_t>(n) - 4);
+  out.push_back('.');
+  out.append(digits + n - 4, 4);
+  return out;
 }
 
 void Cells(const Shape& s, Cell out[9]) {
