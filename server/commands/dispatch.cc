@@ -38,7 +38,7 @@ bool AllowedSubscribed(std::string_view name) {
 bool HasSubcommands(std::string_view name) {
   for (const char* n : {"pubsub", "client", "config", "command", "object",
                         "script", "memory", "function", "acl", "xinfo",
-                        "xgroup"}) {
+                        "xgroup", "cluster", "module"}) {
     if (name == n) return true;
   }
   return false;

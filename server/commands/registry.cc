@@ -81,6 +81,7 @@ const Registry& Commands() {
     RegisterStreamGroupFamily(r);
     RegisterHllFamily(r);
     RegisterGeoFamily(r);
+    RegisterStandaloneFamily(r);
     RegisterBlockingFamily(r);
     RegisterScriptFamily(r);
     RegisterFunctionFamily(r);

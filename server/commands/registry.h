@@ -142,6 +142,7 @@ void RegisterZSetFamily(Registry* r);
 void RegisterStreamFamily(Registry* r);
 void RegisterHllFamily(Registry* r);
 void RegisterGeoFamily(Registry* r);
+void RegisterStandaloneFamily(Registry* r);
 void RegisterStreamGroupFamily(Registry* r);
 void RegisterBlockingFamily(Registry* r);
 void RegisterScriptFamily(Registry* r);

@@ -1,0 +1,70 @@
+// The commands of Redis's cluster mode, modules and replica
+// acknowledgements (server/commands/standalone_family.cc) against
+// redis-server, which like shmkv runs standalone with no module loaded
+// and no replica: every subcommand, arity and error, RESP2 and RESP3.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/support/diff_harness.h"
+#include "tests/support/pinned_ids.h"
+
+namespace {
+
+using shmkv_test::Client;
+using shmkv_test::CommandHarness;
+using shmkv_test::ExpectSameAsRedis;
+using shmkv_test::RedisOracle;
+
+TEST(StandaloneFamily, IdsArePinned) {
+  shmkv_test::ExpectPinnedIds("standalone", {
+      {"cluster", 224}, {"readonly", 225}, {"readwrite", 226},
+      {"asking", 227}, {"module", 228}, {"wait", 229},
+  });
+}
+
+TEST(StandaloneVsRedis, EveryCommandRepliesAsRedis) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  for (bool resp3 : {false, true}) {
+    CommandHarness h(resp3 ? "standalone3" : "standalone");
+    ASSERT_TRUE(h.ok()) << h.error();
+    Client c(redis.port());
+    if (resp3) {
+      h.Run({"HELLO", "3"});
+      c.Call({"HELLO", "3"});
+    }
+    shmkv_test::Commands cmds = {
+        {"CLUSTER"}, {"CLUSTER", "NOSUCH"}, {"CLUSTER", "NOSUCH", "x"},
+        {"READONLY"}, {"READONLY", "x"}, {"READWRITE"}, {"ASKING"},
+        {"MODULE"}, {"MODULE", "LIST"}, {"MODULE", "list", "x"},
+        {"MODULE", "HELP", "x"}, {"MODULE", "NOSUCH"},
+        {"MODULE", "UNLOAD"}, {"MODULE", "LOAD"},
+        {"WAIT", "0", "0"}, {"WAIT", "1", "10"}, {"WAIT", "-1", "0"},
+        {"WAIT", "x", "0"}, {"WAIT", "0", "x"}, {"WAIT", "0", "1.5"},
+        {"WAIT", "0", "-1"}, {"WAIT", "99999999999999999999", "0"},
+        {"WAIT", "0", "99999999999999999999"}, {"WAIT", "0"},
+        {"MULTI"}, {"READONLY"}, {"WAIT", "1", "0"}, {"CLUSTER", "INFO"},
+        {"MODULE", "LIST"}, {"EXEC"},
+        {"COMMAND", "GETKEYS", "WAIT", "0", "0"},
+    };
+    // Each subcommand with too few and too many words, and its arity.
+    for (const char* sub :
+         {"addslots", "addslotsrange", "bumpepoch", "count-failure-reports",
+          "countkeysinslot", "delslots", "delslotsrange", "failover",
+          "flushslots", "forget", "getkeysinslot", "help", "info", "keyslot",
+          "links", "meet", "myid", "nodes", "replicas", "replicate", "reset",
+          "saveconfig", "set-config-epoch", "setslot", "shards", "slaves",
+          "slots"}) {
+      std::vector<std::string> cmd = {"CLUSTER", sub};
+      for (int extra = 0; extra < 4; ++extra) {
+        cmds.push_back(cmd);
+        cmd.push_back("1");
+      }
+    }
+    ExpectSameAsRedis(&h, &c, cmds);
+  }
+}
+
+}  // namespace
