@@ -67,4 +67,26 @@ TEST(StandaloneVsRedis, EveryCommandRepliesAsRedis) {
   }
 }
 
+// A script may call CLUSTER INFO (and hear that cluster support is
+// disabled) and MODULE HELP, not CLUSTER RESET or MODULE LIST: Redis flags
+// those subcommands noscript.
+TEST(StandaloneVsRedis, ScriptsCallWhatRedisLetsThem) {
+  RedisOracle redis;
+  SKIP_WITHOUT_REDIS(redis);
+  CommandHarness h("standalonelua");
+  ASSERT_TRUE(h.ok()) << h.error();
+  Client c(redis.port());
+  shmkv_test::Commands cmds;
+  for (const char* call :
+       {"'cluster', 'info'", "'cluster', 'reset'", "'cluster', 'myid'",
+        "'module', 'list'", "'module', 'load', 'x'", "'readonly'",
+        "'asking'"}) {
+    cmds.push_back({"EVAL",
+                    std::string("return redis.pcall(") + call + ")", "0"});
+  }
+  // (MODULE HELP's lines are shmkv's own: their number is Redis's.)
+  cmds.push_back({"EVAL", "return #redis.pcall('module', 'help')", "0"});
+  ExpectSameAsRedis(&h, &c, cmds);
+}
+
 }  // namespace

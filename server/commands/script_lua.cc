@@ -666,6 +666,24 @@ void LuaScripts::Hook(lua_State* L, lua_Debug*) {
   RaiseError(L, "Script killed by user with SCRIPT KILL...");
 }
 
+namespace {
+
+// The subcommands Redis flags noscript in a container whose other
+// subcommands a script may call (a container's row flags all of them).
+bool NoScriptSubcommand(std::string_view name,
+                        const std::vector<std::string>& args) {
+  if (args.size() < 2) return false;
+  const std::string sub = Lower(args[1]);
+  if (name == "cluster") return sub == "reset";
+  if (name == "module") {
+    return sub == "list" || sub == "load" || sub == "loadex" ||
+           sub == "unload";
+  }
+  return false;
+}
+
+}  // namespace
+
 int LuaScripts::Call(lua_State* L) { return CallCommon(L, true); }
 int LuaScripts::PCall(lua_State* L) { return CallCommon(L, false); }
 
@@ -704,7 +722,7 @@ int LuaScripts::CallCommon(lua_State* L, bool raise) {
       (row->arity < 0 && argc < -row->arity)) {
     return fail("Wrong number of args calling Redis command from script");
   }
-  if ((row->flags & kNoScript) != 0) {
+  if ((row->flags & kNoScript) != 0 || NoScriptSubcommand(row->name, owned)) {
     return fail("This Redis command is not allowed from script");
   }
   if ((row->flags & kWrite) != 0 && run->read_only) {
