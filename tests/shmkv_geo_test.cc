@@ -34,15 +34,10 @@ TEST(GeoFamily, IdsArePinned) {
 TEST(GeoVsRedis, EveryCommandRepliesAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (bool resp3 : {false, true}) {
-    CommandHarness h(resp3 ? "geodiff3" : "geodiff");
-    ASSERT_TRUE(h.ok()) << h.error();
-    Client c(redis.port());
-    c.Call({"FLUSHALL"});
-    if (resp3) {
-      h.Run({"HELLO", "3"});
-      c.Call({"HELLO", "3"});
-    }
+  shmkv_test::ForBothProtocols(
+      redis, "geodiff", [&](CommandHarness* hp, Client* cp) {
+    CommandHarness& h = *hp;
+    Client& c = *cp;
     ExpectSameAsRedis(&h, &c, {
         {"GEOADD", "Sicily", "13.361389", "38.115556", "Palermo",
          "15.087269", "37.502669", "Catania"},
@@ -168,7 +163,7 @@ TEST(GeoVsRedis, EveryCommandRepliesAsRedis) {
         {"MULTI"}, {"GEOADD", "tx", "1", "1", "a"},
         {"GEORADIUS", "tx", "1", "1", "10", "km", "WITHDIST"}, {"EXEC"},
     });
-  }
+  });
 }
 
 // A random point set and random searches over it; every reply as Redis's.

@@ -40,16 +40,11 @@ Cmd AddMany(const std::string& key, int from, int n) {
 TEST(HllVsRedis, EveryCommandRepliesAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (bool resp3 : {false, true}) {
-    CommandHarness h(resp3 ? "hlldiff3" : "hlldiff", 4096, 32ULL << 20);
-    ASSERT_TRUE(h.ok()) << h.error();
-    Client c(redis.port());
-    c.Call({"FLUSHALL"});
+  shmkv_test::ForBothProtocols(
+      redis, "hlldiff", [&](CommandHarness* hp, Client* cp) {
+    CommandHarness& h = *hp;
+    Client& c = *cp;
     c.Call({"CONFIG", "SET", "hll-sparse-max-bytes", "3000"});
-    if (resp3) {
-      h.Run({"HELLO", "3"});
-      c.Call({"HELLO", "3"});
-    }
     ExpectSameAsRedis(&h, &c, {
         // A new value, its count kept, the count marked unknown by a
         // change (byte 15) and kept again by PFCOUNT.
@@ -123,7 +118,7 @@ TEST(HllVsRedis, EveryCommandRepliesAsRedis) {
         {"MULTI"}, {"PFADD", "tx", "a"}, {"PFCOUNT", "tx"},
         {"PFCOUNT", "tx", "h"}, {"EXEC"}, {"GET", "tx"},
     });
-  }
+  }, 4096, 32ULL << 20);
 }
 
 // PFCOUNT keeps the count it works out: a WATCH on the key fails, as

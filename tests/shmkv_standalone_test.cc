@@ -27,14 +27,10 @@ TEST(StandaloneFamily, IdsArePinned) {
 TEST(StandaloneVsRedis, EveryCommandRepliesAsRedis) {
   RedisOracle redis;
   SKIP_WITHOUT_REDIS(redis);
-  for (bool resp3 : {false, true}) {
-    CommandHarness h(resp3 ? "standalone3" : "standalone");
-    ASSERT_TRUE(h.ok()) << h.error();
-    Client c(redis.port());
-    if (resp3) {
-      h.Run({"HELLO", "3"});
-      c.Call({"HELLO", "3"});
-    }
+  shmkv_test::ForBothProtocols(
+      redis, "standalone", [&](CommandHarness* hp, Client* cp) {
+    CommandHarness& h = *hp;
+    Client& c = *cp;
     shmkv_test::Commands cmds = {
         {"CLUSTER"}, {"CLUSTER", "NOSUCH"}, {"CLUSTER", "NOSUCH", "x"},
         {"READONLY"}, {"READONLY", "x"}, {"READWRITE"}, {"ASKING"},
@@ -64,7 +60,7 @@ TEST(StandaloneVsRedis, EveryCommandRepliesAsRedis) {
       }
     }
     ExpectSameAsRedis(&h, &c, cmds);
-  }
+  });
 }
 
 // A script may call CLUSTER INFO (and hear that cluster support is

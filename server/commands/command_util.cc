@@ -73,6 +73,14 @@ std::string EncodingName(const Value& v) {
   return v.bytes.size() <= 44 ? "embstr" : "raw";
 }
 
+std::unique_ptr<Store::Txn> BeginOwn(CommandContext* c) {
+  std::unique_ptr<Store::Txn> t = c->store->Begin();
+  const uint32_t db = t->Physical(c->client->db);
+  c->store->UseDb(db);
+  t->UseDb(db);
+  return t;
+}
+
 void NotInt(Reply* r) { r->Error("ERR value is not an integer or out of range"); }
 
 void StoreError(Store::Status st, Reply* r) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,10 @@ void ReadConsistently(CommandContext* c, Reply* r, F body) {
   body();
   c->txn = nullptr;
 }
+// A transaction a read command opens for itself (to write what it may,
+// or to wait atomically), with the client's database as SWAPDB left it
+// read again under the lock; the caller sets c->txn while it reads.
+std::unique_ptr<Store::Txn> BeginOwn(CommandContext* c);
 // Redis's -WRONGTYPE reply.
 void WrongType(Reply* r);
 // TYPE's name for a type ("string", "hash", ...).

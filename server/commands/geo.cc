@@ -211,10 +211,9 @@ std::string DistanceText(double d) {
   const long long scaled = std::llrint(d * 10000.0);
   const bool negative = scaled < 0;
   const unsigned long long v =
-      !negative ? static_cast<unsigned long long>(scaled)
-      : scaled == LLONG_MIN
-          ? static_cast<unsigned long long>(LLONG_MAX) + 1
-          : static_cast<unsigned long long>(-scaled);
+      !negative             ? static_cast<unsigned long long>(scaled)
+      : scaled == LLONG_MIN ? static_cast<unsigned long long>(LLONG_MAX) + 1
+                            : static_cast<unsigned long long>(-scaled);
   // At least one digit before the point: 5 -> "0.0005".
   char digits[32];
   int n = std::snprintf(digits, sizeof(digits), "%05llu", v);
@@ -236,8 +235,8 @@ void Cells(const Shape& s, Cell out[9]) {
   int steps = EstimateSteps(meters, s.lat);
   Cell centre;
   // Order: N, S, E, W, NE, NW, SE, SW after the centre.
-  static const int kMoves[8][2] = {{0, 1},  {0, -1}, {1, 0},  {-1, 0},
-                                   {1, 1},  {-1, 1}, {1, -1}, {-1, -1}};
+  static const int kMoves[8][2] = {{0, 1}, {0, -1}, {1, 0},  {-1, 0},
+                                   {1, 1}, {-1, 1}, {1, -1}, {-1, -1}};
   auto fill = [&] {
     Encode(kLonRange, kLatRange, s.lon, s.lat, steps, &centre);
     out[0] = centre;

@@ -34,8 +34,8 @@ bool LonLat(std::string_view lon, std::string_view lat, double* x, double* y,
   if (*x < geo::kLonMin || *x > geo::kLonMax || *y < geo::kLatMin ||
       *y > geo::kLatMax) {
     char buf[160];
-    std::snprintf(buf, sizeof(buf),
-                  "ERR invalid longitude,latitude pair %f,%f", *x, *y);
+    std::snprintf(buf, sizeof(buf), "ERR invalid longitude,latitude pair %f,%f",
+                  *x, *y);
     r->Error(buf);
     return false;
   }
@@ -205,11 +205,11 @@ void GeoPos(const Args& a, CommandContext* c, Reply* r) {
 
 // What GEORADIUS* and GEOSEARCH* take.
 enum SearchFlags : int {
-  kFromCoords = 1,     // GEORADIUS: longitude latitude radius unit
-  kFromMember = 2,     // GEORADIUSBYMEMBER: member radius unit
-  kNoStore = 4,        // the _RO forms
-  kSearch = 8,         // GEOSEARCH's options
-  kSearchStore = 16,   // GEOSEARCHSTORE destination source ...
+  kFromCoords = 1,    // GEORADIUS: longitude latitude radius unit
+  kFromMember = 2,    // GEORADIUSBYMEMBER: member radius unit
+  kNoStore = 4,       // the _RO forms
+  kSearch = 8,        // GEOSEARCH's options
+  kSearchStore = 16,  // GEOSEARCHSTORE destination source ...
 };
 
 struct Found {
@@ -223,7 +223,9 @@ void Collect(ZSetValue* z, const geo::Shape& s, uint64_t limit,
              std::vector<Found>* out) {
   geo::Cell cells[9];
   geo::Cells(s, cells);
-  auto full = [&] { return !out->empty() && limit != 0 && out->size() >= limit; };
+  auto full = [&] {
+    return !out->empty() && limit != 0 && out->size() >= limit;
+  };
   int last = 0;  // the last cell read (0 also stands for none)
   for (int i = 0; i < 9; ++i) {
     if (cells[i].none()) continue;
@@ -315,8 +317,7 @@ void SearchGeneric(const Args& a, CommandContext* c, Reply* r, size_t src,
         store_dist = true;
       } else if (Eq(w, "frommember") && left >= 1 && (flags & kSearch) &&
                  !from_lonlat) {
-        if (z->exists() &&
-            !MemberPoint(z, a[i + 1], &shape.lon, &shape.lat)) {
+        if (z->exists() && !MemberPoint(z, a[i + 1], &shape.lon, &shape.lat)) {
           return r->Error("ERR could not decode requested zset member");
         }
         from_member = true;
@@ -348,12 +349,16 @@ void SearchGeneric(const Args& a, CommandContext* c, Reply* r, size_t src,
                       "WITHCOORD options");
     }
     if ((flags & kSearch) && !(from_member || from_lonlat)) {
-      return r->Error("ERR exactly one of FROMMEMBER or FROMLONLAT can be "
-                      "specified for " + std::string(a[0]));
+      return r->Error(
+          "ERR exactly one of FROMMEMBER or FROMLONLAT can be "
+          "specified for " +
+          std::string(a[0]));
     }
     if ((flags & kSearch) && !(by_radius || by_box)) {
-      return r->Error("ERR exactly one of BYRADIUS and BYBOX can be "
-                      "specified for " + std::string(a[0]));
+      return r->Error(
+          "ERR exactly one of BYRADIUS and BYBOX can be "
+          "specified for " +
+          std::string(a[0]));
     }
     if (any && count == 0) {
       return r->Error("ERR the ANY argument requires COUNT argument");
@@ -375,11 +380,13 @@ void SearchGeneric(const Args& a, CommandContext* c, Reply* r, size_t src,
       returned = static_cast<size_t>(count);
     }
     if (sort == 1) {
-      std::stable_sort(found.begin(), found.end(),
-                       [](const Found& x, const Found& y) { return x.dist < y.dist; });
+      std::stable_sort(
+          found.begin(), found.end(),
+          [](const Found& x, const Found& y) { return x.dist < y.dist; });
     } else if (sort == 2) {
-      std::stable_sort(found.begin(), found.end(),
-                       [](const Found& x, const Found& y) { return x.dist > y.dist; });
+      std::stable_sort(
+          found.begin(), found.end(),
+          [](const Found& x, const Found& y) { return x.dist > y.dist; });
     }
     found.resize(returned);
     for (Found& f : found) f.dist /= shape.to_meters;
@@ -391,8 +398,8 @@ void SearchGeneric(const Args& a, CommandContext* c, Reply* r, size_t src,
       StoreEntries(c, store, es, event, r);
       return;
     }
-    const size_t extra = (withdist ? 1 : 0) + (withhash ? 1 : 0) +
-                         (withcoord ? 1 : 0);
+    const size_t extra =
+        (withdist ? 1 : 0) + (withhash ? 1 : 0) + (withcoord ? 1 : 0);
     r->Array(found.size());
     for (const Found& f : found) {
       if (extra != 0) r->Array(extra + 1);

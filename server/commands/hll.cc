@@ -16,8 +16,8 @@ namespace hll {
 namespace {
 
 constexpr size_t kDenseRegBytes = kDenseBytes - kHeader;
-constexpr size_t kZeroMax = 64;      // a short zero run's longest
-constexpr size_t kValRunMax = 4;     // a value run's longest
+constexpr size_t kZeroMax = 64;   // a short zero run's longest
+constexpr size_t kValRunMax = 4;  // a value run's longest
 // 1 / (2 ln 2): the estimator's constant as the number of registers grows
 // without bound (Ertl, "New cardinality estimation algorithms for
 // HyperLogLog sketches", 2017).
@@ -31,7 +31,9 @@ size_t ZeroLen(uint8_t op) { return (op & 0x3f) + 1u; }
 size_t XZeroLen(uint8_t op, uint8_t next) {
   return ((static_cast<size_t>(op & 0x3f) << 8) | next) + 1;
 }
-uint8_t ValValue(uint8_t op) { return static_cast<uint8_t>(((op >> 2) & 0x1f) + 1); }
+uint8_t ValValue(uint8_t op) {
+  return static_cast<uint8_t>(((op >> 2) & 0x1f) + 1);
+}
 size_t ValLen(uint8_t op) { return (op & 0x3u) + 1; }
 uint8_t ValOp(uint8_t value, size_t len) {
   return static_cast<uint8_t>(0x80 | ((value - 1) << 2) | (len - 1));
@@ -391,7 +393,8 @@ bool CachedCount(std::string_view v, uint64_t* n) {
 }
 
 void SetCachedCount(std::string* v, uint64_t n) {
-  for (int b = 0; b < 8; ++b) (*v)[8 + b] = static_cast<char>((n >> (8 * b)) & 0xff);
+  for (int b = 0; b < 8; ++b)
+    (*v)[8 + b] = static_cast<char>((n >> (8 * b)) & 0xff);
 }
 
 void Invalidate(std::string* v) {
@@ -466,7 +469,8 @@ std::string SelfTest() {
     uint64_t a = 0, b = 0;
     std::string as_dense = sparse;
     if (!Count(sparse, &a) || !Count(dense, &b) || a != b ||
-        !ToDense(&as_dense) || as_dense.substr(kHeader) != dense.substr(kHeader)) {
+        !ToDense(&as_dense) ||
+        as_dense.substr(kHeader) != dense.substr(kHeader)) {
       return "TESTFAILED dense/sparse disagree";
     }
   }
@@ -487,9 +491,8 @@ std::string SelfTest() {
       double err = std::fabs(static_cast<double>(est) - static_cast<double>(j));
       if (err > 5 * relerr * static_cast<double>(j) + 1) {
         std::snprintf(buf, sizeof(buf),
-                      "TESTFAILED Too big error. card:%" PRIu64
-                      " abserr:%f",
-                      j, err);
+                      "TESTFAILED Too big error. card:%" PRIu64 " abserr:%f", j,
+                      err);
         return buf;
       }
     }

@@ -31,8 +31,8 @@ size_t SparseMax(CommandContext* c) {
 
 // Reads `key` as a HyperLogLog: kNo when missing; false after replying
 // the error when it is another type or a string that is not one.
-bool ReadHll(CommandContext* c, std::string_view key, std::string* v,
-             Found* f, Reply* r, int64_t* expire = nullptr) {
+bool ReadHll(CommandContext* c, std::string_view key, std::string* v, Found* f,
+             Reply* r, int64_t* expire = nullptr) {
   *f = ReadString(c, key, v, expire);
   if (*f == Found::kWrongType) {
     WrongType(r);
@@ -72,7 +72,7 @@ void PfAdd(const Args& a, CommandContext* c, Reply* r) {
   if (updated) {
     hll::Invalidate(&v);
     if (!Kept(c->txn->Write(a[1], ValueType::kString, kStringRaw, v, expire),
-               r)) {
+              r)) {
       return;
     }
     Notify(c, kNotifyString, "pfadd", a[1]);
@@ -119,11 +119,7 @@ void PfCount(const Args& a, CommandContext* c, Reply* r) {
   const bool keep = MayKeepCount(c);
   std::unique_ptr<Store::Txn> own;
   if (keep && c->txn == nullptr) {
-    own = c->store->Begin();
-    // Under the lock, the client's database as SWAPDB left it.
-    const uint32_t db = own->Physical(c->client->db);
-    c->store->UseDb(db);
-    own->UseDb(db);
+    own = BeginOwn(c);
     c->txn = own.get();
     bool read = ReadHll(c, a[1], &v, &f, r, &expire);
     c->txn = nullptr;
@@ -169,7 +165,7 @@ void PfMerge(const Args& a, CommandContext* c, Reply* r) {
   }
   hll::Invalidate(&v);
   if (!Kept(c->txn->Write(a[1], ValueType::kString, kStringRaw, v, expire),
-             r)) {
+            r)) {
     return;
   }
   Notify(c, kNotifyString, "pfadd", a[1]);

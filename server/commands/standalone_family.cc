@@ -79,11 +79,12 @@ void Module(const Args& a, CommandContext*, Reply* r) {
   const std::string_view name = s;
   if (name == "list") return r->Array(0);
   if (name == "help") {
+    const char* refused = "    Refused: shmkv loads no modules.";
     return HelpReply(r, "MODULE",
                      {"LIST", "    Return the modules loaded: none in shmkv.",
-                      "LOAD <path> [<arg> ...]", "    Refused: shmkv loads no modules.",
-                      "LOADEX <path> [...]", "    Refused: shmkv loads no modules.",
-                      "UNLOAD <name>", "    Refused: shmkv loads no modules."});
+                      "LOAD <path> [<arg> ...]", refused,
+                      "LOADEX <path> [...]", refused, "UNLOAD <name>",
+                      refused});
   }
   r->Error("ERR shmkv loads no modules");
 }

@@ -461,10 +461,7 @@ void XRead(const Args& a, CommandContext* c, Reply* r) {
                         c->waits != nullptr && c->waits->open();
   std::unique_ptr<Store::Txn> own;
   if (may_wait && c->txn == nullptr) {
-    own = c->store->Begin();
-    const uint32_t db = own->Physical(c->client->db);
-    c->store->UseDb(db);
-    own->UseDb(db);
+    own = BeginOwn(c);
     c->txn = own.get();
   }
   std::vector<StreamId> after(n);

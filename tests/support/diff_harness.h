@@ -39,4 +39,23 @@ inline void ExpectSameAsRedis(CommandHarness* h, int redis_port,
   ExpectSameAsRedis(h, &redis, cmds);
 }
 
+// Runs body(&harness, &redis_client) twice: against a fresh harness and
+// the oracle flushed, in RESP2, then both switched to RESP3.
+template <class F>
+void ForBothProtocols(const RedisOracle& redis, const std::string& tag,
+                      F body, uint64_t keys = 4096,
+                      uint64_t memory = 8ULL << 20) {
+  for (bool resp3 : {false, true}) {
+    CommandHarness h(tag + (resp3 ? "3" : "2"), keys, memory);
+    ASSERT_TRUE(h.ok()) << h.error();
+    Client c(redis.port());
+    c.Call({"FLUSHALL"});
+    if (resp3) {
+      h.Run({"HELLO", "3"});
+      c.Call({"HELLO", "3"});
+    }
+    body(&h, &c);
+  }
+}
+
 }  // namespace shmkv_test
