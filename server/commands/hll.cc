@@ -330,13 +330,15 @@ bool ToDense(std::string* v) {
   std::memcpy(&d[0], v->data(), kHeader);
   d[4] = static_cast<char>(kDense);
   uint8_t* r = Regs(&d);
+  bool past = false;
   uint64_t covered = WalkRuns(*v, [&](uint64_t idx, size_t len, uint8_t val) {
     if (val == 0) return true;
-    if (idx + len > kRegisters) return false;
+    past = idx + len > kRegisters;
+    if (past) return false;
     for (size_t i = 0; i < len; ++i) RegSet(r, idx + i, val);
     return true;
   });
-  if (covered != kRegisters) return false;
+  if (past || covered != kRegisters) return false;
   *v = std::move(d);
   return true;
 }
@@ -350,14 +352,17 @@ bool MergeInto(std::string_view v, uint8_t* max) {
     }
     return true;
   }
-  return WalkRuns(v, [&](uint64_t idx, size_t len, uint8_t val) {
-           if (val == 0) return true;
-           if (idx + len > kRegisters) return false;
-           for (size_t i = 0; i < len; ++i) {
-             if (val > max[idx + i]) max[idx + i] = val;
-           }
-           return true;
-         }) == kRegisters;
+  bool past = false;
+  uint64_t covered = WalkRuns(v, [&](uint64_t idx, size_t len, uint8_t val) {
+    if (val == 0) return true;
+    past = idx + len > kRegisters;
+    if (past) return false;
+    for (size_t i = 0; i < len; ++i) {
+      if (val > max[idx + i]) max[idx + i] = val;
+    }
+    return true;
+  });
+  return !past && covered == kRegisters;
 }
 
 bool Count(std::string_view v, uint64_t* n) {
@@ -366,8 +371,7 @@ bool Count(std::string_view v, uint64_t* n) {
     const uint8_t* r = Regs(v);
     for (size_t i = 0; i < kRegisters; ++i) ++histo[RegGet(r, i)];
   } else {
-    // Every run is counted; only the total is checked (as Redis: a run
-    // past the last register makes the value corrupt, not a bad read).
+    // Every run is counted; the total must be the registers.
     uint64_t covered = WalkRuns(v, [&](uint64_t, size_t len, uint8_t val) {
       histo[val] += static_cast<int64_t>(len);
       return true;
