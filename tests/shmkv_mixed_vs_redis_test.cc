@@ -223,6 +223,25 @@ std::vector<std::string> RandomCommand(std::mt19937_64& rng) {
       default: return {"LSET", key(), pick({"0", "-1", "5"}), val()};
     }
   }
+  if (rng() % 16 == 0) {
+    // HyperLogLogs (strings: APPEND and SETRANGE damage them) and
+    // geospatial sets (sorted sets) on the same keys as the others. One
+    // element per PFADD: on a damaged value Redis keeps what a PFADD of
+    // several raised before the damage stopped it (docs/server.md).
+    const std::string lon = pick({"0", "13.36", "-179.9", "180", "200"});
+    const std::string lat = pick({"0", "38.11", "85.05", "-85.06", "x"});
+    switch (rng() % 9) {
+      case 0: case 1: return {"PFADD", key(), val()};
+      case 2: return {"PFCOUNT", key()};
+      case 3: return {"PFCOUNT", key(), key()};
+      case 4: return {"PFMERGE", key(), key()};
+      case 5: return {"GEOADD", key(), lon, lat, field()};
+      case 6: return {pick({"GEOPOS", "GEOHASH"}), key(), field(), field()};
+      case 7: return {"GEOSEARCH", key(), "FROMLONLAT", lon, "0", "BYRADIUS",
+                      pick({"100", "20000"}), "km", "WITHDIST", "ASC"};
+      default: return {"GEODIST", key(), field(), field(), "km"};
+    }
+  }
   if (rng() % 10 == 0) {
     // Streams, on the same keys as the strings and hashes (WRONGTYPE both
     // ways), with IDs that often do not rise (the same error in both).
