@@ -4,6 +4,7 @@
 # 1 and 16 (issue 44's "server CPU per request").
 #
 #   bench/shmkv_types_cpu.sh [--requests N] [--clients C] [--out DIR]
+#                            [--commands "PFADD PFCOUNT ..."]
 #
 # Both servers come from bench/server_pair.sh (redis-server without
 # persistence; a release shmkv with one worker). Each serving process
@@ -11,7 +12,12 @@
 # CPU 1. For each depth, the commands run in this order on both servers:
 # HSET and HGET on one hash, LPUSH then RPOP on one list, SADD on one set,
 # ZADD then ZRANGE 0 9 on one sorted set (members and fields drawn from
-# 10,000 with -r, as redis-benchmark's own -t tests do). A server's CPU is
+# 10,000 with -r, as redis-benchmark's own -t tests do). --commands runs
+# the named ones instead, in the table's order: besides those, PFADD and
+# PFCOUNT on one HyperLogLog, GEOADD (points drawn near one place) and
+# GEOSEARCH (the ten nearest within 1 km: the points GEOADD drew lie
+# within a millimetre, so every search finds all of them and sorts them)
+# on one geospatial set. A server's CPU is
 # its user + system ticks (/proc/PID/stat) over the client's run, divided
 # by the requests. Writes DIR/types_cpu.csv: command, pipeline, requests,
 # shmkv's and redis's microseconds per request, and their ratio.
@@ -24,12 +30,14 @@ cd "$(dirname "$0")/.."
 requests=200000
 clients=50
 out=build/shmkv_types_cpu
+only="HSET HGET LPUSH RPOP SADD ZADD ZRANGE"
 while [ $# -gt 0 ]; do
   case "$1" in
     --requests) requests=$2; shift 2 ;;
     --clients) clients=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    *) echo "usage: $0 [--requests N] [--clients C] [--out DIR]" >&2; exit 2 ;;
+    --commands) only=$2; shift 2 ;;
+    *) echo "usage: $0 [--requests N] [--clients C] [--out DIR] [--commands LIST]" >&2; exit 2 ;;
   esac
 done
 for tool in redis-server redis-benchmark redis-cli taskset; do
@@ -61,6 +69,10 @@ commands=(
   "SADD|1|sadd myset element:__rand_int__"
   "ZADD|10|zadd myzset __rand_int__ element:__rand_int__"
   "ZRANGE|10|zrange myzset 0 9"
+  "PFADD|1|pfadd myhll element:__rand_int__"
+  "PFCOUNT|1|pfcount myhll"
+  "GEOADD|1|geoadd mygeo 13.__rand_int__ 38.__rand_int__ element:__rand_int__"
+  "GEOSEARCH|100|geosearch mygeo fromlonlat 13 38 byradius 1 km count 10 asc"
 )
 
 # us_per_request PORT PID N COMMAND... : the server's CPU per request.
@@ -83,6 +95,7 @@ echo "command,pipeline,requests,shmkv_us,redis_us,ratio" > "$csv"
 for depth in 1 16; do
   for entry in "${commands[@]}"; do
     IFS='|' read -r name share cmd <<< "$entry"
+    [[ " $only " == *" $name "* ]] || continue
     n=$((requests / share))
     # shellcheck disable=SC2086
     kv=$(us_per_request "$kv_port" "$kv_worker" "$n" $cmd)
