@@ -30,23 +30,34 @@ struct Area {
   Range lon, lat;
 };
 
+// Spreads the 32 bits of x over the even places of a word (bit i to bit
+// 2i), and gathers them back.
+uint64_t Spread(uint32_t x) {
+  uint64_t v = x;
+  v = (v | (v << 16)) & 0x0000FFFF0000FFFFULL;
+  v = (v | (v << 8)) & 0x00FF00FF00FF00FFULL;
+  v = (v | (v << 4)) & 0x0F0F0F0F0F0F0F0FULL;
+  v = (v | (v << 2)) & 0x3333333333333333ULL;
+  v = (v | (v << 1)) & 0x5555555555555555ULL;
+  return v;
+}
+uint32_t Gather(uint64_t v) {
+  v &= 0x5555555555555555ULL;
+  v = (v | (v >> 1)) & 0x3333333333333333ULL;
+  v = (v | (v >> 2)) & 0x0F0F0F0F0F0F0F0FULL;
+  v = (v | (v >> 4)) & 0x00FF00FF00FF00FFULL;
+  v = (v | (v >> 8)) & 0x0000FFFF0000FFFFULL;
+  v = (v | (v >> 16)) & 0x00000000FFFFFFFFULL;
+  return static_cast<uint32_t>(v);
+}
+
 // Latitude's bits at the even places, longitude's at the odd ones.
 uint64_t Interleave(uint32_t lat, uint32_t lon) {
-  uint64_t out = 0;
-  for (int i = 0; i < 32; ++i) {
-    out |= static_cast<uint64_t>((lat >> i) & 1u) << (2 * i);
-    out |= static_cast<uint64_t>((lon >> i) & 1u) << (2 * i + 1);
-  }
-  return out;
+  return Spread(lat) | (Spread(lon) << 1);
 }
 void Deinterleave(uint64_t bits, uint32_t* lat, uint32_t* lon) {
-  uint32_t a = 0, b = 0;
-  for (int i = 0; i < 32; ++i) {
-    a |= static_cast<uint32_t>((bits >> (2 * i)) & 1u) << i;
-    b |= static_cast<uint32_t>((bits >> (2 * i + 1)) & 1u) << i;
-  }
-  *lat = a;
-  *lon = b;
+  *lat = Gather(bits);
+  *lon = Gather(bits >> 1);
 }
 
 bool Encode(Range lon_r, Range lat_r, double lon, double lat, int step,

@@ -4,8 +4,10 @@
 // sets whose scores are geohashes (server/commands/geo.h; docs/server.md,
 // "Geospatial").
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "server/commands/command_util.h"
@@ -213,8 +215,9 @@ enum SearchFlags : int {
 };
 
 struct Found {
-  std::string member;
+  std::string_view member;  // the set's, while it is open
   double lon, lat, dist, score;
+  size_t order;  // found so many before it: ties keep this order
 };
 
 // The members within the shape, cell by cell in Redis's order; at most
@@ -243,7 +246,8 @@ void Collect(ZSetValue* z, const geo::Shape& s, uint64_t limit,
       if (!(e.score < max)) return false;
       Found f;
       if (geo::Within(s, e.score, &f.lon, &f.lat, &f.dist)) {
-        f.member.assign(e.member.data(), e.member.size());
+        f.member = e.member;
+        f.order = out->size();
         f.score = e.score;
         out->push_back(std::move(f));
       }
@@ -379,14 +383,21 @@ void SearchGeneric(const Args& a, CommandContext* c, Reply* r, size_t src,
     if (count != 0 && static_cast<uint64_t>(count) < returned) {
       returned = static_cast<size_t>(count);
     }
-    if (sort == 1) {
-      std::stable_sort(
-          found.begin(), found.end(),
-          [](const Found& x, const Found& y) { return x.dist < y.dist; });
-    } else if (sort == 2) {
-      std::stable_sort(
-          found.begin(), found.end(),
-          [](const Found& x, const Found& y) { return x.dist > y.dist; });
+    if (sort != 0) {
+      // By distance, ties in the order found; only the first `returned`
+      // need their places (Redis sorts as little).
+      const bool asc = sort == 1;
+      // (A distance of antipodes may come out NaN: it sorts as +inf, so
+      // the order stays a total one.)
+      auto key = [](double d) { return std::isnan(d) ? INFINITY : d; };
+      auto before = [asc, key](const Found& x, const Found& y) {
+        const double a = key(x.dist), b = key(y.dist);
+        if (a != b) return asc ? a < b : a > b;
+        return x.order < y.order;
+      };
+      std::partial_sort(found.begin(),
+                        found.begin() + static_cast<ptrdiff_t>(returned),
+                        found.end(), before);
     }
     found.resize(returned);
     for (Found& f : found) f.dist /= shape.to_meters;
