@@ -257,8 +257,7 @@ TEST(HllValues, DamagedValuesAreReadWithinBounds) {
     // redis-server 7.0.15 as Debian patches it).
     EXPECT_EQ(counted, merged) << "round " << round;
     corrupt += !counted;
-    std::string text;
-    if (hll::Encoding(v) == hll::kSparse) hll::Decode(v, &text);
+    if (hll::Encoding(v) == hll::kSparse) (void)hll::Decode(v);
     std::string w = v;
     for (int i = 0; i < 20; ++i) {
       if (hll::Add(&w, std::to_string(rng()), rng() % 2 ? 3000 : 20000) < 0) {

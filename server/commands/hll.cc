@@ -409,8 +409,8 @@ uint8_t DenseGet(std::string_view v, size_t index) {
   return RegGet(Regs(v), index);
 }
 
-bool Decode(std::string_view v, std::string* out) {
-  out->clear();
+std::string Decode(std::string_view v) {
+  std::string out;
   const uint8_t* p = reinterpret_cast<const uint8_t*>(v.data());
   char buf[48];
   for (size_t at = kHeader; at < v.size();) {
@@ -427,10 +427,10 @@ bool Decode(std::string_view v, std::string* out) {
                     ValLen(op));
       at += 1;
     }
-    *out += buf;
+    out += buf;
   }
-  while (!out->empty() && out->back() == ' ') out->pop_back();
-  return true;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 std::string SelfTest() {

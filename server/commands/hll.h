@@ -77,9 +77,9 @@ void SetCachedCount(std::string* v, uint64_t n);
 void Invalidate(std::string* v);
 // A dense value's register (no bounds beyond kRegisters needed).
 uint8_t DenseGet(std::string_view v, size_t index);
-// PFDEBUG DECODE's text of a sparse value's runs; false when an opcode
-// is cut short.
-bool Decode(std::string_view v, std::string* out);
+// PFDEBUG DECODE's text of a sparse value's runs (an extended zero run
+// cut short by the value's end reads its missing byte as 0, as Redis).
+std::string Decode(std::string_view v);
 // PFSELFTEST: the registers, the sparse form against the dense one, and
 // the estimate's error against known counts. Empty when all hold, else
 // the failure, as Redis words its TESTFAILED replies.

@@ -198,9 +198,7 @@ void PfDebug(const Args& a, CommandContext* c, Reply* r) {
     if (hll::Encoding(v) != hll::kSparse) {
       return r->Error("ERR HLL encoding is not sparse");
     }
-    std::string text;
-    hll::Decode(v, &text);
-    r->Bulk(text);
+    r->Bulk(hll::Decode(v));
   } else if (Eq(sub, "encoding")) {
     r->Simple(hll::Encoding(v) == hll::kDense ? "dense" : "sparse");
   } else if (Eq(sub, "todense")) {
